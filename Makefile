@@ -1,0 +1,113 @@
+# kiln — the one Makefile.
+#
+#   make            build bin/kiln (release, -O2)
+#   make test       install missing Debian packages (as root), build the
+#                   ASan+UBSan variant, run every unit and end-to-end test
+#   make demo       the main job on assets-sample/ (arrives with the sample
+#                   project issue; until then it says so)
+#   make bench      benchmarks in bench/ (figures, not pass/fail)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make valgrind   unit tests of the release variant under valgrind
+#
+# Two variants share one set of rules: "release" (obj/release, bin/) and
+# "asan" (obj/asan, bin/asan/), the latter used by every test.
+
+CC      = gcc
+AR      = ar
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Debian's nng ships no .pc file.
+LIBS       = $(PKG_LIBS) -lnng -lpthread
+TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Iclient $(PKG_CFLAGS)
+
+release_CFLAGS  = -O2
+release_LDFLAGS =
+release_BIN     = bin
+asan_CFLAGS  = -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+asan_LDFLAGS = -fsanitize=address,undefined
+asan_BIN     = bin/asan
+
+STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
+            store/blob.c store/records.c store/db.c store/index.c \
+            store/fsck.c store/gc.c store/store.c
+KILN_SRC  = client/main.c client/cli.c client/cmd_store.c
+UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
+             test_fsck test_gc test_enospc
+BENCHES = bench_store
+
+VARIANTS = release asan
+
+.PHONY: all deps deps-test test check demo bench install valgrind clean
+all: deps
+	@$(MAKE) --no-print-directory bin/kiln
+
+deps:
+	@scripts/ensure-deps build
+deps-test:
+	@scripts/ensure-deps test
+
+# $(1) = variant name
+define variant_rules
+obj/$(1)/%.o: %.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
+
+obj/$(1)/libkilnstore.a: $$(STORE_SRC:%.c=obj/$(1)/%.o)
+	@mkdir -p $$(@D)
+	$$(AR) rcs $$@ $$^
+
+$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=obj/$(1)/%.o) obj/$(1)/libkilnstore.a
+	@mkdir -p $$(@D)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
+
+$$($(1)_BIN)/tests/%: obj/$(1)/tests/unit/%.o obj/$(1)/tests/unit/testutil.o obj/$(1)/libkilnstore.a
+	@mkdir -p $$(@D)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
+
+$$($(1)_BIN)/bench/%: obj/$(1)/bench/store/%.o obj/$(1)/libkilnstore.a
+	@mkdir -p $$(@D)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
+
+-include $$(shell find obj/$(1) -name '*.d' 2>/dev/null)
+endef
+$(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
+
+# Keep objects of pattern-built test binaries (make would delete them).
+.SECONDARY:
+
+ASAN_TESTS = $(UNIT_TESTS:%=bin/asan/tests/%)
+REL_TESTS  = $(UNIT_TESTS:%=bin/tests/%)
+
+test check: deps-test
+	@$(MAKE) --no-print-directory bin/asan/kiln $(ASAN_TESTS)
+	@tests/run.sh bin/asan
+
+valgrind: deps-test
+	@$(MAKE) --no-print-directory bin/kiln $(REL_TESTS)
+	@KILN_VALGRIND=1 tests/run.sh bin
+
+bench: all
+	@scripts/ensure-deps bench
+	@$(MAKE) --no-print-directory $(BENCHES:%=bin/bench/%)
+	@bench/store/run.sh bin
+
+demo: all
+	@echo "make demo: the sample project (assets-sample/) and the build engine are"
+	@echo "not built yet; today kiln offers the store commands: bin/kiln --help"
+	@bin/kiln --help
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kiln $(DESTDIR)$(PREFIX)/lib
+	install -m 0755 bin/kiln $(DESTDIR)$(PREFIX)/bin/kiln
+	install -m 0644 store/kiln_error.h store/kiln_store.h $(DESTDIR)$(PREFIX)/include/kiln/
+	install -m 0644 obj/release/libkilnstore.a $(DESTDIR)$(PREFIX)/lib/
+
+clean:
+	rm -rf obj bin

@@ -1,0 +1,58 @@
+/* error.c — messages for KILN_E* codes and the one errno mapping. */
+#include <errno.h>
+
+#include "kiln_error.h"
+
+static const struct {
+	int code;
+	const char *msg;
+} messages[] = {
+	{KILN_OK, "success"},
+	{KILN_EINVAL, "invalid argument"},
+	{KILN_ENOMEM, "out of memory"},
+	{KILN_EIO, "input/output error"},
+	{KILN_ENOSPC, "no space left on device"},
+	{KILN_ENOTFOUND, "not found"},
+	{KILN_ECORRUPT, "data is corrupt (content does not match its hash or format)"},
+	{KILN_ENOTSTORE, "not a kiln store"},
+	{KILN_EVERSION, "written by a newer version of kiln"},
+	{KILN_EACCES, "permission denied"},
+	{KILN_EREADONLY, "store is open read-only"},
+	{KILN_ERANGE, "value out of range"},
+	{KILN_EBUSY, "resource busy"},
+	{KILN_EDB, "database error"},
+	{KILN_EEXIST, "already exists"},
+};
+
+const char *
+kiln_strerror(int code)
+{
+	for (size_t i = 0; i < sizeof(messages) / sizeof(messages[0]); i++)
+		if (messages[i].code == code)
+			return messages[i].msg;
+	return "unknown error";
+}
+
+int
+kiln_err_from_errno(int err)
+{
+	switch (err) {
+	case 0: return KILN_OK;
+	case ENOMEM: return KILN_ENOMEM;
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG: return KILN_ENOSPC;
+	case ENOENT:
+	case ENOTDIR: return KILN_ENOTFOUND;
+	case EACCES:
+	case EPERM: return KILN_EACCES;
+	case EROFS: return KILN_EREADONLY;
+	case EEXIST: return KILN_EEXIST;
+	case EINVAL:
+	case ENAMETOOLONG: return KILN_EINVAL;
+	case EBUSY:
+	case EMFILE:
+	case ENFILE: return KILN_EBUSY;
+	default: return KILN_EIO;
+	}
+}

@@ -1,0 +1,35 @@
+/* kiln_error.h — the error codes every kiln library returns.
+ *
+ * Success is 0 everywhere. Failures are negative KILN_E* codes in the band
+ * -20099..-20001, chosen so they never collide with LMDB's (-30799..-30780)
+ * or with negated errno values. When you add a code, add its message to
+ * store/error.c and never renumber an existing one: the wire protocol maps
+ * them in one place and old clients keep their meaning. */
+#ifndef KILN_ERROR_H
+#define KILN_ERROR_H
+
+enum kiln_err {
+	KILN_OK = 0,
+	KILN_EINVAL = -20001,    /* malformed argument or input */
+	KILN_ENOMEM = -20002,    /* out of memory */
+	KILN_EIO = -20003,       /* I/O error from the operating system */
+	KILN_ENOSPC = -20004,    /* no space left on the device */
+	KILN_ENOTFOUND = -20005, /* no such blob, record or file */
+	KILN_ECORRUPT = -20006,  /* data does not match its hash or record format */
+	KILN_ENOTSTORE = -20007, /* folder exists but is not a kiln store */
+	KILN_EVERSION = -20008,  /* written by a newer kiln; refusing to touch it */
+	KILN_EACCES = -20009,    /* permission denied */
+	KILN_EREADONLY = -20010, /* store opened read-only */
+	KILN_ERANGE = -20011,    /* buffer too small or value out of range */
+	KILN_EBUSY = -20012,     /* resource in use (too many readers, locked) */
+	KILN_EDB = -20013,       /* unexpected error from the database engine */
+	KILN_EEXIST = -20014,    /* already exists */
+};
+
+/* A static, human-readable message for a code (0 or KILN_E*); never NULL. */
+const char *kiln_strerror(int code);
+
+/* Map an errno value to the nearest KILN_E* code (EIO for the unknown). */
+int kiln_err_from_errno(int err);
+
+#endif

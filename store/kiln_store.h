@@ -1,0 +1,318 @@
+/* kiln_store.h — kiln's content-addressed blob store and content database.
+ *
+ * A store is a folder:
+ *
+ *   <store>/kiln-store          marker file: "kiln-store <format version>\n"
+ *   <store>/objects/ab/<30 hex> blobs, named by XXH3-128 exactly as
+ *                               `xxh128sum` prints it, read-only (0444)
+ *   <store>/tmp/                blobs being written; never read by anyone
+ *   <store>/corrupt/            blobs fsck found damaged (kept for forensics)
+ *   <store>/db/                 one LMDB environment, named databases
+ *                               index, actions, files, blobs
+ *
+ * Blobs are published atomically: written (or moved) into tmp/, hashed in
+ * the same pass, optionally fsynced, then linked into objects/. A blob is on
+ * disk (and durable, with KILN_DURABLE_FSYNC) before any record naming it is
+ * committed, so a crash can leave an orphan blob but never a record pointing
+ * at nothing.
+ *
+ * Threads: one kiln_store may be used by any number of threads at once.
+ * Processes: several processes (daemon, CLI, agents on the same host) may
+ * open the same store. One process must not open the same store twice
+ * (LMDB's rule: closing the second handle drops the first one's locks).
+ * Never use a kiln_store in a child after fork(); spawn with posix_spawn.
+ *
+ * Every function returns 0 or a negative KILN_E* code (kiln_error.h). */
+#ifndef KILN_STORE_H
+#define KILN_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln_error.h"
+
+/* ---- content identity ------------------------------------------------ */
+
+/* An XXH3-128 digest in canonical (big-endian) byte order: hex-encoding the
+ * 16 bytes in order gives the string xxh128sum prints. */
+typedef struct kiln_id {
+	uint8_t b[16];
+} kiln_id;
+
+#define KILN_ID_HEX_LEN 32 /* characters, without the terminating NUL */
+
+/* Hash len bytes at buf. */
+void kiln_id_of_buf(const void *buf, size_t len, kiln_id *id);
+
+/* Hash everything readable from fd up to EOF; *size (may be NULL) gets the
+ * byte count. Returns 0 or KILN_EIO. */
+int kiln_id_of_fd(int fd, kiln_id *id, uint64_t *size);
+
+/* Write the 32 lowercase hex characters and a NUL into hex. */
+void kiln_id_to_hex(const kiln_id *id, char hex[KILN_ID_HEX_LEN + 1]);
+
+/* Parse exactly 32 hex characters (either case) followed by NUL.
+ * Returns 0 or KILN_EINVAL. */
+int kiln_id_from_hex(const char *hex, kiln_id *id);
+
+/* memcmp order; 0 when equal. */
+int kiln_id_cmp(const kiln_id *a, const kiln_id *b);
+
+/* Streaming hasher for callers that feed data in pieces. */
+typedef struct kiln_hasher kiln_hasher;
+
+/* Returns 0 or KILN_ENOMEM. */
+int kiln_hasher_new(kiln_hasher **h);
+void kiln_hasher_update(kiln_hasher *h, const void *buf, size_t len);
+/* The digest of everything fed since new/reset; h stays usable. */
+void kiln_hasher_digest(const kiln_hasher *h, kiln_id *id);
+void kiln_hasher_reset(kiln_hasher *h);
+void kiln_hasher_free(kiln_hasher *h);
+
+/* ---- names ----------------------------------------------------------- */
+
+/* A URL or project-relative path: 1..1024 bytes, '/'-separated segments,
+ * none empty, "." or "..", not starting with '/', no backslash, no control
+ * characters. Returns 0 or KILN_EINVAL. */
+int kiln_url_check(const char *url);
+
+/* A profile name: 1..64 of [A-Za-z0-9_.-], not starting with '.' or '-'.
+ * Returns 0 or KILN_EINVAL. */
+int kiln_profile_check(const char *profile);
+
+/* ---- opening --------------------------------------------------------- */
+
+typedef struct kiln_store kiln_store;
+
+enum kiln_store_flags {
+	KILN_STORE_CREATE = 1 << 0, /* make the folder a store if it is not yet */
+	KILN_STORE_RDONLY = 1 << 1, /* every write returns KILN_EREADONLY */
+};
+
+enum kiln_durability {
+	/* fsync each blob and its folder before returning from a put, and
+	 * commit every record synchronously. Survives power loss. */
+	KILN_DURABLE_FSYNC = 0,
+	/* Leave both to the OS. Survives a killed process, not a power cut:
+	 * after one, fsck may find records naming lost blobs (it repairs them
+	 * by dropping the records, and a rebuild puts the content back). */
+	KILN_DURABLE_NONE = 1,
+};
+
+typedef struct kiln_store_opts {
+	unsigned flags;                  /* kiln_store_flags */
+	enum kiln_durability durability;
+	/* Initial LMDB map size in bytes; 0 = 16 GiB. It is address space,
+	 * not disk, and grows by itself when full. */
+	uint64_t map_size;
+} kiln_store_opts;
+
+/* Open the store in folder dir (opts may be NULL: defaults, no create).
+ * Removes temp files older than an hour (left by crashed writers) and
+ * clears reader slots of dead processes. Returns 0, KILN_ENOTFOUND (no
+ * folder, or not a store and no CREATE), KILN_ENOTSTORE (a non-empty folder
+ * without the marker), KILN_EVERSION, KILN_EACCES, KILN_EIO, KILN_ENOMEM or
+ * KILN_EDB. */
+int kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp);
+
+/* Close. Every other call on s must have returned. NULL is allowed. */
+void kiln_store_close(kiln_store *s);
+
+/* The store's folder as given to open; valid until close. */
+const char *kiln_store_dir(const kiln_store *s);
+
+/* ---- blobs ----------------------------------------------------------- */
+
+/* Put len bytes from buf. On success *id is their hash. Returns 0,
+ * KILN_ENOSPC, KILN_EIO, KILN_EREADONLY or KILN_ENOMEM. */
+int kiln_store_put_buf(kiln_store *s, const void *buf, size_t len, kiln_id *id);
+
+/* Put everything readable from fd (a file, pipe or socket) up to EOF. */
+int kiln_store_put_fd(kiln_store *s, int fd, kiln_id *id);
+
+/* Put a copy of the file at path; path is left alone. */
+int kiln_store_put_path(kiln_store *s, const char *path, kiln_id *id);
+
+/* Publish the file at path by moving it (no copy of its bytes when it is on
+ * the store's filesystem; a copy then unlink otherwise). On success path no
+ * longer exists. The file must not be written to concurrently. */
+int kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id);
+
+/* A blob written in pieces (a network upload, a tool's stream). */
+typedef struct kiln_blob_writer kiln_blob_writer;
+
+/* Returns 0, KILN_EREADONLY, KILN_ENOSPC, KILN_EIO or KILN_ENOMEM. */
+int kiln_blob_writer_open(kiln_store *s, kiln_blob_writer **w);
+/* Returns 0, KILN_ENOSPC or KILN_EIO; after an error only abort is valid. */
+int kiln_blob_writer_write(kiln_blob_writer *w, const void *buf, size_t len);
+/* Publish. When expect is not NULL and the content does not hash to it,
+ * nothing is published and KILN_ECORRUPT is returned. w is freed in every
+ * case. */
+int kiln_blob_writer_commit(kiln_blob_writer *w, const kiln_id *expect, kiln_id *id);
+/* Discard everything written; frees w. NULL is allowed. */
+void kiln_blob_writer_abort(kiln_blob_writer *w);
+
+/* 0 when the blob exists (*size, may be NULL, gets its length), else
+ * KILN_ENOTFOUND. Does not read the content. */
+int kiln_store_has(kiln_store *s, const kiln_id *id, uint64_t *size);
+
+/* Write the blob's path into buf (len bytes). KILN_ERANGE if too small.
+ * The path may stop existing at any time (gc); opening it must treat
+ * ENOENT as "not in the store". */
+int kiln_store_blob_path(kiln_store *s, const kiln_id *id, char *buf, size_t len);
+
+/* Open the blob read-only (O_CLOEXEC) without verifying it; the caller
+ * closes *fd. An open fd stays readable even if gc removes the blob. */
+int kiln_store_open_blob(kiln_store *s, const kiln_id *id, int *fd);
+
+/* Read the whole blob into a malloc'd buffer (*buf, free() it) after
+ * checking it hashes to id. Returns 0, KILN_ENOTFOUND, KILN_ECORRUPT,
+ * KILN_ENOMEM or KILN_EIO. */
+int kiln_store_read(kiln_store *s, const kiln_id *id, void **buf, size_t *len);
+
+/* Write the blob to fd, only after checking it hashes to id: corrupt
+ * content is never written. Returns 0, KILN_ENOTFOUND, KILN_ECORRUPT or
+ * KILN_EIO (a write error on fd included). */
+int kiln_store_copy_out(kiln_store *s, const kiln_id *id, int fd);
+
+/* Re-hash the blob. Returns 0, KILN_ENOTFOUND or KILN_ECORRUPT. */
+int kiln_store_verify(kiln_store *s, const kiln_id *id);
+
+/* Mark blobs as used now (gc removes the least recently used first).
+ * Unknown ids are ignored. */
+int kiln_store_touch(kiln_store *s, const kiln_id *ids, size_t n);
+
+/* ---- index: (profile, URL) -> blob ----------------------------------- */
+
+/* Point profile/url at blob id. The blob must exist (KILN_ENOTFOUND
+ * otherwise): records never name missing blobs. KILN_EINVAL for a bad
+ * profile or URL. */
+int kiln_store_index_set(kiln_store *s, const char *profile, const char *url,
+                         const kiln_id *id);
+
+/* Returns 0 (*id set) or KILN_ENOTFOUND. */
+int kiln_store_index_get(kiln_store *s, const char *profile, const char *url,
+                         kiln_id *id);
+
+/* Returns 0 or KILN_ENOTFOUND. */
+int kiln_store_index_delete(kiln_store *s, const char *profile, const char *url);
+
+/* Called once per entry in (profile, url) order. The strings are valid only
+ * during the call. A non-zero return stops the walk and is returned by
+ * kiln_store_index_list. */
+typedef int (*kiln_index_fn)(const char *profile, const char *url,
+                             const kiln_id *id, void *arg);
+
+/* Walk entries of profile (NULL: every profile) whose URL starts with
+ * url_prefix (NULL or "": all). Runs on one consistent snapshot. */
+int kiln_store_index_list(kiln_store *s, const char *profile,
+                          const char *url_prefix, kiln_index_fn fn, void *arg);
+
+/* ---- actions: action key -> result ----------------------------------- */
+
+typedef struct kiln_action {
+	kiln_id key;
+	int64_t created_ns;  /* when first stored (CLOCK_REALTIME) */
+	int64_t used_ns;     /* last put or touch */
+	size_t noutputs;
+	kiln_id *outputs;    /* the blobs this result names */
+	size_t len;
+	void *data;          /* the caller's opaque result record */
+} kiln_action;
+
+/* Store a result: the blobs it names (each must exist, else
+ * KILN_ENOTFOUND) and an opaque payload of at most 64 MiB. Replaces any
+ * previous result under key. */
+int kiln_store_action_put(kiln_store *s, const kiln_id *key,
+                          const kiln_id *outputs, size_t noutputs,
+                          const void *data, size_t len);
+
+/* Returns 0 with *a malloc'd (free with kiln_action_free), KILN_ENOTFOUND,
+ * or KILN_ECORRUPT / KILN_EVERSION for a record this kiln cannot read. */
+int kiln_store_action_get(kiln_store *s, const kiln_id *key, kiln_action **a);
+void kiln_action_free(kiln_action *a);
+
+/* Mark a result as used now, keeping it a gc root for another max-age. */
+int kiln_store_action_touch(kiln_store *s, const kiln_id *key);
+
+int kiln_store_action_delete(kiln_store *s, const kiln_id *key);
+
+/* ---- files: project-relative path -> what it looked like ------------- */
+
+typedef struct kiln_file_rec {
+	uint64_t size;
+	int64_t mtime_ns;
+	uint64_t ino;
+	int64_t ctime_ns;
+	kiln_id hash; /* content hash; the content need not be in the store */
+} kiln_file_rec;
+
+/* path follows kiln_url_check. */
+int kiln_store_file_put(kiln_store *s, const char *path, const kiln_file_rec *r);
+int kiln_store_file_get(kiln_store *s, const char *path, kiln_file_rec *r);
+int kiln_store_file_delete(kiln_store *s, const char *path);
+
+/* ---- checking and collecting ----------------------------------------- */
+
+enum kiln_fsck_kind {
+	KILN_FSCK_CORRUPT,    /* blob content does not hash to its name */
+	KILN_FSCK_MISSING,    /* a record names a blob that is not there */
+	KILN_FSCK_BAD_RECORD, /* a database record this kiln cannot decode */
+	KILN_FSCK_STRAY,      /* a file in objects/ that is not a blob */
+};
+
+typedef struct kiln_fsck_problem {
+	enum kiln_fsck_kind kind;
+	kiln_id id;        /* the blob concerned (zero for STRAY/BAD_RECORD) */
+	const char *where; /* "index pc sprites/hero", "action <hex>",
+	                      "objects/ab/..." — valid during the call */
+	int repaired;      /* 1 when repair fixed it */
+} kiln_fsck_problem;
+
+typedef void (*kiln_fsck_fn)(const kiln_fsck_problem *p, void *arg);
+
+typedef struct kiln_fsck_stats {
+	uint64_t blobs, bytes;         /* blobs checked and their size */
+	uint64_t corrupt, missing, bad_records, stray;
+	uint64_t repaired;
+} kiln_fsck_stats;
+
+/* Check that every blob re-hashes to its name and every index and action
+ * record names an existing, sound blob; report each problem to fn (may be
+ * NULL). With repair, corrupt blobs move to <store>/corrupt/, records
+ * naming bad or missing blobs are dropped, undecodable records are
+ * dropped, and strays move to corrupt/ — nothing is ever invented.
+ * Returns 0 when the walk completed (problems are counted in *st), or an
+ * error that stopped it. */
+int kiln_store_fsck(kiln_store *s, int repair, kiln_fsck_fn fn, void *arg,
+                    kiln_fsck_stats *st);
+
+typedef struct kiln_gc_opts {
+	/* Remove unrooted blobs, least recently used first, until the store's
+	 * blobs total at most this many bytes (0: remove every unrooted one). */
+	uint64_t max_size;
+	/* Action results used within this many seconds are roots; older ones
+	 * are deleted (their blobs then only survive if otherwise rooted). */
+	int64_t action_max_age_s;
+	/* Blobs used within this many seconds are never removed, so a put
+	 * that is about to be named by a record is safe. */
+	int64_t grace_s;
+	int dry_run; /* count what would go, remove nothing */
+} kiln_gc_opts;
+
+typedef struct kiln_gc_stats {
+	uint64_t blobs, bytes;                /* before */
+	uint64_t rooted_blobs, rooted_bytes;  /* kept because named by a root */
+	uint64_t removed_blobs, removed_bytes;
+	uint64_t removed_actions;
+} kiln_gc_stats;
+
+/* Collect garbage. Roots: every index entry (all profiles) and action
+ * results used within action_max_age_s. Never removes a rooted blob, a
+ * blob within its grace period, or a blob a concurrent put is publishing;
+ * never leaves an action result naming a removed blob. Runs in the
+ * caller's thread without blocking readers or opens; writers wait only for
+ * short batches. */
+int kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st);
+
+#endif

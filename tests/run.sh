@@ -1,0 +1,66 @@
+#!/bin/sh
+# tests/run.sh BIN_DIR — run every unit test (BIN_DIR/tests/*) and every
+# end-to-end bats file (tests/e2e/*.bats, driving BIN_DIR/kiln), each in TAP
+# form, and end with one plain line: "N passed, N failed".
+# KILN_VALGRIND=1 runs the unit tests under valgrind. TESTS="glob" filters.
+set -u
+bindir=${1:-bin/asan}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 2
+passed=0
+failed=0
+failures=""
+log=$(mktemp -d "${TMPDIR:-/tmp}/kiln-test-log.XXXXXX")
+trap 'rm -rf "$log"' EXIT INT TERM
+
+# count_tap NAME FILE STATUS: add a suite's TAP results to the totals.
+count_tap() {
+	name=$1 file=$2 status=$3
+	ok=$(grep -c '^ok ' "$file")
+	bad=$(grep -c '^not ok ' "$file")
+	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$file" | head -n 1)
+	passed=$((passed + ok))
+	failed=$((failed + bad))
+	grep '^not ok ' "$file" | while read -r line; do echo "  FAIL $name: $line"; done
+	if [ -n "$plan" ] && [ $((ok + bad)) -lt "$plan" ]; then
+		missing=$((plan - ok - bad))
+		failed=$((failed + missing))
+		echo "  FAIL $name: $missing case(s) never reported (crash?)"
+	fi
+	if [ "$status" -ne 0 ] && [ "$bad" -eq 0 ] && [ -z "$plan" -o $((ok + bad)) -ge "${plan:-0}" ]; then
+		failed=$((failed + 1))
+		echo "  FAIL $name: exited with status $status"
+	fi
+	if [ "$status" -ne 0 ] || [ "$bad" -ne 0 ]; then
+		failures="$failures $name"
+		sed 's/^/    | /' "$file" | grep -v '^    | ok ' | tail -n 40
+	fi
+	printf '%-28s %3d ok, %d failed\n' "$name" "$ok" "$bad"
+}
+
+vg=""
+if [ "${KILN_VALGRIND:-0}" = 1 ]; then
+	vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
+fi
+
+for t in "$bindir"/tests/*; do
+	[ -x "$t" ] || continue
+	name=unit/$(basename "$t")
+	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
+	CMOCKA_MESSAGE_OUTPUT=TAP $vg "$t" >"$log/out" 2>&1
+	count_tap "$name" "$log/out" $?
+done
+
+export KILN="$top/$bindir/kiln"
+export KILN_TOP="$top"
+for f in tests/e2e/*.bats; do
+	[ -f "$f" ] || continue
+	name=e2e/$(basename "$f" .bats)
+	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
+	bats --tap "$f" >"$log/out" 2>&1
+	count_tap "$name" "$log/out" $?
+done
+
+[ -n "$failures" ] && echo "failed suites:$failures"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
