@@ -1,0 +1,345 @@
+/* cli.c — helpers every kiln command shares: messages in one format,
+ * usage and help, sizes and durations, and where the store is.
+ *
+ * Messages go to stderr as "kiln: <command>: <what>: <why>", so a user (or
+ * a script's log) always sees which command, which file, hash or folder,
+ * and what went wrong. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ---- messages ---------------------------------------------------------- */
+
+static void
+prefix(const char *cmd)
+{
+	if (cmd)
+		fprintf(stderr, "kiln: %s: ", cmd);
+	else
+		fputs("kiln: ", stderr);
+}
+
+void
+cli_error(const char *cmd, const char *what, int code)
+{
+	prefix(cmd);
+	fprintf(stderr, "%s: %s\n", what, kiln_strerror(code));
+}
+
+void
+cli_errorf(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	prefix(cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int
+cli_help(const char *text)
+{
+	fputs(text, stdout);
+	return CLI_OK;
+}
+
+int
+cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt) {
+		prefix(cmd);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	fputs(usage, stderr);
+	if (cmd)
+		fprintf(stderr, "Run 'kiln %s --help' for details.\n", cmd);
+	else
+		fputs("Run 'kiln --help' for details.\n", stderr);
+	return CLI_USAGE;
+}
+
+int
+cli_bad_option(const char *cmd, const char *usage, int c, char **argv)
+{
+	/* getopt has stepped past the offending word, so it is argv[optind-1];
+	 * for a short option in a cluster ("-xv") optopt names the letter. */
+	const char *word = argv[optind - 1];
+	int islong = strncmp(word, "--", 2) == 0;
+	int namelen = (int)strcspn(word, "=");
+
+	if (c == ':' && islong)
+		return cli_usage(cmd, usage, "option '%s' needs a value", word);
+	if (c == ':')
+		return cli_usage(cmd, usage, "option '-%c' needs a value", optopt);
+	if (islong && optopt != 0)
+		return cli_usage(cmd, usage, "option '%.*s' takes no value",
+		                 namelen, word);
+	if (islong || optopt == 0)
+		return cli_usage(cmd, usage, "unknown option '%.*s'", namelen, word);
+	return cli_usage(cmd, usage, "unknown option '-%c'", optopt);
+}
+
+/* ---- values ------------------------------------------------------------ */
+
+/* Parse the leading decimal digits of s into *n; *end gets the rest.
+ * Signs, spaces and an empty number are refused (strtoull takes them). */
+static int
+parse_count(const char *s, uint64_t *n, const char **end)
+{
+	char *e;
+
+	if (!isdigit((unsigned char)s[0]))
+		return KILN_EINVAL;
+	errno = 0;
+	*n = strtoull(s, &e, 10);
+	if (errno == ERANGE)
+		return KILN_ERANGE;
+	*end = e;
+	return 0;
+}
+
+/* *n *= mul, refusing to overflow max. */
+static int
+scale(uint64_t *n, uint64_t mul, uint64_t max)
+{
+	if (mul != 0 && *n > max / mul)
+		return KILN_ERANGE;
+	*n *= mul;
+	return 0;
+}
+
+int
+cli_parse_size(const char *s, uint64_t *bytes)
+{
+	static const char units[] = "kmgt";
+	const char *u, *p;
+	uint64_t mul = 1;
+	int rv;
+
+	if ((rv = parse_count(s, bytes, &p)) != 0)
+		return rv;
+	if (*p != '\0' && (u = strchr(units, tolower((unsigned char)*p))) != NULL) {
+		mul = (uint64_t)1 << (10 * (u - units + 1));
+		p++;
+		if (tolower((unsigned char)*p) == 'i') {
+			p++;
+			if (tolower((unsigned char)*p) != 'b')
+				return KILN_EINVAL; /* "Ki" alone */
+		}
+	}
+	if (tolower((unsigned char)*p) == 'b')
+		p++;
+	if (*p != '\0')
+		return KILN_EINVAL;
+	return scale(bytes, mul, UINT64_MAX);
+}
+
+int
+cli_parse_duration(const char *s, int64_t *seconds)
+{
+	const char *p;
+	uint64_t n, mul = 1;
+	int rv;
+
+	if ((rv = parse_count(s, &n, &p)) != 0)
+		return rv;
+	switch (*p) {
+	case '\0': break;
+	case 's': mul = 1; p++; break;
+	case 'm': mul = 60; p++; break;
+	case 'h': mul = 3600; p++; break;
+	case 'd': mul = 86400; p++; break;
+	default: return KILN_EINVAL;
+	}
+	if (*p != '\0')
+		return KILN_EINVAL;
+	if ((rv = scale(&n, mul, INT64_MAX)) != 0)
+		return rv;
+	*seconds = (int64_t)n;
+	return 0;
+}
+
+char *
+cli_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)bytes;
+	int i = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", bytes);
+		return buf;
+	}
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, len, "%.1f %s", v, units[i]);
+	return buf;
+}
+
+/* ---- the store --------------------------------------------------------- */
+
+static int
+is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Cut dir (an absolute path) to its parent in place; 0 when it was "/". */
+static int
+path_up(char *dir)
+{
+	char *slash = strrchr(dir, '/');
+
+	if (strcmp(dir, "/") == 0 || slash == NULL)
+		return 0;
+	if (slash == dir)
+		slash[1] = '\0';
+	else
+		slash[0] = '\0';
+	return 1;
+}
+
+/* The nearest folder upward from the current one holding kiln.yaml, else
+ * the current one, into dir. */
+static int
+project_dir(char *dir, size_t len)
+{
+	char probe[PATH_MAX + 16];
+	char *walk;
+
+	if (getcwd(dir, len) == NULL)
+		return errno == ERANGE ? KILN_ERANGE : kiln_err_from_errno(errno);
+	if ((walk = strdup(dir)) == NULL)
+		return KILN_ENOMEM;
+	do {
+		snprintf(probe, sizeof(probe), "%s/kiln.yaml",
+		         strcmp(walk, "/") == 0 ? "" : walk);
+		if (is_file(probe)) {
+			strcpy(dir, walk); /* a prefix of what dir held */
+			break;
+		}
+	} while (path_up(walk));
+	free(walk);
+	return 0;
+}
+
+int
+cli_store_dir(const char *given, char *buf, size_t len)
+{
+	char project[PATH_MAX];
+	int rv;
+
+	if (given != NULL) {
+		if ((size_t)snprintf(buf, len, "%s", given) >= len)
+			return KILN_ERANGE;
+		return 0;
+	}
+	if ((rv = project_dir(project, sizeof(project))) != 0)
+		return rv;
+	if ((size_t)snprintf(buf, len, "%s/.kiln/store",
+	                     strcmp(project, "/") == 0 ? "" : project) >= len)
+		return KILN_ERANGE;
+	return 0;
+}
+
+/* mkdir -p path. *made is set when path itself did not exist before. */
+static int
+mkdirs(const char *path, int *made)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	*made = 0;
+	if (n == 0 || n >= sizeof(buf))
+		return KILN_ERANGE;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(buf, 0777) == 0)
+			*made = c == '\0';
+		else if (errno != EEXIST)
+			return kiln_err_from_errno(errno);
+		if (c == '\0')
+			return 0;
+		*p = c;
+	}
+}
+
+/* Say why the store at dir did not open, in words a user can act on. */
+static void
+open_error(const char *cmd, const char *dir, int rv)
+{
+	switch (rv) {
+	case KILN_ENOTFOUND:
+		cli_errorf(cmd, "%s: no kiln store here ('kiln put' creates one; "
+		           "--store DIR picks another)", dir);
+		break;
+	case KILN_ENOTSTORE:
+		cli_errorf(cmd, "%s: not a kiln store: the folder holds other files "
+		           "and no kiln-store marker (refusing to touch it)", dir);
+		break;
+	case KILN_EVERSION:
+		cli_errorf(cmd, "%s: the store was written by a newer version of "
+		           "kiln than this one (%s); refusing to touch it", dir,
+		           KILN_VERSION);
+		break;
+	default:
+		cli_errorf(cmd, "%s: cannot open the store: %s", dir,
+		           kiln_strerror(rv));
+		break;
+	}
+}
+
+int
+cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
+               kiln_store **sp)
+{
+	kiln_store_opts opts = {.flags = flags, .durability = KILN_DURABLE_FSYNC};
+	char dir[PATH_MAX];
+	int rv, made = 0;
+
+	*sp = NULL;
+	if ((rv = cli_store_dir(cli->store, dir, sizeof(dir))) != 0) {
+		cli_error(cmd, "finding the store folder", rv);
+		return CLI_USAGE;
+	}
+	if ((flags & KILN_STORE_CREATE) && (rv = mkdirs(dir, &made)) != 0) {
+		cli_errorf(cmd, "%s: cannot create the store folder: %s", dir,
+		           kiln_strerror(rv));
+		return CLI_USAGE;
+	}
+	if ((rv = kiln_store_open(dir, &opts, sp)) != 0) {
+		open_error(cmd, dir, rv);
+		if (made)
+			rmdir(dir); /* leave no trace of a failed put */
+		*sp = NULL;
+		return CLI_USAGE;
+	}
+	if (made)
+		cli_errorf(cmd, "created a new store in %s", dir);
+	return CLI_OK;
+}

@@ -1,0 +1,96 @@
+/* cli.h — what the kiln command-line program shares between its commands.
+ *
+ * The program is main.c (global options, the command table) plus one
+ * cmd_<area>.c per group of commands. A command is a function
+ * cmd_<name>(cli, argc, argv) that gets argv[0] = its own name, parses its
+ * options with getopt_long, and returns the process's exit status; it never
+ * exits itself (only main.c does). Everything it prints about failures goes
+ * through cli_error/cli_errorf so that every message reads
+ * "kiln: <command>: <what>: <why>" on stderr. */
+#ifndef KILN_CLI_H
+#define KILN_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln_store.h"
+
+#define KILN_VERSION "0.1.0"
+
+/* The exit statuses every command uses. */
+enum cli_exit {
+	CLI_OK = 0,      /* did what was asked, found nothing wrong */
+	CLI_PROBLEM = 1, /* ran, and found problems (corrupt or missing data) */
+	CLI_USAGE = 2,   /* bad usage, bad input, or an unusable environment */
+};
+
+/* Options given before the command name, in force for every command. */
+struct cli {
+	const char *store; /* --store DIR, or NULL for the project default */
+};
+
+/* ---- commands (cmd_store.c) ------------------------------------------ */
+
+/* kiln put FILE...: store files, print "<hash>  <FILE>" per file. */
+int cmd_put(const struct cli *cli, int argc, char **argv);
+/* kiln cat HASH: write a verified blob to stdout. */
+int cmd_cat(const struct cli *cli, int argc, char **argv);
+/* kiln fsck [--repair]: check every blob and record. */
+int cmd_fsck(const struct cli *cli, int argc, char **argv);
+/* kiln gc [...]: remove unrooted blobs. */
+int cmd_gc(const struct cli *cli, int argc, char **argv);
+
+/* ---- messages ---------------------------------------------------------- */
+
+/* Print "kiln: <cmd>: <what>: <kiln_strerror(code)>" on stderr. cmd may be
+ * NULL for messages about kiln itself. */
+void cli_error(const char *cmd, const char *what, int code);
+
+/* Print "kiln: <cmd>: " and the formatted text, then a newline, on stderr. */
+void cli_errorf(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A command's --help: print text on stdout. Returns CLI_OK. */
+int cli_help(const char *text);
+
+/* Bad usage: print the message (if fmt is not NULL), the usage synopsis
+ * and a pointer to --help on stderr. Returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* getopt_long returned c = '?' or ':' (optstring starts with ':' and
+ * opterr is 0): say which option was wrong and how, then the usage.
+ * Returns CLI_USAGE. */
+int cli_bad_option(const char *cmd, const char *usage, int c, char **argv);
+
+/* ---- values ------------------------------------------------------------ */
+
+/* Parse a size: plain bytes, or a number with a K, M, G or T suffix
+ * (powers of 1024, any case, optionally followed by "B" or "iB"): "4096",
+ * "512M", "10GiB". Returns 0 or KILN_EINVAL (malformed) or KILN_ERANGE
+ * (does not fit in 64 bits). */
+int cli_parse_size(const char *s, uint64_t *bytes);
+
+/* Parse a duration: seconds, or a number with an s, m, h or d suffix:
+ * "90", "5m", "30d". Returns 0, KILN_EINVAL or KILN_ERANGE. */
+int cli_parse_duration(const char *s, int64_t *seconds);
+
+/* Format bytes for people ("512 B", "1.5 MiB") into buf. Returns buf. */
+char *cli_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* ---- the store --------------------------------------------------------- */
+
+/* The store folder to use: given when not NULL, else
+ * <project>/.kiln/store, where the project is the nearest folder upward
+ * from the current one that holds kiln.yaml, else the current folder.
+ * Writes it into buf. Returns 0, KILN_ERANGE or KILN_EIO. */
+int cli_store_dir(const char *given, char *buf, size_t len);
+
+/* Resolve the store folder (as cli_store_dir) and open it with flags
+ * (kiln_store_flags). With KILN_STORE_CREATE, missing folders on the way
+ * are made first. On failure, says why on stderr, naming the folder, and
+ * returns CLI_USAGE; *sp is then NULL. Returns CLI_OK on success. */
+int cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
+                   kiln_store **sp);
+
+#endif

@@ -1,0 +1,145 @@
+/* main.c — the kiln command: global options, then one command from the
+ * table below. Each command parses its own options and returns the exit
+ * status; this file is the only one in client/ that exits. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int cmd_help(const struct cli *cli, int argc, char **argv);
+
+static const struct command {
+	const char *name;
+	int (*run)(const struct cli *cli, int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"put", cmd_put, "store files in the content store, print their hashes"},
+	{"cat", cmd_cat, "write a stored blob to stdout, after verifying it"},
+	{"fsck", cmd_fsck, "check every blob and record; --repair what is broken"},
+	{"gc", cmd_gc, "remove blobs nothing refers to, oldest use first"},
+	{"help", cmd_help, "show the help of kiln or of one command"},
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char usage[] =
+	"usage: kiln [--store DIR] COMMAND [ARG...]\n"
+	"       kiln --help | --version\n";
+
+static void
+help_print(void)
+{
+	printf("kiln %s — a content build daemon for games\n\n%s\ncommands:\n",
+	       KILN_VERSION, usage);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("  %-6s %s\n", commands[i].name, commands[i].summary);
+	fputs("\n"
+	      "options:\n"
+	      "  --store DIR   the store folder, for every command (default:\n"
+	      "                <project>/.kiln/store, where the project is the\n"
+	      "                nearest folder upward holding kiln.yaml, else the\n"
+	      "                current folder)\n"
+	      "  -h, --help    show this help\n"
+	      "  --version     print the version\n"
+	      "\n"
+	      "examples:\n"
+	      "  kiln put art/hero.png          store a file, print its hash\n"
+	      "  kiln cat 3f2a...9c1d > out.png  get it back\n"
+	      "  kiln fsck                      check the project's store\n"
+	      "  kiln gc --max-size 10G         shrink the store to 10 GiB\n"
+	      "\n"
+	      "exit status: 0 ok; 1 problems found (corrupt or missing data);\n"
+	      "2 bad usage, bad input or an unusable store.\n"
+	      "Run 'kiln COMMAND --help' for a command's options.\n",
+	      stdout);
+}
+
+static const struct command *
+command_find(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* kiln help [COMMAND]: the same text as --help. */
+static int
+cmd_help(const struct cli *cli, int argc, char **argv)
+{
+	const struct command *cmd;
+	char help[] = "--help";
+	char *args[] = {NULL, help, NULL};
+
+	if (argc < 2) {
+		help_print();
+		return CLI_OK;
+	}
+	if (argc > 2)
+		return cli_usage("help", "usage: kiln help [COMMAND]\n",
+		                 "expected one command name");
+	if ((cmd = command_find(argv[1])) == NULL)
+		return cli_usage(NULL, usage, "unknown command '%s'", argv[1]);
+	args[0] = argv[1];
+	optind = 0;
+	return cmd->run(cli, 2, args);
+}
+
+/* Parse the options before the command name. Returns -1 to go on with the
+ * command at argv[optind], else the exit status. */
+static int
+global_parse(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"store", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	int c;
+
+	opterr = 0;
+	/* '+': stop at the command name; its options are its own. */
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'S': cli->store = optarg; break;
+		case 'h': help_print(); return CLI_OK;
+		case 'V': printf("kiln %s\n", KILN_VERSION); return CLI_OK;
+		default: return cli_bad_option(NULL, usage, c, argv);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage(NULL, usage, "no command given");
+	return -1;
+}
+
+/* Everything printed on stdout must have arrived (a full disk, a closed
+ * pipe), or the exit status would claim success for lost output. */
+static int
+stdout_close(int rv)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_errorf(NULL, "writing to stdout: %s", strerror(errno));
+		return CLI_USAGE;
+	}
+	return rv;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct cli cli = {0};
+	const struct command *cmd;
+	int rv, first;
+
+	if ((rv = global_parse(&cli, argc, argv)) >= 0)
+		exit(stdout_close(rv));
+	first = optind;
+	if ((cmd = command_find(argv[first])) == NULL)
+		exit(cli_usage(NULL, usage, "unknown command '%s'", argv[first]));
+	optind = 0; /* restart getopt for the command's own options */
+	rv = cmd->run(&cli, argc - first, argv + first);
+	exit(stdout_close(rv));
+}
