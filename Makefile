@@ -13,6 +13,8 @@
 # "asan" (obj/asan, bin/asan/), the latter used by every test.
 
 CC      = gcc
+OBJ    ?= obj
+BIN    ?= bin
 AR      = ar
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -29,14 +31,14 @@ BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Iclient $(PKG_CFLAGS)
 
 release_CFLAGS  = -O2
 release_LDFLAGS =
-release_BIN     = bin
+release_BIN     = $(BIN)
 asan_CFLAGS  = -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 asan_LDFLAGS = -fsanitize=address,undefined
-asan_BIN     = bin/asan
+asan_BIN     = $(BIN)/asan
 
 STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/index.c \
-            store/fsck.c store/gc.c store/store.c
+            store/scan.c store/fsck.c store/gc.c store/store.c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc
@@ -46,7 +48,7 @@ VARIANTS = release asan
 
 .PHONY: all deps deps-test test check demo bench install valgrind clean
 all: deps
-	@$(MAKE) --no-print-directory bin/kiln
+	@$(MAKE) --no-print-directory $(BIN)/kiln
 
 deps:
 	@scripts/ensure-deps build
@@ -55,48 +57,48 @@ deps-test:
 
 # $(1) = variant name
 define variant_rules
-obj/$(1)/%.o: %.c
+$(OBJ)/$(1)/%.o: %.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
 
-obj/$(1)/libkilnstore.a: $$(STORE_SRC:%.c=obj/$(1)/%.o)
+$(OBJ)/$(1)/libkilnstore.a: $$(STORE_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	$$(AR) rcs $$@ $$^
 
-$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=obj/$(1)/%.o) obj/$(1)/libkilnstore.a
+$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
-$$($(1)_BIN)/tests/%: obj/$(1)/tests/unit/%.o obj/$(1)/tests/unit/testutil.o obj/$(1)/libkilnstore.a
+$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
-$$($(1)_BIN)/bench/%: obj/$(1)/bench/store/%.o obj/$(1)/libkilnstore.a
+$$($(1)_BIN)/bench/%: $(OBJ)/$(1)/bench/store/%.o $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
--include $$(shell find obj/$(1) -name '*.d' 2>/dev/null)
+-include $$(shell find $(OBJ)/$(1) -name '*.d' 2>/dev/null)
 endef
 $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 
 # Keep objects of pattern-built test binaries (make would delete them).
 .SECONDARY:
 
-ASAN_TESTS = $(UNIT_TESTS:%=bin/asan/tests/%)
-REL_TESTS  = $(UNIT_TESTS:%=bin/tests/%)
+ASAN_TESTS = $(UNIT_TESTS:%=$(BIN)/asan/tests/%)
+REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
 
 test check: deps-test
-	@$(MAKE) --no-print-directory bin/asan/kiln $(ASAN_TESTS)
-	@tests/run.sh bin/asan
+	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(ASAN_TESTS)
+	@tests/run.sh $(BIN)/asan
 
 valgrind: deps-test
-	@$(MAKE) --no-print-directory bin/kiln $(REL_TESTS)
-	@KILN_VALGRIND=1 tests/run.sh bin
+	@$(MAKE) --no-print-directory $(BIN)/kiln $(REL_TESTS)
+	@KILN_VALGRIND=1 tests/run.sh $(BIN)
 
 bench: all
 	@scripts/ensure-deps bench
-	@$(MAKE) --no-print-directory $(BENCHES:%=bin/bench/%)
-	@bench/store/run.sh bin
+	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%)
+	@bench/store/run.sh $(BIN)
 
 demo: all
 	@echo "make demo: the sample project (assets-sample/) and the build engine are"
@@ -105,9 +107,9 @@ demo: all
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kiln $(DESTDIR)$(PREFIX)/lib
-	install -m 0755 bin/kiln $(DESTDIR)$(PREFIX)/bin/kiln
+	install -m 0755 $(BIN)/kiln $(DESTDIR)$(PREFIX)/bin/kiln
 	install -m 0644 store/kiln_error.h store/kiln_store.h $(DESTDIR)$(PREFIX)/include/kiln/
-	install -m 0644 obj/release/libkilnstore.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 $(OBJ)/release/libkilnstore.a $(DESTDIR)$(PREFIX)/lib/
 
 clean:
-	rm -rf obj bin
+	rm -rf $(OBJ) $(BIN)

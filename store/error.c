@@ -1,5 +1,6 @@
 /* error.c — messages for KILN_E* codes and the one errno mapping. */
 #include <errno.h>
+#include <stddef.h>
 
 #include "kiln_error.h"
 

@@ -71,7 +71,8 @@ void kiln_hasher_free(kiln_hasher *h);
 
 /* ---- names ----------------------------------------------------------- */
 
-/* A URL or project-relative path: 1..1024 bytes, '/'-separated segments,
+/* A URL or project-relative path: 1..400 bytes (with a profile name it
+ * must fit LMDB's 511-byte key limit), '/'-separated segments,
  * none empty, "." or "..", not starting with '/', no backslash, no control
  * characters. Returns 0 or KILN_EINVAL. */
 int kiln_url_check(const char *url);

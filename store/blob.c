@@ -1,0 +1,493 @@
+/* blob.c — writing, publishing and reading blobs.
+ *
+ * Publish protocol (data before pointer):
+ *   1. the content is in a temp file under tmp/ (an anonymous O_TMPFILE
+ *      inode when the file system has them, else a named mkstemp file, or
+ *      the caller's own file renamed into tmp/ by put_move), hashed in the
+ *      same pass that wrote it;
+ *   2. made read-only, and fsynced with KILN_DURABLE_FSYNC;
+ *   3. linked to objects/ab/<30 hex> (an existing blob of the same size
+ *      counts as published: content addressing makes it the same bytes;
+ *      one of another size is damaged and is replaced atomically), then the
+ *      shard folder is fsynced;
+ *   4. in one write transaction, the blob's use time is recorded and — if
+ *      gc removed the file between 3 and 4 — it is linked again from the
+ *      temp file we still hold. gc removes files only inside its own write
+ *      transactions, so when 4 commits the blob exists and its fresh use
+ *      time protects it for gc's grace period;
+ *   5. the temp name is removed.
+ * A crash at any point leaves either nothing, a temp file (swept on a later
+ * open), or a complete blob without a use record (an orphan gc collects). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store_int.h"
+
+#define COPY_CHUNK (1u << 20)
+
+struct kiln_blob_writer {
+	kiln_store *s;
+	int fd;
+	char name[PATH_MAX]; /* "" when the temp file is anonymous */
+	kiln_hasher *h;
+	uint64_t size;
+	int err;
+};
+
+/* What publish needs to know about a complete temp file. */
+struct pending {
+	kiln_store *s;
+	int fd;
+	const char *name; /* "" when anonymous */
+	kiln_id id;
+	uint64_t size;
+	char final[PATH_MAX];
+};
+
+static int
+durable(const kiln_store *s)
+{
+	return s->durability == KILN_DURABLE_FSYNC;
+}
+
+/* Create the temp file for new content. */
+static int
+tmp_create(kiln_store *s, int *fd, char name[PATH_MAX])
+{
+	name[0] = '\0';
+	*fd = open(s->tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+	if (*fd >= 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return kiln_err_from_errno(errno);
+	snprintf(name, PATH_MAX, "%s/put-XXXXXX", s->tmp);
+	if ((*fd = mkostemp(name, O_CLOEXEC)) < 0) {
+		name[0] = '\0';
+		return kiln_err_from_errno(errno);
+	}
+	return 0;
+}
+
+/* Give the temp file the name dst. Returns an errno value (0 on success). */
+static int
+tmp_link(const struct pending *p, const char *dst)
+{
+	char proc[64];
+
+	if (p->name[0] != '\0')
+		return link(p->name, dst) == 0 ? 0 : errno;
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", p->fd);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+}
+
+/* The blob at p->final exists but is not this size: it is damaged. Put
+ * ours in its place with one rename, so readers see old or new, never
+ * neither. */
+static int
+replace_damaged(const struct pending *p)
+{
+	char side[PATH_MAX];
+	int fd, e;
+
+	snprintf(side, sizeof side, "%s/replace-XXXXXX", p->s->tmp);
+	if ((fd = mkostemp(side, O_CLOEXEC)) < 0)
+		return kiln_err_from_errno(errno);
+	close(fd);
+	unlink(side);
+	if ((e = tmp_link(p, side)) != 0)
+		return kiln_err_from_errno(e);
+	if (rename(side, p->final) != 0) {
+		e = errno;
+		unlink(side);
+		return e == EISDIR ? KILN_ECORRUPT : kiln_err_from_errno(e);
+	}
+	return 0;
+}
+
+/* Step 3: link into objects/, making the shard folder on first use. */
+static int
+place(const struct pending *p)
+{
+	char shard[PATH_MAX];
+	struct stat st;
+	int e, made, rv;
+
+	snprintf(shard, sizeof shard, "%.*s", (int)(strrchr(p->final, '/') - p->final),
+	         p->final);
+	e = tmp_link(p, p->final);
+	if (e == ENOENT) {
+		if ((rv = fio_mkdir(shard, 0755, &made)) != 0)
+			return rv;
+		if (made && durable(p->s) && (rv = fio_fsync_dir(p->s->objects)) != 0)
+			return rv;
+		e = tmp_link(p, p->final);
+	}
+	if (e == EEXIST) {
+		if (lstat(p->final, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (uint64_t)st.st_size == p->size)
+			return 0;
+		if ((rv = replace_damaged(p)) != 0)
+			return rv;
+	} else if (e != 0) {
+		return kiln_err_from_errno(e);
+	}
+	return durable(p->s) ? fio_fsync_dir(shard) : 0;
+}
+
+/* Step 4, inside the write transaction. */
+static int
+publish_txn(db_txn *t, void *arg)
+{
+	struct pending *p = arg;
+	struct stat st;
+	int rv;
+
+	if (lstat(p->final, &st) != 0 && (rv = place(p)) != 0)
+		return rv;
+	return blobrec_touch(t, &p->id, p->size, store_now_ns());
+}
+
+static int
+publish(struct pending *p)
+{
+	int rv;
+
+	if (fchmod(p->fd, 0444) != 0)
+		return kiln_err_from_errno(errno);
+	/* A failed fsync means the data may be gone: never retry and trust. */
+	if (durable(p->s) && fsync(p->fd) != 0)
+		return kiln_err_from_errno(errno);
+	store_blob_path(p->s, &p->id, p->final);
+	if ((rv = place(p)) != 0)
+		return rv;
+	return db_write(p->s->db, publish_txn, p);
+}
+
+int
+kiln_blob_writer_open(kiln_store *s, kiln_blob_writer **wp)
+{
+	kiln_blob_writer *w;
+	int rv;
+
+	if ((rv = store_writable(s)) != 0)
+		return rv;
+	if ((w = calloc(1, sizeof *w)) == NULL)
+		return KILN_ENOMEM;
+	w->s = s;
+	if ((rv = kiln_hasher_new(&w->h)) != 0) {
+		free(w);
+		return rv;
+	}
+	if ((rv = tmp_create(s, &w->fd, w->name)) != 0) {
+		kiln_hasher_free(w->h);
+		free(w);
+		return rv;
+	}
+	*wp = w;
+	return 0;
+}
+
+int
+kiln_blob_writer_write(kiln_blob_writer *w, const void *buf, size_t len)
+{
+	if (w->err != 0)
+		return w->err;
+	kiln_hasher_update(w->h, buf, len);
+	w->size += len;
+	return w->err = fio_write_all(w->fd, buf, len);
+}
+
+void
+kiln_blob_writer_abort(kiln_blob_writer *w)
+{
+	if (w == NULL)
+		return;
+	if (w->name[0] != '\0')
+		unlink(w->name);
+	close(w->fd);
+	kiln_hasher_free(w->h);
+	free(w);
+}
+
+int
+kiln_blob_writer_commit(kiln_blob_writer *w, const kiln_id *expect, kiln_id *id)
+{
+	struct pending p = {w->s, w->fd, w->name, {{0}}, w->size, ""};
+	int rv = w->err;
+
+	if (rv == 0) {
+		kiln_hasher_digest(w->h, &p.id);
+		if (expect != NULL && kiln_id_cmp(expect, &p.id) != 0)
+			rv = KILN_ECORRUPT;
+	}
+	if (rv == 0 && (rv = publish(&p)) == 0 && id != NULL)
+		*id = p.id;
+	kiln_blob_writer_abort(w);
+	return rv;
+}
+
+int
+kiln_store_put_buf(kiln_store *s, const void *buf, size_t len, kiln_id *id)
+{
+	kiln_blob_writer *w;
+	int rv;
+
+	if ((rv = kiln_blob_writer_open(s, &w)) != 0)
+		return rv;
+	if ((rv = kiln_blob_writer_write(w, buf, len)) != 0) {
+		kiln_blob_writer_abort(w);
+		return rv;
+	}
+	return kiln_blob_writer_commit(w, NULL, id);
+}
+
+int
+kiln_store_put_fd(kiln_store *s, int fd, kiln_id *id)
+{
+	kiln_blob_writer *w;
+	char *buf;
+	int rv;
+
+	if ((buf = malloc(COPY_CHUNK)) == NULL)
+		return KILN_ENOMEM;
+	if ((rv = kiln_blob_writer_open(s, &w)) != 0) {
+		free(buf);
+		return rv;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf, COPY_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			rv = kiln_err_from_errno(errno);
+		if (n <= 0)
+			break;
+		if ((rv = kiln_blob_writer_write(w, buf, (size_t)n)) != 0)
+			break;
+	}
+	free(buf);
+	if (rv != 0) {
+		kiln_blob_writer_abort(w);
+		return rv;
+	}
+	return kiln_blob_writer_commit(w, NULL, id);
+}
+
+int
+kiln_store_put_path(kiln_store *s, const char *path, kiln_id *id)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rv;
+
+	if (fd < 0)
+		return kiln_err_from_errno(errno);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	rv = kiln_store_put_fd(s, fd, id);
+	close(fd);
+	return rv;
+}
+
+/* put_move for a file we must not take over (another file system, or other
+ * hard links that would see our chmod and could later change the blob). */
+static int
+move_by_copy(kiln_store *s, const char *path, kiln_id *id)
+{
+	int rv = kiln_store_put_path(s, path, id);
+
+	if (rv == 0 && unlink(path) != 0)
+		rv = kiln_err_from_errno(errno);
+	return rv;
+}
+
+int
+kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
+{
+	char name[PATH_MAX];
+	struct pending p = {s, -1, name, {{0}}, 0, ""};
+	struct stat st;
+	int fd, rv;
+
+	if ((rv = store_writable(s)) != 0)
+		return rv;
+	if (lstat(path, &st) != 0)
+		return kiln_err_from_errno(errno);
+	if (!S_ISREG(st.st_mode))
+		return KILN_EINVAL;
+	if (st.st_nlink > 1)
+		return move_by_copy(s, path, id);
+	/* Reserve a unique temp name, then move the file onto it. */
+	snprintf(name, sizeof name, "%s/move-XXXXXX", s->tmp);
+	if ((fd = mkostemp(name, O_CLOEXEC)) < 0)
+		return kiln_err_from_errno(errno);
+	close(fd);
+	if (rename(path, name) != 0) {
+		rv = errno;
+		unlink(name);
+		return rv == EXDEV ? move_by_copy(s, path, id) : kiln_err_from_errno(rv);
+	}
+	if ((p.fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		rv = kiln_err_from_errno(errno);
+		goto fail;
+	}
+	posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if ((rv = kiln_id_of_fd(p.fd, &p.id, &p.size)) != 0 || (rv = publish(&p)) != 0)
+		goto fail;
+	close(p.fd);
+	unlink(name);
+	if (id != NULL)
+		*id = p.id;
+	return 0;
+fail:
+	/* Give the caller its file back rather than lose it, and never leave
+	 * it sharing an inode with a published blob it could later change. */
+	if (p.fd >= 0) {
+		struct stat mine, pub;
+		if (p.final[0] != '\0' && fstat(p.fd, &mine) == 0 &&
+		    lstat(p.final, &pub) == 0 && mine.st_ino == pub.st_ino &&
+		    mine.st_dev == pub.st_dev)
+			unlink(p.final);
+		fchmod(p.fd, st.st_mode & 07777);
+		close(p.fd);
+	}
+	if (rename(name, path) != 0)
+		unlink(name);
+	return rv;
+}
+
+int
+kiln_store_has(kiln_store *s, const kiln_id *id, uint64_t *size)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	store_blob_path(s, id, path);
+	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return KILN_ENOTFOUND;
+	if (size != NULL)
+		*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int
+kiln_store_blob_path(kiln_store *s, const kiln_id *id, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	store_blob_path(s, id, path);
+	if (strlen(path) + 1 > len)
+		return KILN_ERANGE;
+	memcpy(buf, path, strlen(path) + 1);
+	return 0;
+}
+
+int
+kiln_store_open_blob(kiln_store *s, const kiln_id *id, int *fdp)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	store_blob_path(s, id, path);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return KILN_ENOTFOUND;
+		return errno == ELOOP ? KILN_ECORRUPT : kiln_err_from_errno(errno);
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return KILN_ECORRUPT;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+int
+kiln_store_verify(kiln_store *s, const kiln_id *id)
+{
+	kiln_id got;
+	int fd, rv;
+
+	if ((rv = kiln_store_open_blob(s, id, &fd)) != 0)
+		return rv;
+	rv = kiln_id_of_fd(fd, &got, NULL);
+	close(fd);
+	if (rv == 0 && kiln_id_cmp(&got, id) != 0)
+		rv = KILN_ECORRUPT;
+	return rv;
+}
+
+int
+kiln_store_read(kiln_store *s, const kiln_id *id, void **bufp, size_t *lenp)
+{
+	struct stat st;
+	kiln_id got;
+	char *buf = NULL;
+	int fd, rv;
+
+	if ((rv = kiln_store_open_blob(s, id, &fd)) != 0)
+		return rv;
+	if (fstat(fd, &st) != 0) {
+		rv = kiln_err_from_errno(errno);
+		goto out;
+	}
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		rv = KILN_ENOMEM;
+		goto out;
+	}
+	if ((rv = fio_read_all(fd, buf, (size_t)st.st_size)) != 0)
+		goto out;
+	kiln_id_of_buf(buf, (size_t)st.st_size, &got);
+	if (kiln_id_cmp(&got, id) != 0) {
+		rv = KILN_ECORRUPT;
+		goto out;
+	}
+	*bufp = buf;
+	*lenp = (size_t)st.st_size;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return rv;
+}
+
+int
+kiln_store_copy_out(kiln_store *s, const kiln_id *id, int out)
+{
+	struct stat st;
+	kiln_id got;
+	void *map;
+	int fd, rv;
+
+	if ((rv = kiln_store_open_blob(s, id, &fd)) != 0)
+		return rv;
+	if (fstat(fd, &st) != 0) {
+		rv = kiln_err_from_errno(errno);
+		close(fd);
+		return rv;
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		kiln_id_of_buf("", 0, &got);
+		return kiln_id_cmp(&got, id) == 0 ? 0 : KILN_ECORRUPT;
+	}
+	/* Map once, hash, then write: one read of the bytes, and nothing
+	 * reaches fd before the whole blob is known to be sound. */
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return kiln_err_from_errno(errno);
+	madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+	kiln_id_of_buf(map, (size_t)st.st_size, &got);
+	if (kiln_id_cmp(&got, id) != 0)
+		rv = KILN_ECORRUPT;
+	else
+		rv = fio_write_all(out, map, (size_t)st.st_size);
+	munmap(map, (size_t)st.st_size);
+	return rv;
+}

@@ -1,0 +1,339 @@
+/* db.c — the store's LMDB environment; the only file that includes lmdb.h.
+ *
+ * One environment in <store>/db holds the named databases of enum db_name.
+ * Other modules never see an MDB_* type: they run callbacks inside db_read
+ * or db_write and use db_get/db_put/db_del/db_each.
+ *
+ * Threads: any thread may call db_read/db_write. The environment is opened
+ * with MDB_NOTLS so read transactions belong to transaction objects, not
+ * threads; finished read transactions are reset and kept in a small pool so
+ * the next reader only renews one (cheap) instead of allocating a reader
+ * slot. Every live transaction holds `resize` for reading; growing the map
+ * takes it for writing, which is how LMDB's "no transaction active in this
+ * process" rule for mdb_env_set_mapsize is kept.
+ *
+ * Map growth: a write that hits MDB_MAP_FULL is aborted, the map doubles,
+ * and the callback runs again. Another process that grew the map makes our
+ * next transaction return MDB_MAP_RESIZED; we adopt its size and retry. */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+#define POOL_MAX 16
+#define MAX_READERS 1024
+#define MAX_RETRIES 32
+/* Internal only: a put found the map full. Never returned to callers. */
+#define DB_EMAPFULL (-20098)
+
+static const char *const db_names[DB_COUNT] = {
+	[DB_INDEX] = "index",
+	[DB_ACTIONS] = "actions",
+	[DB_FILES] = "files",
+	[DB_BLOBS] = "blobs",
+	[DB_META] = "meta",
+};
+
+struct kiln_db {
+	MDB_env *env;
+	MDB_dbi dbi[DB_COUNT];
+	int rdonly;
+	pthread_rwlock_t resize;
+	uint64_t mapsize; /* written under resize (write), read under (read) */
+	pthread_mutex_t pool_lock;
+	MDB_txn *pool[POOL_MAX];
+	int npool;
+};
+
+struct db_txn {
+	kiln_db *db;
+	MDB_txn *txn;
+};
+
+static int
+db_err(int rc)
+{
+	switch (rc) {
+	case 0: return 0;
+	case MDB_NOTFOUND: return KILN_ENOTFOUND;
+	case MDB_MAP_FULL: return DB_EMAPFULL;
+	case MDB_READERS_FULL: return KILN_EBUSY;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INVALID: return KILN_ECORRUPT;
+	case MDB_VERSION_MISMATCH: return KILN_EVERSION;
+	case MDB_BAD_VALSIZE: return KILN_EINVAL;
+	}
+	if (rc > 0)
+		return kiln_err_from_errno(rc);
+	return KILN_EDB;
+}
+
+static uint64_t
+env_mapsize(MDB_env *env)
+{
+	MDB_envinfo info;
+
+	mdb_env_info(env, &info);
+	return (uint64_t)info.me_mapsize;
+}
+
+/* Open every named database: from a read txn when they all exist (so an
+ * open never waits for another process's writer), else create them. */
+static int
+db_open_dbis(kiln_db *db)
+{
+	for (int create = 0; create < 2; create++) {
+		MDB_txn *txn;
+		int rc = mdb_txn_begin(db->env, NULL, create ? 0 : MDB_RDONLY, &txn);
+		if (rc != 0)
+			return db_err(rc);
+		for (int i = 0; i < DB_COUNT && rc == 0; i++)
+			rc = mdb_dbi_open(txn, db_names[i], create ? MDB_CREATE : 0,
+			                  &db->dbi[i]);
+		if (rc == 0)
+			return db_err(mdb_txn_commit(txn));
+		mdb_txn_abort(txn);
+		if (rc != MDB_NOTFOUND)
+			return db_err(rc);
+		if (db->rdonly)
+			return KILN_ENOTSTORE;
+	}
+	return KILN_EDB;
+}
+
+int
+db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **dbp)
+{
+	unsigned flags = MDB_NOTLS | (rdonly ? MDB_RDONLY : 0) | (nosync ? MDB_NOSYNC : 0);
+	kiln_db *db = calloc(1, sizeof *db);
+	int rv, fd, dead;
+
+	if (db == NULL)
+		return KILN_ENOMEM;
+	db->rdonly = rdonly;
+	pthread_rwlock_init(&db->resize, NULL);
+	pthread_mutex_init(&db->pool_lock, NULL);
+	if ((rv = db_err(mdb_env_create(&db->env))) != 0)
+		goto fail;
+	mdb_env_set_maxdbs(db->env, DB_COUNT);
+	mdb_env_set_maxreaders(db->env, MAX_READERS);
+	mdb_env_set_mapsize(db->env, (size_t)map_size);
+	if ((rv = db_err(mdb_env_open(db->env, path, flags, 0644))) != 0)
+		goto fail;
+	/* LMDB leaves its data fd inheritable; tools we spawn must not hold
+	 * the database open. */
+	if (mdb_env_get_fd(db->env, &fd) == 0)
+		fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+	/* Reader slots of killed processes would pin old pages forever. */
+	mdb_reader_check(db->env, &dead);
+	db->mapsize = env_mapsize(db->env);
+	if ((rv = db_open_dbis(db)) != 0)
+		goto fail;
+	*dbp = db;
+	return 0;
+fail:
+	if (db->env != NULL)
+		mdb_env_close(db->env);
+	pthread_rwlock_destroy(&db->resize);
+	pthread_mutex_destroy(&db->pool_lock);
+	free(db);
+	return rv;
+}
+
+/* Caller holds resize for writing (or is the last user). */
+static void
+pool_drain(kiln_db *db)
+{
+	pthread_mutex_lock(&db->pool_lock);
+	while (db->npool > 0)
+		mdb_txn_abort(db->pool[--db->npool]);
+	pthread_mutex_unlock(&db->pool_lock);
+}
+
+void
+db_close(kiln_db *db)
+{
+	if (db == NULL)
+		return;
+	pool_drain(db);
+	mdb_env_close(db->env);
+	pthread_rwlock_destroy(&db->resize);
+	pthread_mutex_destroy(&db->pool_lock);
+	free(db);
+}
+
+/* Grow the map to twice `seen`, unless another thread already grew it;
+ * grow == 0 adopts a size another process set. */
+static int
+db_resize(kiln_db *db, uint64_t seen, int grow)
+{
+	int rc = 0;
+
+	pthread_rwlock_wrlock(&db->resize);
+	if (!grow || db->mapsize == seen) {
+		pool_drain(db);
+		rc = mdb_env_set_mapsize(db->env, grow ? (size_t)(seen * 2) : 0);
+		db->mapsize = env_mapsize(db->env);
+	}
+	pthread_rwlock_unlock(&db->resize);
+	return db_err(rc);
+}
+
+/* Take a read txn from the pool or begin one; caller holds resize (read). */
+static int
+reader_get(kiln_db *db, MDB_txn **txn)
+{
+	MDB_txn *t = NULL;
+	int rc;
+
+	pthread_mutex_lock(&db->pool_lock);
+	if (db->npool > 0)
+		t = db->pool[--db->npool];
+	pthread_mutex_unlock(&db->pool_lock);
+	if (t != NULL) {
+		if ((rc = mdb_txn_renew(t)) == 0) {
+			*txn = t;
+			return 0;
+		}
+		mdb_txn_abort(t);
+		return rc;
+	}
+	return mdb_txn_begin(db->env, NULL, MDB_RDONLY, txn);
+}
+
+static void
+reader_put(kiln_db *db, MDB_txn *t)
+{
+	mdb_txn_reset(t);
+	pthread_mutex_lock(&db->pool_lock);
+	if (db->npool < POOL_MAX) {
+		db->pool[db->npool++] = t;
+		t = NULL;
+	}
+	pthread_mutex_unlock(&db->pool_lock);
+	if (t != NULL)
+		mdb_txn_abort(t);
+}
+
+int
+db_read(kiln_db *db, db_fn fn, void *arg)
+{
+	for (int i = 0; i < MAX_RETRIES; i++) {
+		struct db_txn t = {db, NULL};
+		int rc, rv;
+
+		pthread_rwlock_rdlock(&db->resize);
+		rc = reader_get(db, &t.txn);
+		if (rc == MDB_MAP_RESIZED) {
+			pthread_rwlock_unlock(&db->resize);
+			if ((rv = db_resize(db, 0, 0)) != 0)
+				return rv;
+			continue;
+		}
+		if (rc != 0) {
+			pthread_rwlock_unlock(&db->resize);
+			return db_err(rc);
+		}
+		rv = fn(&t, arg);
+		reader_put(db, t.txn);
+		pthread_rwlock_unlock(&db->resize);
+		return rv;
+	}
+	return KILN_EBUSY;
+}
+
+int
+db_write(kiln_db *db, db_fn fn, void *arg)
+{
+	if (db->rdonly)
+		return KILN_EREADONLY;
+	for (int i = 0; i < MAX_RETRIES; i++) {
+		struct db_txn t = {db, NULL};
+		uint64_t seen;
+		int rc, rv;
+
+		pthread_rwlock_rdlock(&db->resize);
+		seen = db->mapsize;
+		rc = mdb_txn_begin(db->env, NULL, 0, &t.txn);
+		if (rc != 0) {
+			pthread_rwlock_unlock(&db->resize);
+			if (rc != MDB_MAP_RESIZED)
+				return db_err(rc);
+			if ((rv = db_resize(db, 0, 0)) != 0)
+				return rv;
+			continue;
+		}
+		rv = fn(&t, arg);
+		if (rv == 0)
+			rv = db_err(mdb_txn_commit(t.txn));
+		else
+			mdb_txn_abort(t.txn);
+		pthread_rwlock_unlock(&db->resize);
+		if (rv != DB_EMAPFULL)
+			return rv;
+		if ((rv = db_resize(db, seen, 1)) != 0)
+			return rv;
+	}
+	return KILN_ENOSPC;
+}
+
+int
+db_get(db_txn *t, enum db_name d, const void *k, size_t klen, const void **v,
+       size_t *vlen)
+{
+	MDB_val key = {klen, (void *)k}, val;
+	int rc = mdb_get(t->txn, t->db->dbi[d], &key, &val);
+
+	if (rc != 0)
+		return db_err(rc);
+	*v = val.mv_data;
+	*vlen = val.mv_size;
+	return 0;
+}
+
+int
+db_put(db_txn *t, enum db_name d, const void *k, size_t klen, const void *v,
+       size_t vlen)
+{
+	MDB_val key = {klen, (void *)k}, val = {vlen, (void *)v};
+
+	return db_err(mdb_put(t->txn, t->db->dbi[d], &key, &val, 0));
+}
+
+int
+db_del(db_txn *t, enum db_name d, const void *k, size_t klen)
+{
+	MDB_val key = {klen, (void *)k};
+
+	return db_err(mdb_del(t->txn, t->db->dbi[d], &key, NULL));
+}
+
+int
+db_each(db_txn *t, enum db_name d, const void *prefix, size_t plen,
+        db_each_fn fn, void *arg)
+{
+	MDB_cursor *c;
+	MDB_val key = {plen, (void *)prefix}, val;
+	int rc, rv = 0;
+	MDB_cursor_op op = plen > 0 ? MDB_SET_RANGE : MDB_FIRST;
+
+	if ((rc = mdb_cursor_open(t->txn, t->db->dbi[d], &c)) != 0)
+		return db_err(rc);
+	while ((rc = mdb_cursor_get(c, &key, &val, op)) == 0) {
+		op = MDB_NEXT;
+		if (key.mv_size < plen || memcmp(key.mv_data, prefix, plen) != 0)
+			break;
+		if ((rv = fn(t, key.mv_data, key.mv_size, val.mv_data, val.mv_size,
+		             arg)) != 0)
+			break;
+	}
+	mdb_cursor_close(c);
+	if (rv != 0)
+		return rv;
+	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+}

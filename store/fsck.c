@@ -1,0 +1,382 @@
+/* fsck.c — proving the store sound, and repairing it without inventing data.
+ *
+ * Order: (1) read every index and action record in one snapshot, noting the
+ * blobs each names; (2) re-hash every blob in objects/; (3) a named blob
+ * that is neither sound nor corrupt is missing. Repair then moves corrupt
+ * blobs and strays to corrupt/ and, in one write transaction, drops records
+ * that still name a bad or missing blob (re-checked inside the transaction,
+ * so a record a concurrent writer re-pointed meanwhile survives). Problems
+ * are reported after repair so each says whether it was fixed. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+/* A record naming a blob, or an undecodable record (bad = 1). */
+struct ref {
+	kiln_id id;
+	enum db_name db;
+	uint8_t *key;
+	size_t klen;
+	int bad;
+};
+
+struct problem {
+	kiln_fsck_problem p;
+	char where[600];
+};
+
+struct fsck {
+	kiln_store *s;
+	int repair;
+	kiln_fsck_stats *st;
+	struct ref *refs;
+	size_t nrefs, caprefs;
+	struct idset sound, corrupt, missing;
+	struct problem *probs;
+	size_t nprobs, capprobs;
+	int rv; /* first error inside a callback */
+};
+
+static int
+ref_add(struct fsck *f, enum db_name db, const void *k, size_t klen,
+        const kiln_id *id, int bad)
+{
+	struct ref *r;
+
+	if (f->nrefs == f->caprefs) {
+		size_t cap = f->caprefs ? f->caprefs * 2 : 256;
+		struct ref *n = realloc(f->refs, cap * sizeof *n);
+		if (n == NULL)
+			return KILN_ENOMEM;
+		f->refs = n;
+		f->caprefs = cap;
+	}
+	r = &f->refs[f->nrefs];
+	memset(r, 0, sizeof *r);
+	if ((r->key = malloc(klen)) == NULL)
+		return KILN_ENOMEM;
+	memcpy(r->key, k, klen);
+	r->klen = klen;
+	r->db = db;
+	r->bad = bad;
+	if (id != NULL)
+		r->id = *id;
+	f->nrefs++;
+	return 0;
+}
+
+/* "index <profile> <url>" or "action <hex key>". */
+static void
+ref_where(const struct ref *r, char *buf, size_t len)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	if (r->db == DB_INDEX) {
+		const char *k = (const char *)r->key;
+		size_t pl = strnlen(k, r->klen);
+		int ul = pl < r->klen ? (int)(r->klen - pl - 1) : 0;
+		snprintf(buf, len, "index %.*s %.*s", (int)pl, k, ul, k + pl + 1);
+		return;
+	}
+	if (r->klen == 16) {
+		kiln_id key;
+		memcpy(key.b, r->key, 16);
+		kiln_id_to_hex(&key, hex);
+		snprintf(buf, len, "action %s", hex);
+	} else {
+		snprintf(buf, len, "action (malformed key)");
+	}
+}
+
+static int
+collect_index(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
+              void *arg)
+{
+	struct rec_index r;
+	int bad = rec_index_decode(v, vlen, &r) != 0 ||
+	          memchr(k, '\0', klen) == NULL;
+
+	(void)t;
+	return ref_add(arg, DB_INDEX, k, klen, bad ? NULL : &r.id, bad);
+}
+
+struct action_walk {
+	struct fsck *f;
+	const void *k;
+	size_t klen;
+};
+
+static int
+collect_output(const kiln_id *id, void *arg)
+{
+	struct action_walk *w = arg;
+
+	return ref_add(w->f, DB_ACTIONS, w->k, w->klen, id, 0);
+}
+
+static int
+collect_action(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
+               void *arg)
+{
+	struct action_walk w = {arg, k, klen};
+	int rv;
+
+	(void)t;
+	if (klen != 16)
+		return ref_add(arg, DB_ACTIONS, k, klen, NULL, 1);
+	rv = rec_action_outputs(v, vlen, NULL, collect_output, &w);
+	if (rv == KILN_ECORRUPT || rv == KILN_EVERSION)
+		return ref_add(arg, DB_ACTIONS, k, klen, NULL, 1);
+	return rv;
+}
+
+static int
+collect_txn(db_txn *t, void *arg)
+{
+	int rv = db_each(t, DB_INDEX, NULL, 0, collect_index, arg);
+
+	return rv != 0 ? rv : db_each(t, DB_ACTIONS, NULL, 0, collect_action, arg);
+}
+
+static struct problem *
+problem_add(struct fsck *f, enum kiln_fsck_kind kind, const kiln_id *id)
+{
+	struct problem *p;
+
+	if (f->nprobs == f->capprobs) {
+		size_t cap = f->capprobs ? f->capprobs * 2 : 32;
+		struct problem *n = realloc(f->probs, cap * sizeof *n);
+		if (n == NULL)
+			return NULL;
+		f->probs = n;
+		f->capprobs = cap;
+	}
+	p = &f->probs[f->nprobs++];
+	memset(p, 0, sizeof *p);
+	p->p.kind = kind;
+	if (id != NULL)
+		p->p.id = *id;
+	return p;
+}
+
+/* Where a blob is named: the first record naming it, plus a count. */
+static void
+blob_where(const struct fsck *f, const kiln_id *id, char *buf, size_t len)
+{
+	const struct ref *first = NULL;
+	size_t n = 0;
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	for (size_t i = 0; i < f->nrefs; i++) {
+		if (f->refs[i].bad || kiln_id_cmp(&f->refs[i].id, id) != 0)
+			continue;
+		if (first == NULL)
+			first = &f->refs[i];
+		n++;
+	}
+	if (first == NULL) {
+		kiln_id_to_hex(id, hex);
+		snprintf(buf, len, "objects/%.2s/%s (unreferenced)", hex, hex + 2);
+		return;
+	}
+	ref_where(first, buf, len);
+	if (n > 1)
+		snprintf(buf + strlen(buf), len - strlen(buf), " and %zu more", n - 1);
+}
+
+/* Move a damaged file into corrupt/ for forensics. */
+static int
+quarantine(struct fsck *f, const char *rel, const char *name)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+
+	snprintf(from, sizeof from, "%s/%s", f->s->dir, rel);
+	snprintf(to, sizeof to, "%s/corrupt/%s", f->s->dir, name);
+	return rename(from, to) == 0 ? 0 : kiln_err_from_errno(errno);
+}
+
+static int
+check_blob(const struct blob_entry *e, void *arg)
+{
+	struct fsck *f = arg;
+	int rv = kiln_store_verify(f->s, &e->id);
+
+	f->st->blobs++;
+	f->st->bytes += e->size;
+	if (rv == 0)
+		return idset_add(&f->sound, &e->id);
+	if (rv == KILN_ENOTFOUND)
+		return 0; /* removed while we walked (gc) */
+	if (rv != KILN_ECORRUPT)
+		return rv;
+	f->st->corrupt++;
+	return idset_add(&f->corrupt, &e->id);
+}
+
+static int
+check_stray(const char *rel, void *arg)
+{
+	struct fsck *f = arg;
+	struct problem *p = problem_add(f, KILN_FSCK_STRAY, NULL);
+	char name[PATH_MAX];
+
+	if (p == NULL)
+		return KILN_ENOMEM;
+	f->st->stray++;
+	snprintf(p->where, sizeof p->where, "%s", rel);
+	if (f->repair) {
+		snprintf(name, sizeof name, "stray-%s", strrchr(rel, '/') + 1);
+		p->p.repaired = quarantine(f, rel, name) == 0;
+	}
+	return 0;
+}
+
+/* Does the record still (inside the repair txn) name a bad/missing blob? */
+static int
+names_bad(const kiln_id *id, void *arg)
+{
+	struct fsck *f = arg;
+
+	return idset_has(&f->corrupt, id) || idset_has(&f->missing, id);
+}
+
+static int
+repair_txn(db_txn *t, void *arg)
+{
+	struct fsck *f = arg;
+
+	for (size_t i = 0; i < f->nrefs; i++) {
+		struct ref *r = &f->refs[i];
+		const void *v;
+		size_t vlen;
+		int drop, rv;
+		if (db_get(t, r->db, r->key, r->klen, &v, &vlen) != 0)
+			continue;
+		if (r->bad) {
+			drop = 1;
+		} else if (r->db == DB_INDEX) {
+			struct rec_index ri;
+			drop = rec_index_decode(v, vlen, &ri) == 0 && names_bad(&ri.id, f);
+		} else {
+			drop = rec_action_outputs(v, vlen, NULL, names_bad, f) == 1;
+		}
+		if (drop && (rv = db_del(t, r->db, r->key, r->klen)) != 0)
+			return rv;
+	}
+	for (size_t i = 0; i < f->corrupt.n; i++) {
+		int rv = db_del(t, DB_BLOBS, f->corrupt.ids[i].b, 16);
+		if (rv != 0 && rv != KILN_ENOTFOUND)
+			return rv;
+	}
+	return 0;
+}
+
+/* Turn the findings into problem reports (and repairs). */
+static int
+fsck_findings(struct fsck *f)
+{
+	int rv = 0;
+
+	for (size_t i = 0; i < f->nrefs; i++) {
+		struct ref *r = &f->refs[i];
+		if (r->bad) {
+			struct problem *p = problem_add(f, KILN_FSCK_BAD_RECORD, NULL);
+			if (p == NULL)
+				return KILN_ENOMEM;
+			f->st->bad_records++;
+			ref_where(r, p->where, sizeof p->where);
+		} else if (!idset_has(&f->sound, &r->id) && !idset_has(&f->corrupt, &r->id)) {
+			if ((rv = idset_add(&f->missing, &r->id)) != 0)
+				return rv;
+		}
+	}
+	idset_sort(&f->missing); /* also removes duplicates */
+	for (size_t i = 0; i < f->missing.n; i++) {
+		struct problem *p = problem_add(f, KILN_FSCK_MISSING, &f->missing.ids[i]);
+		if (p == NULL)
+			return KILN_ENOMEM;
+		f->st->missing++;
+		blob_where(f, &f->missing.ids[i], p->where, sizeof p->where);
+	}
+	for (size_t i = 0; i < f->corrupt.n; i++) {
+		struct problem *p = problem_add(f, KILN_FSCK_CORRUPT, &f->corrupt.ids[i]);
+		if (p == NULL)
+			return KILN_ENOMEM;
+		blob_where(f, &f->corrupt.ids[i], p->where, sizeof p->where);
+	}
+	return 0;
+}
+
+static int
+fsck_repair(struct fsck *f)
+{
+	int rv = db_write(f->s->db, repair_txn, f);
+
+	if (rv != 0)
+		return rv;
+	for (size_t i = 0; i < f->nprobs; i++) {
+		struct problem *p = &f->probs[i];
+		char hex[KILN_ID_HEX_LEN + 1], rel[64];
+		if (p->p.kind == KILN_FSCK_STRAY)
+			continue;
+		if (p->p.kind == KILN_FSCK_CORRUPT) {
+			kiln_id_to_hex(&p->p.id, hex);
+			snprintf(rel, sizeof rel, "objects/%.2s/%s", hex, hex + 2);
+			p->p.repaired = quarantine(f, rel, hex) == 0;
+		} else {
+			p->p.repaired = 1; /* records dropped above */
+		}
+	}
+	return 0;
+}
+
+static void
+fsck_free(struct fsck *f)
+{
+	for (size_t i = 0; i < f->nrefs; i++)
+		free(f->refs[i].key);
+	free(f->refs);
+	free(f->probs);
+	idset_free(&f->sound);
+	idset_free(&f->corrupt);
+	idset_free(&f->missing);
+}
+
+int
+kiln_store_fsck(kiln_store *s, int repair, kiln_fsck_fn fn, void *arg,
+                kiln_fsck_stats *st)
+{
+	kiln_fsck_stats local;
+	struct fsck f = {0};
+	int rv;
+
+	if (st == NULL)
+		st = &local;
+	memset(st, 0, sizeof *st);
+	if (repair && (rv = store_writable(s)) != 0)
+		return rv;
+	f.s = s;
+	f.repair = repair;
+	f.st = st;
+	if ((rv = db_read(s->db, collect_txn, &f)) != 0 ||
+	    (rv = objects_scan(s, check_blob, check_stray, &f)) != 0)
+		goto out;
+	idset_sort(&f.sound);
+	idset_sort(&f.corrupt);
+	if ((rv = fsck_findings(&f)) != 0)
+		goto out;
+	if (repair && f.nprobs > 0 && (rv = fsck_repair(&f)) != 0)
+		goto out;
+	for (size_t i = 0; i < f.nprobs; i++) {
+		f.probs[i].p.where = f.probs[i].where;
+		st->repaired += (uint64_t)f.probs[i].p.repaired;
+		if (fn != NULL)
+			fn(&f.probs[i].p, arg);
+	}
+out:
+	fsck_free(&f);
+	return rv;
+}

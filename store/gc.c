@@ -1,0 +1,273 @@
+/* gc.c — removing blobs nothing needs, least recently used first.
+ *
+ * At start, T0 = now. Phase 1 deletes action results last used before
+ * T0 - max_age (so a kept result never names a blob removed below). Phase 2
+ * takes one snapshot of the roots (every index entry, every remaining
+ * action's outputs) and lists objects/. Unrooted blobs last used before
+ * T0 - grace are candidates, oldest first, taken until the store fits the
+ * budget. Phase 3 removes them in short write transactions; inside each,
+ * a candidate whose use time moved past T0 - grace is skipped: every
+ * put, touch and record naming a blob refreshes that time in a write
+ * transaction, so whatever started using a blob after the snapshot keeps
+ * it. Writers wait for one batch at most; readers never wait. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store_int.h"
+
+#define GC_BATCH 256
+#define NS 1000000000LL
+
+struct candidate {
+	kiln_id id;
+	uint64_t size;
+	int64_t used_ns;
+};
+
+struct gc {
+	kiln_store *s;
+	const kiln_gc_opts *o;
+	kiln_gc_stats *st;
+	int64_t action_cut, grace_cut;
+	struct idset roots;
+	struct idset old_actions; /* action keys to delete */
+	struct candidate *c;
+	size_t nc, capc;
+	/* the batch being removed, and what it achieved */
+	size_t from, to;
+	uint64_t batch_blobs, batch_bytes;
+};
+
+static int
+root_output(const kiln_id *id, void *arg)
+{
+	return idset_add(arg, id);
+}
+
+static int
+scan_action(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
+            void *arg)
+{
+	struct gc *g = arg;
+	int64_t used;
+	kiln_id key;
+	int rv;
+
+	(void)t;
+	if (klen != 16)
+		return 0;
+	if ((rv = rec_action_outputs(v, vlen, &used, NULL, NULL)) != 0)
+		return 0; /* undecodable: fsck's business, not a root */
+	if (used < g->action_cut) {
+		memcpy(key.b, k, 16);
+		return idset_add(&g->old_actions, &key);
+	}
+	return rec_action_outputs(v, vlen, NULL, root_output, &g->roots);
+}
+
+static int
+scan_index(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
+           void *arg)
+{
+	struct gc *g = arg;
+	struct rec_index r;
+
+	(void)t;
+	(void)k;
+	(void)klen;
+	if (rec_index_decode(v, vlen, &r) != 0)
+		return 0;
+	return idset_add(&g->roots, &r.id);
+}
+
+static int
+roots_txn(db_txn *t, void *arg)
+{
+	struct gc *g = arg;
+	int rv;
+
+	idset_free(&g->roots);
+	idset_free(&g->old_actions);
+	if ((rv = db_each(t, DB_INDEX, NULL, 0, scan_index, g)) != 0)
+		return rv;
+	return db_each(t, DB_ACTIONS, NULL, 0, scan_action, g);
+}
+
+static int
+drop_actions_txn(db_txn *t, void *arg)
+{
+	struct gc *g = arg;
+
+	for (size_t i = 0; i < g->old_actions.n; i++) {
+		const void *v;
+		size_t vlen;
+		int64_t used;
+		int rv;
+		/* Skip a result that was put again or touched since the scan. */
+		if (db_get(t, DB_ACTIONS, g->old_actions.ids[i].b, 16, &v, &vlen) != 0 ||
+		    rec_action_outputs(v, vlen, &used, NULL, NULL) != 0 ||
+		    used >= g->action_cut)
+			continue;
+		if ((rv = db_del(t, DB_ACTIONS, g->old_actions.ids[i].b, 16)) != 0)
+			return rv;
+	}
+	return 0;
+}
+
+static int
+list_blob(const struct blob_entry *e, void *arg)
+{
+	struct gc *g = arg;
+
+	g->st->blobs++;
+	g->st->bytes += e->size;
+	if (idset_has(&g->roots, &e->id)) {
+		g->st->rooted_blobs++;
+		g->st->rooted_bytes += e->size;
+		return 0;
+	}
+	if (g->nc == g->capc) {
+		size_t cap = g->capc ? g->capc * 2 : 256;
+		struct candidate *n = realloc(g->c, cap * sizeof *n);
+		if (n == NULL)
+			return KILN_ENOMEM;
+		g->c = n;
+		g->capc = cap;
+	}
+	g->c[g->nc++] = (struct candidate){e->id, e->size, e->mtime_ns};
+	return 0;
+}
+
+/* A blob without a use record (an orphan from a crash) counts as used
+ * when its file was written. */
+static int
+use_times_txn(db_txn *t, void *arg)
+{
+	struct gc *g = arg;
+
+	for (size_t i = 0; i < g->nc; i++) {
+		const void *v;
+		size_t vlen;
+		struct rec_blob r;
+		if (db_get(t, DB_BLOBS, g->c[i].id.b, 16, &v, &vlen) == 0 &&
+		    rec_blob_decode(v, vlen, &r) == 0)
+			g->c[i].used_ns = r.used_ns;
+	}
+	return 0;
+}
+
+static int
+by_use(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+
+	if (x->used_ns != y->used_ns)
+		return x->used_ns < y->used_ns ? -1 : 1;
+	return kiln_id_cmp(&x->id, &y->id);
+}
+
+/* Keep, in use order, only the candidates that must go to meet the budget. */
+static void
+choose_victims(struct gc *g)
+{
+	uint64_t total = g->st->bytes;
+	size_t w = 0;
+
+	qsort(g->c, g->nc, sizeof *g->c, by_use);
+	for (size_t r = 0; r < g->nc && total > g->o->max_size; r++) {
+		if (g->c[r].used_ns >= g->grace_cut)
+			continue;
+		total -= g->c[r].size;
+		g->c[w++] = g->c[r];
+	}
+	g->nc = w;
+}
+
+static int
+remove_batch_txn(db_txn *t, void *arg)
+{
+	struct gc *g = arg;
+
+	g->batch_blobs = g->batch_bytes = 0;
+	for (size_t i = g->from; i < g->to; i++) {
+		const void *v;
+		size_t vlen;
+		struct rec_blob r;
+		char path[PATH_MAX];
+		int rv;
+		if (db_get(t, DB_BLOBS, g->c[i].id.b, 16, &v, &vlen) == 0 &&
+		    rec_blob_decode(v, vlen, &r) == 0 && r.used_ns >= g->grace_cut)
+			continue; /* used since we looked */
+		store_blob_path(g->s, &g->c[i].id, path);
+		if (unlink(path) != 0 && errno != ENOENT)
+			return kiln_err_from_errno(errno);
+		rv = db_del(t, DB_BLOBS, g->c[i].id.b, 16);
+		if (rv != 0 && rv != KILN_ENOTFOUND)
+			return rv;
+		g->batch_blobs++;
+		g->batch_bytes += g->c[i].size;
+	}
+	return 0;
+}
+
+static int
+gc_remove(struct gc *g)
+{
+	for (g->from = 0; g->from < g->nc; g->from = g->to) {
+		int rv;
+		g->to = g->from + GC_BATCH < g->nc ? g->from + GC_BATCH : g->nc;
+		if ((rv = db_write(g->s->db, remove_batch_txn, g)) != 0)
+			return rv;
+		g->st->removed_blobs += g->batch_blobs;
+		g->st->removed_bytes += g->batch_bytes;
+	}
+	return 0;
+}
+
+int
+kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
+{
+	kiln_gc_stats local;
+	struct gc g = {0};
+	int64_t now = store_now_ns();
+	int rv;
+
+	if (o == NULL || o->action_max_age_s < 0 || o->grace_s < 0)
+		return KILN_EINVAL;
+	if (st == NULL)
+		st = &local;
+	memset(st, 0, sizeof *st);
+	if (!o->dry_run && (rv = store_writable(s)) != 0)
+		return rv;
+	g.s = s;
+	g.o = o;
+	g.st = st;
+	g.action_cut = now - o->action_max_age_s * NS;
+	g.grace_cut = now - o->grace_s * NS;
+	if ((rv = db_read(s->db, roots_txn, &g)) != 0)
+		goto out;
+	st->removed_actions = g.old_actions.n;
+	if (!o->dry_run && g.old_actions.n > 0 &&
+	    (rv = db_write(s->db, drop_actions_txn, &g)) != 0)
+		goto out;
+	idset_sort(&g.roots);
+	if ((rv = objects_scan(s, list_blob, NULL, &g)) != 0 ||
+	    (rv = db_read(s->db, use_times_txn, &g)) != 0)
+		goto out;
+	choose_victims(&g);
+	if (o->dry_run) {
+		for (size_t i = 0; i < g.nc; i++) {
+			st->removed_blobs++;
+			st->removed_bytes += g.c[i].size;
+		}
+	} else {
+		rv = gc_remove(&g);
+	}
+out:
+	idset_free(&g.roots);
+	idset_free(&g.old_actions);
+	free(g.c);
+	return rv;
+}

@@ -1,0 +1,285 @@
+/* store.c — opening and closing a store, and its folder layout.
+ *
+ * <store>/kiln-store holds "kiln-store <STORE_FORMAT>\n" and is written last
+ * when a store is made, so a folder with the marker is a complete store. A
+ * folder holding only our own layout entries but no marker is a creation
+ * that was interrupted, and CREATE finishes it. Any other non-empty folder
+ * is refused: kiln never scribbles into a folder it does not own. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store_int.h"
+
+#define DEFAULT_MAP_SIZE (16ULL << 30)
+#define MARKER "kiln-store"
+/* Temp files of crashed writers are removed after this long. */
+#define TMP_MAX_AGE_S 3600
+
+int64_t
+store_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void
+store_blob_path(const kiln_store *s, const kiln_id *id, char *buf)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	kiln_id_to_hex(id, hex);
+	snprintf(buf, PATH_MAX, "%s/%.2s/%s", s->objects, hex, hex + 2);
+}
+
+int
+store_writable(const kiln_store *s)
+{
+	return (s->flags & KILN_STORE_RDONLY) ? KILN_EREADONLY : 0;
+}
+
+const char *
+kiln_store_dir(const kiln_store *s)
+{
+	return s->dir;
+}
+
+static char *
+path_join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *p = malloc(n);
+
+	if (p != NULL)
+		snprintf(p, n, "%s/%s", a, b);
+	return p;
+}
+
+/* mkdir -p, for the store folder itself (e.g. <project>/.kiln/store). */
+static int
+mkdir_parents(const char *dir)
+{
+	char buf[PATH_MAX];
+	int rv;
+
+	if (strlen(dir) >= sizeof buf)
+		return KILN_EINVAL;
+	strcpy(buf, dir);
+	for (char *p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		rv = fio_mkdir(buf, 0755, NULL);
+		*p = '/';
+		if (rv != 0)
+			return rv;
+	}
+	return fio_mkdir(buf, 0755, NULL);
+}
+
+/* Parse the marker: 0 (format in *fmt), KILN_ENOTFOUND, KILN_ENOTSTORE. */
+static int
+marker_read(const char *dir, int *fmt)
+{
+	char path[PATH_MAX], buf[64];
+	int fd, n;
+	ssize_t got;
+
+	snprintf(path, sizeof path, "%s/" MARKER, dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
+	got = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (got <= 0)
+		return KILN_ENOTSTORE;
+	buf[got] = '\0';
+	if (sscanf(buf, MARKER " %d%n", fmt, &n) != 1 || *fmt < 1 || buf[n] != '\n')
+		return KILN_ENOTSTORE;
+	return 0;
+}
+
+static int
+marker_write(const char *dir, int durable)
+{
+	char tmp[PATH_MAX], path[PATH_MAX], text[32];
+	int fd, rv, len = snprintf(text, sizeof text, MARKER " %d\n", STORE_FORMAT);
+
+	snprintf(tmp, sizeof tmp, "%s/" MARKER ".tmp", dir);
+	snprintf(path, sizeof path, "%s/" MARKER, dir);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		return kiln_err_from_errno(errno);
+	rv = fio_write_all(fd, text, (size_t)len);
+	if (rv == 0 && durable && fsync(fd) != 0)
+		rv = kiln_err_from_errno(errno);
+	close(fd);
+	if (rv == 0 && rename(tmp, path) != 0)
+		rv = kiln_err_from_errno(errno);
+	if (rv == 0 && durable)
+		rv = fio_fsync_dir(dir);
+	if (rv != 0)
+		unlink(tmp);
+	return rv;
+}
+
+/* 1 when the folder holds nothing but entries a store creation makes. */
+static int
+only_our_entries(const char *dir)
+{
+	static const char *const ours[] = {"objects", "tmp", "corrupt", "db",
+	                                   MARKER ".tmp"};
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int ok = 1;
+
+	if (d == NULL)
+		return 0;
+	while (ok && (e = readdir(d)) != NULL) {
+		int known = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+		for (size_t i = 0; !known && i < sizeof ours / sizeof ours[0]; i++)
+			known = strcmp(e->d_name, ours[i]) == 0;
+		ok = known;
+	}
+	closedir(d);
+	return ok;
+}
+
+/* Decide whether dir is (or may become) a store. *fresh = must create. */
+static int
+store_check_folder(const char *dir, unsigned flags, int *fresh)
+{
+	struct stat st;
+	int fmt = 0, rv;
+
+	*fresh = 0;
+	if (stat(dir, &st) != 0) {
+		if (errno != ENOENT)
+			return kiln_err_from_errno(errno);
+		if (!(flags & KILN_STORE_CREATE))
+			return KILN_ENOTFOUND;
+		*fresh = 1;
+		return mkdir_parents(dir);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return KILN_ENOTSTORE;
+	rv = marker_read(dir, &fmt);
+	if (rv == 0)
+		return fmt > STORE_FORMAT ? KILN_EVERSION : 0;
+	if (rv != KILN_ENOTFOUND)
+		return rv;
+	if (!only_our_entries(dir))
+		return KILN_ENOTSTORE;
+	if (!(flags & KILN_STORE_CREATE))
+		return KILN_ENOTFOUND;
+	*fresh = 1;
+	return 0;
+}
+
+/* Remove temp files crashed writers left behind (never a live writer's:
+ * those are younger than the age limit or anonymous O_TMPFILE inodes). */
+static void
+tmp_sweep(const char *tmpdir)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	struct stat st;
+	time_t now = time(NULL);
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && now - st.st_mtime > TMP_MAX_AGE_S)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+static int
+store_layout(kiln_store *s, char **dbdir, char **corrupt)
+{
+	int rv;
+
+	*dbdir = path_join(s->dir, "db");
+	*corrupt = path_join(s->dir, "corrupt");
+	if (*dbdir == NULL || *corrupt == NULL)
+		return KILN_ENOMEM;
+	if (s->flags & KILN_STORE_RDONLY)
+		return 0;
+	if ((rv = fio_mkdir(s->objects, 0755, NULL)) != 0 ||
+	    (rv = fio_mkdir(s->tmp, 0755, NULL)) != 0 ||
+	    (rv = fio_mkdir(*dbdir, 0755, NULL)) != 0 ||
+	    (rv = fio_mkdir(*corrupt, 0755, NULL)) != 0)
+		return rv;
+	return 0;
+}
+
+int
+kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
+{
+	kiln_store_opts def = {0};
+	kiln_store *s;
+	char *dbdir = NULL, *corrupt = NULL;
+	int fresh, rv;
+
+	if (dir == NULL || *dir == '\0' || sp == NULL)
+		return KILN_EINVAL;
+	if (opts == NULL)
+		opts = &def;
+	if ((opts->flags & KILN_STORE_CREATE) && (opts->flags & KILN_STORE_RDONLY))
+		return KILN_EINVAL;
+	if ((rv = store_check_folder(dir, opts->flags, &fresh)) != 0)
+		return rv;
+	if ((s = calloc(1, sizeof *s)) == NULL)
+		return KILN_ENOMEM;
+	s->flags = opts->flags;
+	s->durability = opts->durability;
+	s->dir = strdup(dir);
+	s->objects = path_join(dir, "objects");
+	s->tmp = path_join(dir, "tmp");
+	if (s->dir == NULL || s->objects == NULL || s->tmp == NULL) {
+		rv = KILN_ENOMEM;
+		goto fail;
+	}
+	if ((rv = store_layout(s, &dbdir, &corrupt)) != 0)
+		goto fail;
+	rv = db_open(dbdir, opts->map_size ? opts->map_size : DEFAULT_MAP_SIZE,
+	             (opts->flags & KILN_STORE_RDONLY) != 0,
+	             opts->durability == KILN_DURABLE_NONE, &s->db);
+	if (rv != 0)
+		goto fail;
+	if (fresh && (rv = marker_write(dir, opts->durability == KILN_DURABLE_FSYNC)) != 0)
+		goto fail;
+	if (!(s->flags & KILN_STORE_RDONLY))
+		tmp_sweep(s->tmp);
+	free(dbdir);
+	free(corrupt);
+	*sp = s;
+	return 0;
+fail:
+	free(dbdir);
+	free(corrupt);
+	kiln_store_close(s);
+	return rv;
+}
+
+void
+kiln_store_close(kiln_store *s)
+{
+	if (s == NULL)
+		return;
+	db_close(s->db);
+	free(s->dir);
+	free(s->objects);
+	free(s->tmp);
+	free(s);
+}

@@ -1,0 +1,173 @@
+/* store_int.h — what store/ modules share and nobody else sees.
+ *
+ * Module map:
+ *   store.c    open/close, the folder layout and its format marker
+ *   db.c       the LMDB environment (the only file including lmdb.h):
+ *              transactions, map growth, reader pool
+ *   records.c  versioned binary encodings of database values
+ *   blob.c     writing, publishing and reading blobs
+ *   index.c    index, action, file and blob-use records
+ *   fsck.c     checking and repairing
+ *   gc.c       garbage collection
+ *   fileio.c   small POSIX helpers (full writes, fsync of folders)
+ *   hash.c     XXH3-128 (the only file including xxhash.h)
+ *   names.c    URL/path/profile validation
+ *   error.c    kiln_strerror */
+#ifndef KILN_STORE_INT_H
+#define KILN_STORE_INT_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kiln_store.h"
+
+/* ---- the handle ---- */
+
+typedef struct kiln_db kiln_db;
+
+struct kiln_store {
+	char *dir;            /* as given */
+	char *objects;        /* <dir>/objects */
+	char *tmp;            /* <dir>/tmp */
+	unsigned flags;       /* KILN_STORE_* */
+	enum kiln_durability durability;
+	kiln_db *db;
+};
+
+/* The layout version written to <dir>/kiln-store. Bump it when the folder
+ * layout or a record encoding changes incompatibly, and teach open to
+ * upgrade or refuse older stores. Record encodings carry their own
+ * version byte too (records.c). */
+#define STORE_FORMAT 1
+
+/* Nanoseconds since the epoch (CLOCK_REALTIME). */
+int64_t store_now_ns(void);
+
+/* "<objects>/ab/<30 hex>" into buf (PATH_MAX). */
+void store_blob_path(const kiln_store *s, const kiln_id *id, char *buf);
+
+/* Returns 0 when s may be written, else KILN_EREADONLY. */
+int store_writable(const kiln_store *s);
+
+/* ---- fileio.c ---- */
+
+/* Write all len bytes (retrying short writes and EINTR). 0 or KILN_E*. */
+int fio_write_all(int fd, const void *buf, size_t len);
+/* Read exactly len bytes; KILN_ECORRUPT when the file is shorter. */
+int fio_read_all(int fd, void *buf, size_t len);
+/* fsync the folder at path. */
+int fio_fsync_dir(const char *path);
+/* mkdir that treats EEXIST as success; *made (may be NULL) says whether it
+ * was created now. */
+int fio_mkdir(const char *path, mode_t mode, int *made);
+
+/* ---- db.c: one LMDB environment, five named databases ---- */
+
+enum db_name { DB_INDEX, DB_ACTIONS, DB_FILES, DB_BLOBS, DB_META, DB_COUNT };
+
+typedef struct db_txn db_txn;
+
+/* Open (creating when allowed) the environment in folder path. */
+int db_open(const char *path, uint64_t map_size, int rdonly, int nosync,
+            kiln_db **dbp);
+void db_close(kiln_db *db);
+
+/* A callback run inside a transaction. Return 0 to commit (write txns) or
+ * a KILN_E* code to abort and have it returned. A write callback may run
+ * more than once (after the map grows), so it must not have side effects
+ * outside the transaction that a second run would repeat wrongly. */
+typedef int (*db_fn)(db_txn *t, void *arg);
+
+/* Run fn in a read snapshot. */
+int db_read(kiln_db *db, db_fn fn, void *arg);
+/* Run fn in the (one, serialized across processes) write transaction. */
+int db_write(kiln_db *db, db_fn fn, void *arg);
+
+/* Borrowed value: valid until the transaction ends. KILN_ENOTFOUND. */
+int db_get(db_txn *t, enum db_name d, const void *k, size_t klen,
+           const void **v, size_t *vlen);
+int db_put(db_txn *t, enum db_name d, const void *k, size_t klen,
+           const void *v, size_t vlen);
+/* KILN_ENOTFOUND when absent. */
+int db_del(db_txn *t, enum db_name d, const void *k, size_t klen);
+
+/* Called per key starting with prefix, in key order. Non-zero stops and is
+ * returned. The callback must not modify database d (collect keys and
+ * delete them after the walk). */
+typedef int (*db_each_fn)(db_txn *t, const void *k, size_t klen,
+                          const void *v, size_t vlen, void *arg);
+int db_each(db_txn *t, enum db_name d, const void *prefix, size_t plen,
+            db_each_fn fn, void *arg);
+
+/* ---- records.c: database values, each starting with a version byte ---- */
+
+#define REC_VERSION 1
+
+/* index: key "<profile>\0<url>" -> rec_index */
+struct rec_index {
+	kiln_id id;
+	int64_t set_ns;
+};
+/* blobs: key id (16 bytes) -> rec_blob */
+struct rec_blob {
+	uint64_t size;
+	int64_t used_ns;
+};
+
+#define REC_INDEX_LEN 25
+#define REC_BLOB_LEN 17
+#define REC_FILE_LEN 49
+#define REC_ACTION_HEAD 25
+
+void rec_index_encode(const struct rec_index *r, uint8_t out[REC_INDEX_LEN]);
+int rec_index_decode(const void *v, size_t len, struct rec_index *r);
+void rec_blob_encode(const struct rec_blob *r, uint8_t out[REC_BLOB_LEN]);
+int rec_blob_decode(const void *v, size_t len, struct rec_blob *r);
+void rec_file_encode(const kiln_file_rec *r, uint8_t out[REC_FILE_LEN]);
+int rec_file_decode(const void *v, size_t len, kiln_file_rec *r);
+/* Encoded action length for n outputs and len payload bytes. */
+size_t rec_action_size(size_t noutputs, size_t len);
+void rec_action_encode(const kiln_action *a, uint8_t *out);
+/* Decodes into a malloc'd kiln_action (key left zero). */
+int rec_action_decode(const void *v, size_t len, kiln_action **a);
+/* Only the output ids and used time, without allocating: calls fn per
+ * output. Returns 0, KILN_ECORRUPT, KILN_EVERSION or fn's non-zero. */
+int rec_action_outputs(const void *v, size_t len, int64_t *used_ns,
+                       int (*fn)(const kiln_id *id, void *arg), void *arg);
+
+/* index keys */
+#define INDEX_KEY_MAX (64 + 1 + 400)
+/* Build "<profile>\0<url>"; returns its length, or KILN_EINVAL. */
+int index_key(const char *profile, const char *url, char out[INDEX_KEY_MAX]);
+
+/* ---- index.c helpers used by blob.c and gc.c ---- */
+
+/* In a write txn: record that blob id (size bytes) was used now. */
+int blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, int64_t now);
+
+/* ---- scanning objects/ (fsck.c, gc.c) ---- */
+
+struct blob_entry {
+	kiln_id id;
+	uint64_t size;
+	int64_t mtime_ns;
+};
+
+/* Called per regular file named like a blob; stray entries go to stray_fn
+ * (may be NULL) with their path relative to the store. */
+typedef int (*scan_fn)(const struct blob_entry *e, void *arg);
+typedef int (*stray_fn)(const char *relpath, void *arg);
+int objects_scan(kiln_store *s, scan_fn fn, stray_fn stray, void *arg);
+
+/* Sorted, de-duplicated set of ids. */
+struct idset {
+	kiln_id *ids;
+	size_t n, cap;
+};
+int idset_add(struct idset *set, const kiln_id *id);
+void idset_sort(struct idset *set);
+int idset_has(const struct idset *set, const kiln_id *id);
+void idset_free(struct idset *set);
+
+#endif
