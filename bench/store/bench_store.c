@@ -28,10 +28,10 @@
  *   KILN_BENCH_REPS [5]           runs of every timed case
  *   KILN_BENCH_BIG_MB [1024]      size of the big file
  *   KILN_BENCH_FSYNC_REPS [3]     runs of the big FSYNC (info) rows; 0: skip
- *   KILN_BENCH_SMALL_FSYNC [400]  4 KiB puts per run with KILN_DURABLE_FSYNC
- *   KILN_BENCH_SMALL_NONE [4000]  4 KiB puts per run with KILN_DURABLE_NONE
+ *   KILN_BENCH_SMALL_FSYNC [2000] 4 KiB puts per run with KILN_DURABLE_FSYNC
+ *   KILN_BENCH_SMALL_NONE [20000] 4 KiB puts per run with KILN_DURABLE_NONE
  *   KILN_BENCH_INDEX_N [100000]   index entries
- *   KILN_BENCH_GETS [200000]      random gets per run
+ *   KILN_BENCH_GETS [500000]      random gets per run
  *
  * This is the one file outside store/ that includes lmdb.h: it measures the
  * bare mdb_get floor under the store's own index. It relies on the store's
@@ -359,21 +359,22 @@ static void fmt_count(char *buf, size_t len, double x)
 
 enum unit { UNIT_MS, UNIT_RATE };
 
-/* "123 ms (110–130)" or "45,678/s (44,000–46,000)" */
+/* "123 ms (110–130)", "45,678/s (44,000–46,000)" or "1,234k/s (1,200–1,300)" */
 static void fmt_series(char *buf, size_t len, const struct series *s, enum unit u)
 {
 	char a[32], b[32], c[32];
-	double med, lo, hi;
+	double med, lo, hi, k;
 
 	series_stats(s, &med, &lo, &hi);
 	if (u == UNIT_MS) {
 		snprintf(buf, len, "%.0f ms (%.0f–%.0f)", med * 1e3, lo * 1e3, hi * 1e3);
 		return;
 	}
-	fmt_count(a, sizeof a, med);
-	fmt_count(b, sizeof b, lo);
-	fmt_count(c, sizeof c, hi);
-	snprintf(buf, len, "%s/s (%s–%s)", a, b, c);
+	k = med >= 1e5 ? 1e3 : 1;
+	fmt_count(a, sizeof a, med / k);
+	fmt_count(b, sizeof b, lo / k);
+	fmt_count(c, sizeof c, hi / k);
+	snprintf(buf, len, "%s%s/s (%s–%s)", a, k > 1 ? "k" : "", b, c);
 }
 
 /* Column widths; the '–' in figures is 3 bytes for 1 column, hence the
@@ -537,7 +538,7 @@ static void bench_big(const struct cfg *c)
 	path_join(dir, sizeof dir, c->scratch, "store-big");
 	progress("writing a %.0f MiB source file", mib);
 	make_big(b.src, c->big_len);
-	for (dur = KILN_DURABLE_FSYNC; dur <= KILN_DURABLE_NONE; dur++) {
+	for (dur = KILN_DURABLE_NONE; dur >= KILN_DURABLE_FSYNC; dur--) {
 		int peer = dur == KILN_DURABLE_NONE;
 		int reps = peer ? c->reps : c->fsync_reps;
 
@@ -687,7 +688,7 @@ static void bench_small(const struct cfg *c)
 
 	sm.c = c;
 	fill_random(sm.buf, sizeof sm.buf);
-	for (dur = KILN_DURABLE_FSYNC; dur <= KILN_DURABLE_NONE; dur++) {
+	for (dur = KILN_DURABLE_NONE; dur >= KILN_DURABLE_FSYNC; dur--) {
 		n = dur == KILN_DURABLE_FSYNC ? c->small_fsync : c->small_none;
 		progress("4 KiB puts, %s, %d runs of %ld",
 		         dur == KILN_DURABLE_FSYNC ? "KILN_DURABLE_FSYNC" : "KILN_DURABLE_NONE",
@@ -973,10 +974,10 @@ int main(int argc, char **argv)
 	c.reps = (int)env_long("KILN_BENCH_REPS", 5, 1);
 	c.fsync_reps = (int)env_long("KILN_BENCH_FSYNC_REPS", 3, 0);
 	c.big_len = (uint64_t)env_long("KILN_BENCH_BIG_MB", 1024, 1) << 20;
-	c.small_fsync = env_long("KILN_BENCH_SMALL_FSYNC", 400, 1);
-	c.small_none = env_long("KILN_BENCH_SMALL_NONE", 4000, 1);
+	c.small_fsync = env_long("KILN_BENCH_SMALL_FSYNC", 2000, 1);
+	c.small_none = env_long("KILN_BENCH_SMALL_NONE", 20000, 1);
 	c.index_n = env_long("KILN_BENCH_INDEX_N", 100000, 1);
-	c.gets = env_long("KILN_BENCH_GETS", 200000, 1);
+	c.gets = env_long("KILN_BENCH_GETS", 500000, 1);
 	if (c.reps > MAXREPS || c.fsync_reps > MAXREPS)
 		die("at most %d runs a case", MAXREPS);
 	if (c.index_n > 99999999)

@@ -10,10 +10,10 @@
 #   KILN_BENCH_REPS [5]           runs of every timed case (median and min–max)
 #   KILN_BENCH_BIG_MB [1024]      size of the put-by-move / put-by-copy file
 #   KILN_BENCH_FSYNC_REPS [3]     runs of the big KILN_DURABLE_FSYNC rows (0: skip)
-#   KILN_BENCH_SMALL_FSYNC [400]  4 KiB puts per run, KILN_DURABLE_FSYNC
-#   KILN_BENCH_SMALL_NONE [4000]  4 KiB puts per run, KILN_DURABLE_NONE
+#   KILN_BENCH_SMALL_FSYNC [2000] 4 KiB puts per run, KILN_DURABLE_FSYNC
+#   KILN_BENCH_SMALL_NONE [20000] 4 KiB puts per run, KILN_DURABLE_NONE
 #   KILN_BENCH_INDEX_N [100000]   index entries
-#   KILN_BENCH_GETS [200000]      random index gets per run
+#   KILN_BENCH_GETS [500000]      random index gets per run
 set -eu
 
 if [ $# -ne 1 ]; then
