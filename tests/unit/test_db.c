@@ -1,0 +1,374 @@
+/* test_db — the content database: index, actions, file records, map growth,
+ * record versions, and opening folders that are or are not stores. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store_int.h"
+#include "testutil.h"
+
+static kiln_id
+put_text(kiln_store *s, const char *text)
+{
+	kiln_id id;
+	int rv = kiln_store_put_buf(s, text, strlen(text), &id);
+
+	if (rv != 0)
+		fail_msg("put '%s': %s", text, kiln_strerror(rv));
+	return id;
+}
+
+static void
+index_set_get_delete(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_FSYNC);
+	kiln_id a = put_text(s, "A"), b = put_text(s, "B"), got;
+
+	assert_kiln(0, kiln_store_index_set(s, "pc", "sprites/hero", &a));
+	assert_kiln(0, kiln_store_index_set(s, "mobile", "sprites/hero", &b));
+	assert_kiln(0, kiln_store_index_get(s, "pc", "sprites/hero", &got));
+	assert_memory_equal(got.b, a.b, 16);
+	assert_kiln(0, kiln_store_index_get(s, "mobile", "sprites/hero", &got));
+	assert_memory_equal(got.b, b.b, 16);
+	assert_kiln(0, kiln_store_index_set(s, "pc", "sprites/hero", &b));
+	assert_kiln(0, kiln_store_index_get(s, "pc", "sprites/hero", &got));
+	assert_memory_equal(got.b, b.b, 16);
+	assert_kiln(0, kiln_store_index_delete(s, "pc", "sprites/hero"));
+	assert_kiln(KILN_ENOTFOUND, kiln_store_index_get(s, "pc", "sprites/hero", &got));
+	assert_kiln(KILN_ENOTFOUND, kiln_store_index_delete(s, "pc", "sprites/hero"));
+	kiln_store_close(s);
+}
+
+static void
+index_never_names_a_missing_blob(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id ghost, got;
+
+	kiln_id_of_buf("not stored", 10, &ghost);
+	assert_kiln(KILN_ENOTFOUND, kiln_store_index_set(s, "pc", "a", &ghost));
+	assert_kiln(KILN_ENOTFOUND, kiln_store_index_get(s, "pc", "a", &got));
+	kiln_store_close(s);
+}
+
+static void
+index_refuses_bad_names(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id a = put_text(s, "A");
+
+	assert_kiln(KILN_EINVAL, kiln_store_index_set(s, "pc", "../etc/passwd", &a));
+	assert_kiln(KILN_EINVAL, kiln_store_index_set(s, "pc", "/abs", &a));
+	assert_kiln(KILN_EINVAL, kiln_store_index_set(s, "p/c", "ok", &a));
+	assert_kiln(KILN_EINVAL, kiln_store_index_set(s, "", "ok", &a));
+	assert_kiln(KILN_EINVAL, kiln_store_index_get(s, "pc", "a\nb", &a));
+	kiln_store_close(s);
+}
+
+struct seen {
+	char items[16][128];
+	int n;
+	int stop_after;
+};
+
+static int
+collect(const char *profile, const char *url, const kiln_id *id, void *arg)
+{
+	struct seen *s = arg;
+
+	(void)id;
+	snprintf(s->items[s->n++], 128, "%s:%s", profile, url);
+	return s->stop_after && s->n == s->stop_after ? 42 : 0;
+}
+
+static void
+index_lists_by_profile_and_prefix_in_order(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id a = put_text(s, "A");
+	struct seen seen = {0};
+
+	assert_kiln(0, kiln_store_index_set(s, "pc", "sprites/b", &a));
+	assert_kiln(0, kiln_store_index_set(s, "pc", "sprites/a", &a));
+	assert_kiln(0, kiln_store_index_set(s, "pc", "shaders/x", &a));
+	assert_kiln(0, kiln_store_index_set(s, "pcx", "sprites/c", &a));
+	assert_kiln(0, kiln_store_index_set(s, "mobile", "sprites/a", &a));
+
+	assert_kiln(0, kiln_store_index_list(s, "pc", "sprites/", collect, &seen));
+	assert_int_equal(seen.n, 2);
+	assert_string_equal(seen.items[0], "pc:sprites/a");
+	assert_string_equal(seen.items[1], "pc:sprites/b");
+
+	memset(&seen, 0, sizeof seen);
+	assert_kiln(0, kiln_store_index_list(s, NULL, "sprites/", collect, &seen));
+	assert_int_equal(seen.n, 4);
+	assert_string_equal(seen.items[0], "mobile:sprites/a");
+	assert_string_equal(seen.items[3], "pcx:sprites/c");
+
+	memset(&seen, 0, sizeof seen);
+	assert_kiln(0, kiln_store_index_list(s, "pc", NULL, collect, &seen));
+	assert_int_equal(seen.n, 3);
+
+	memset(&seen, 0, sizeof seen);
+	seen.stop_after = 2;
+	assert_int_equal(kiln_store_index_list(s, NULL, NULL, collect, &seen), 42);
+	assert_int_equal(seen.n, 2);
+	kiln_store_close(s);
+}
+
+static void
+actions_round_trip_and_keep_their_creation_time(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_FSYNC);
+	kiln_id outs[2] = {put_text(s, "out1"), put_text(s, "out2")}, key, ghost;
+	kiln_action *a;
+	int64_t created, used;
+
+	kiln_id_of_buf("action key", 10, &key);
+	assert_kiln(KILN_ENOTFOUND, kiln_store_action_get(s, &key, &a));
+	assert_kiln(0, kiln_store_action_put(s, &key, outs, 2, "payload", 7));
+	assert_kiln(0, kiln_store_action_get(s, &key, &a));
+	assert_memory_equal(a->key.b, key.b, 16);
+	assert_int_equal(a->noutputs, 2);
+	assert_memory_equal(a->outputs[1].b, outs[1].b, 16);
+	assert_int_equal(a->len, 7);
+	assert_memory_equal(a->data, "payload", 7);
+	created = a->created_ns;
+	used = a->used_ns;
+	kiln_action_free(a);
+
+	usleep(2000);
+	assert_kiln(0, kiln_store_action_touch(s, &key));
+	assert_kiln(0, kiln_store_action_get(s, &key, &a));
+	assert_true(a->used_ns > used);
+	kiln_action_free(a);
+
+	assert_kiln(0, kiln_store_action_put(s, &key, outs, 1, NULL, 0));
+	assert_kiln(0, kiln_store_action_get(s, &key, &a));
+	assert_int_equal(a->created_ns, created);
+	assert_int_equal(a->noutputs, 1);
+	assert_int_equal(a->len, 0);
+	kiln_action_free(a);
+
+	kiln_id_of_buf("ghost", 5, &ghost);
+	assert_kiln(KILN_ENOTFOUND, kiln_store_action_put(s, &key, &ghost, 1, NULL, 0));
+	assert_kiln(0, kiln_store_action_delete(s, &key));
+	assert_kiln(KILN_ENOTFOUND, kiln_store_action_get(s, &key, &a));
+	assert_kiln(KILN_ENOTFOUND, kiln_store_action_touch(s, &key));
+	kiln_store_close(s);
+}
+
+static void
+file_records_round_trip(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_file_rec r = {12345, 1700000000123456789LL, 987654, 1700000001000000001LL, {{0}}};
+	kiln_file_rec got;
+
+	kiln_id_of_buf("content", 7, &r.hash);
+	assert_kiln(0, kiln_store_file_put(s, "art/hero.png", &r));
+	assert_kiln(0, kiln_store_file_get(s, "art/hero.png", &got));
+	assert_memory_equal(&got, &r, sizeof r);
+	assert_kiln(KILN_EINVAL, kiln_store_file_put(s, "../x", &r));
+	assert_kiln(0, kiln_store_file_delete(s, "art/hero.png"));
+	assert_kiln(KILN_ENOTFOUND, kiln_store_file_get(s, "art/hero.png", &got));
+	kiln_store_close(s);
+}
+
+static void
+map_grows_past_its_initial_size(void **state)
+{
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
+	                     .durability = KILN_DURABLE_NONE,
+	                     .map_size = 1 << 20};
+	kiln_store *s;
+	kiln_id a, got;
+	struct stat st;
+	char url[200];
+	const int n = 20000;
+
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
+	a = put_text(s, "A");
+	for (int i = 0; i < n; i++) {
+		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+		         i % 100, i);
+		assert_kiln(0, kiln_store_index_set(s, "pc", url, &a));
+	}
+	assert_int_equal(stat(tu_path(state, "store/db/data.mdb"), &st), 0);
+	if (st.st_size <= (off_t)o.map_size)
+		fail_msg("data.mdb is %lld bytes: never grew past the 1 MiB map",
+		         (long long)st.st_size);
+	kiln_store_close(s);
+	/* Reopening with the small size still sees everything. */
+	o.flags = 0;
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
+	snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+	         (n - 1) % 100, n - 1);
+	assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
+	assert_memory_equal(got.b, a.b, 16);
+	kiln_store_close(s);
+}
+
+struct raw {
+	enum db_name db;
+	const void *k;
+	size_t klen;
+	const void *v;
+	size_t vlen;
+};
+
+static int
+raw_put(db_txn *t, void *arg)
+{
+	struct raw *r = arg;
+
+	return db_put(t, r->db, r->k, r->klen, r->v, r->vlen);
+}
+
+static void
+records_of_a_newer_version_are_refused_not_misread(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	uint8_t v[REC_INDEX_LEN] = {REC_VERSION + 1};
+	uint8_t shortv[3] = {REC_VERSION, 1, 2};
+	struct raw r = {DB_INDEX, "pc\0new", 6, v, sizeof v};
+	kiln_id got, key;
+	kiln_action *a;
+
+	assert_kiln(0, db_write(s->db, raw_put, &r));
+	assert_kiln(KILN_EVERSION, kiln_store_index_get(s, "pc", "new", &got));
+	r = (struct raw){DB_INDEX, "pc\0short", 8, shortv, sizeof shortv};
+	assert_kiln(0, db_write(s->db, raw_put, &r));
+	assert_kiln(KILN_ECORRUPT, kiln_store_index_get(s, "pc", "short", &got));
+	kiln_id_of_buf("k", 1, &key);
+	r = (struct raw){DB_ACTIONS, key.b, 16, v, sizeof v};
+	assert_kiln(0, db_write(s->db, raw_put, &r));
+	assert_kiln(KILN_EVERSION, kiln_store_action_get(s, &key, &a));
+	kiln_store_close(s);
+}
+
+static void
+data_survives_close_and_reopen(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_FSYNC);
+	kiln_id a = put_text(s, "persist"), got;
+
+	assert_kiln(0, kiln_store_index_set(s, "pc", "x", &a));
+	kiln_store_close(s);
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), NULL, &s));
+	assert_kiln(0, kiln_store_index_get(s, "pc", "x", &got));
+	assert_memory_equal(got.b, a.b, 16);
+	kiln_store_close(s);
+}
+
+static void
+database_fd_is_not_inherited_by_tools(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		char link[300], target[4096];
+		ssize_t n;
+		int fd = atoi(e->d_name);
+		snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+		if ((n = readlink(link, target, sizeof target - 1)) <= 0)
+			continue;
+		target[n] = '\0';
+		if (strstr(target, "/store/db/") == NULL)
+			continue;
+		found++;
+		if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+			fail_msg("%s is inheritable by spawned tools", target);
+	}
+	closedir(d);
+	assert_true(found >= 1);
+	kiln_store_close(s);
+}
+
+static void
+opening_folders_that_are_not_stores(void **state)
+{
+	kiln_store_opts create = {.flags = KILN_STORE_CREATE};
+	kiln_store_opts bad = {.flags = KILN_STORE_CREATE | KILN_STORE_RDONLY};
+	kiln_store *s;
+	struct stat st;
+
+	/* missing folder, no CREATE */
+	assert_kiln(KILN_ENOTFOUND, kiln_store_open(tu_path(state, "none"), NULL, &s));
+	assert_int_equal(access(tu_path(state, "none"), F_OK), -1);
+	/* a folder with someone else's files: refused, untouched */
+	assert_int_equal(mkdir(tu_path(state, "docs"), 0755), 0);
+	tu_write_file(tu_path(state, "docs/readme.txt"), "mine", 4);
+	assert_kiln(KILN_ENOTSTORE, kiln_store_open(tu_path(state, "docs"), &create, &s));
+	assert_int_equal(access(tu_path(state, "docs/objects"), F_OK), -1);
+	assert_int_equal(access(tu_path(state, "docs/kiln-store"), F_OK), -1);
+	/* a plain file */
+	assert_kiln(KILN_ENOTSTORE,
+	            kiln_store_open(tu_path(state, "docs/readme.txt"), &create, &s));
+	/* a store written by a newer kiln: refused, untouched */
+	assert_int_equal(mkdir(tu_path(state, "future"), 0755), 0);
+	tu_write_file(tu_path(state, "future/kiln-store"), "kiln-store 999\n", 15);
+	assert_kiln(KILN_EVERSION, kiln_store_open(tu_path(state, "future"), &create, &s));
+	assert_int_equal(access(tu_path(state, "future/db"), F_OK), -1);
+	/* a garbled marker */
+	tu_write_file(tu_path(state, "future/kiln-store"), "kiln-stor 1\n", 12);
+	assert_kiln(KILN_ENOTSTORE, kiln_store_open(tu_path(state, "future"), &create, &s));
+	/* contradictory flags */
+	assert_kiln(KILN_EINVAL, kiln_store_open(tu_path(state, "x"), &bad, &s));
+	/* nested creation, and an interrupted creation is finished */
+	assert_kiln(0, kiln_store_open(tu_path(state, "p/.kiln/store"), &create, &s));
+	kiln_store_close(s);
+	assert_int_equal(mkdir(tu_path(state, "half"), 0755), 0);
+	assert_int_equal(mkdir(tu_path(state, "half/objects"), 0755), 0);
+	assert_kiln(KILN_ENOTFOUND, kiln_store_open(tu_path(state, "half"), NULL, &s));
+	assert_kiln(0, kiln_store_open(tu_path(state, "half"), &create, &s));
+	assert_int_equal(stat(tu_path(state, "half/kiln-store"), &st), 0);
+	kiln_store_close(s);
+}
+
+static void
+stale_temp_files_are_swept_on_open(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	const char *old = tu_path(state, "store/tmp/put-old"),
+	           *young = tu_path(state, "store/tmp/put-young");
+	struct timespec t[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+
+	kiln_store_close(s);
+	tu_write_file(old, "x", 1);
+	tu_write_file(young, "y", 1);
+	assert_int_equal(utimensat(AT_FDCWD, old, t, 0), 0);
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), NULL, &s));
+	assert_int_equal(access(old, F_OK), -1);
+	assert_int_equal(access(young, F_OK), 0);
+	kiln_store_close(s);
+}
+
+int
+main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_setup_dir, tu_teardown_dir)
+	const struct CMUnitTest tests[] = {
+		T(index_set_get_delete),
+		T(index_never_names_a_missing_blob),
+		T(index_refuses_bad_names),
+		T(index_lists_by_profile_and_prefix_in_order),
+		T(actions_round_trip_and_keep_their_creation_time),
+		T(file_records_round_trip),
+		T(map_grows_past_its_initial_size),
+		T(records_of_a_newer_version_are_refused_not_misread),
+		T(data_survives_close_and_reopen),
+		T(database_fd_is_not_inherited_by_tools),
+		T(opening_folders_that_are_not_stores),
+		T(stale_temp_files_are_swept_on_open),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
