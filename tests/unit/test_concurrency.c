@@ -1,0 +1,920 @@
+/* test_concurrency.c — one store used by several threads and processes at
+ * once: concurrent puts of the same and of different content, index writes
+ * and reads interleaved, gc running beside puts, and two processes creating
+ * a store at the same moment.
+ *
+ * Every case ends by checking the files themselves: each file under objects/
+ * re-hashes to its name and has one link (identical content is one file),
+ * tmp/ holds nothing once every put has returned, and fsck is clean.
+ *
+ * Threads never call cmocka asserts (they would longjmp across threads);
+ * they record the first error and the main thread reports it. Children are
+ * forked before the parent opens the store. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define NTHREADS    4
+#define NOPS        48
+#define AGE_FOREVER ((int64_t)10 * 365 * 24 * 3600)
+
+static const char *const methods[] = {"put_buf", "put_fd", "put_move",
+                                      "blob writer"};
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static uint64_t
+next_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void
+fill64(uint8_t *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ULL | 1;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		next_rand(&x);
+		memcpy(buf + i, &x, 8);
+	}
+	for (next_rand(&x); i < len; i++, x >>= 8)
+		buf[i] = (uint8_t)x;
+}
+
+/* Op j of thread t in process proc: even ops put the same content in every
+ * thread and process, odd ops content of their own. */
+static uint64_t
+op_seed(int proc, int t, int j)
+{
+	if (j % 2 == 0)
+		return 1000 + (uint64_t)j;
+	return 100000 * (uint64_t)(proc + 1) + 1000 * (uint64_t)t + (uint64_t)j;
+}
+
+static size_t
+op_len(int j)
+{
+	static const size_t lens[4] = {13, 4096, 70000, 150000};
+
+	if (j % 16 == 0)
+		return (1u << 20) + (size_t)j;
+	return lens[j % 4] + (size_t)j;
+}
+
+static kiln_id
+op_id(int proc, int t, int j)
+{
+	size_t len = op_len(j);
+	uint8_t *buf = malloc(len);
+	kiln_id id;
+
+	assert_non_null(buf);
+	fill64(buf, len, op_seed(proc, t, j));
+	kiln_id_of_buf(buf, len, &id);
+	free(buf);
+	return id;
+}
+
+/* ---- a putting thread ------------------------------------------------- */
+
+struct worker {
+	kiln_store *s;
+	int proc, t, with_index;
+	const char *src;
+	pthread_barrier_t *go;
+	kiln_id want[NOPS], got[NOPS];
+	char err[320];
+};
+
+static int
+write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+put_by(struct worker *w, int j, const uint8_t *buf, size_t len, kiln_id *id)
+{
+	char path[4096 + 64];
+	kiln_blob_writer *bw;
+	int fd, rv;
+
+	switch ((j + w->t) % 4) {
+	case 0:
+		return kiln_store_put_buf(w->s, buf, len, id);
+	case 1:
+		if ((fd = memfd_create("kiln-conc", MFD_CLOEXEC)) < 0 ||
+		    write_all(fd, buf, len) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+			return kiln_err_from_errno(errno);
+		rv = kiln_store_put_fd(w->s, fd, id);
+		close(fd);
+		return rv;
+	case 2:
+		snprintf(path, sizeof path, "%s/p%d-t%d-%d", w->src, w->proc, w->t, j);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || write_all(fd, buf, len) != 0)
+			return kiln_err_from_errno(errno);
+		close(fd);
+		return kiln_store_put_move(w->s, path, id);
+	default:
+		if ((rv = kiln_blob_writer_open(w->s, &bw)) != 0)
+			return rv;
+		for (size_t off = 0; off < len; off += 32768) {
+			size_t n = len - off < 32768 ? len - off : 32768;
+			if ((rv = kiln_blob_writer_write(bw, buf + off, n)) != 0) {
+				kiln_blob_writer_abort(bw);
+				return rv;
+			}
+		}
+		return kiln_blob_writer_commit(bw, NULL, id);
+	}
+}
+
+static void *
+worker_run(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t *buf = malloc((1u << 20) + NOPS);
+	char url[64];
+	int rv;
+
+	if (w->go)
+		pthread_barrier_wait(w->go);
+	for (int j = 0; j < NOPS && buf && !w->err[0]; j++) {
+		size_t len = op_len(j);
+
+		fill64(buf, len, op_seed(w->proc, w->t, j));
+		kiln_id_of_buf(buf, len, &w->want[j]);
+		if ((rv = put_by(w, j, buf, len, &w->got[j])) != 0) {
+			snprintf(w->err, sizeof w->err, "thread %d op %d (%s, %zu bytes): %s",
+			         w->t, j, methods[(j + w->t) % 4], len, kiln_strerror(rv));
+			break;
+		}
+		if (kiln_id_cmp(&w->got[j], &w->want[j]) != 0) {
+			snprintf(w->err, sizeof w->err, "thread %d op %d (%s): returned "
+			         "id is not the content's hash", w->t, j,
+			         methods[(j + w->t) % 4]);
+			break;
+		}
+		if (!w->with_index)
+			continue;
+		snprintf(url, sizeof url, "t%d/%d", w->t, j);
+		rv = kiln_store_index_set(w->s, w->proc ? "p1" : "p0", url, &w->got[j]);
+		if (rv == 0 && j % 2 == 0) {
+			snprintf(url, sizeof url, "shared/%d", j);
+			rv = kiln_store_index_set(w->s, "pc", url, &w->got[j]);
+		}
+		if (rv != 0)
+			snprintf(w->err, sizeof w->err, "thread %d op %d: index_set %s: %s",
+			         w->t, j, url, kiln_strerror(rv));
+	}
+	if (!buf)
+		snprintf(w->err, sizeof w->err, "malloc failed");
+	free(buf);
+	return NULL;
+}
+
+/* Run n workers of process proc on s at once; errors in w[i].err. */
+static void
+run_workers(kiln_store *s, struct worker *w, int n, int proc, const char *src,
+            int with_index)
+{
+	pthread_t th[NTHREADS];
+	pthread_barrier_t go;
+
+	pthread_barrier_init(&go, NULL, (unsigned)n);
+	for (int i = 0; i < n; i++) {
+		memset(&w[i], 0, sizeof w[i]);
+		w[i] = (struct worker){.s = s, .proc = proc, .t = i,
+		                       .with_index = with_index, .src = src, .go = &go};
+		if (pthread_create(&th[i], NULL, worker_run, &w[i]) != 0)
+			snprintf(w[i].err, sizeof w[i].err, "pthread_create failed");
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+}
+
+/* ---- checks on the files ---------------------------------------------- */
+
+static int
+cmp_id(const void *a, const void *b)
+{
+	return kiln_id_cmp(a, b);
+}
+
+/* Sort ids and drop duplicates; returns how many are distinct. */
+static size_t
+distinct(kiln_id *ids, size_t n)
+{
+	size_t d = 0;
+
+	qsort(ids, n, sizeof *ids, cmp_id);
+	for (size_t i = 0; i < n; i++)
+		if (d == 0 || kiln_id_cmp(&ids[d - 1], &ids[i]) != 0)
+			ids[d++] = ids[i];
+	return d;
+}
+
+static int
+is_lower_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return s[n] == '\0';
+}
+
+/* Every file in objects/ is a sound, singly linked blob; returns the count. */
+static uint64_t
+check_objects(void **state)
+{
+	char objs[4096], sub[4352], path[4608];
+	struct dirent *e, *f;
+	uint64_t n = 0;
+	DIR *d, *d2;
+
+	snprintf(objs, sizeof objs, "%s", tu_path(state, "store/objects"));
+	if ((d = opendir(objs)) == NULL)
+		fail_msg("opendir objects/: %s", strerror(errno));
+	while ((e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!is_lower_hex(e->d_name, 2))
+			fail_msg("objects/%s is not a fan-out folder", e->d_name);
+		snprintf(sub, sizeof sub, "%s/%s", objs, e->d_name);
+		if ((d2 = opendir(sub)) == NULL)
+			fail_msg("objects/%s: %s", e->d_name, strerror(errno));
+		while ((f = readdir(d2)) != NULL) {
+			char want[KILN_ID_HEX_LEN + 1], got[KILN_ID_HEX_LEN + 1];
+			struct stat st;
+			kiln_id id;
+			int fd;
+
+			if (!strcmp(f->d_name, ".") || !strcmp(f->d_name, ".."))
+				continue;
+			if (!is_lower_hex(f->d_name, 30))
+				fail_msg("objects/%s/%s is not a blob name", e->d_name,
+				         f->d_name);
+			snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
+			if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+			    fstat(fd, &st) != 0)
+				fail_msg("open objects/%s/%s: %s", e->d_name, f->d_name,
+				         strerror(errno));
+			if (st.st_nlink != 1)
+				fail_msg("objects/%s/%s has %lu links: another name for it "
+				         "was left behind", e->d_name, f->d_name,
+				         (unsigned long)st.st_nlink);
+			assert_kiln(0, kiln_id_of_fd(fd, &id, NULL));
+			close(fd);
+			memcpy(want, e->d_name, 2);
+			memcpy(want + 2, f->d_name, 31);
+			kiln_id_to_hex(&id, got);
+			if (strcmp(want, got) != 0)
+				fail_msg("objects/%s/%s hashes to %s", e->d_name, f->d_name,
+				         got);
+			n++;
+		}
+		closedir(d2);
+	}
+	closedir(d);
+	return n;
+}
+
+static void
+assert_tmp_empty(void **state)
+{
+	DIR *d = opendir(tu_path(state, "store/tmp"));
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			char name[256];
+			snprintf(name, sizeof name, "%s", e->d_name);
+			closedir(d);
+			fail_msg("tmp/%s is left after every put returned", name);
+		}
+	closedir(d);
+}
+
+static void
+print_problem(const kiln_fsck_problem *p, void *arg)
+{
+	print_message("# fsck: kind %d where %s\n", (int)p->kind, p->where);
+	(*(int *)arg)++;
+}
+
+static void
+assert_fsck_clean(kiln_store *s, uint64_t nblobs)
+{
+	kiln_fsck_stats st;
+	int n = 0;
+
+	memset(&st, 0, sizeof st);
+	assert_kiln(0, kiln_store_fsck(s, 0, print_problem, &n, &st));
+	if (n || st.corrupt || st.missing || st.bad_records || st.stray)
+		fail_msg("fsck found %d problem(s): corrupt %" PRIu64 ", missing %"
+		         PRIu64 ", bad records %" PRIu64 ", stray %" PRIu64, n,
+		         st.corrupt, st.missing, st.bad_records, st.stray);
+	if (st.blobs != nblobs)
+		fail_msg("fsck counted %" PRIu64 " blobs, objects/ holds %" PRIu64,
+		         st.blobs, nblobs);
+}
+
+/* All puts succeeded with the right ids, each blob is there once. Sorts
+ * and dedups all; returns the number of distinct ids. */
+static size_t
+check_put_results(void **state, kiln_store *s, kiln_id *all, size_t nall)
+{
+	size_t d;
+	uint64_t nfiles;
+	int rv;
+
+	for (size_t i = 0; i < nall; i++)
+		if ((rv = kiln_store_verify(s, &all[i])) != 0)
+			fail_msg("blob of put %zu does not verify: %s", i, kiln_strerror(rv));
+	d = distinct(all, nall);
+	nfiles = check_objects(state);
+	if (nfiles != d)
+		fail_msg("%zu puts of %zu distinct contents left %" PRIu64 " files in "
+		         "objects/", nall, d, nfiles);
+	assert_tmp_empty(state);
+	assert_fsck_clean(s, nfiles);
+	return d;
+}
+
+/* ---- cases ------------------------------------------------------------ */
+
+static void
+threads_put_same_and_different_content_concurrently(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	struct worker *w = calloc(NTHREADS, sizeof *w);
+	kiln_id *all = malloc(NTHREADS * NOPS * sizeof *all);
+	const char *src = tu_path(state, "src");
+	char srcdir[4096];
+
+	assert_non_null(w);
+	assert_non_null(all);
+	snprintf(srcdir, sizeof srcdir, "%s", src);
+	assert_int_equal(0, mkdir(srcdir, 0755));
+	run_workers(s, w, NTHREADS, 0, srcdir, 0);
+	for (int i = 0; i < NTHREADS; i++)
+		if (w[i].err[0])
+			fail_msg("%s", w[i].err);
+	for (int i = 0; i < NTHREADS; i++)
+		memcpy(all + i * NOPS, w[i].got, sizeof w[i].got);
+	if (check_put_results(state, s, all, NTHREADS * NOPS) !=
+	    NOPS / 2 + NTHREADS * NOPS / 2)
+		fail_msg("expected %d distinct contents", NOPS / 2 + NTHREADS * NOPS / 2);
+	free(all);
+	free(w);
+	kiln_store_close(s);
+}
+
+/* A child process: open, say ready, wait for go, run 2 workers, exit 0 or
+ * print what failed and exit 1. */
+static void __attribute__((noreturn))
+proc_child(const char *store, const char *src, int proc, int readyfd, int gofd)
+{
+	kiln_store_opts o = {
+		.durability = proc ? KILN_DURABLE_FSYNC : KILN_DURABLE_NONE};
+	struct worker w[2];
+	kiln_store *s;
+	char c;
+	int rv, bad = 0;
+
+	if ((rv = kiln_store_open(store, &o, &s)) != 0) {
+		fprintf(stderr, "process %d: open: %s\n", proc, kiln_strerror(rv));
+		_exit(1);
+	}
+	if (write(readyfd, "r", 1) != 1 || read(gofd, &c, 1) != 0)
+		_exit(2);
+	run_workers(s, w, 2, proc, src, 1);
+	for (int i = 0; i < 2; i++)
+		if (w[i].err[0]) {
+			fprintf(stderr, "process %d: %s\n", proc, w[i].err);
+			bad = 1;
+		}
+	kiln_store_close(s);
+	_exit(bad);
+}
+
+static void
+two_processes_put_same_and_different_content_into_one_store(void **state)
+{
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE};
+	char store[4096], src[4096];
+	int ready[2], go[2], status[2];
+	pid_t pid[2];
+	kiln_id all[2 * 2 * NOPS];
+	size_t nall = 0;
+	kiln_store *s;
+	char c;
+
+	snprintf(store, sizeof store, "%s", tu_path(state, "store"));
+	snprintf(src, sizeof src, "%s", tu_path(state, "src"));
+	assert_int_equal(0, mkdir(src, 0755));
+	assert_kiln(0, kiln_store_open(store, &o, &s));
+	kiln_store_close(s);
+
+	assert_int_equal(0, pipe2(ready, O_CLOEXEC));
+	assert_int_equal(0, pipe2(go, O_CLOEXEC));
+	fflush(stdout);
+	fflush(stderr);
+	for (int p = 0; p < 2; p++) {
+		if ((pid[p] = fork()) == 0) {
+			close(ready[0]);
+			close(go[1]);
+			proc_child(store, src, p, ready[1], go[0]);
+		}
+		assert_true(pid[p] > 0);
+	}
+	close(ready[1]);
+	close(go[0]);
+	for (int p = 0; p < 2; p++)
+		if (read(ready[0], &c, 1) != 1)
+			break; /* a child died; waitpid below says so */
+	close(go[1]); /* go */
+	close(ready[0]);
+	for (int p = 0; p < 2; p++) {
+		waitpid(pid[p], &status[p], 0);
+		if (!WIFEXITED(status[p]) || WEXITSTATUS(status[p]) != 0)
+			fail_msg("process %d failed (wait status 0x%x); its stderr says "
+			         "which call", p, (unsigned)status[p]);
+	}
+
+	s = tu_open_store(state, KILN_DURABLE_NONE);
+	for (int p = 0; p < 2; p++)
+		for (int t = 0; t < 2; t++)
+			for (int j = 0; j < NOPS; j++) {
+				kiln_id want = op_id(p, t, j), got;
+				char url[64];
+				int rv;
+
+				snprintf(url, sizeof url, "t%d/%d", t, j);
+				rv = kiln_store_index_get(s, p ? "p1" : "p0", url, &got);
+				if (rv != 0 || kiln_id_cmp(&got, &want) != 0)
+					fail_msg("index p%d %s: %s or wrong blob", p, url,
+					         kiln_strerror(rv));
+				if (j % 2 == 0) {
+					snprintf(url, sizeof url, "shared/%d", j);
+					rv = kiln_store_index_get(s, "pc", url, &got);
+					if (rv != 0 || kiln_id_cmp(&got, &want) != 0)
+						fail_msg("index pc %s: %s or wrong blob", url,
+						         kiln_strerror(rv));
+				}
+				all[nall++] = want;
+			}
+	check_put_results(state, s, all, nall);
+	kiln_store_close(s);
+}
+
+/* ---- index writes and reads from several threads ---------------------- */
+
+#define NVALS   8
+#define IX_OPS  200
+
+struct ixworker {
+	kiln_store *s;
+	int t;
+	const kiln_id *vals;
+	pthread_barrier_t *go;
+	kiln_id last[16];
+	char err[256];
+};
+
+static int
+is_val(const kiln_id *vals, const kiln_id *id)
+{
+	for (int i = 0; i < NVALS; i++)
+		if (kiln_id_cmp(&vals[i], id) == 0)
+			return 1;
+	return 0;
+}
+
+struct listcheck {
+	const kiln_id *vals;
+	char prev[64];
+	int n, bad;
+};
+
+static int
+check_listed(const char *profile, const char *url, const kiln_id *id, void *arg)
+{
+	struct listcheck *lc = arg;
+
+	if (strcmp(profile, "pc") != 0 || strncmp(url, "shared/", 7) != 0 ||
+	    !is_val(lc->vals, id) || (lc->n > 0 && strcmp(lc->prev, url) >= 0))
+		lc->bad = 1;
+	snprintf(lc->prev, sizeof lc->prev, "%s", url);
+	lc->n++;
+	return 0;
+}
+
+static void *
+ixworker_run(void *arg)
+{
+	struct ixworker *w = arg;
+	char profile[16], url[64];
+	kiln_id got;
+	int rv;
+
+	snprintf(profile, sizeof profile, "p%d", w->t);
+	pthread_barrier_wait(w->go);
+	for (int k = 0; k < IX_OPS && !w->err[0]; k++) {
+		const kiln_id *v = &w->vals[(k * 3 + w->t) % NVALS];
+
+		snprintf(url, sizeof url, "own/%d", k % 16);
+		if ((rv = kiln_store_index_set(w->s, profile, url, v)) != 0 ||
+		    (rv = kiln_store_index_get(w->s, profile, url, &got)) != 0) {
+			snprintf(w->err, sizeof w->err, "thread %d: own %s: %s", w->t,
+			         url, kiln_strerror(rv));
+			break;
+		}
+		if (kiln_id_cmp(&got, v) != 0) {
+			snprintf(w->err, sizeof w->err, "thread %d: get %s %s right after "
+			         "set returned another blob", w->t, profile, url);
+			break;
+		}
+		w->last[k % 16] = *v;
+
+		snprintf(url, sizeof url, "shared/%d", k % NVALS);
+		if ((rv = kiln_store_index_set(w->s, "pc", url,
+		                               &w->vals[(k + w->t) % NVALS])) != 0) {
+			snprintf(w->err, sizeof w->err, "thread %d: set pc %s: %s", w->t,
+			         url, kiln_strerror(rv));
+			break;
+		}
+		rv = kiln_store_index_get(w->s, "pc", url, &got);
+		if ((rv != 0 && rv != KILN_ENOTFOUND) || (rv == 0 && !is_val(w->vals, &got))) {
+			snprintf(w->err, sizeof w->err, "thread %d: get pc %s: %s or a blob "
+			         "nobody set", w->t, url, kiln_strerror(rv));
+			break;
+		}
+		if (w->t == NTHREADS - 1 && k % 5 == 0) {
+			rv = kiln_store_index_delete(w->s, "pc", url);
+			if (rv != 0 && rv != KILN_ENOTFOUND) {
+				snprintf(w->err, sizeof w->err, "thread %d: delete pc %s: %s",
+				         w->t, url, kiln_strerror(rv));
+				break;
+			}
+		}
+		if (k % 25 == 0) {
+			struct listcheck lc = {.vals = w->vals};
+			rv = kiln_store_index_list(w->s, "pc", "shared/", check_listed, &lc);
+			if (rv != 0 || lc.bad || lc.n > NVALS)
+				snprintf(w->err, sizeof w->err, "thread %d: list pc shared/: "
+				         "%s, %d entries, %s", w->t, kiln_strerror(rv),
+				         lc.n, lc.bad ? "unordered or bad entries" : "ok");
+		}
+	}
+	return NULL;
+}
+
+static int
+count_entries(const char *profile, const char *url, const kiln_id *id, void *arg)
+{
+	(void)profile;
+	(void)url;
+	(void)id;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void
+index_writes_and_reads_from_threads_stay_consistent(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	struct ixworker w[NTHREADS];
+	pthread_t th[NTHREADS];
+	pthread_barrier_t go;
+	kiln_id vals[NVALS];
+	uint8_t buf[1000];
+	int n = 0;
+
+	for (int i = 0; i < NVALS; i++) {
+		fill64(buf, sizeof buf, 7000 + (uint64_t)i);
+		assert_kiln(0, kiln_store_put_buf(s, buf, sizeof buf, &vals[i]));
+	}
+	pthread_barrier_init(&go, NULL, NTHREADS);
+	for (int i = 0; i < NTHREADS; i++) {
+		memset(&w[i], 0, sizeof w[i]);
+		w[i].s = s;
+		w[i].t = i;
+		w[i].vals = vals;
+		w[i].go = &go;
+		assert_int_equal(0, pthread_create(&th[i], NULL, ixworker_run, &w[i]));
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+	for (int i = 0; i < NTHREADS; i++)
+		if (w[i].err[0])
+			fail_msg("%s", w[i].err);
+
+	for (int t = 0; t < NTHREADS; t++)
+		for (int u = 0; u < 16; u++) {
+			char profile[16], url[64];
+			kiln_id got;
+			int rv;
+
+			snprintf(profile, sizeof profile, "p%d", t);
+			snprintf(url, sizeof url, "own/%d", u);
+			rv = kiln_store_index_get(s, profile, url, &got);
+			if (rv != 0 || kiln_id_cmp(&got, &w[t].last[u]) != 0)
+				fail_msg("index %s %s is not what its only writer set last "
+				         "(%s)", profile, url, kiln_strerror(rv));
+		}
+	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, count_entries, &n));
+	if (n < NTHREADS * 16 || n > NTHREADS * 16 + NVALS)
+		fail_msg("index holds %d entries, expected %d own + up to %d shared",
+		         n, NTHREADS * 16, NVALS);
+	assert_fsck_clean(s, NVALS);
+	kiln_store_close(s);
+}
+
+/* ---- gc beside puts --------------------------------------------------- */
+
+#define NOLD      64
+#define NREPUT    48 /* old contents put again while gc runs */
+#define GC_PUTS   60
+
+struct gcput {
+	kiln_store *s;
+	int t;
+	pthread_barrier_t *go;
+	char err[256];
+};
+
+struct gcloop {
+	kiln_store *s;
+	volatile int *stop;
+	pthread_barrier_t *go;
+	uint64_t runs, removed;
+	char err[256];
+};
+
+static void *
+gcput_run(void *arg)
+{
+	struct gcput *w = arg;
+	uint8_t buf[60000];
+	char url[64];
+	kiln_id id;
+	int rv;
+
+	pthread_barrier_wait(w->go);
+	for (int i = 0; i < GC_PUTS && !w->err[0]; i++) {
+		size_t len;
+
+		/* thread t puts old contents t, t+2, t+4, ... again */
+		if (i % 2 == 0 && w->t + i < NREPUT) {
+			len = 2000;
+			fill64(buf, len, 500 + (uint64_t)(w->t + i));
+		} else {
+			len = 10000 + (size_t)(i * 797) % 50000;
+			fill64(buf, len, 9000 + 1000 * (uint64_t)w->t + (uint64_t)i);
+		}
+		if ((rv = kiln_store_put_buf(w->s, buf, len, &id)) != 0) {
+			snprintf(w->err, sizeof w->err, "thread %d put %d: %s", w->t, i,
+			         kiln_strerror(rv));
+			break;
+		}
+		snprintf(url, sizeof url, "g%d/%d", w->t, i);
+		if ((rv = kiln_store_index_set(w->s, "pc", url, &id)) != 0)
+			snprintf(w->err, sizeof w->err, "thread %d: index_set right after "
+			         "put %d (%s content): %s — gc removed a blob inside its "
+			         "grace period", w->t, i,
+			         i % 2 == 0 && w->t + i < NREPUT ? "old" : "fresh",
+			         kiln_strerror(rv));
+		else if ((rv = kiln_store_verify(w->s, &id)) != 0)
+			snprintf(w->err, sizeof w->err, "thread %d: named blob %d: %s",
+			         w->t, i, kiln_strerror(rv));
+	}
+	return NULL;
+}
+
+static void *
+gcloop_run(void *arg)
+{
+	struct gcloop *g = arg;
+	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = AGE_FOREVER, .grace_s = 1};
+	kiln_gc_stats st;
+	int rv;
+
+	pthread_barrier_wait(g->go);
+	while (!*g->stop && !g->err[0]) {
+		if ((rv = kiln_store_gc(g->s, &o, &st)) != 0)
+			snprintf(g->err, sizeof g->err, "gc: %s", kiln_strerror(rv));
+		g->runs++;
+		g->removed += st.removed_blobs;
+	}
+	return NULL;
+}
+
+struct idlist {
+	size_t n, max;
+	kiln_id *id;
+};
+
+static int
+collect_id(const char *profile, const char *url, const kiln_id *id, void *arg)
+{
+	struct idlist *l = arg;
+
+	(void)profile;
+	(void)url;
+	if (l->n < l->max)
+		l->id[l->n] = *id;
+	l->n++;
+	return 0;
+}
+
+static void
+gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = AGE_FOREVER, .grace_s = 1};
+	kiln_id old[NOLD], named[2 * GC_PUTS];
+	struct idlist l = {0, 2 * GC_PUTS, named};
+	struct gcput w[2];
+	struct gcloop g;
+	pthread_t th[3];
+	pthread_barrier_t go;
+	volatile int stop = 0;
+	kiln_gc_stats st;
+	uint8_t buf[2000];
+	int rv;
+
+	for (int i = 0; i < NOLD; i++) {
+		fill64(buf, sizeof buf, 500 + (uint64_t)i);
+		assert_kiln(0, kiln_store_put_buf(s, buf, sizeof buf, &old[i]));
+	}
+	sleep_ms(1200); /* the old blobs are now out of a 1 s grace period */
+
+	pthread_barrier_init(&go, NULL, 3);
+	memset(&g, 0, sizeof g);
+	g.s = s;
+	g.stop = &stop;
+	g.go = &go;
+	assert_int_equal(0, pthread_create(&th[2], NULL, gcloop_run, &g));
+	for (int i = 0; i < 2; i++) {
+		memset(&w[i], 0, sizeof w[i]);
+		w[i].s = s;
+		w[i].t = i;
+		w[i].go = &go;
+		assert_int_equal(0, pthread_create(&th[i], NULL, gcput_run, &w[i]));
+	}
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	stop = 1;
+	pthread_join(th[2], NULL);
+	pthread_barrier_destroy(&go);
+	for (int i = 0; i < 2; i++)
+		if (w[i].err[0])
+			fail_msg("%s", w[i].err);
+	if (g.err[0])
+		fail_msg("%s", g.err);
+	print_message("# gc ran %" PRIu64 " times beside the puts, removed %" PRIu64
+	              " blobs\n", g.runs, g.removed);
+
+	assert_kiln(0, kiln_store_gc(s, &o, &st));
+	g.removed += st.removed_blobs;
+	for (int i = 0; i < NOLD; i++) {
+		rv = kiln_store_has(s, &old[i], NULL);
+		if (i < NREPUT && rv != 0)
+			fail_msg("old content %d, put again and named, is gone: %s", i,
+			         kiln_strerror(rv));
+		if (i >= NREPUT && rv != KILN_ENOTFOUND)
+			fail_msg("old unnamed blob %d survived gc: %s", i, kiln_strerror(rv));
+	}
+	if (g.removed < NOLD - NREPUT)
+		fail_msg("gc removed %" PRIu64 " blobs in all, expected at least %d",
+		         g.removed, NOLD - NREPUT);
+	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, collect_id, &l));
+	if (l.n != 2 * GC_PUTS)
+		fail_msg("%zu index entries, expected %d", l.n, 2 * GC_PUTS);
+	for (size_t i = 0; i < l.n; i++)
+		if ((rv = kiln_store_verify(s, &named[i])) != 0)
+			fail_msg("index entry %zu names a blob that is %s", i,
+			         kiln_strerror(rv));
+	assert_tmp_empty(state);
+	assert_fsck_clean(s, check_objects(state));
+	kiln_store_close(s);
+}
+
+/* ---- creating a store from two processes at once ---------------------- */
+
+static void
+two_processes_creating_one_store_at_once_both_succeed(void **state)
+{
+	for (int round = 0; round < 5; round++) {
+		kiln_store_opts o = {.flags = KILN_STORE_CREATE};
+		char store[4096], marker[64] = {0};
+		int go[2], status;
+		pid_t pid[2];
+		kiln_store *s;
+		FILE *f;
+
+		snprintf(store, sizeof store, "%s", tu_path(state, "store%d", round));
+		assert_int_equal(0, pipe2(go, O_CLOEXEC));
+		fflush(stdout);
+		fflush(stderr);
+		for (int p = 0; p < 2; p++) {
+			if ((pid[p] = fork()) == 0) {
+				char c;
+				int rv;
+
+				close(go[1]);
+				if (read(go[0], &c, 1) != 0)
+					_exit(2);
+				if ((rv = kiln_store_open(store, &o, &s)) != 0) {
+					fprintf(stderr, "round %d process %d: open with CREATE: "
+					        "%s\n", round, p, kiln_strerror(rv));
+					_exit(1);
+				}
+				kiln_store_close(s);
+				_exit(0);
+			}
+			assert_true(pid[p] > 0);
+		}
+		close(go[0]);
+		close(go[1]);
+		for (int p = 0; p < 2; p++) {
+			waitpid(pid[p], &status, 0);
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+				fail_msg("round %d: process %d creating the store at the same "
+				         "time as another failed (wait status 0x%x)", round,
+				         p, (unsigned)status);
+		}
+		o.flags = 0;
+		assert_kiln(0, kiln_store_open(store, &o, &s));
+		kiln_store_close(s);
+		f = fopen(tu_path(state, "store%d/kiln-store", round), "r");
+		if (f == NULL || fgets(marker, sizeof marker, f) == NULL)
+			fail_msg("round %d: no marker file", round);
+		fclose(f);
+		if (strcmp(marker, "kiln-store 1\n") != 0)
+			fail_msg("round %d: marker holds \"%s\"", round, marker);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			threads_put_same_and_different_content_concurrently,
+			tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			two_processes_put_same_and_different_content_into_one_store,
+			tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			index_writes_and_reads_from_threads_stay_consistent,
+			tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			gc_beside_puts_never_removes_a_blob_about_to_be_named,
+			tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			two_processes_creating_one_store_at_once_both_succeed,
+			tu_setup_dir, tu_teardown_dir),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
