@@ -75,24 +75,39 @@ cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
 	return CLI_USAGE;
 }
 
-int
-cli_bad_option(const char *cmd, const char *usage, int c, char **argv)
+/* Whether word (a "--name=value" with namelen bytes of "--name") is a
+ * long option of longopts that takes no value and has val. */
+static int
+long_takes_none(const struct option *longopts, const char *word, int namelen,
+                int val)
 {
-	/* getopt has stepped past the offending word, so it is argv[optind-1];
-	 * for a short option in a cluster ("-xv") optopt names the letter. */
+	for (const struct option *o = longopts; o->name != NULL; o++)
+		if (o->val == val && o->has_arg == no_argument &&
+		    (int)strlen(o->name) == namelen - 2 &&
+		    strncmp(o->name, word + 2, namelen - 2) == 0)
+			return 1;
+	return 0;
+}
+
+int
+cli_bad_option(const char *cmd, const char *usage,
+               const struct option *longopts, int c, char **argv)
+{
+	/* getopt has stepped past the offending word, unless the offence was
+	 * a letter inside a cluster ("-xn"); then argv[optind-1] is the word
+	 * before, and only optopt says what was wrong. */
 	const char *word = argv[optind - 1];
-	int islong = strncmp(word, "--", 2) == 0;
 	int namelen = (int)strcspn(word, "=");
 
-	if (c == ':' && islong)
+	if (c == ':' && strncmp(word, "--", 2) == 0) /* it is the last word */
 		return cli_usage(cmd, usage, "option '%s' needs a value", word);
 	if (c == ':')
 		return cli_usage(cmd, usage, "option '-%c' needs a value", optopt);
-	if (islong && optopt != 0)
+	if (optopt == 0) /* an unknown or ambiguous long option */
+		return cli_usage(cmd, usage, "unknown option '%.*s'", namelen, word);
+	if (word[namelen] == '=' && long_takes_none(longopts, word, namelen, optopt))
 		return cli_usage(cmd, usage, "option '%.*s' takes no value",
 		                 namelen, word);
-	if (islong || optopt == 0)
-		return cli_usage(cmd, usage, "unknown option '%.*s'", namelen, word);
 	return cli_usage(cmd, usage, "unknown option '-%c'", optopt);
 }
 

@@ -10,6 +10,7 @@
 #ifndef KILN_CLI_H
 #define KILN_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,10 +59,11 @@ int cli_help(const char *text);
 int cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* getopt_long returned c = '?' or ':' (optstring starts with ':' and
- * opterr is 0): say which option was wrong and how, then the usage.
- * Returns CLI_USAGE. */
-int cli_bad_option(const char *cmd, const char *usage, int c, char **argv);
+/* getopt_long with longopts returned c = '?' or ':' (optstring starts
+ * with ':' and opterr is 0): say which option was wrong and how, then the
+ * usage. Returns CLI_USAGE. */
+int cli_bad_option(const char *cmd, const char *usage,
+                   const struct option *longopts, int c, char **argv);
 
 /* ---- values ------------------------------------------------------------ */
 

@@ -16,10 +16,10 @@
 #include "cli.h"
 
 #define STORE_OPTION_HELP                                                    \
-	"  --store DIR   the store folder (default: <project>/.kiln/store, where\n" \
-	"                the project is the nearest folder upward holding\n"     \
-	"                kiln.yaml, else the current folder)\n"                  \
-	"  -h, --help    show this help\n"
+	"  --store DIR          the store folder (default: <project>/.kiln/store,\n" \
+	"                       where the project is the nearest folder upward\n" \
+	"                       holding kiln.yaml, else the current folder)\n"    \
+	"  -h, --help           show this help\n"
 
 /* ---- put --------------------------------------------------------------- */
 
@@ -104,7 +104,7 @@ cmd_put(const struct cli *cli, int argc, char **argv)
 		switch (ch) {
 		case 'S': c.store = optarg; break;
 		case 'h': return cli_help(put_help);
-		default: return cli_bad_option("put", put_usage, ch, argv);
+		default: return cli_bad_option("put", put_usage, longopts, ch, argv);
 		}
 	}
 	if (optind >= argc)
@@ -171,7 +171,7 @@ cmd_cat(const struct cli *cli, int argc, char **argv)
 		switch (ch) {
 		case 'S': c.store = optarg; break;
 		case 'h': return cli_help(cat_help);
-		default: return cli_bad_option("cat", cat_usage, ch, argv);
+		default: return cli_bad_option("cat", cat_usage, longopts, ch, argv);
 		}
 	}
 	if (argc - optind != 1)
@@ -219,10 +219,12 @@ static const char fsck_help[] =
 	"store is opened read-only and nothing is changed.\n"
 	"\n"
 	"options:\n"
-	"  --repair      move corrupt blobs and stray files to <store>/corrupt/\n"
-	"                (kept for forensics) and drop records naming bad or\n"
-	"                missing blobs or that cannot be decoded; nothing is\n"
-	"                invented: a rebuild puts the content back\n" STORE_OPTION_HELP
+	"  --repair             move corrupt blobs and stray files to\n"
+	"                       <store>/corrupt/ (kept for forensics) and drop\n"
+	"                       records that name bad or missing blobs or that\n"
+	"                       cannot be decoded; nothing is invented (a\n"
+	"                       rebuild puts the content back)\n"
+	STORE_OPTION_HELP
 	"\n"
 	"examples:\n"
 	"  kiln fsck\n"
@@ -275,7 +277,7 @@ fsck_print(const kiln_fsck_problem *p, void *arg)
 
 /* The summary line; returns the number of problems. */
 static uint64_t
-fsck_summary(const kiln_fsck_stats *st)
+fsck_summary(const kiln_fsck_stats *st, int repair)
 {
 	uint64_t n = st->corrupt + st->missing + st->bad_records + st->stray;
 	char size[32];
@@ -288,9 +290,12 @@ fsck_summary(const kiln_fsck_stats *st)
 		return 0;
 	}
 	printf("%" PRIu64 " problem%s (%" PRIu64 " corrupt, %" PRIu64
-	       " missing, %" PRIu64 " bad records, %" PRIu64 " stray), %" PRIu64
-	       " repaired\n", n, n == 1 ? "" : "s", st->corrupt, st->missing,
-	       st->bad_records, st->stray, st->repaired);
+	       " missing, %" PRIu64 " bad records, %" PRIu64 " stray)",
+	       n, n == 1 ? "" : "s", st->corrupt, st->missing, st->bad_records,
+	       st->stray);
+	if (repair)
+		printf(", %" PRIu64 " repaired", st->repaired);
+	putchar('\n');
 	return n;
 }
 
@@ -313,7 +318,7 @@ cmd_fsck(const struct cli *cli, int argc, char **argv)
 		case 'r': repair = 1; break;
 		case 'S': c.store = optarg; break;
 		case 'h': return cli_help(fsck_help);
-		default: return cli_bad_option("fsck", fsck_usage, ch, argv);
+		default: return cli_bad_option("fsck", fsck_usage, longopts, ch, argv);
 		}
 	}
 	if (optind < argc)
@@ -328,7 +333,7 @@ cmd_fsck(const struct cli *cli, int argc, char **argv)
 		cli_errorf("fsck", "%s: the check stopped: %s", kiln_store_dir(s),
 		           kiln_strerror(rv));
 		rv = CLI_USAGE;
-	} else if (fsck_summary(&st) == 0) {
+	} else if (fsck_summary(&st, repair) == 0) {
 		rv = CLI_OK;
 	} else {
 		if (st.repaired < st.corrupt + st.missing + st.bad_records + st.stray)
@@ -377,18 +382,30 @@ static const char gc_help[] =
 	"\n"
 	"exit status: 0 done; 2 bad usage or no usable store.\n";
 
-/* Parse one SIZE or DURATION option's value, or say what was wrong. */
+/* Parse --max-size's value, or say what was wrong with it. */
 static int
-gc_parse_value(const char *opt, const char *arg, uint64_t *size, int64_t *dur)
+gc_size(const char *arg, uint64_t *bytes)
 {
-	int rv = size ? cli_parse_size(arg, size) : cli_parse_duration(arg, dur);
+	int rv = cli_parse_size(arg, bytes);
 
 	if (rv == 0)
 		return CLI_OK;
-	return cli_usage("gc", gc_usage, "%s '%s': %s (examples: %s)", opt, arg,
-	                 rv == KILN_ERANGE ? "too large" :
-	                 size ? "not a size" : "not a duration",
-	                 size ? "4096, 512M, 10G" : "90, 5m, 12h, 30d");
+	return cli_usage("gc", gc_usage, "--max-size '%s': %s (examples: 4096, "
+	                 "512M, 10G)", arg,
+	                 rv == KILN_ERANGE ? "too large" : "not a size");
+}
+
+/* Parse a DURATION option's value, or say what was wrong with it. */
+static int
+gc_duration(const char *opt, const char *arg, int64_t *seconds)
+{
+	int rv = cli_parse_duration(arg, seconds);
+
+	if (rv == 0)
+		return CLI_OK;
+	return cli_usage("gc", gc_usage, "%s '%s': %s (examples: 90, 5m, 12h, "
+	                 "30d)", opt, arg,
+	                 rv == KILN_ERANGE ? "too long" : "not a duration");
 }
 
 static void
@@ -442,13 +459,15 @@ cmd_gc(const struct cli *cli, int argc, char **argv)
 	while (rv == CLI_OK &&
 	       (ch = getopt_long(argc, argv, ":hn", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'M': rv = gc_parse_value("--max-size", optarg, &o.max_size, NULL); break;
-		case 'A': rv = gc_parse_value("--max-age", optarg, NULL, &o.action_max_age_s); break;
-		case 'G': rv = gc_parse_value("--grace", optarg, NULL, &o.grace_s); break;
+		case 'M': rv = gc_size(optarg, &o.max_size); break;
+		case 'A':
+			rv = gc_duration("--max-age", optarg, &o.action_max_age_s);
+			break;
+		case 'G': rv = gc_duration("--grace", optarg, &o.grace_s); break;
 		case 'n': o.dry_run = 1; break;
 		case 'S': c.store = optarg; break;
 		case 'h': return cli_help(gc_help);
-		default: return cli_bad_option("gc", gc_usage, ch, argv);
+		default: return cli_bad_option("gc", gc_usage, longopts, ch, argv);
 		}
 	}
 	if (rv != CLI_OK)

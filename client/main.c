@@ -2,6 +2,7 @@
  * table below. Each command parses its own options and returns the exit
  * status; this file is the only one in client/ that exits. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,18 +38,18 @@ help_print(void)
 		printf("  %-6s %s\n", commands[i].name, commands[i].summary);
 	fputs("\n"
 	      "options:\n"
-	      "  --store DIR   the store folder, for every command (default:\n"
-	      "                <project>/.kiln/store, where the project is the\n"
-	      "                nearest folder upward holding kiln.yaml, else the\n"
-	      "                current folder)\n"
-	      "  -h, --help    show this help\n"
-	      "  --version     print the version\n"
+	      "  --store DIR          the store folder, for every command (default:\n"
+	      "                       <project>/.kiln/store, where the project is\n"
+	      "                       the nearest folder upward holding kiln.yaml,\n"
+	      "                       else the current folder)\n"
+	      "  -h, --help           show this help\n"
+	      "  --version            print the version\n"
 	      "\n"
 	      "examples:\n"
-	      "  kiln put art/hero.png          store a file, print its hash\n"
-	      "  kiln cat 3f2a...9c1d > out.png  get it back\n"
-	      "  kiln fsck                      check the project's store\n"
-	      "  kiln gc --max-size 10G         shrink the store to 10 GiB\n"
+	      "  kiln put art/hero.png            store a file, print its hash\n"
+	      "  kiln cat 3f2a...9c1d > hero.png  get it back, verified\n"
+	      "  kiln fsck                        check the project's store\n"
+	      "  kiln gc --max-size 10G           shrink the store to 10 GiB\n"
 	      "\n"
 	      "exit status: 0 ok; 1 problems found (corrupt or missing data);\n"
 	      "2 bad usage, bad input or an unusable store.\n"
@@ -107,12 +108,24 @@ global_parse(struct cli *cli, int argc, char **argv)
 		case 'S': cli->store = optarg; break;
 		case 'h': help_print(); return CLI_OK;
 		case 'V': printf("kiln %s\n", KILN_VERSION); return CLI_OK;
-		default: return cli_bad_option(NULL, usage, c, argv);
+		default: return cli_bad_option(NULL, usage, longopts, c, argv);
 		}
 	}
 	if (optind >= argc)
 		return cli_usage(NULL, usage, "no command given");
 	return -1;
+}
+
+/* Open /dev/null on any of fds 0-2 that the caller closed: otherwise the
+ * store's own files could get those numbers, and printing a hash would
+ * write into the database. */
+static void
+stdio_guard(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+			exit(CLI_USAGE); /* nowhere left to even say so */
 }
 
 /* Everything printed on stdout must have arrived (a full disk, a closed
@@ -134,6 +147,7 @@ main(int argc, char **argv)
 	const struct command *cmd;
 	int rv, first;
 
+	stdio_guard();
 	if ((rv = global_parse(&cli, argc, argv)) >= 0)
 		exit(stdout_close(rv));
 	first = optind;
