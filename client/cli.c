@@ -278,7 +278,9 @@ cli_store_dir(const char *given, char *buf, size_t len)
 	return 0;
 }
 
-/* mkdir -p path. *made is set when path itself did not exist before. */
+/* mkdir -p path. *made is set when path itself did not exist before.
+ * Returns 0, or -1 with errno set, like mkdir(2), so that the caller can
+ * give the OS's reason ("Not a directory"). */
 static int
 mkdirs(const char *path, int *made)
 {
@@ -286,8 +288,10 @@ mkdirs(const char *path, int *made)
 	size_t n = strlen(path);
 
 	*made = 0;
-	if (n == 0 || n >= sizeof(buf))
-		return KILN_ERANGE;
+	if (n == 0 || n >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	memcpy(buf, path, n + 1);
 	for (char *p = buf + 1; ; p++) {
 		if (*p != '/' && *p != '\0')
@@ -297,7 +301,7 @@ mkdirs(const char *path, int *made)
 		if (mkdir(buf, 0777) == 0)
 			*made = c == '\0';
 		else if (errno != EEXIST)
-			return kiln_err_from_errno(errno);
+			return -1;
 		if (c == '\0')
 			return 0;
 		*p = c;
@@ -335,6 +339,7 @@ cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
 {
 	kiln_store_opts opts = {.flags = flags, .durability = KILN_DURABLE_FSYNC};
 	char dir[PATH_MAX];
+	struct stat st;
 	int rv, made = 0;
 
 	*sp = NULL;
@@ -342,9 +347,13 @@ cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
 		cli_error(cmd, "finding the store folder", rv);
 		return CLI_USAGE;
 	}
-	if ((flags & KILN_STORE_CREATE) && (rv = mkdirs(dir, &made)) != 0) {
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		cli_errorf(cmd, "%s: not a kiln store: not a folder", dir);
+		return CLI_USAGE;
+	}
+	if ((flags & KILN_STORE_CREATE) && mkdirs(dir, &made) != 0) {
 		cli_errorf(cmd, "%s: cannot create the store folder: %s", dir,
-		           kiln_strerror(rv));
+		           strerror(errno));
 		return CLI_USAGE;
 	}
 	if ((rv = kiln_store_open(dir, &opts, sp)) != 0) {

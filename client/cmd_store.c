@@ -53,39 +53,45 @@ put_is_fatal(int rv)
 	       rv == KILN_EDB || rv == KILN_EACCES;
 }
 
-/* Store one FILE ("-": stdin) and print its line. Returns 0 or the KILN_E*
- * code of the failure, after saying on stderr what failed. */
+/* Open FILE ("-": stdin) into *fd, or say on stderr why not. Returns 0
+ * or KILN_EINVAL. */
 static int
-put_one(kiln_store *s, const char *path)
+put_input(const char *path, int *fd)
 {
-	char hex[KILN_ID_HEX_LEN + 1];
 	struct stat st;
-	kiln_id id;
-	int fd = STDIN_FILENO, rv = 0;
 
+	*fd = STDIN_FILENO;
 	if (strcmp(path, "-") != 0 &&
-	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
-		/* The OS's words are the clearest for a file that won't open;
-		 * and a file we cannot read says nothing about the store. */
+	    (*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+		/* The OS's words are the clearest for a file that won't open. */
 		cli_errorf("put", "%s: %s", path, strerror(errno));
 		return KILN_EINVAL;
 	}
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fstat(*fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		cli_errorf("put", "%s: is a folder (put takes files)", path);
-		rv = KILN_EINVAL;
-		goto fail;
+		close(*fd);
+		return KILN_EINVAL;
 	}
+	return 0;
+}
+
+/* Store what fd holds and print the line for path. Returns 0 or the
+ * KILN_E* code of the failure, after saying on stderr what failed. */
+static int
+put_one(kiln_store *s, const char *path, int fd)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+	kiln_id id;
+	int rv;
+
 	if ((rv = kiln_store_put_fd(s, fd, &id)) != 0) {
 		cli_errorf("put", "%s: %s (store %s)", path, kiln_strerror(rv),
 		           kiln_store_dir(s));
-		goto fail;
+		return rv;
 	}
 	kiln_id_to_hex(&id, hex);
 	printf("%s  %s\n", hex, path);
-fail:
-	if (fd != STDIN_FILENO)
-		close(fd);
-	return rv;
+	return 0;
 }
 
 int
@@ -97,8 +103,8 @@ cmd_put(const struct cli *cli, int argc, char **argv)
 		{0},
 	};
 	struct cli c = *cli;
-	kiln_store *s;
-	int ch, rv, status = CLI_OK;
+	kiln_store *s = NULL;
+	int ch, fd, rv, status = CLI_OK;
 
 	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -109,13 +115,22 @@ cmd_put(const struct cli *cli, int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage("put", put_usage, "no FILE given (\"-\" reads stdin)");
-	if ((rv = cli_store_open("put", &c, KILN_STORE_CREATE, &s)) != CLI_OK)
-		return rv;
 	for (int i = optind; i < argc; i++) {
-		if ((rv = put_one(s, argv[i])) == 0)
+		if (put_input(argv[i], &fd) != 0) {
+			status = CLI_USAGE;
 			continue;
-		status = CLI_USAGE;
-		if (put_is_fatal(rv))
+		}
+		/* Opened (and created) only once there is something to put. */
+		if (s == NULL &&
+		    cli_store_open("put", &c, KILN_STORE_CREATE, &s) != CLI_OK)
+			rv = KILN_ENOTFOUND;
+		else
+			rv = put_one(s, argv[i], fd);
+		if (fd != STDIN_FILENO)
+			close(fd);
+		if (rv != 0)
+			status = CLI_USAGE;
+		if (s == NULL || put_is_fatal(rv))
 			break;
 	}
 	kiln_store_close(s);

@@ -88,6 +88,13 @@ corrupt_byte() {
 	[ "$output" = "$(xxh128sum a.txt b.bin)" ]
 }
 
+@test "put of only missing files exits 2 and creates no store" {
+	run --separate-stderr "$KILN" put --store "$S" nosuch.png
+	[ "$status" -eq 2 ]
+	[[ $stderr == *nosuch.png* ]]
+	[ ! -e "$S" ]
+}
+
 @test "put of a folder exits 2 and names it" {
 	mkdir art
 	run --separate-stderr "$KILN" put --store "$S" art
@@ -323,6 +330,27 @@ corrupt_byte() {
 		[ -z "$output" ]
 	done
 	diff <(echo "$before") <(snapshot "$S")
+}
+
+@test "an empty folder is no store for cat, fsck and gc: exit 2, still empty" {
+	mkdir "$S"
+	h=$(xxh128sum a.txt | cut -d' ' -f1)
+	for cmd in "cat $h" "fsck" "fsck --repair" "gc --grace 0"; do
+		run --separate-stderr "$KILN" $cmd --store "$S"
+		[ "$status" -eq 2 ] || { echo "$cmd: status $status"; false; }
+		[[ $stderr == *"$S"*"no kiln store"* ]] || { echo "$cmd: $stderr"; false; }
+	done
+	[ -z "$(ls -A "$S")" ]
+}
+
+@test "a file given as --store is refused with exit 2 and left unchanged" {
+	cp a.txt precious
+	for cmd in "put b.bin" "fsck" "gc"; do
+		run --separate-stderr "$KILN" $cmd --store precious
+		[ "$status" -eq 2 ] || { echo "$cmd: status $status"; false; }
+		[[ $stderr == *"precious: not a kiln store"* ]] || { echo "$cmd: $stderr"; false; }
+	done
+	cmp a.txt precious
 }
 
 @test "a store of a newer version is refused with exit 2 and left unchanged" {
