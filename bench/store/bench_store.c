@@ -32,6 +32,7 @@
  *   KILN_BENCH_SMALL_NONE [20000] 4 KiB puts per run with KILN_DURABLE_NONE
  *   KILN_BENCH_INDEX_N [100000]   index entries
  *   KILN_BENCH_GETS [500000]      random gets per run
+ *   KILN_BENCH_VERBOSE [0]        1: print every run's figure to stderr
  *
  * This is the one file outside store/ that includes lmdb.h: it measures the
  * bare mdb_get floor under the store's own index. It relies on the store's
@@ -70,9 +71,12 @@ struct cfg {
 
 /* One timed case: a figure per run. */
 struct series {
+	const char *label; /* for KILN_BENCH_VERBOSE */
 	int n;
 	double v[MAXREPS];
 };
+
+static int verbose; /* KILN_BENCH_VERBOSE=1: print every run's figure */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -319,6 +323,8 @@ static double peer_cp(const char *src, const char *dst)
 
 static void series_add(struct series *s, double v)
 {
+	if (verbose)
+		fprintf(stderr, "     run %d %s: %.4g\n", s->n + 1, s->label, v);
 	if (s->n < MAXREPS)
 		s->v[s->n++] = v;
 }
@@ -532,6 +538,12 @@ static void bench_big(const struct cfg *c)
 	int rep, dur;
 
 	b.c = c;
+	b.move_kiln[KILN_DURABLE_NONE].label = "put-by-move NONE, s";
+	b.move_kiln[KILN_DURABLE_FSYNC].label = "put-by-move FSYNC, s";
+	b.move_peer.label = "xxh128sum, s";
+	b.copy_kiln[KILN_DURABLE_NONE].label = "put-by-copy NONE, s";
+	b.copy_kiln[KILN_DURABLE_FSYNC].label = "put-by-copy FSYNC, s";
+	b.copy_peer.label = "cp + xxh128sum, s";
 	path_join(b.src, sizeof b.src, c->scratch, "big.src");
 	path_join(b.moved, sizeof b.moved, c->scratch, "big.moved");
 	path_join(b.copy, sizeof b.copy, c->scratch, "big.cp");
@@ -687,6 +699,10 @@ static void bench_small(const struct cfg *c)
 	long n;
 
 	sm.c = c;
+	sm.kiln[KILN_DURABLE_NONE].label = "4 KiB puts NONE, /s";
+	sm.kiln[KILN_DURABLE_FSYNC].label = "4 KiB puts FSYNC, /s";
+	sm.peer[KILN_DURABLE_NONE].label = "bare fs, /s";
+	sm.peer[KILN_DURABLE_FSYNC].label = "bare fs+fsync, /s";
 	fill_random(sm.buf, sizeof sm.buf);
 	for (dur = KILN_DURABLE_NONE; dur >= KILN_DURABLE_FSYNC; dur--) {
 		n = dur == KILN_DURABLE_FSYNC ? c->small_fsync : c->small_none;
@@ -865,6 +881,9 @@ static void bench_index(const struct cfg *c)
 	int rep;
 
 	x.c = c;
+	x.kiln.label = "index_get, /s";
+	x.bare.label = "mdb_get txn/get, /s";
+	x.bare1.label = "mdb_get one txn, /s";
 	path_join(x.dir, sizeof x.dir, c->scratch, "store-index");
 	idx_fill(&x);
 	progress("%d runs of %ld random index gets, store and bare", c->reps, c->gets);
@@ -972,6 +991,7 @@ int main(int argc, char **argv)
 	if (stat(c.scratch, &st) != 0 || !S_ISDIR(st.st_mode))
 		die("%s is not a folder", c.scratch);
 	c.reps = (int)env_long("KILN_BENCH_REPS", 5, 1);
+	verbose = (int)env_long("KILN_BENCH_VERBOSE", 0, 0);
 	c.fsync_reps = (int)env_long("KILN_BENCH_FSYNC_REPS", 3, 0);
 	c.big_len = (uint64_t)env_long("KILN_BENCH_BIG_MB", 1024, 1) << 20;
 	c.small_fsync = env_long("KILN_BENCH_SMALL_FSYNC", 2000, 1);

@@ -14,6 +14,7 @@
 #   KILN_BENCH_SMALL_NONE [20000] 4 KiB puts per run, KILN_DURABLE_NONE
 #   KILN_BENCH_INDEX_N [100000]   index entries
 #   KILN_BENCH_GETS [500000]      random index gets per run
+#   KILN_BENCH_VERBOSE [0]        1: print every run's figure to stderr
 set -eu
 
 if [ $# -ne 1 ]; then
