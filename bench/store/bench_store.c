@@ -49,7 +49,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,17 +97,6 @@ static void check(int rv, const char *what)
 {
 	if (rv != 0)
 		die("%s: %s", what, kiln_strerror(rv));
-}
-
-static void progress(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("  .. ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
 }
 
 static double now(void)
@@ -167,14 +155,14 @@ static void make_dir(const char *path)
 		die("mkdir %s: %s", path, strerror(errno));
 }
 
-/* Flush the scratch file system so that the next timed run starts with no
- * dirty pages of earlier runs being written back under it. */
-static void sync_scratch(const struct cfg *c)
+/* fsync the folder at path, or with whole_fs, sync its whole file system
+ * (before a timed run: no write-back of earlier runs under it). */
+static void sync_dir(const char *path, int whole_fs)
 {
-	int fd = open(c->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (fd < 0 || syncfs(fd) != 0)
-		die("syncfs %s: %s", c->scratch, strerror(errno));
+	if (fd < 0 || (whole_fs ? syncfs(fd) : fsync(fd)) != 0)
+		die("sync %s: %s", path, strerror(errno));
 	close(fd);
 }
 
@@ -310,13 +298,6 @@ static void check_same(const char *peer_hex, const kiln_id *id, const char *what
 	kiln_id_to_hex(id, hex);
 	if (strcmp(peer_hex, hex) != 0)
 		die("%s: xxh128sum printed %s, the store said %s", what, peer_hex, hex);
-}
-
-static double peer_cp(const char *src, const char *dst)
-{
-	char *argv[] = { "cp", (char *)src, (char *)dst, NULL };
-
-	return spawn_timed(argv, NULL, 0);
 }
 
 /* ---- statistics and the table ---------------------------------------- */
@@ -481,17 +462,17 @@ static void big_move_run(struct big *b, kiln_store *s, int dur, int rep, int wit
 	copy_file(b->src, b->moved);
 	stamp_file(b->moved, 0x6d6f7665u + dur, rep);
 	if (with_peer && rep % 2 == 0) {
-		sync_scratch(b->c);
+		sync_dir(b->c->scratch, 1);
 		series_add(&b->move_peer, peer_xxh128sum(b->moved, hex));
 	}
-	sync_scratch(b->c);
+	sync_dir(b->c->scratch, 1);
 	t0 = now();
 	check(kiln_store_put_move(s, b->moved, &id), "put_move");
 	t1 = now();
 	series_add(&b->move_kiln[dur], t1 - t0);
 	if (with_peer && rep % 2 == 1) {
 		check(kiln_store_blob_path(s, &id, blob, sizeof blob), "blob path");
-		sync_scratch(b->c);
+		sync_dir(b->c->scratch, 1);
 		series_add(&b->move_peer, peer_xxh128sum(blob, hex));
 	}
 	if (with_peer)
@@ -504,13 +485,14 @@ static void big_move_run(struct big *b, kiln_store *s, int dur, int rep, int wit
 static void big_copy_run(struct big *b, kiln_store *s, int dur, int rep, int with_peer)
 {
 	char hex[KILN_ID_HEX_LEN + 1];
+	char *cp[] = { "cp", b->src, b->copy, NULL };
 	double t0, t1, tp;
 	kiln_id id;
 	int side;
 
 	stamp_file(b->src, 0x636f7079u + dur, rep);
 	for (side = 0; side < 2; side++) {
-		sync_scratch(b->c);
+		sync_dir(b->c->scratch, 1);
 		if ((side == 0) == (rep % 2 == 1)) {
 			t0 = now();
 			check(kiln_store_put_path(s, b->src, &id), "put_path");
@@ -518,7 +500,7 @@ static void big_copy_run(struct big *b, kiln_store *s, int dur, int rep, int wit
 			series_add(&b->copy_kiln[dur], t1 - t0);
 			drop_blob(s, &id); /* before syncing: no write-back of it */
 		} else if (with_peer) {
-			tp = peer_cp(b->src, b->copy);
+			tp = spawn_timed(cp, NULL, 0);
 			tp += peer_xxh128sum(b->copy, hex);
 			series_add(&b->copy_peer, tp);
 			if (unlink(b->copy) != 0)
@@ -532,7 +514,7 @@ static void big_copy_run(struct big *b, kiln_store *s, int dur, int rep, int wit
 static void bench_big(const struct cfg *c)
 {
 	static struct big b;
-	char dir[4096], name[4][96];
+	char dir[4096], name[4][96], size[32];
 	double mib = (double)c->big_len / (1 << 20);
 	kiln_store *s;
 	int rep, dur;
@@ -548,7 +530,7 @@ static void bench_big(const struct cfg *c)
 	path_join(b.moved, sizeof b.moved, c->scratch, "big.moved");
 	path_join(b.copy, sizeof b.copy, c->scratch, "big.cp");
 	path_join(dir, sizeof dir, c->scratch, "store-big");
-	progress("writing a %.0f MiB source file", mib);
+	fprintf(stderr, "  .. writing a %.0f MiB source file\n", mib);
 	make_big(b.src, c->big_len);
 	for (dur = KILN_DURABLE_NONE; dur >= KILN_DURABLE_FSYNC; dur--) {
 		int peer = dur == KILN_DURABLE_NONE;
@@ -556,7 +538,7 @@ static void bench_big(const struct cfg *c)
 
 		if (reps == 0)
 			continue;
-		progress("put-by-move and put-by-copy, %s, %d runs",
+		fprintf(stderr, "  .. put-by-move and put-by-copy, %s, %d runs\n",
 		         peer ? "KILN_DURABLE_NONE" : "KILN_DURABLE_FSYNC", reps);
 		s = store_open(dir, dur);
 		for (rep = 0; rep < reps; rep++) {
@@ -565,10 +547,14 @@ static void bench_big(const struct cfg *c)
 		}
 		kiln_store_close(s);
 	}
-	snprintf(name[0], sizeof name[0], "put-by-move %.0f MiB, NONE", mib);
-	snprintf(name[1], sizeof name[1], "put-by-copy %.0f MiB, NONE", mib);
-	snprintf(name[2], sizeof name[2], "put-by-move %.0f MiB, FSYNC", mib);
-	snprintf(name[3], sizeof name[3], "put-by-copy %.0f MiB, FSYNC", mib);
+	snprintf(size, sizeof size, c->big_len % (1 << 30) ? "%.0f MiB" : "%.0f GiB",
+	         c->big_len % (1 << 30) ? mib : mib / 1024);
+	snprintf(name[0], sizeof name[0], "put-by-move %s, NONE", size);
+	snprintf(name[1], sizeof name[1], "put-by-copy %s, NONE", size);
+	snprintf(name[2], sizeof name[2], "put-by-move %s, FSYNC, %d run%s", size, c->fsync_reps,
+	         c->fsync_reps > 1 ? "s" : "");
+	snprintf(name[3], sizeof name[3], "put-by-copy %s, FSYNC, %d run%s", size, c->fsync_reps,
+	         c->fsync_reps > 1 ? "s" : "");
 	print_row(name[0], &b.move_kiln[KILN_DURABLE_NONE], "xxh128sum", &b.move_peer,
 	          UNIT_MS, "<=", 1.2);
 	print_row(name[1], &b.copy_kiln[KILN_DURABLE_NONE], "cp + xxh128sum", &b.copy_peer,
@@ -612,15 +598,6 @@ static void floor_init(struct floor_dir *f, const char *scratch, const char *nam
 	make_dir(f->objects);
 }
 
-static void fsync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0 || fsync(fd) != 0)
-		die("fsync %s: %s", path, strerror(errno));
-	close(fd);
-}
-
 /* Hash, create tmp/<seq>, write, (fsync), rename to objects/ab/<30 hex>,
  * (fsync objects/ab). */
 static void floor_put(struct floor_dir *f, const void *buf, size_t len, uint64_t seq,
@@ -651,7 +628,7 @@ static void floor_put(struct floor_dir *f, const void *buf, size_t len, uint64_t
 	if (rename(tmp, dst) != 0)
 		die("rename %s: %s", tmp, strerror(errno));
 	if (sync)
-		fsync_dir(shard);
+		sync_dir(shard, 0);
 }
 
 static void small_stamp(struct small *sm, uint64_t tag)
@@ -706,7 +683,7 @@ static void bench_small(const struct cfg *c)
 	fill_random(sm.buf, sizeof sm.buf);
 	for (dur = KILN_DURABLE_NONE; dur >= KILN_DURABLE_FSYNC; dur--) {
 		n = dur == KILN_DURABLE_FSYNC ? c->small_fsync : c->small_none;
-		progress("4 KiB puts, %s, %d runs of %ld",
+		fprintf(stderr, "  .. 4 KiB puts, %s, %d runs of %ld\n",
 		         dur == KILN_DURABLE_FSYNC ? "KILN_DURABLE_FSYNC" : "KILN_DURABLE_NONE",
 		         c->reps, n);
 		path_join(dir, sizeof dir, c->scratch, sname[dur]);
@@ -714,7 +691,7 @@ static void bench_small(const struct cfg *c)
 		s = store_open(dir, dur);
 		for (rep = 0; rep < c->reps; rep++) {
 			for (side = 0; side < 2; side++) {
-				sync_scratch(c);
+				sync_dir(c->scratch, 1);
 				if ((side == 0) == (rep % 2 == 0))
 					series_add(&sm.kiln[dur], small_kiln_run(&sm, s, n));
 				else
@@ -759,7 +736,7 @@ static void idx_fill(struct idx *x)
 	char *url, *key;
 	long i;
 
-	progress("filling the index with %ld entries", c->index_n);
+	fprintf(stderr, "  .. filling the index with %ld entries\n", c->index_n);
 	for (i = 0; i < 4; i++) {
 		snprintf(blob, sizeof blob, "index bench blob %ld\n", i);
 		check(kiln_store_put_buf(s, blob, strlen(blob), &x->ids[i]), "put_buf");
@@ -886,7 +863,7 @@ static void bench_index(const struct cfg *c)
 	x.bare1.label = "mdb_get one txn, /s";
 	path_join(x.dir, sizeof x.dir, c->scratch, "store-index");
 	idx_fill(&x);
-	progress("%d runs of %ld random index gets, store and bare", c->reps, c->gets);
+	fprintf(stderr, "  .. %d runs of %ld random index gets\n", c->reps, c->gets);
 	for (rep = 0; rep < c->reps; rep++) {
 		if (rep % 2 == 0) {
 			idx_kiln_run(&x);
@@ -961,19 +938,14 @@ static void print_machine(const struct cfg *c)
 {
 	char fs[8192], cpu[256];
 	struct utsname u;
-	struct statfs sf;
 	double ram = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
 
 	scratch_fs(c->scratch, fs, sizeof fs);
 	cpu_model(cpu, sizeof cpu);
 	if (uname(&u) != 0)
 		snprintf(u.release, sizeof u.release, "?");
-	if (statfs(c->scratch, &sf) != 0)
-		sf.f_type = 0;
-	printf("machine: nproc %ld (%s), %.1f GiB RAM, Linux %s; scratch %s on %s, "
-	       "statfs type 0x%lx\n",
-	       sysconf(_SC_NPROCESSORS_ONLN), cpu, ram / (1 << 30), u.release, c->scratch, fs,
-	       (unsigned long)sf.f_type);
+	printf("\nmachine: nproc %ld (%s), %.1f GiB RAM, Linux %s; scratch %s on %s\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), cpu, ram / (1 << 30), u.release, c->scratch, fs);
 }
 
 /* ---- main ------------------------------------------------------------- */
@@ -1013,7 +985,11 @@ int main(int argc, char **argv)
 	bench_big(&c);
 	bench_small(&c);
 	bench_index(&c);
-	putchar('\n');
+	printf("\nbare fs: hash, create tmp/<n>, write, rename to objects/ab/<30 hex> (FSYNC: "
+	       "fsync file and\n  shard folder), in a folder like a store's, no database. "
+	       "mdb_get: the same keys in the\n  store's LMDB environment opened "
+	       "MDB_RDONLY|MDB_NOTLS. Big files: syncfs before every timed run,\n  "
+	       "content new each run, page-cached, peers' order alternating.\n");
 	print_machine(&c);
 	return 0;
 }
