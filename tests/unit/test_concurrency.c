@@ -671,14 +671,15 @@ index_writes_and_reads_from_threads_stay_consistent(void **state)
 
 /* ---- gc beside puts --------------------------------------------------- */
 
-#define NOLD      64
-#define NREPUT    48 /* old contents put again while gc runs */
-#define GC_PUTS   60
+#define NOLD    2000 /* unnamed blobs, out of their grace period */
+#define NREPUT  1200 /* of those, put again and named while gc runs */
+#define OLD_LEN 512
 
 struct gcput {
 	kiln_store *s;
 	int t;
 	pthread_barrier_t *go;
+	int nnamed;
 	char err[256];
 };
 
@@ -690,6 +691,9 @@ struct gcloop {
 	char err[256];
 };
 
+/* Thread t puts old contents t, t+2, t+4, ... again, in the order gc
+ * removes them (least recently used first), names each at once, and now
+ * and then puts fresh content too. */
 static void *
 gcput_run(void *arg)
 {
@@ -700,17 +704,11 @@ gcput_run(void *arg)
 	int rv;
 
 	pthread_barrier_wait(w->go);
-	for (int i = 0; i < GC_PUTS && !w->err[0]; i++) {
-		size_t len;
+	for (int i = w->t; i < NREPUT && !w->err[0]; i += 2) {
+		int fresh = i % 40 < 2;
+		size_t len = fresh ? 10000 + (size_t)(i * 797) % 50000 : OLD_LEN;
 
-		/* thread t puts old contents t, t+2, t+4, ... again */
-		if (i % 2 == 0 && w->t + i < NREPUT) {
-			len = 2000;
-			fill64(buf, len, 500 + (uint64_t)(w->t + i));
-		} else {
-			len = 10000 + (size_t)(i * 797) % 50000;
-			fill64(buf, len, 9000 + 1000 * (uint64_t)w->t + (uint64_t)i);
-		}
+		fill64(buf, len, fresh ? 90000 + (uint64_t)i : 500 + (uint64_t)i);
 		if ((rv = kiln_store_put_buf(w->s, buf, len, &id)) != 0) {
 			snprintf(w->err, sizeof w->err, "thread %d put %d: %s", w->t, i,
 			         kiln_strerror(rv));
@@ -718,14 +716,14 @@ gcput_run(void *arg)
 		}
 		snprintf(url, sizeof url, "g%d/%d", w->t, i);
 		if ((rv = kiln_store_index_set(w->s, "pc", url, &id)) != 0)
-			snprintf(w->err, sizeof w->err, "thread %d: index_set right after "
-			         "put %d (%s content): %s — gc removed a blob inside its "
-			         "grace period", w->t, i,
-			         i % 2 == 0 && w->t + i < NREPUT ? "old" : "fresh",
+			snprintf(w->err, sizeof w->err, "index_set right after put %d "
+			         "(%s content) returned %s: gc removed a blob inside its "
+			         "grace period", i, fresh ? "fresh" : "old",
 			         kiln_strerror(rv));
 		else if ((rv = kiln_store_verify(w->s, &id)) != 0)
-			snprintf(w->err, sizeof w->err, "thread %d: named blob %d: %s",
-			         w->t, i, kiln_strerror(rv));
+			snprintf(w->err, sizeof w->err, "blob named by %s: %s", url,
+			         kiln_strerror(rv));
+		w->nnamed++;
 	}
 	return NULL;
 }
@@ -771,15 +769,15 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
 	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = AGE_FOREVER, .grace_s = 1};
-	kiln_id old[NOLD], named[2 * GC_PUTS];
-	struct idlist l = {0, 2 * GC_PUTS, named};
+	static kiln_id old[NOLD], named[NREPUT];
+	struct idlist l = {0, NREPUT, named};
 	struct gcput w[2];
 	struct gcloop g;
 	pthread_t th[3];
 	pthread_barrier_t go;
 	volatile int stop = 0;
 	kiln_gc_stats st;
-	uint8_t buf[2000];
+	uint8_t buf[OLD_LEN];
 	int rv;
 
 	for (int i = 0; i < NOLD; i++) {
@@ -808,28 +806,30 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 	pthread_barrier_destroy(&go);
 	for (int i = 0; i < 2; i++)
 		if (w[i].err[0])
-			fail_msg("%s", w[i].err);
+			fail_msg("thread %d: %s", i, w[i].err);
 	if (g.err[0])
 		fail_msg("%s", g.err);
-	print_message("# gc ran %" PRIu64 " times beside the puts, removed %" PRIu64
-	              " blobs\n", g.runs, g.removed);
+	print_message("# gc ran %" PRIu64 " times beside %d puts, removed %" PRIu64
+	              " blobs\n", g.runs, w[0].nnamed + w[1].nnamed, g.removed);
 
 	assert_kiln(0, kiln_store_gc(s, &o, &st));
 	g.removed += st.removed_blobs;
 	for (int i = 0; i < NOLD; i++) {
+		int fresh = i % 40 < 2;
 		rv = kiln_store_has(s, &old[i], NULL);
-		if (i < NREPUT && rv != 0)
+		if (i < NREPUT && !fresh && rv != 0)
 			fail_msg("old content %d, put again and named, is gone: %s", i,
 			         kiln_strerror(rv));
-		if (i >= NREPUT && rv != KILN_ENOTFOUND)
-			fail_msg("old unnamed blob %d survived gc: %s", i, kiln_strerror(rv));
+		if ((i >= NREPUT || fresh) && rv != KILN_ENOTFOUND)
+			fail_msg("old unnamed blob %d survived gc: %s", i,
+			         kiln_strerror(rv));
 	}
 	if (g.removed < NOLD - NREPUT)
 		fail_msg("gc removed %" PRIu64 " blobs in all, expected at least %d",
 		         g.removed, NOLD - NREPUT);
 	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, collect_id, &l));
-	if (l.n != 2 * GC_PUTS)
-		fail_msg("%zu index entries, expected %d", l.n, 2 * GC_PUTS);
+	if (l.n != NREPUT)
+		fail_msg("%zu index entries, expected %d", l.n, NREPUT);
 	for (size_t i = 0; i < l.n; i++)
 		if ((rv = kiln_store_verify(s, &named[i])) != 0)
 			fail_msg("index entry %zu names a blob that is %s", i,
@@ -837,6 +837,95 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 	assert_tmp_empty(state);
 	assert_fsck_clean(s, check_objects(state));
 	kiln_store_close(s);
+}
+
+/* ---- put_move of an old file while another process opens the store ---- */
+
+#define MOVE_LEN    (24u << 20)
+#define MOVE_ROUNDS 8
+
+/* Open and close the store until stopfd reaches EOF; exit 0, or 1 when an
+ * open failed. */
+static void __attribute__((noreturn))
+opener_child(const char *store, int stopfd)
+{
+	kiln_store_opts o = {.durability = KILN_DURABLE_NONE};
+	kiln_store *s;
+	char c;
+	int rv;
+
+	fcntl(stopfd, F_SETFL, O_NONBLOCK);
+	while (read(stopfd, &c, 1) < 0 && errno == EAGAIN) {
+		if ((rv = kiln_store_open(store, &o, &s)) != 0) {
+			fprintf(stderr, "opener: %s\n", kiln_strerror(rv));
+			_exit(1);
+		}
+		kiln_store_close(s);
+	}
+	_exit(0);
+}
+
+static void
+put_move_of_an_old_file_survives_another_process_opening_the_store(void **state)
+{
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
+	                     .durability = KILN_DURABLE_FSYNC};
+	char store[4096], path[4096], err[512] = "";
+	uint8_t *buf = malloc(MOVE_LEN);
+	struct timespec t[2];
+	int stop[2], status, rv;
+	kiln_store *s;
+	kiln_id want, id;
+	pid_t pid;
+
+	assert_non_null(buf);
+	fill64(buf, MOVE_LEN, 31337);
+	snprintf(store, sizeof store, "%s", tu_path(state, "store"));
+	assert_kiln(0, kiln_store_open(store, &o, &s));
+	kiln_store_close(s);
+	assert_int_equal(0, pipe2(stop, O_CLOEXEC));
+	fflush(stdout);
+	fflush(stderr);
+	if ((pid = fork()) == 0) {
+		close(stop[1]);
+		opener_child(store, stop[0]);
+	}
+	assert_true(pid > 0);
+	close(stop[0]);
+	o.flags = 0;
+	assert_kiln(0, kiln_store_open(store, &o, &s));
+
+	for (int r = 0; r < MOVE_ROUNDS && !err[0]; r++) {
+		memcpy(buf, &r, sizeof r);
+		kiln_id_of_buf(buf, MOVE_LEN, &want);
+		snprintf(path, sizeof path, "%s", tu_path(state, "tool-output-%d", r));
+		tu_write_file(path, buf, MOVE_LEN);
+		/* a tool output written two hours ago, published only now */
+		clock_gettime(CLOCK_REALTIME, &t[0]);
+		t[0].tv_sec -= 7200;
+		t[1] = t[0];
+		assert_int_equal(0, utimensat(AT_FDCWD, path, t, 0));
+		if ((rv = kiln_store_put_move(s, path, &id)) != 0)
+			snprintf(err, sizeof err, "round %d: put_move of a file last "
+			         "modified 2 h ago, while another process opens the "
+			         "store, returned %s; its source file %s (does open's "
+			         "temp sweep judge a moved file by the caller's mtime?)",
+			         r, kiln_strerror(rv), access(path, F_OK) == 0
+			         ? "is still there" : "is GONE: the content is lost");
+		else if (kiln_id_cmp(&id, &want) != 0)
+			snprintf(err, sizeof err, "round %d: wrong id", r);
+		else if ((rv = kiln_store_verify(s, &id)) != 0)
+			snprintf(err, sizeof err, "round %d: the moved blob is %s", r,
+			         kiln_strerror(rv));
+	}
+	kiln_store_close(s);
+	free(buf);
+	close(stop[1]);
+	waitpid(pid, &status, 0);
+	if (err[0])
+		fail_msg("%s", err);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the opening process failed (status 0x%x)", (unsigned)status);
 }
 
 /* ---- creating a store from two processes at once ---------------------- */
@@ -910,6 +999,9 @@ main(void)
 			tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			gc_beside_puts_never_removes_a_blob_about_to_be_named,
+			tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			put_move_of_an_old_file_survives_another_process_opening_the_store,
 			tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			two_processes_creating_one_store_at_once_both_succeed,

@@ -22,7 +22,8 @@
 #include "testutil.h"
 
 #define BLOB_LEN (400u * 1024)
-#define NPRE     1200 /* long index entries before the disk fills */
+#define NPRE     3000 /* long index entries before the disk fills */
+#define URL_LEN  380  /* long, but within every limit the store states */
 
 /* The case's mount and open store, so teardown can clean up after a
  * failed assertion. */
@@ -443,16 +444,25 @@ record_writes_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **
 	assert_kiln(0, kiln_store_put_buf(s, small, sizeof small, &v));
 	assert_kiln(0, kiln_store_index_set(s, "pc", "first", &v));
 
-	/* 1000-byte URLs (valid: up to 1024) use up pages fast; 1200 of them
-	 * also outgrow the 1 MiB initial map, which must grow by itself */
+	/* long URLs use up pages fast; 3000 of them also outgrow the 1 MiB
+	 * initial map, which must grow by itself */
 	memset(url, 'x', sizeof url - 1);
 	for (int i = 0; i < NPRE; i++) {
 		int n = snprintf(url, sizeof url, "pre/%05d/", i);
 		url[n] = 'x';
-		url[1000] = '\0';
+		url[URL_LEN] = '\0';
 		if ((rv = kiln_store_index_set(s, "pc", url, &v)) != 0)
-			fail_msg("index_set of entry %d with a 1000-byte URL, disk not "
-			         "yet full: %s", i, kiln_strerror(rv));
+			fail_msg("index_set of entry %d with a %d-byte URL, disk not "
+			         "yet full: %s", i, URL_LEN, kiln_strerror(rv));
+	}
+	{
+		struct stat st;
+		char data[4400];
+		snprintf(data, sizeof data, "%s/db/data.mdb", ctx.store);
+		if (stat(data, &st) == 0)
+			print_message("# db/data.mdb is %lld bytes after %d long "
+			              "entries (initial map 1 MiB)\n",
+			              (long long)st.st_size, NPRE);
 	}
 
 	/* fill the disk to the last byte */
@@ -464,12 +474,12 @@ record_writes_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **
 	for (nset = 0; nset < 20000; nset++) {
 		int n = snprintf(url, sizeof url, "lmdb/%05d/", nset);
 		url[n] = 'x';
-		url[1000] = '\0';
+		url[URL_LEN] = '\0';
 		if ((rv = kiln_store_index_set(s, "pc", url, &v)) != 0)
 			break;
 	}
 	if (nset == 20000)
-		fail_msg("20000 index entries of 1000 bytes fit on a full disk?");
+		fail_msg("20000 index entries of %d bytes fit on a full disk?", URL_LEN);
 	assert_enospc(rv, "index_set");
 	print_message("# index_set hit ENOSPC after %d more entries\n", nset);
 	rv = kiln_store_index_get(s, "pc", url, &got);
