@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store_int.h"
@@ -352,6 +354,71 @@ stale_temp_files_are_swept_on_open(void **state)
 	kiln_store_close(s);
 }
 
+/* Fork a process that opens the store, reads once (registering a reader
+ * slot), signals on the pipe, and waits to be killed. */
+static pid_t
+spawn_reader(void **state)
+{
+	kiln_store *s;
+	kiln_id got;
+	int p[2];
+	pid_t pid;
+	char c;
+
+	assert_int_equal(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		if (kiln_store_open(tu_path(state, "store"), NULL, &s) != 0 ||
+		    kiln_store_index_get(s, "pc", "x", &got) != 0)
+			_exit(1);
+		(void)!write(p[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	return pid;
+}
+
+static int
+reader_registered(void **state, pid_t pid)
+{
+	return tu_sh("mdb_stat -r %s | grep -qw %d", tu_path(state, "store/db"),
+	             (int)pid) == 0;
+}
+
+/* A process killed while holding a reader slot must not pin old pages
+ * forever: the next open clears its slot. (Another process keeps the
+ * environment open, as a running daemon would, so LMDB's own reset of an
+ * unused lock file cannot be what clears it.) */
+static void
+reader_slots_of_killed_processes_are_cleared_on_open(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id a = put_text(s, "A");
+	pid_t holder, victim;
+	int stale, live;
+
+	assert_kiln(0, kiln_store_index_set(s, "pc", "x", &a));
+	kiln_store_close(s);
+	holder = spawn_reader(state);
+	victim = spawn_reader(state);
+	assert_true(reader_registered(state, victim));
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+	assert_true(reader_registered(state, victim)); /* stale, not yet cleared */
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), NULL, &s));
+	stale = reader_registered(state, victim);
+	live = reader_registered(state, holder);
+	kiln_store_close(s);
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	if (stale)
+		fail_msg("reader slot of killed pid %d still registered after open",
+		         (int)victim);
+	assert_true(live);
+}
+
 int
 main(void)
 {
@@ -369,6 +436,7 @@ main(void)
 		T(database_fd_is_not_inherited_by_tools),
 		T(opening_folders_that_are_not_stores),
 		T(stale_temp_files_are_swept_on_open),
+		T(reader_slots_of_killed_processes_are_cleared_on_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
