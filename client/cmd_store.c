@@ -423,6 +423,18 @@ gc_duration(const char *opt, const char *arg, int64_t *seconds)
 	                 rv == KILN_ERANGE ? "too long" : "not a duration");
 }
 
+/* One line per blob gc removes (or would remove with --dry-run). */
+static void
+gc_print_removed(const kiln_id *id, uint64_t size, void *arg)
+{
+	const kiln_gc_opts *o = arg;
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	kiln_id_to_hex(id, hex);
+	printf("%s %s %llu bytes\n", o->dry_run ? "would remove" : "removed", hex,
+	       (unsigned long long)size);
+}
+
 static void
 gc_report(const kiln_gc_opts *o, const kiln_gc_stats *st)
 {
@@ -492,6 +504,8 @@ cmd_gc(const struct cli *cli, int argc, char **argv)
 		                 argv[optind]);
 	if ((rv = cli_store_open("gc", &c, 0, &s)) != CLI_OK)
 		return rv;
+	o.removed = gc_print_removed;
+	o.arg = &o;
 	if ((rv = kiln_store_gc(s, &o, &st)) != 0) {
 		cli_errorf("gc", "%s: collection stopped: %s", kiln_store_dir(s),
 		           kiln_strerror(rv));

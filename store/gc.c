@@ -24,6 +24,7 @@ struct candidate {
 	kiln_id id;
 	uint64_t size;
 	int64_t used_ns;
+	int removed; /* by the last attempt of its batch's transaction */
 };
 
 struct gc {
@@ -136,7 +137,7 @@ list_blob(const struct blob_entry *e, void *arg)
 		g->c = n;
 		g->capc = cap;
 	}
-	g->c[g->nc++] = (struct candidate){e->id, e->size, e->mtime_ns};
+	g->c[g->nc++] = (struct candidate){e->id, e->size, e->mtime_ns, 0};
 	return 0;
 }
 
@@ -191,6 +192,8 @@ remove_batch_txn(db_txn *t, void *arg)
 	struct gc *g = arg;
 
 	g->batch_blobs = g->batch_bytes = 0;
+	for (size_t i = g->from; i < g->to; i++)
+		g->c[i].removed = 0;
 	for (size_t i = g->from; i < g->to; i++) {
 		const void *v;
 		size_t vlen;
@@ -206,6 +209,7 @@ remove_batch_txn(db_txn *t, void *arg)
 		rv = db_del(t, DB_BLOBS, g->c[i].id.b, 16);
 		if (rv != 0 && rv != KILN_ENOTFOUND)
 			return rv;
+		g->c[i].removed = 1;
 		g->batch_blobs++;
 		g->batch_bytes += g->c[i].size;
 	}
@@ -222,6 +226,9 @@ gc_remove(struct gc *g)
 			return rv;
 		g->st->removed_blobs += g->batch_blobs;
 		g->st->removed_bytes += g->batch_bytes;
+		for (size_t i = g->from; g->o->removed != NULL && i < g->to; i++)
+			if (g->c[i].removed)
+				g->o->removed(&g->c[i].id, g->c[i].size, g->o->arg);
 	}
 	return 0;
 }
@@ -261,6 +268,8 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 		for (size_t i = 0; i < g.nc; i++) {
 			st->removed_blobs++;
 			st->removed_bytes += g.c[i].size;
+			if (o->removed != NULL)
+				o->removed(&g.c[i].id, g.c[i].size, o->arg);
 		}
 	} else {
 		rv = gc_remove(&g);

@@ -299,6 +299,10 @@ typedef struct kiln_gc_opts {
 	 * that is about to be named by a record is safe. */
 	int64_t grace_s;
 	int dry_run; /* count what would go, remove nothing */
+	/* Called after each blob is removed (with dry_run: for each blob that
+	 * would be), in least-recently-used order; may be NULL. */
+	void (*removed)(const kiln_id *id, uint64_t size, void *arg);
+	void *arg;
 } kiln_gc_opts;
 
 typedef struct kiln_gc_stats {

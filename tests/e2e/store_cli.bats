@@ -242,6 +242,7 @@ corrupt_byte() {
 	run --separate-stderr "$KILN" gc --dry-run --grace 0 --store "$S"
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr"; false; }
 	[[ $output == *"would remove 2 of 2 blobs"* ]] || { echo "output: $output"; false; }
+	[[ $output == *"would remove $ha "* && $output == *"would remove $hb "* ]] || { echo "output: $output"; false; }
 	diff <(echo "$before") <(snapshot "$S/objects")
 	"$KILN" cat --store "$S" "$ha" | cmp - a.txt
 	"$KILN" cat --store "$S" "$hb" | cmp - b.bin
@@ -253,6 +254,7 @@ corrupt_byte() {
 	run --separate-stderr "$KILN" gc --grace 0 --store "$S"
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr"; false; }
 	[[ $output == *"removed 2 of 2 blobs"* ]] || { echo "output: $output"; false; }
+	[[ $output == *"removed $ha "* && $output == *"removed $hb "* ]] || { echo "output: $output"; false; }
 	[ ! -e "$(blob_path "$ha")" ]
 	[ ! -e "$(blob_path "$hb")" ]
 	run "$KILN" cat --store "$S" "$hb"
