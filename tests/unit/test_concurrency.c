@@ -984,6 +984,18 @@ two_processes_creating_one_store_at_once_both_succeed(void **state)
 	}
 }
 
+/* A failed case longjmps past its cleanup and leaks its store; skip the
+ * leak report then so the failure stays readable. Passing runs are still
+ * checked for leaks. */
+int __lsan_is_turned_off(void);
+static int cases_failed;
+
+int
+__lsan_is_turned_off(void)
+{
+	return cases_failed != 0;
+}
+
 int
 main(void)
 {
@@ -1008,5 +1020,6 @@ main(void)
 			tu_setup_dir, tu_teardown_dir),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	cases_failed = cmocka_run_group_tests(tests, NULL, NULL);
+	return cases_failed;
 }

@@ -4,10 +4,10 @@
  * A child process opens the store and puts blobs of many sizes through every
  * put path (buf, fd, move, path, blob writer), naming them by index entries
  * and action results, and appends a record of every call that returned to a
- * log file. The parent SIGKILLs it after a random delay and then checks the
- * store from outside (every file under objects/ re-hashes to its name) and
- * through a fresh handle (every logged call is still in effect, every record
- * names a sound blob, fsck is clean). The store is kept across iterations,
+ * log file. Once the child has opened the store, the parent waits a random
+ * 0-50 ms, SIGKILLs it, and checks the store from outside (every file under
+ * objects/ re-hashes to its name) and through a fresh handle (every logged
+ * call is still in effect, every record names a sound blob, fsck is clean). The store is kept across iterations,
  * so each child also opens a store its predecessor crashed in.
  *
  * The parent never has the store open while a child runs (LMDB and fork do
@@ -820,6 +820,18 @@ open_sweeps_only_temp_files_older_than_an_hour(void **state)
 	kiln_store_close(s);
 }
 
+/* A failed case longjmps past its cleanup and leaks its store; skip the
+ * leak report then so the failure stays readable. Passing runs are still
+ * checked for leaks. */
+int __lsan_is_turned_off(void);
+static int cases_failed;
+
+int
+__lsan_is_turned_off(void)
+{
+	return cases_failed != 0;
+}
+
 int
 main(void)
 {
@@ -835,5 +847,6 @@ main(void)
 			tu_setup_dir, tu_teardown_dir),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	cases_failed = cmocka_run_group_tests(tests, NULL, NULL);
+	return cases_failed;
 }

@@ -509,13 +509,13 @@ fsck_finds_truncated_altered_and_missing_blobs(void **state)
 	pa = find_problem(ps, KILN_FSCK_CORRUPT, &a, "the truncated blob");
 	pb = find_problem(ps, KILN_FSCK_CORRUPT, &b, "the altered blob");
 	pc = find_problem(ps, KILN_FSCK_MISSING, &c, "the deleted blob");
-	if (!strstr(pa->where, "sprites/hero") && !strstr(pa->where, blob_rel(&a)))
-		fail_msg("the truncated blob's where=\"%s\" names neither its file "
-		         "(%s) nor the index entry pc sprites/hero", pa->where,
-		         blob_rel(&a));
-	if (!strstr(pb->where, k1hex) && !strstr(pb->where, blob_rel(&b)))
-		fail_msg("the altered blob's where=\"%s\" names neither its file "
-		         "(%s) nor action %s", pb->where, blob_rel(&b), k1hex);
+	if (!strstr(pa->where, "index") || !strstr(pa->where, "pc") ||
+	    !strstr(pa->where, "sprites/hero"))
+		fail_msg("the truncated blob's where=\"%s\" should name the index "
+		         "entry naming it (\"index pc sprites/hero\")", pa->where);
+	if (!strstr(pb->where, "action") || !strstr(pb->where, k1hex))
+		fail_msg("the altered blob's where=\"%s\" should name the action "
+		         "naming it (\"action %s\")", pb->where, k1hex);
 	if (!strstr(pc->where, "index") || !strstr(pc->where, "pc") ||
 	    !strstr(pc->where, "sounds/boom"))
 		fail_msg("the missing blob's where=\"%s\" should name the index "
@@ -618,6 +618,41 @@ fsck_names_the_action_whose_output_is_missing(void **state)
 	assert_stat(st, repaired, 1);
 	assert_action_is(s, &key, 0, "naming a missing output");
 	assert_kiln(0, kiln_store_verify(s, &x));
+	assert_clean(s, 1, "after repair");
+	kiln_store_close(s);
+}
+
+static void
+fsck_names_the_file_of_an_unnamed_corrupt_blob(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id x = put_content(s, 25, 4000), y = put_content(s, 26, 4000), bad;
+	const struct problem *p;
+	struct problems *ps;
+	kiln_fsck_stats st;
+	char rel[64];
+
+	assert_kiln(0, kiln_store_index_set(s, "pc", "y", &y));
+	flip_byte(blob_file(state, &x), 0);
+	bad = hash_file(blob_file(state, &x));
+	snprintf(rel, sizeof rel, "%s", blob_rel(&x));
+
+	ps = run_fsck(s, 0, &st);
+	if (ps->n != 1)
+		fail_msg("fsck should report exactly 1 problem, reported %zu:%s",
+		         ps->n, describe(ps));
+	p = find_problem(ps, KILN_FSCK_CORRUPT, &x, "the altered unnamed blob");
+	if (!strstr(p->where, rel))
+		fail_msg("where=\"%s\" should name the file (%s): no record names "
+		         "it", p->where, rel);
+	assert_stat(st, corrupt, 1);
+	assert_stat(st, blobs, 2);
+
+	ps = run_fsck(s, 1, &st);
+	assert_stat(st, repaired, 1);
+	assert_no_file(blob_file(state, &x), "the altered unnamed blob");
+	assert_in_corrupt(state, &bad, "the altered unnamed blob");
+	assert_index_is(s, "pc", "y", &y, "sound");
 	assert_clean(s, 1, "after repair");
 	kiln_store_close(s);
 }
@@ -834,6 +869,18 @@ fsck_reports_and_drops_undecodable_records(void **state)
 	kiln_store_close(s);
 }
 
+/* A failed case longjmps past its cleanup and leaks its store; skip the
+ * leak report then so the failure stays readable. Passing runs are still
+ * checked for leaks. */
+int __lsan_is_turned_off(void);
+static int cases_failed;
+
+int
+__lsan_is_turned_off(void)
+{
+	return cases_failed != 0;
+}
+
 int
 main(void)
 {
@@ -846,6 +893,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			fsck_names_the_action_whose_output_is_missing, tu_setup_dir,
 			tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			fsck_names_the_file_of_an_unnamed_corrupt_blob, tu_setup_dir,
+			tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(fsck_reports_stray_files_in_objects,
 		                                tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(
@@ -856,5 +906,6 @@ main(void)
 			tu_teardown_dir),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	cases_failed = cmocka_run_group_tests(tests, NULL, NULL);
+	return cases_failed;
 }
