@@ -175,6 +175,24 @@ assert_fsck_clean(kiln_store *s)
 		         n, st.corrupt, st.missing, st.bad_records, st.stray);
 }
 
+/* What gc reported through kiln_gc_opts.removed, in call order. */
+static struct {
+	size_t n;
+	kiln_id id[64];
+	uint64_t size[64];
+} removed_log;
+
+static void
+log_removed(const kiln_id *id, uint64_t size, void *arg)
+{
+	(void)arg;
+	if (removed_log.n < 64) {
+		removed_log.id[removed_log.n] = *id;
+		removed_log.size[removed_log.n] = size;
+	}
+	removed_log.n++;
+}
+
 static kiln_gc_stats
 run_gc(kiln_store *s, uint64_t max_size, int64_t max_age_s, int64_t grace_s,
        int dry_run)
@@ -182,11 +200,16 @@ run_gc(kiln_store *s, uint64_t max_size, int64_t max_age_s, int64_t grace_s,
 	kiln_gc_opts o = {.max_size = max_size,
 	                  .action_max_age_s = max_age_s,
 	                  .grace_s = grace_s,
-	                  .dry_run = dry_run};
+	                  .dry_run = dry_run,
+	                  .removed = log_removed};
 	kiln_gc_stats st;
 
 	memset(&st, 0xa5, sizeof st); /* every field must be written */
+	removed_log.n = 0;
 	assert_kiln(0, kiln_store_gc(s, &o, &st));
+	if (removed_log.n != st.removed_blobs)
+		fail_msg("gc called removed() %zu times but counts %" PRIu64
+		         " removed blobs", removed_log.n, st.removed_blobs);
 	return st;
 }
 
@@ -457,8 +480,14 @@ gc_size_budget_removes_least_recently_used_first(void **state)
 	for (int i = 0; i < 5; i++)
 		assert_kiln(0, kiln_store_touch(s, &b[order[i]], 1));
 
-	/* 6500 bytes, budget 4000: the three least recently used go */
+	/* 6500 bytes, budget 4000: the three least recently used go, in
+	 * that order */
 	st = run_gc(s, 4000, AGE_FOREVER, 0, 0);
+	for (int i = 0; i < 3 && i < (int)removed_log.n; i++)
+		if (kiln_id_cmp(&removed_log.id[i], &b[order[i]]) != 0 ||
+		    removed_log.size[i] != 1000)
+			fail_msg("removed() call %d is not b%d (the %d. least "
+			         "recently used, 1000 bytes)", i + 1, order[i], i + 1);
 	for (int i = 0; i < 3; i++) {
 		snprintf(what, sizeof what, "b%d (touched %d. of 5)", order[i], i + 1);
 		assert_removed(state, s, &b[order[i]], what);
@@ -526,6 +555,17 @@ gc_dry_run_counts_but_removes_nothing(void **state)
 	sleep_ms(1200);
 
 	dry = run_gc(s, 0, 1, 0, 1);
+	{
+		int seen = 0;
+		for (size_t i = 0; i < removed_log.n && i < 64; i++)
+			seen |= !kiln_id_cmp(&removed_log.id[i], &u1) ? 1
+			      : !kiln_id_cmp(&removed_log.id[i], &u2) ? 2
+			      : !kiln_id_cmp(&removed_log.id[i], &a1) ? 4 : 8;
+		if (seen != 7)
+			fail_msg("a dry run should report u1, u2 and the old action's "
+			         "blob through removed() and nothing else (mask %d)",
+			         seen);
+	}
 	assert_stat(dry, blobs, 4);
 	assert_stat(dry, bytes, 10000);
 	assert_stat(dry, rooted_blobs, 1);
