@@ -217,7 +217,6 @@ run_workers(kiln_store *s, struct worker *w, int n, int proc, const char *src,
 
 	pthread_barrier_init(&go, NULL, (unsigned)n);
 	for (int i = 0; i < n; i++) {
-		memset(&w[i], 0, sizeof w[i]);
 		w[i] = (struct worker){.s = s, .proc = proc, .t = i,
 		                       .with_index = with_index, .src = src, .go = &go};
 		if (pthread_create(&th[i], NULL, worker_run, &w[i]) != 0)
@@ -226,6 +225,25 @@ run_workers(kiln_store *s, struct worker *w, int n, int proc, const char *src,
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
 	pthread_barrier_destroy(&go);
+}
+
+/* Ids of index entries (the first max), and how many there are. */
+struct idlist {
+	size_t n, max;
+	kiln_id *id;
+};
+
+static int
+collect_id(const char *profile, const char *url, const kiln_id *id, void *arg)
+{
+	struct idlist *l = arg;
+
+	(void)profile;
+	(void)url;
+	if (l->n < l->max)
+		l->id[l->n] = *id;
+	l->n++;
+	return 0;
 }
 
 /* ---- checks on the files ---------------------------------------------- */
@@ -607,16 +625,6 @@ ixworker_run(void *arg)
 	return NULL;
 }
 
-static int
-count_entries(const char *profile, const char *url, const kiln_id *id, void *arg)
-{
-	(void)profile;
-	(void)url;
-	(void)id;
-	(*(int *)arg)++;
-	return 0;
-}
-
 static void
 index_writes_and_reads_from_threads_stay_consistent(void **state)
 {
@@ -625,8 +633,8 @@ index_writes_and_reads_from_threads_stay_consistent(void **state)
 	pthread_t th[NTHREADS];
 	pthread_barrier_t go;
 	kiln_id vals[NVALS];
+	struct idlist all = {0, 0, NULL};
 	uint8_t buf[1000];
-	int n = 0;
 
 	for (int i = 0; i < NVALS; i++) {
 		fill64(buf, sizeof buf, 7000 + (uint64_t)i);
@@ -634,11 +642,7 @@ index_writes_and_reads_from_threads_stay_consistent(void **state)
 	}
 	pthread_barrier_init(&go, NULL, NTHREADS);
 	for (int i = 0; i < NTHREADS; i++) {
-		memset(&w[i], 0, sizeof w[i]);
-		w[i].s = s;
-		w[i].t = i;
-		w[i].vals = vals;
-		w[i].go = &go;
+		w[i] = (struct ixworker){.s = s, .t = i, .vals = vals, .go = &go};
 		assert_int_equal(0, pthread_create(&th[i], NULL, ixworker_run, &w[i]));
 	}
 	for (int i = 0; i < NTHREADS; i++)
@@ -661,10 +665,10 @@ index_writes_and_reads_from_threads_stay_consistent(void **state)
 				fail_msg("index %s %s is not what its only writer set last "
 				         "(%s)", profile, url, kiln_strerror(rv));
 		}
-	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, count_entries, &n));
-	if (n < NTHREADS * 16 || n > NTHREADS * 16 + NVALS)
-		fail_msg("index holds %d entries, expected %d own + up to %d shared",
-		         n, NTHREADS * 16, NVALS);
+	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, collect_id, &all));
+	if (all.n < NTHREADS * 16 || all.n > NTHREADS * 16 + NVALS)
+		fail_msg("index holds %zu entries, expected %d own + up to %d shared",
+		         all.n, NTHREADS * 16, NVALS);
 	assert_fsck_clean(s, NVALS);
 	kiln_store_close(s);
 }
@@ -746,24 +750,6 @@ gcloop_run(void *arg)
 	return NULL;
 }
 
-struct idlist {
-	size_t n, max;
-	kiln_id *id;
-};
-
-static int
-collect_id(const char *profile, const char *url, const kiln_id *id, void *arg)
-{
-	struct idlist *l = arg;
-
-	(void)profile;
-	(void)url;
-	if (l->n < l->max)
-		l->id[l->n] = *id;
-	l->n++;
-	return 0;
-}
-
 static void
 gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 {
@@ -787,16 +773,10 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 	sleep_ms(1200); /* the old blobs are now out of a 1 s grace period */
 
 	pthread_barrier_init(&go, NULL, 3);
-	memset(&g, 0, sizeof g);
-	g.s = s;
-	g.stop = &stop;
-	g.go = &go;
+	g = (struct gcloop){.s = s, .stop = &stop, .go = &go};
 	assert_int_equal(0, pthread_create(&th[2], NULL, gcloop_run, &g));
 	for (int i = 0; i < 2; i++) {
-		memset(&w[i], 0, sizeof w[i]);
-		w[i].s = s;
-		w[i].t = i;
-		w[i].go = &go;
+		w[i] = (struct gcput){.s = s, .t = i, .go = &go};
 		assert_int_equal(0, pthread_create(&th[i], NULL, gcput_run, &w[i]));
 	}
 	pthread_join(th[0], NULL);
