@@ -352,13 +352,14 @@ put_writer(kiln_store *s, const uint8_t *buf, size_t len, kiln_id *id)
 static void
 blob_puts_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **state)
 {
-	uint8_t *buf = malloc(BLOB_LEN);
+	uint8_t *buf;
 	char filler[4300], url[64], outside[4096];
 	kiln_id ids[64], id, want, key;
 	int nput = 0, rv = 0, nindex_full = 0;
 	kiln_store *s;
 
 	need_tmpfs();
+	buf = malloc(BLOB_LEN);
 	assert_non_null(buf);
 	s = open_small_store();
 	/* a baseline: small blobs, index entries and an action */
