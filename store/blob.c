@@ -60,18 +60,17 @@ durable(const kiln_store *s)
 static int
 tmp_create(kiln_store *s, int *fd, char name[PATH_MAX])
 {
+	int rv;
+
 	name[0] = '\0';
 	*fd = open(s->tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
 	if (*fd >= 0)
 		return 0;
 	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 		return kiln_err_from_errno(errno);
-	snprintf(name, PATH_MAX, "%s/put-XXXXXX", s->tmp);
-	if ((*fd = mkostemp(name, O_CLOEXEC)) < 0) {
+	if ((rv = store_tmp_named(s, "put", name, fd)) != 0)
 		name[0] = '\0';
-		return kiln_err_from_errno(errno);
-	}
-	return 0;
+	return rv;
 }
 
 /* Give the temp file the name dst. Returns an errno value (0 on success). */
@@ -95,9 +94,8 @@ replace_damaged(const struct pending *p)
 	char side[PATH_MAX];
 	int fd, e;
 
-	snprintf(side, sizeof side, "%s/replace-XXXXXX", p->s->tmp);
-	if ((fd = mkostemp(side, O_CLOEXEC)) < 0)
-		return kiln_err_from_errno(errno);
+	if ((e = store_tmp_named(p->s, "replace", side, &fd)) != 0)
+		return e;
 	close(fd);
 	unlink(side);
 	if ((e = tmp_link(p, side)) != 0)
@@ -322,9 +320,8 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 	if (st.st_nlink > 1)
 		return move_by_copy(s, path, id);
 	/* Reserve a unique temp name, then move the file onto it. */
-	snprintf(name, sizeof name, "%s/move-XXXXXX", s->tmp);
-	if ((fd = mkostemp(name, O_CLOEXEC)) < 0)
-		return kiln_err_from_errno(errno);
+	if ((rv = store_tmp_named(s, "move", name, &fd)) != 0)
+		return rv;
 	close(fd);
 	if (rename(path, name) != 0) {
 		rv = errno;

@@ -326,7 +326,7 @@ db_each(db_txn *t, enum db_name d, const void *prefix, size_t plen,
 		return db_err(rc);
 	while ((rc = mdb_cursor_get(c, &key, &val, op)) == 0) {
 		op = MDB_NEXT;
-		if (key.mv_size < plen || memcmp(key.mv_data, prefix, plen) != 0)
+		if (plen > 0 && (key.mv_size < plen || memcmp(key.mv_data, prefix, plen) != 0))
 			break;
 		if ((rv = fn(t, key.mv_data, key.mv_size, val.mv_data, val.mv_size,
 		             arg)) != 0)

@@ -176,7 +176,8 @@ choose_victims(struct gc *g)
 	uint64_t total = g->st->bytes;
 	size_t w = 0;
 
-	qsort(g->c, g->nc, sizeof *g->c, by_use);
+	if (g->nc > 1)
+		qsort(g->c, g->nc, sizeof *g->c, by_use);
 	for (size_t r = 0; r < g->nc && total > g->o->max_size; r++) {
 		if (g->c[r].used_ns >= g->grace_cut)
 			continue;
@@ -233,6 +234,15 @@ gc_remove(struct gc *g)
 	return 0;
 }
 
+/* now - age seconds, saturating: an age beyond the epoch keeps everything. */
+static int64_t
+cutoff(int64_t now, int64_t age_s)
+{
+	if (age_s > now / NS)
+		return INT64_MIN;
+	return now - age_s * NS;
+}
+
 int
 kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 {
@@ -251,8 +261,8 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 	g.s = s;
 	g.o = o;
 	g.st = st;
-	g.action_cut = now - o->action_max_age_s * NS;
-	g.grace_cut = now - o->grace_s * NS;
+	g.action_cut = cutoff(now, o->action_max_age_s);
+	g.grace_cut = cutoff(now, o->grace_s);
 	if ((rv = db_read(s->db, roots_txn, &g)) != 0)
 		goto out;
 	st->removed_actions = g.old_actions.n;

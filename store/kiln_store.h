@@ -109,8 +109,9 @@ typedef struct kiln_store_opts {
 } kiln_store_opts;
 
 /* Open the store in folder dir (opts may be NULL: defaults, no create).
- * Removes temp files older than an hour (left by crashed writers) and
- * clears reader slots of dead processes. Returns 0, KILN_ENOTFOUND (no
+ * Removes temp files whose writer process is gone (left by crashes) and
+ * clears reader slots of dead processes. A missing folder is created (with
+ * its parents) only with CREATE; so is an empty one. Returns 0, KILN_ENOTFOUND (no
  * folder, or not a store and no CREATE), KILN_ENOTSTORE (a non-empty folder
  * without the marker), KILN_EVERSION, KILN_EACCES, KILN_EIO, KILN_ENOMEM or
  * KILN_EDB. */

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 
 #define DEFAULT_MAP_SIZE (16ULL << 30)
 #define MARKER "kiln-store"
-/* Temp files of crashed writers are removed after this long. */
+/* Temp files that name no writer process are removed after this long. */
 #define TMP_MAX_AGE_S 3600
 
 int64_t
@@ -38,6 +39,15 @@ store_blob_path(const kiln_store *s, const kiln_id *id, char *buf)
 
 	kiln_id_to_hex(id, hex);
 	snprintf(buf, PATH_MAX, "%s/%.2s/%s", s->objects, hex, hex + 2);
+}
+
+int
+store_tmp_named(const kiln_store *s, const char *kind, char *name, int *fd)
+{
+	snprintf(name, PATH_MAX, "%s/%s-%ld-XXXXXX", s->tmp, kind, (long)getpid());
+	if ((*fd = mkostemp(name, O_CLOEXEC)) < 0)
+		return kiln_err_from_errno(errno);
+	return 0;
 }
 
 int
@@ -106,16 +116,19 @@ marker_read(const char *dir, int *fmt)
 	return 0;
 }
 
+/* Two processes may create one store at once: each writes its own temp
+ * marker and renames it into place; either rename leaves the same bytes. */
 static int
 marker_write(const char *dir, int durable)
 {
 	char tmp[PATH_MAX], path[PATH_MAX], text[32];
 	int fd, rv, len = snprintf(text, sizeof text, MARKER " %d\n", STORE_FORMAT);
 
-	snprintf(tmp, sizeof tmp, "%s/" MARKER ".tmp", dir);
+	snprintf(tmp, sizeof tmp, "%s/" MARKER ".tmp-XXXXXX", dir);
 	snprintf(path, sizeof path, "%s/" MARKER, dir);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
 		return kiln_err_from_errno(errno);
+	fchmod(fd, 0644);
 	rv = fio_write_all(fd, text, (size_t)len);
 	if (rv == 0 && durable && fsync(fd) != 0)
 		rv = kiln_err_from_errno(errno);
@@ -133,8 +146,7 @@ marker_write(const char *dir, int durable)
 static int
 only_our_entries(const char *dir)
 {
-	static const char *const ours[] = {"objects", "tmp", "corrupt", "db",
-	                                   MARKER ".tmp"};
+	static const char *const ours[] = {"objects", "tmp", "corrupt", "db"};
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int ok = 1;
@@ -142,7 +154,8 @@ only_our_entries(const char *dir)
 	if (d == NULL)
 		return 0;
 	while (ok && (e = readdir(d)) != NULL) {
-		int known = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+		int known = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		            strncmp(e->d_name, MARKER ".tmp-", sizeof MARKER + 4) == 0;
 		for (size_t i = 0; !known && i < sizeof ours / sizeof ours[0]; i++)
 			known = strcmp(e->d_name, ours[i]) == 0;
 		ok = known;
@@ -182,8 +195,24 @@ store_check_folder(const char *dir, unsigned flags, int *fresh)
 	return 0;
 }
 
-/* Remove temp files crashed writers left behind (never a live writer's:
- * those are younger than the age limit or anonymous O_TMPFILE inodes). */
+/* The writer pid in a temp name "<kind>-<pid>-XXXXXX", or 0. */
+static pid_t
+tmp_owner(const char *name)
+{
+	const char *dash = strchr(name, '-');
+	char *end;
+	long pid;
+
+	if (dash == NULL || dash[1] < '1' || dash[1] > '9')
+		return 0;
+	pid = strtol(dash + 1, &end, 10);
+	return *end == '-' && pid > 0 ? (pid_t)pid : 0;
+}
+
+/* Remove temp files crashed writers left behind: those whose writer process
+ * is gone, and unnamed leftovers not written for an hour. A live writer's
+ * file is kept however old its mtime (put_move's file keeps the mtime the
+ * caller gave it). */
 static void
 tmp_sweep(const char *tmpdir)
 {
@@ -195,10 +224,18 @@ tmp_sweep(const char *tmpdir)
 	if (d == NULL)
 		return;
 	while ((e = readdir(d)) != NULL) {
+		pid_t owner = tmp_owner(e->d_name);
+		int gone;
 		if (e->d_name[0] == '.')
 			continue;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) && now - st.st_mtime > TMP_MAX_AGE_S)
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (owner != 0)
+			gone = kill(owner, 0) != 0 && errno == ESRCH;
+		else
+			gone = now - st.st_mtime > TMP_MAX_AGE_S;
+		if (gone)
 			unlinkat(dirfd(d), e->d_name, 0);
 	}
 	closedir(d);

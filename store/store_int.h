@@ -50,6 +50,11 @@ void store_blob_path(const kiln_store *s, const kiln_id *id, char *buf);
 /* Returns 0 when s may be written, else KILN_EREADONLY. */
 int store_writable(const kiln_store *s);
 
+/* Make a unique named temp file "<tmp>/<kind>-<pid>-XXXXXX" (path into
+ * name, PATH_MAX) and return its fd in *fd. The pid lets an open tell a
+ * live writer's temp file from a crashed one's. */
+int store_tmp_named(const kiln_store *s, const char *kind, char *name, int *fd);
+
 /* ---- fileio.c ---- */
 
 /* Write all len bytes (retrying short writes and EINTR). 0 or KILN_E*. */

@@ -669,23 +669,6 @@ put_is_visible_only_once_complete_when_killed_at_random(void **state)
 	              "temp files left at once\n", ITERATIONS, total_puts, max_tmp);
 }
 
-/* Set every file in <store>/tmp to have been written two hours ago. */
-static void
-age_tmp_files(const char *store)
-{
-	char names[64][256], path[4608];
-	size_t n = list_tmp(store, names, 64);
-	struct timespec now, t[2];
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	t[0].tv_sec = t[1].tv_sec = now.tv_sec - 7200;
-	t[0].tv_nsec = t[1].tv_nsec = 0;
-	for (size_t i = 0; i < n && i < 64; i++) {
-		snprintf(path, sizeof path, "%s/tmp/%s", store, names[i]);
-		if (utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW) != 0)
-			fail_msg("utimensat %s: %s", path, strerror(errno));
-	}
-}
 
 /* A child that has written 4 MiB into a blob writer and then waits. */
 static void __attribute__((noreturn))
@@ -709,7 +692,7 @@ writer_child(const char *store, int readyfd, const uint8_t *buf, size_t len)
 }
 
 static void
-killed_writer_leaves_no_blob_and_its_temp_file_ages_out(void **state)
+killed_writer_leaves_no_blob_and_the_next_open_removes_its_temp_files(void **state)
 {
 	size_t len = 4u << 20, ntmp, ntmp2;
 	uint8_t *buf = malloc(len);
@@ -751,71 +734,59 @@ killed_writer_leaves_no_blob_and_its_temp_file_ages_out(void **state)
 		         nblobs);
 	ntmp = list_tmp(store, names, 8);
 
+	/* The writer's pid is gone, so the next open removes its temp files. */
 	s = reopen(store, "after killing a writer");
 	ntmp2 = list_tmp(store, names, 8);
-	if (ntmp2 != ntmp)
-		fail_msg("open removed %zu fresh temp file(s) (younger than an hour: "
-		         "they may be a live writer's)", ntmp - ntmp2);
+	if (ntmp2 != 0)
+		fail_msg("open left %zu of the killed writer's %zu temp file(s) in "
+		         "tmp/ (first: %s)", ntmp2, ntmp, names[0]);
 	assert_kiln(KILN_ENOTFOUND, kiln_store_has(s, &whole, NULL));
-	for (size_t i = 0; i < ntmp && i < 8; i++) {
-		char path[4608];
-		int fd;
-
-		snprintf(path, sizeof path, "%s/tmp/%s", store, names[i]);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		assert_kiln(0, kiln_id_of_fd(fd, &part, NULL));
-		close(fd);
-		if (kiln_store_has(s, &part, NULL) != KILN_ENOTFOUND)
-			fail_msg("the killed writer's temp file tmp/%s is visible "
-			         "as a blob", names[i]);
-	}
+	(void)part;
 	check_fsck(s, "after killing a writer", 0, 0);
 	kiln_store_close(s);
-
-	if (ntmp == 0) {
-		print_message("# the killed writer left no temp file (O_TMPFILE?); "
-		              "nothing to age out\n");
-	} else {
-		age_tmp_files(store);
-		s = reopen(store, "after aging the temp files");
-		ntmp2 = list_tmp(store, names, 8);
-		if (ntmp2 != 0)
-			fail_msg("open left %zu temp file(s) older than an hour in tmp/ "
-			         "(first: %s)", ntmp2, names[0]);
-		check_fsck(s, "after aging the temp files", 0, 0);
-		kiln_store_close(s);
-	}
 	free(buf);
 }
 
-/* Crashed writers leave named temp files; open removes those older than
- * an hour and keeps younger ones (a live writer's, in another process). */
+/* Temp files named "<kind>-<pid>-..." are kept while their writer lives
+ * (however old their mtime: put_move keeps the caller's) and removed once
+ * it is gone; files naming no writer are removed after an hour. */
 static void
-open_sweeps_only_temp_files_older_than_an_hour(void **state)
+open_sweeps_temp_files_of_dead_writers_and_keeps_live_ones(void **state)
 {
 	char store[4096], names[8][256], path[4608];
 	struct timespec t[2];
 	kiln_store *s;
+	pid_t dead;
 	size_t n;
 
 	snprintf(store, sizeof store, "%s", tu_path(state, "store"));
 	create_store(store);
-	snprintf(path, sizeof path, "%s/tmp/left-by-crash", store);
-	tu_write_file(path, "partial", 7);
 	clock_gettime(CLOCK_REALTIME, &t[0]);
 	t[0].tv_sec -= 3600 + 120;
 	t[1] = t[0];
+	snprintf(path, sizeof path, "%s/tmp/left-by-crash", store);
+	tu_write_file(path, "partial", 7);
 	assert_int_equal(0, utimensat(AT_FDCWD, path, t, 0));
-	snprintf(path, sizeof path, "%s/tmp/live-writer", store);
+	snprintf(path, sizeof path, "%s/tmp/no-owner-yet", store);
 	tu_write_file(path, "in progress", 11);
+	snprintf(path, sizeof path, "%s/tmp/move-%ld-aaaaaa", store, (long)getpid());
+	tu_write_file(path, "old mtime, live writer", 22);
+	assert_int_equal(0, utimensat(AT_FDCWD, path, t, 0));
+	if ((dead = fork()) == 0)
+		_exit(0);
+	assert_true(dead > 0);
+	waitpid(dead, NULL, 0);
+	snprintf(path, sizeof path, "%s/tmp/put-%ld-bbbbbb", store, (long)dead);
+	tu_write_file(path, "fresh, dead writer", 18);
 
-	s = reopen(store, "with two temp files");
+	s = reopen(store, "with four temp files");
 	n = list_tmp(store, names, 8);
-	if (n != 1 || strcmp(names[0], "live-writer") != 0)
-		fail_msg("after open tmp/ holds %zu file(s) (first: %s); expected "
-		         "only live-writer (the 62-minute-old one removed, the new "
-		         "one kept)", n, n ? names[0] : "-");
+	qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+	snprintf(path, sizeof path, "move-%ld-aaaaaa", (long)getpid());
+	if (n != 2 || strcmp(names[0], path) != 0 || strcmp(names[1], "no-owner-yet") != 0)
+		fail_msg("after open tmp/ holds %zu file(s) (%s, %s); expected only "
+		         "%s and no-owner-yet", n, n ? names[0] : "-",
+		         n > 1 ? names[1] : "-", path);
 	check_fsck(s, "after the sweep", 0, 0);
 	kiln_store_close(s);
 }
@@ -840,10 +811,10 @@ main(void)
 			put_is_visible_only_once_complete_when_killed_at_random,
 			tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(
-			killed_writer_leaves_no_blob_and_its_temp_file_ages_out,
+			killed_writer_leaves_no_blob_and_the_next_open_removes_its_temp_files,
 			tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(
-			open_sweeps_only_temp_files_older_than_an_hour,
+			open_sweeps_temp_files_of_dead_writers_and_keeps_live_ones,
 			tu_setup_dir, tu_teardown_dir),
 	};
 
