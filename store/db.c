@@ -6,9 +6,9 @@
  *
  * Threads: any thread may call db_read/db_write. The environment is opened
  * with MDB_NOTLS so read transactions belong to transaction objects, not
- * threads; finished read transactions are reset and kept in a small pool so
- * the next reader only renews one (cheap) instead of allocating a reader
- * slot. Every live transaction holds `resize` for reading; growing the map
+ * threads; finished read transactions are reset and kept in a small pool of
+ * atomic slots so the next reader only renews one (cheap) instead of
+ * allocating a reader slot. Every live transaction holds `resize` for reading; growing the map
  * takes it for writing, which is how LMDB's "no transaction active in this
  * process" rule for mdb_env_set_mapsize is kept.
  *
@@ -44,9 +44,9 @@ struct kiln_db {
 	int rdonly;
 	pthread_rwlock_t resize;
 	uint64_t mapsize; /* written under resize (write), read under (read) */
-	pthread_mutex_t pool_lock;
+	/* Reset read txns ready for renewal; a slot is taken and given back
+	 * with one atomic exchange (no lock on the read path). */
 	MDB_txn *pool[POOL_MAX];
-	int npool;
 };
 
 struct db_txn {
@@ -117,7 +117,6 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **d
 		return KILN_ENOMEM;
 	db->rdonly = rdonly;
 	pthread_rwlock_init(&db->resize, NULL);
-	pthread_mutex_init(&db->pool_lock, NULL);
 	if ((rv = db_err(mdb_env_create(&db->env))) != 0)
 		goto fail;
 	mdb_env_set_maxdbs(db->env, DB_COUNT);
@@ -140,7 +139,6 @@ fail:
 	if (db->env != NULL)
 		mdb_env_close(db->env);
 	pthread_rwlock_destroy(&db->resize);
-	pthread_mutex_destroy(&db->pool_lock);
 	free(db);
 	return rv;
 }
@@ -149,10 +147,11 @@ fail:
 static void
 pool_drain(kiln_db *db)
 {
-	pthread_mutex_lock(&db->pool_lock);
-	while (db->npool > 0)
-		mdb_txn_abort(db->pool[--db->npool]);
-	pthread_mutex_unlock(&db->pool_lock);
+	for (int i = 0; i < POOL_MAX; i++) {
+		MDB_txn *t = __atomic_exchange_n(&db->pool[i], NULL, __ATOMIC_ACQ_REL);
+		if (t != NULL)
+			mdb_txn_abort(t);
+	}
 }
 
 void
@@ -163,7 +162,6 @@ db_close(kiln_db *db)
 	pool_drain(db);
 	mdb_env_close(db->env);
 	pthread_rwlock_destroy(&db->resize);
-	pthread_mutex_destroy(&db->pool_lock);
 	free(db);
 }
 
@@ -191,10 +189,9 @@ reader_get(kiln_db *db, MDB_txn **txn)
 	MDB_txn *t = NULL;
 	int rc;
 
-	pthread_mutex_lock(&db->pool_lock);
-	if (db->npool > 0)
-		t = db->pool[--db->npool];
-	pthread_mutex_unlock(&db->pool_lock);
+	for (int i = 0; i < POOL_MAX && t == NULL; i++)
+		if (__atomic_load_n(&db->pool[i], __ATOMIC_RELAXED) != NULL)
+			t = __atomic_exchange_n(&db->pool[i], NULL, __ATOMIC_ACQ_REL);
 	if (t != NULL) {
 		if ((rc = mdb_txn_renew(t)) == 0) {
 			*txn = t;
@@ -210,14 +207,13 @@ static void
 reader_put(kiln_db *db, MDB_txn *t)
 {
 	mdb_txn_reset(t);
-	pthread_mutex_lock(&db->pool_lock);
-	if (db->npool < POOL_MAX) {
-		db->pool[db->npool++] = t;
-		t = NULL;
+	for (int i = 0; i < POOL_MAX; i++) {
+		MDB_txn *empty = NULL;
+		if (__atomic_compare_exchange_n(&db->pool[i], &empty, t, 0,
+		                                __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return;
 	}
-	pthread_mutex_unlock(&db->pool_lock);
-	if (t != NULL)
-		mdb_txn_abort(t);
+	mdb_txn_abort(t);
 }
 
 int

@@ -3,7 +3,7 @@
  * so anything that could escape a folder or confuse a terminal is refused. */
 #include <string.h>
 
-#include "kiln_store.h"
+#include "store_int.h"
 
 #define URL_MAX 400 /* profile + NUL + URL must stay under LMDB's 511-byte keys */
 #define PROFILE_MAX 64
@@ -11,15 +11,21 @@
 int
 kiln_url_check(const char *url)
 {
-	size_t len, seg = 0;
+	return url == NULL ? KILN_EINVAL : names_url_check(url, strlen(url));
+}
 
-	if (url == NULL || (len = strlen(url)) == 0 || len > URL_MAX)
+int
+names_url_check(const char *url, size_t len)
+{
+	size_t seg = 0;
+
+	if (len == 0 || len > URL_MAX)
 		return KILN_EINVAL;
 	if (url[0] == '/')
 		return KILN_EINVAL;
 	for (size_t i = 0; i <= len; i++) {
-		unsigned char c = (unsigned char)url[i];
-		if (c == '/' || c == '\0') {
+		unsigned char c = i < len ? (unsigned char)url[i] : '/';
+		if (c == '/') {
 			size_t n = i - seg;
 			const char *s = url + seg;
 			if (n == 0 || (n == 1 && s[0] == '.') ||
@@ -37,9 +43,13 @@ kiln_url_check(const char *url)
 int
 kiln_profile_check(const char *p)
 {
-	size_t len;
+	return p == NULL ? KILN_EINVAL : names_profile_check(p, strlen(p));
+}
 
-	if (p == NULL || (len = strlen(p)) == 0 || len > PROFILE_MAX)
+int
+names_profile_check(const char *p, size_t len)
+{
+	if (len == 0 || len > PROFILE_MAX)
 		return KILN_EINVAL;
 	if (p[0] == '.' || p[0] == '-')
 		return KILN_EINVAL;

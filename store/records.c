@@ -231,10 +231,12 @@ index_key(const char *profile, const char *url, char out[INDEX_KEY_MAX])
 {
 	size_t pl, ul;
 
-	if (kiln_profile_check(profile) != 0 || kiln_url_check(url) != 0)
+	if (profile == NULL || url == NULL)
 		return KILN_EINVAL;
-	pl = strlen(profile);
-	ul = strlen(url);
+	pl = strnlen(profile, 65);
+	ul = strnlen(url, 401);
+	if (names_profile_check(profile, pl) != 0 || names_url_check(url, ul) != 0)
+		return KILN_EINVAL;
 	memcpy(out, profile, pl);
 	out[pl] = '\0';
 	memcpy(out + pl + 1, url, ul);

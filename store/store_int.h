@@ -55,6 +55,11 @@ int store_writable(const kiln_store *s);
  * live writer's temp file from a crashed one's. */
 int store_tmp_named(const kiln_store *s, const char *kind, char *name, int *fd);
 
+/* ---- names.c: the checks of kiln_url_check/kiln_profile_check for
+ * strings whose length is known (len bytes, no NUL needed) ---- */
+int names_url_check(const char *url, size_t len);
+int names_profile_check(const char *profile, size_t len);
+
 /* ---- fileio.c ---- */
 
 /* Write all len bytes (retrying short writes and EINTR). 0 or KILN_E*. */
