@@ -27,7 +27,7 @@ LIBS       = $(PKG_LIBS) -lnng -lpthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Iclient $(PKG_CFLAGS)
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Idaemon -Iclient $(PKG_CFLAGS)
 
 release_CFLAGS  = -O2
 release_LDFLAGS =
@@ -39,6 +39,9 @@ asan_BIN     = $(BIN)/asan
 STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/index.c \
             store/scan.c store/fsck.c store/gc.c store/store.c
+# The asset-description loader (kiln.yaml and *.kiln.yaml): used by the CLI
+# (kiln check, kiln ls) and the daemon.
+DESC_SRC  =
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc
@@ -65,11 +68,15 @@ $(OBJ)/$(1)/libkilnstore.a: $$(STORE_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	$$(AR) rcs $$@ $$^
 
-$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnstore.a
+$(OBJ)/$(1)/libkilndesc.a: $$(DESC_SRC:%.c=$(OBJ)/$(1)/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+
+$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
-$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
