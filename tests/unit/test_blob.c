@@ -27,15 +27,6 @@ count_entries(const char *dir)
 	return n;
 }
 
-static const char *
-blob_file(void **state, const kiln_id *id)
-{
-	char hex[KILN_ID_HEX_LEN + 1];
-
-	kiln_id_to_hex(id, hex);
-	return tu_path(state, "store/objects/%.2s/%s", hex, hex + 2);
-}
-
 static void
 put_buf_is_readable_at_its_hash_path_read_only(void **state)
 {
@@ -50,7 +41,7 @@ put_buf_is_readable_at_its_hash_path_read_only(void **state)
 	assert_kiln(0, kiln_store_put_buf(s, text, strlen(text), &id));
 	kiln_id_of_buf(text, strlen(text), &want);
 	assert_memory_equal(id.b, want.b, 16);
-	assert_int_equal(stat(blob_file(state, &id), &st), 0);
+	assert_int_equal(stat(tu_blob_path(state, &id), &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0444);
 	assert_kiln(0, kiln_store_has(s, &id, &size));
 	assert_int_equal(size, strlen(text));
@@ -121,7 +112,7 @@ put_path_copies_and_leaves_the_source(void **state)
 	tu_write_file(src, "copy me", 7);
 	assert_kiln(0, kiln_store_put_path(s, src, &id));
 	assert_int_equal(stat(src, &a), 0);
-	assert_int_equal(stat(blob_file(state, &id), &b), 0);
+	assert_int_equal(stat(tu_blob_path(state, &id), &b), 0);
 	assert_true(a.st_ino != b.st_ino);
 	assert_int_equal(a.st_mode & 0777, 0644);
 	assert_kiln(KILN_ENOTFOUND, kiln_store_put_path(s, tu_path(state, "nope"), &id));
@@ -146,7 +137,7 @@ put_move_keeps_the_inode_and_removes_the_source(void **state)
 	assert_kiln(0, kiln_store_put_move(s, src, &id));
 	assert_memory_equal(id.b, want.b, 16);
 	assert_int_equal(access(src, F_OK), -1);
-	assert_int_equal(stat(blob_file(state, &id), &after), 0);
+	assert_int_equal(stat(tu_blob_path(state, &id), &after), 0);
 	assert_int_equal(before.st_ino, after.st_ino); /* no byte was copied */
 	assert_int_equal(after.st_mode & 0777, 0444);
 	assert_int_equal(count_entries(tu_path(state, "store/tmp")), 0);
@@ -167,7 +158,7 @@ put_move_of_a_hard_linked_file_copies_so_the_other_link_cannot_change_the_blob(v
 	assert_kiln(0, kiln_store_put_move(s, src, &id));
 	assert_int_equal(access(src, F_OK), -1);
 	assert_int_equal(stat(other, &o), 0);
-	assert_int_equal(stat(blob_file(state, &id), &blob), 0);
+	assert_int_equal(stat(tu_blob_path(state, &id), &blob), 0);
 	assert_true(o.st_ino != blob.st_ino);
 	assert_int_equal(o.st_mode & 0777, 0644);
 	kiln_store_close(s);
@@ -215,22 +206,6 @@ writer_with_a_wrong_expected_hash_publishes_nothing(void **state)
 	kiln_store_close(s);
 }
 
-/* Overwrite one byte of a published blob, as disk rot would. */
-static void
-flip_byte(const char *path, off_t off)
-{
-	int fd;
-	char c;
-
-	chmod(path, 0644);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, &c, 1, off), 1);
-	c ^= 0x5a;
-	assert_int_equal(pwrite(fd, &c, 1, off), 1);
-	close(fd);
-}
-
 static void
 corrupt_blob_is_an_error_and_never_written_out(void **state)
 {
@@ -245,7 +220,7 @@ corrupt_blob_is_an_error_and_never_written_out(void **state)
 
 	tu_fill(data, sizeof data, 1);
 	assert_kiln(0, kiln_store_put_buf(s, data, sizeof data, &id));
-	flip_byte(blob_file(state, &id), 4000);
+	tu_flip_byte(tu_blob_path(state, &id), 4000);
 	assert_kiln(KILN_ECORRUPT, kiln_store_verify(s, &id));
 	assert_kiln(KILN_ECORRUPT, kiln_store_read(s, &id, &buf, &len));
 	assert_null(buf);
@@ -266,8 +241,7 @@ a_truncated_blob_is_replaced_when_its_content_is_put_again(void **state)
 
 	tu_fill(data, sizeof data, 5);
 	assert_kiln(0, kiln_store_put_buf(s, data, sizeof data, &id));
-	chmod(blob_file(state, &id), 0644);
-	assert_int_equal(truncate(blob_file(state, &id), 100), 0);
+	tu_truncate_blob(tu_blob_path(state, &id), 100);
 	assert_kiln(KILN_ECORRUPT, kiln_store_verify(s, &id));
 	assert_kiln(0, kiln_store_put_buf(s, data, sizeof data, &again));
 	assert_kiln(0, kiln_store_verify(s, &id));

@@ -10,7 +10,6 @@
  * Threads never call cmocka asserts (they would longjmp across threads);
  * they record the first error and the main thread reports it. Children are
  * forked before the parent opens the store. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,42 +26,9 @@
 
 #define NTHREADS    4
 #define NOPS        48
-#define AGE_FOREVER ((int64_t)10 * 365 * 24 * 3600)
 
 static const char *const methods[] = {"put_buf", "put_fd", "put_move",
                                       "blob writer"};
-
-static void
-sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static uint64_t
-next_rand(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
-static void
-fill64(uint8_t *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ULL | 1;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		next_rand(&x);
-		memcpy(buf + i, &x, 8);
-	}
-	for (next_rand(&x); i < len; i++, x >>= 8)
-		buf[i] = (uint8_t)x;
-}
 
 /* Op j of thread t in process proc: even ops put the same content in every
  * thread and process, odd ops content of their own. */
@@ -93,7 +58,7 @@ op_id(int proc, int t, int j)
 	kiln_id id;
 
 	assert_non_null(buf);
-	fill64(buf, len, op_seed(proc, t, j));
+	tu_fill64(buf, len, op_seed(proc, t, j));
 	kiln_id_of_buf(buf, len, &id);
 	free(buf);
 	return id;
@@ -111,55 +76,27 @@ struct worker {
 };
 
 static int
-write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int
 put_by(struct worker *w, int j, const uint8_t *buf, size_t len, kiln_id *id)
 {
 	char path[4096 + 64];
-	kiln_blob_writer *bw;
 	int fd, rv;
 
 	switch ((j + w->t) % 4) {
 	case 0:
 		return kiln_store_put_buf(w->s, buf, len, id);
 	case 1:
-		if ((fd = memfd_create("kiln-conc", MFD_CLOEXEC)) < 0 ||
-		    write_all(fd, buf, len) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+		if ((fd = tu_memfd_of(buf, len)) < 0)
 			return kiln_err_from_errno(errno);
 		rv = kiln_store_put_fd(w->s, fd, id);
 		close(fd);
 		return rv;
 	case 2:
 		snprintf(path, sizeof path, "%s/p%d-t%d-%d", w->src, w->proc, w->t, j);
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || write_all(fd, buf, len) != 0)
+		if (tu_try_write_file(path, buf, len) != 0)
 			return kiln_err_from_errno(errno);
-		close(fd);
 		return kiln_store_put_move(w->s, path, id);
 	default:
-		if ((rv = kiln_blob_writer_open(w->s, &bw)) != 0)
-			return rv;
-		for (size_t off = 0; off < len; off += 32768) {
-			size_t n = len - off < 32768 ? len - off : 32768;
-			if ((rv = kiln_blob_writer_write(bw, buf + off, n)) != 0) {
-				kiln_blob_writer_abort(bw);
-				return rv;
-			}
-		}
-		return kiln_blob_writer_commit(bw, NULL, id);
+		return tu_put_by_writer(w->s, buf, len, 32768, NULL, id);
 	}
 }
 
@@ -176,7 +113,7 @@ worker_run(void *arg)
 	for (int j = 0; j < NOPS && buf && !w->err[0]; j++) {
 		size_t len = op_len(j);
 
-		fill64(buf, len, op_seed(w->proc, w->t, j));
+		tu_fill64(buf, len, op_seed(w->proc, w->t, j));
 		kiln_id_of_buf(buf, len, &w->want[j]);
 		if ((rv = put_by(w, j, buf, len, &w->got[j])) != 0) {
 			snprintf(w->err, sizeof w->err, "thread %d op %d (%s, %zu bytes): %s",
@@ -227,25 +164,6 @@ run_workers(kiln_store *s, struct worker *w, int n, int proc, const char *src,
 	pthread_barrier_destroy(&go);
 }
 
-/* Ids of index entries (the first max), and how many there are. */
-struct idlist {
-	size_t n, max;
-	kiln_id *id;
-};
-
-static int
-collect_id(const char *profile, const char *url, const kiln_id *id, void *arg)
-{
-	struct idlist *l = arg;
-
-	(void)profile;
-	(void)url;
-	if (l->n < l->max)
-		l->id[l->n] = *id;
-	l->n++;
-	return 0;
-}
-
 /* ---- checks on the files ---------------------------------------------- */
 
 static int
@@ -267,117 +185,10 @@ distinct(kiln_id *ids, size_t n)
 	return d;
 }
 
-static int
-is_lower_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[n] == '\0';
-}
-
-/* Every file in objects/ is a sound, singly linked blob; returns the count. */
-static uint64_t
-check_objects(void **state)
-{
-	char objs[4096], sub[4352], path[4608];
-	struct dirent *e, *f;
-	uint64_t n = 0;
-	DIR *d, *d2;
-
-	snprintf(objs, sizeof objs, "%s", tu_path(state, "store/objects"));
-	if ((d = opendir(objs)) == NULL)
-		fail_msg("opendir objects/: %s", strerror(errno));
-	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (!is_lower_hex(e->d_name, 2))
-			fail_msg("objects/%s is not a fan-out folder", e->d_name);
-		snprintf(sub, sizeof sub, "%s/%s", objs, e->d_name);
-		if ((d2 = opendir(sub)) == NULL)
-			fail_msg("objects/%s: %s", e->d_name, strerror(errno));
-		while ((f = readdir(d2)) != NULL) {
-			char want[KILN_ID_HEX_LEN + 1], got[KILN_ID_HEX_LEN + 1];
-			struct stat st;
-			kiln_id id;
-			int fd;
-
-			if (!strcmp(f->d_name, ".") || !strcmp(f->d_name, ".."))
-				continue;
-			if (!is_lower_hex(f->d_name, 30))
-				fail_msg("objects/%s/%s is not a blob name", e->d_name,
-				         f->d_name);
-			snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
-			if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-			    fstat(fd, &st) != 0)
-				fail_msg("open objects/%s/%s: %s", e->d_name, f->d_name,
-				         strerror(errno));
-			if (st.st_nlink != 1)
-				fail_msg("objects/%s/%s has %lu links: another name for it "
-				         "was left behind", e->d_name, f->d_name,
-				         (unsigned long)st.st_nlink);
-			assert_kiln(0, kiln_id_of_fd(fd, &id, NULL));
-			close(fd);
-			memcpy(want, e->d_name, 2);
-			memcpy(want + 2, f->d_name, 31);
-			kiln_id_to_hex(&id, got);
-			if (strcmp(want, got) != 0)
-				fail_msg("objects/%s/%s hashes to %s", e->d_name, f->d_name,
-				         got);
-			n++;
-		}
-		closedir(d2);
-	}
-	closedir(d);
-	return n;
-}
-
-static void
-assert_tmp_empty(void **state)
-{
-	DIR *d = opendir(tu_path(state, "store/tmp"));
-	struct dirent *e;
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			char name[256];
-			snprintf(name, sizeof name, "%s", e->d_name);
-			closedir(d);
-			fail_msg("tmp/%s is left after every put returned", name);
-		}
-	closedir(d);
-}
-
-static void
-print_problem(const kiln_fsck_problem *p, void *arg)
-{
-	print_message("# fsck: kind %d where %s\n", (int)p->kind, p->where);
-	(*(int *)arg)++;
-}
-
-static void
-assert_fsck_clean(kiln_store *s, uint64_t nblobs)
-{
-	kiln_fsck_stats st;
-	int n = 0;
-
-	memset(&st, 0, sizeof st);
-	assert_kiln(0, kiln_store_fsck(s, 0, print_problem, &n, &st));
-	if (n || st.corrupt || st.missing || st.bad_records || st.stray)
-		fail_msg("fsck found %d problem(s): corrupt %" PRIu64 ", missing %"
-		         PRIu64 ", bad records %" PRIu64 ", stray %" PRIu64, n,
-		         st.corrupt, st.missing, st.bad_records, st.stray);
-	if (st.blobs != nblobs)
-		fail_msg("fsck counted %" PRIu64 " blobs, objects/ holds %" PRIu64,
-		         st.blobs, nblobs);
-}
-
 /* All puts succeeded with the right ids, each blob is there once. Sorts
  * and dedups all; returns the number of distinct ids. */
 static size_t
-check_put_results(void **state, kiln_store *s, kiln_id *all, size_t nall)
+check_put_results(kiln_store *s, kiln_id *all, size_t nall)
 {
 	size_t d;
 	uint64_t nfiles;
@@ -387,12 +198,10 @@ check_put_results(void **state, kiln_store *s, kiln_id *all, size_t nall)
 		if ((rv = kiln_store_verify(s, &all[i])) != 0)
 			fail_msg("blob of put %zu does not verify: %s", i, kiln_strerror(rv));
 	d = distinct(all, nall);
-	nfiles = check_objects(state);
+	tu_assert_store_sound(s, "after every put returned", &nfiles, NULL);
 	if (nfiles != d)
 		fail_msg("%zu puts of %zu distinct contents left %" PRIu64 " files in "
 		         "objects/", nall, d, nfiles);
-	assert_tmp_empty(state);
-	assert_fsck_clean(s, nfiles);
 	return d;
 }
 
@@ -417,7 +226,7 @@ threads_put_same_and_different_content_concurrently(void **state)
 			fail_msg("%s", w[i].err);
 	for (int i = 0; i < NTHREADS; i++)
 		memcpy(all + i * NOPS, w[i].got, sizeof w[i].got);
-	if (check_put_results(state, s, all, NTHREADS * NOPS) !=
+	if (check_put_results(s, all, NTHREADS * NOPS) !=
 	    NOPS / 2 + NTHREADS * NOPS / 2)
 		fail_msg("expected %d distinct contents", NOPS / 2 + NTHREADS * NOPS / 2);
 	free(all);
@@ -456,7 +265,6 @@ proc_child(const char *store, const char *src, int proc, int readyfd, int gofd)
 static void
 two_processes_put_same_and_different_content_into_one_store(void **state)
 {
-	kiln_store_opts o = {.flags = KILN_STORE_CREATE};
 	char store[4096], src[4096];
 	int ready[2], go[2], status[2];
 	pid_t pid[2];
@@ -468,8 +276,7 @@ two_processes_put_same_and_different_content_into_one_store(void **state)
 	snprintf(store, sizeof store, "%s", tu_path(state, "store"));
 	snprintf(src, sizeof src, "%s", tu_path(state, "src"));
 	assert_int_equal(0, mkdir(src, 0755));
-	assert_kiln(0, kiln_store_open(store, &o, &s));
-	kiln_store_close(s);
+	tu_create_store(store);
 
 	assert_int_equal(0, pipe2(ready, O_CLOEXEC));
 	assert_int_equal(0, pipe2(go, O_CLOEXEC));
@@ -519,7 +326,7 @@ two_processes_put_same_and_different_content_into_one_store(void **state)
 				}
 				all[nall++] = want;
 			}
-	check_put_results(state, s, all, nall);
+	check_put_results(s, all, nall);
 	kiln_store_close(s);
 }
 
@@ -633,11 +440,12 @@ index_writes_and_reads_from_threads_stay_consistent(void **state)
 	pthread_t th[NTHREADS];
 	pthread_barrier_t go;
 	kiln_id vals[NVALS];
-	struct idlist all = {0, 0, NULL};
+	struct tu_ids all = {0, 0, NULL};
 	uint8_t buf[1000];
+	uint64_t nblobs;
 
 	for (int i = 0; i < NVALS; i++) {
-		fill64(buf, sizeof buf, 7000 + (uint64_t)i);
+		tu_fill64(buf, sizeof buf, 7000 + (uint64_t)i);
 		assert_kiln(0, kiln_store_put_buf(s, buf, sizeof buf, &vals[i]));
 	}
 	pthread_barrier_init(&go, NULL, NTHREADS);
@@ -665,11 +473,14 @@ index_writes_and_reads_from_threads_stay_consistent(void **state)
 				fail_msg("index %s %s is not what its only writer set last "
 				         "(%s)", profile, url, kiln_strerror(rv));
 		}
-	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, collect_id, &all));
+	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, tu_collect_id, &all));
 	if (all.n < NTHREADS * 16 || all.n > NTHREADS * 16 + NVALS)
 		fail_msg("index holds %zu entries, expected %d own + up to %d shared",
 		         all.n, NTHREADS * 16, NVALS);
-	assert_fsck_clean(s, NVALS);
+	tu_assert_store_sound(s, "after the index threads", &nblobs, NULL);
+	if (nblobs != NVALS)
+		fail_msg("objects/ holds %" PRIu64 " blobs, %d were put", nblobs,
+		         NVALS);
 	kiln_store_close(s);
 }
 
@@ -712,7 +523,7 @@ gcput_run(void *arg)
 		int fresh = i % 40 < 2;
 		size_t len = fresh ? 10000 + (size_t)(i * 797) % 50000 : OLD_LEN;
 
-		fill64(buf, len, fresh ? 90000 + (uint64_t)i : 500 + (uint64_t)i);
+		tu_fill64(buf, len, fresh ? 90000 + (uint64_t)i : 500 + (uint64_t)i);
 		if ((rv = kiln_store_put_buf(w->s, buf, len, &id)) != 0) {
 			snprintf(w->err, sizeof w->err, "thread %d put %d: %s", w->t, i,
 			         kiln_strerror(rv));
@@ -736,7 +547,8 @@ static void *
 gcloop_run(void *arg)
 {
 	struct gcloop *g = arg;
-	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = AGE_FOREVER, .grace_s = 1};
+	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = TU_AGE_FOREVER,
+	                  .grace_s = 1};
 	kiln_gc_stats st;
 	int rv;
 
@@ -754,9 +566,10 @@ static void
 gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = AGE_FOREVER, .grace_s = 1};
+	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = TU_AGE_FOREVER,
+	                  .grace_s = 1};
 	static kiln_id old[NOLD], named[NREPUT];
-	struct idlist l = {0, NREPUT, named};
+	struct tu_ids l = {0, NREPUT, named};
 	struct gcput w[2];
 	struct gcloop g;
 	pthread_t th[3];
@@ -767,10 +580,10 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 	int rv;
 
 	for (int i = 0; i < NOLD; i++) {
-		fill64(buf, sizeof buf, 500 + (uint64_t)i);
+		tu_fill64(buf, sizeof buf, 500 + (uint64_t)i);
 		assert_kiln(0, kiln_store_put_buf(s, buf, sizeof buf, &old[i]));
 	}
-	sleep_ms(1200); /* the old blobs are now out of a 1 s grace period */
+	tu_sleep_ms(1200); /* the old blobs are now out of a 1 s grace period */
 
 	pthread_barrier_init(&go, NULL, 3);
 	g = (struct gcloop){.s = s, .stop = &stop, .go = &go};
@@ -807,15 +620,14 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 	if (g.removed < NOLD - NREPUT)
 		fail_msg("gc removed %" PRIu64 " blobs in all, expected at least %d",
 		         g.removed, NOLD - NREPUT);
-	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, collect_id, &l));
+	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, tu_collect_id, &l));
 	if (l.n != NREPUT)
 		fail_msg("%zu index entries, expected %d", l.n, NREPUT);
 	for (size_t i = 0; i < l.n; i++)
 		if ((rv = kiln_store_verify(s, &named[i])) != 0)
 			fail_msg("index entry %zu names a blob that is %s", i,
 			         kiln_strerror(rv));
-	assert_tmp_empty(state);
-	assert_fsck_clean(s, check_objects(state));
+	tu_assert_store_sound(s, "after gc beside puts", NULL, NULL);
 	kiln_store_close(s);
 }
 
@@ -848,8 +660,6 @@ opener_child(const char *store, int stopfd)
 static void
 put_move_of_an_old_file_survives_another_process_opening_the_store(void **state)
 {
-	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
-	                     .durability = KILN_DURABLE_FSYNC};
 	char store[4096], path[4096], err[512] = "";
 	uint8_t *buf = malloc(MOVE_LEN);
 	struct timespec t[2];
@@ -859,10 +669,9 @@ put_move_of_an_old_file_survives_another_process_opening_the_store(void **state)
 	pid_t pid;
 
 	assert_non_null(buf);
-	fill64(buf, MOVE_LEN, 31337);
+	tu_fill64(buf, MOVE_LEN, 31337);
 	snprintf(store, sizeof store, "%s", tu_path(state, "store"));
-	assert_kiln(0, kiln_store_open(store, &o, &s));
-	kiln_store_close(s);
+	tu_create_store(store);
 	assert_int_equal(0, pipe2(stop, O_CLOEXEC));
 	fflush(stdout);
 	fflush(stderr);
@@ -872,8 +681,7 @@ put_move_of_an_old_file_survives_another_process_opening_the_store(void **state)
 	}
 	assert_true(pid > 0);
 	close(stop[0]);
-	o.flags = 0;
-	assert_kiln(0, kiln_store_open(store, &o, &s));
+	s = tu_open_store_at(store, 0, KILN_DURABLE_FSYNC, "the publisher");
 
 	for (int r = 0; r < MOVE_ROUNDS && !err[0]; r++) {
 		memcpy(buf, &r, sizeof r);
@@ -952,9 +760,8 @@ two_processes_creating_one_store_at_once_both_succeed(void **state)
 				         "time as another failed (wait status 0x%x)", round,
 				         p, (unsigned)status);
 		}
-		o.flags = 0;
-		assert_kiln(0, kiln_store_open(store, &o, &s));
-		kiln_store_close(s);
+		kiln_store_close(tu_open_store_at(store, 0, KILN_DURABLE_FSYNC,
+		                                  "reopening the store both made"));
 		f = fopen(tu_path(state, "store%d/kiln-store", round), "r");
 		if (f == NULL || fgets(marker, sizeof marker, f) == NULL)
 			fail_msg("round %d: no marker file", round);
@@ -962,18 +769,6 @@ two_processes_creating_one_store_at_once_both_succeed(void **state)
 		if (strcmp(marker, "kiln-store 1\n") != 0)
 			fail_msg("round %d: marker holds \"%s\"", round, marker);
 	}
-}
-
-/* A failed case longjmps past its cleanup and leaks its store; skip the
- * leak report then so the failure stays readable. Passing runs are still
- * checked for leaks. */
-int __lsan_is_turned_off(void);
-static int cases_failed;
-
-int
-__lsan_is_turned_off(void)
-{
-	return cases_failed != 0;
 }
 
 int
@@ -1000,6 +795,6 @@ main(void)
 			tu_setup_dir, tu_teardown_dir),
 	};
 
-	cases_failed = cmocka_run_group_tests(tests, NULL, NULL);
-	return cases_failed;
+	return tu_skip_leak_report_if_failed(
+		cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -12,7 +12,6 @@
  *
  * The parent never has the store open while a child runs (LMDB and fork do
  * not mix). KILN_TEST_SEED=<n> repeats a run's kill delays and content. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,7 +29,6 @@
 #define ITERATIONS   40
 #define MAX_DELAY_US 50000
 #define MAX_LEN      ((5u << 20) + 11)
-#define AGE_FOREVER  ((int64_t)10 * 365 * 24 * 3600)
 
 static const size_t sizes[] = {
 	0, 1, 100, 4096, 65537, 300000, (1u << 20) + 3, 3u << 20, MAX_LEN,
@@ -54,15 +51,6 @@ struct rec {
 };
 
 static uint64_t
-next_rand(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
-static uint64_t
 test_seed(void)
 {
 	const char *e = getenv("KILN_TEST_SEED");
@@ -73,21 +61,6 @@ test_seed(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
 	        ((uint64_t)getpid() << 40)) | 1;
-}
-
-/* Fast deterministic content (tu_fill is byte-wise; MiBs add up). */
-static void
-fill64(uint8_t *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ULL | 1;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		next_rand(&x);
-		memcpy(buf + i, &x, 8);
-	}
-	for (next_rand(&x); i < len; i++, x >>= 8)
-		buf[i] = (uint8_t)x;
 }
 
 static kiln_id
@@ -112,51 +85,10 @@ child_die(uint32_t seq, const char *what, int rv)
 }
 
 static void
-child_write_all(int fd, const void *buf, size_t len, uint32_t seq)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			child_die(seq, "write source file", kiln_err_from_errno(errno));
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
-static void
 child_write_file(const char *path, const void *buf, size_t len, uint32_t seq)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		child_die(seq, "create source file", kiln_err_from_errno(errno));
-	child_write_all(fd, buf, len, seq);
-	close(fd);
-}
-
-static int
-child_writer(kiln_store *s, const uint8_t *buf, size_t len, uint32_t seq,
-             const kiln_id *want, kiln_id *id)
-{
-	size_t chunk = 1 + (seq * 7919u) % 100000, off = 0;
-	kiln_blob_writer *w;
-	int rv;
-
-	if ((rv = kiln_blob_writer_open(s, &w)) != 0)
-		return rv;
-	while (off < len) {
-		size_t n = len - off < chunk ? len - off : chunk;
-		if ((rv = kiln_blob_writer_write(w, buf + off, n)) != 0) {
-			kiln_blob_writer_abort(w);
-			return rv;
-		}
-		off += n;
-	}
-	return kiln_blob_writer_commit(w, want, id);
+	if (tu_try_write_file(path, buf, len) != 0)
+		child_die(seq, "write source file", kiln_err_from_errno(errno));
 }
 
 static int
@@ -170,10 +102,8 @@ child_put(kiln_store *s, const char *src, uint32_t iter, uint32_t seq,
 	case 0:
 		return kiln_store_put_buf(s, buf, len, id);
 	case 1:
-		if ((fd = memfd_create("kiln-crash", MFD_CLOEXEC)) < 0)
-			child_die(seq, "memfd_create", kiln_err_from_errno(errno));
-		child_write_all(fd, buf, len, seq);
-		lseek(fd, 0, SEEK_SET);
+		if ((fd = tu_memfd_of(buf, len)) < 0)
+			child_die(seq, "memfd source", kiln_err_from_errno(errno));
 		rv = kiln_store_put_fd(s, fd, id);
 		close(fd);
 		return rv;
@@ -182,7 +112,8 @@ child_put(kiln_store *s, const char *src, uint32_t iter, uint32_t seq,
 		child_write_file(path, buf, len, seq);
 		return kiln_store_put_move(s, path, id);
 	case 3:
-		return child_writer(s, buf, len, seq, want, id);
+		return tu_put_by_writer(s, buf, len, 1 + (seq * 7919u) % 100000,
+		                        want, id);
 	default:
 		snprintf(path, sizeof path, "%s/p-%u-%u", src, iter, seq);
 		child_write_file(path, buf, len, seq);
@@ -220,11 +151,11 @@ child_run(const char *store, const char *src, int logfd, int readyfd,
 	close(readyfd);
 	for (uint32_t seq = 0; seq < 100000; seq++) {
 		uint64_t cs = seed ^ ((uint64_t)iter << 32 | seq) * 0xff51afd7ed558ccdULL;
-		size_t len = sizes[next_rand(&cs) % NSIZES];
+		size_t len = sizes[tu_rand_next(&cs) % NSIZES];
 		struct rec r = {.iter = iter, .seq = seq};
 		kiln_id want;
 
-		fill64(buf, len, cs);
+		tu_fill64(buf, len, cs);
 		kiln_id_of_buf(buf, len, &want);
 		if ((rv = child_put(s, src, iter, seq, buf, len, &want, &r.id)) != 0)
 			child_die(seq, methods[seq % 5], rv);
@@ -258,97 +189,6 @@ child_run(const char *store, const char *src, int logfd, int readyfd,
 }
 
 /* ---- the parent's checks --------------------------------------------- */
-
-static int
-is_lower_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[n] == '\0';
-}
-
-/* Every file under objects/ is a whole blob: a 0444 regular file in a
- * 2-hex folder, 30-hex name, content hashing to the 32 hex. */
-static void
-check_objects(const char *store, const char *at, uint64_t *n, uint64_t *bytes)
-{
-	char objs[4096], sub[4352], path[4608];
-	struct dirent *e, *f;
-	DIR *d, *d2;
-
-	snprintf(objs, sizeof objs, "%s/objects", store);
-	*n = *bytes = 0;
-	if ((d = opendir(objs)) == NULL)
-		fail_msg("%s: opendir objects/: %s", at, strerror(errno));
-	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (!is_lower_hex(e->d_name, 2))
-			fail_msg("%s: objects/%s is not a fan-out folder", at, e->d_name);
-		snprintf(sub, sizeof sub, "%s/%s", objs, e->d_name);
-		if ((d2 = opendir(sub)) == NULL)
-			fail_msg("%s: objects/%s: %s", at, e->d_name, strerror(errno));
-		while ((f = readdir(d2)) != NULL) {
-			char want[KILN_ID_HEX_LEN + 1], got[KILN_ID_HEX_LEN + 1];
-			struct stat st;
-			kiln_id id;
-			uint64_t size;
-			int fd;
-
-			if (!strcmp(f->d_name, ".") || !strcmp(f->d_name, ".."))
-				continue;
-			if (!is_lower_hex(f->d_name, 30))
-				fail_msg("%s: objects/%s/%s is not a blob name (a temp "
-				         "file published?)", at, e->d_name, f->d_name);
-			snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
-			if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-			    fstat(fd, &st) != 0)
-				fail_msg("%s: open objects/%s/%s: %s", at, e->d_name,
-				         f->d_name, strerror(errno));
-			if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0444)
-				fail_msg("%s: objects/%s/%s has mode %o, expected a 0444 "
-				         "file", at, e->d_name, f->d_name,
-				         (unsigned)st.st_mode);
-			assert_kiln(0, kiln_id_of_fd(fd, &id, &size));
-			close(fd);
-			memcpy(want, e->d_name, 2);
-			memcpy(want + 2, f->d_name, 31);
-			kiln_id_to_hex(&id, got);
-			if (strcmp(want, got) != 0)
-				fail_msg("%s: objects/%s/%s (%" PRIu64 " bytes) hashes to "
-				         "%s: a partial or damaged blob is visible", at,
-				         e->d_name, f->d_name, size, got);
-			(*n)++;
-			*bytes += size;
-		}
-		closedir(d2);
-	}
-	closedir(d);
-}
-
-/* Regular files in <store>/tmp (none when the folder does not exist). */
-static size_t
-list_tmp(const char *store, char names[][256], size_t max)
-{
-	char dir[4096];
-	struct dirent *e;
-	size_t n = 0;
-	DIR *d;
-
-	snprintf(dir, sizeof dir, "%s/tmp", store);
-	if ((d = opendir(dir)) == NULL)
-		return 0;
-	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (n < max)
-			snprintf(names[n], 256, "%s", e->d_name);
-		n++;
-	}
-	closedir(d);
-	return n;
-}
 
 struct entries {
 	size_t n, cap;
@@ -403,13 +243,6 @@ read_log(const char *path, size_t *n)
 		fail_msg("read log: %s", strerror(errno));
 	close(fd);
 	return r;
-}
-
-static void
-count_problem(const kiln_fsck_problem *p, void *arg)
-{
-	print_message("# fsck: kind %d where %s\n", (int)p->kind, p->where);
-	(*(int *)arg)++;
 }
 
 /* Every logged call of iteration iter is still in effect. Blobs put but
@@ -477,31 +310,13 @@ check_index(kiln_store *s, const char *at)
 	entries_free(&es);
 }
 
-static void
-check_fsck(kiln_store *s, const char *at, uint64_t nblobs, uint64_t nbytes)
-{
-	kiln_fsck_stats st;
-	int n = 0;
-
-	memset(&st, 0, sizeof st);
-	assert_kiln(0, kiln_store_fsck(s, 0, count_problem, &n, &st));
-	if (n || st.corrupt || st.missing || st.bad_records || st.stray)
-		fail_msg("%s: fsck found %d problem(s): corrupt %" PRIu64
-		         ", missing %" PRIu64 ", bad records %" PRIu64 ", stray %" PRIu64,
-		         at, n, st.corrupt, st.missing, st.bad_records, st.stray);
-	if (st.blobs != nblobs || st.bytes != nbytes)
-		fail_msg("%s: fsck counted %" PRIu64 " blobs / %" PRIu64 " bytes, "
-		         "objects/ holds %" PRIu64 " / %" PRIu64 " (temp files "
-		         "counted as blobs?)", at, st.blobs, st.bytes, nblobs, nbytes);
-}
-
 /* A temp file left by the killed child is not a blob: if its content's
  * hash is in the store, that is because objects/ holds a sound copy. */
 static size_t
 check_tmp_invisible(kiln_store *s, const char *store, const char *at)
 {
 	char names[64][256], path[4608];
-	size_t n = list_tmp(store, names, 64);
+	size_t n = tu_list_tmp(store, names, 64);
 
 	for (size_t i = 0; i < n && i < 64; i++) {
 		kiln_id id;
@@ -533,7 +348,8 @@ forget_iteration(kiln_store *s, const struct rec *log, size_t nlog, uint32_t ite
 {
 	struct entries es = {0};
 	char prefix[32];
-	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = AGE_FOREVER, .grace_s = 0};
+	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = TU_AGE_FOREVER,
+	                  .grace_s = 0};
 	kiln_gc_stats st;
 	int rv;
 
@@ -551,28 +367,6 @@ forget_iteration(kiln_store *s, const struct rec *log, size_t nlog, uint32_t ite
 			         kiln_strerror(rv));
 	if ((rv = kiln_store_gc(s, &o, &st)) != 0)
 		fail_msg("%s: gc: %s", at, kiln_strerror(rv));
-}
-
-static void
-create_store(const char *store)
-{
-	kiln_store_opts o = {.flags = KILN_STORE_CREATE};
-	kiln_store *s;
-
-	assert_kiln(0, kiln_store_open(store, &o, &s));
-	kiln_store_close(s);
-}
-
-static kiln_store *
-reopen(const char *store, const char *at)
-{
-	kiln_store_opts o = {.durability = KILN_DURABLE_NONE};
-	kiln_store *s = NULL;
-	int rv;
-
-	if ((rv = kiln_store_open(store, &o, &s)) != 0)
-		fail_msg("%s: reopening the store failed: %s", at, kiln_strerror(rv));
-	return s;
 }
 
 /* fork a child running fn-like code; returns its pid after it said ready
@@ -621,12 +415,12 @@ put_is_visible_only_once_complete_when_killed_at_random(void **state)
 	snprintf(src, sizeof src, "%s", tu_path(state, "src"));
 	snprintf(logp, sizeof logp, "%s", tu_path(state, "log"));
 	assert_int_equal(0, mkdir(src, 0755));
-	create_store(store);
+	tu_create_store(store);
 	logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	assert_true(logfd >= 0);
 
 	for (uint32_t iter = 0; iter < ITERATIONS; iter++) {
-		unsigned delay = (unsigned)(next_rand(&rng) % (MAX_DELAY_US + 1));
+		unsigned delay = (unsigned)(tu_rand_next(&rng) % (MAX_DELAY_US + 1));
 		int status = 0;
 		pid_t pid;
 		kiln_store *s;
@@ -646,14 +440,14 @@ put_is_visible_only_once_complete_when_killed_at_random(void **state)
 			         "its stderr says which store call", at,
 			         (unsigned)status);
 
-		check_objects(store, at, &nblobs, &nbytes);
-		s = reopen(store, at);
+		tu_check_objects(store, at, &nblobs, &nbytes);
+		s = tu_open_store_at(store, 0, KILN_DURABLE_NONE, at);
 		log = read_log(logp, &nlog);
 		check_logged(s, log, nlog, iter, 1, at, &total_puts);
 		if (iter > 0) /* after the gc in forget_iteration */
 			check_logged(s, log, nlog, iter - 1, 0, at, &(size_t){0});
 		check_index(s, at);
-		check_fsck(s, at, nblobs, nbytes);
+		tu_assert_fsck_clean(s, at, nblobs, nbytes);
 		{
 			size_t ntmp = check_tmp_invisible(s, store, at);
 			if (ntmp > max_tmp)
@@ -705,10 +499,10 @@ killed_writer_leaves_no_blob_and_the_next_open_removes_its_temp_files(void **sta
 	char c;
 
 	assert_non_null(buf);
-	fill64(buf, len, 4242);
+	tu_fill64(buf, len, 4242);
 	kiln_id_of_buf(buf, len, &whole);
 	snprintf(store, sizeof store, "%s", tu_path(state, "store"));
-	create_store(store);
+	tu_create_store(store);
 
 	assert_int_equal(0, pipe2(ready, O_CLOEXEC));
 	fflush(stdout);
@@ -728,21 +522,21 @@ killed_writer_leaves_no_blob_and_the_next_open_removes_its_temp_files(void **sta
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 
-	check_objects(store, "after killing a writer", &nblobs, &nbytes);
+	tu_check_objects(store, "after killing a writer", &nblobs, &nbytes);
 	if (nblobs != 0)
 		fail_msg("a writer killed before commit published %" PRIu64 " blob(s)",
 		         nblobs);
-	ntmp = list_tmp(store, names, 8);
+	ntmp = tu_list_tmp(store, names, 8);
 
 	/* The writer's pid is gone, so the next open removes its temp files. */
-	s = reopen(store, "after killing a writer");
-	ntmp2 = list_tmp(store, names, 8);
+	s = tu_open_store_at(store, 0, KILN_DURABLE_NONE, "after killing a writer");
+	ntmp2 = tu_list_tmp(store, names, 8);
 	if (ntmp2 != 0)
 		fail_msg("open left %zu of the killed writer's %zu temp file(s) in "
 		         "tmp/ (first: %s)", ntmp2, ntmp, names[0]);
 	assert_kiln(KILN_ENOTFOUND, kiln_store_has(s, &whole, NULL));
 	(void)part;
-	check_fsck(s, "after killing a writer", 0, 0);
+	tu_assert_fsck_clean(s, "after killing a writer", 0, 0);
 	kiln_store_close(s);
 	free(buf);
 }
@@ -760,7 +554,7 @@ open_sweeps_temp_files_of_dead_writers_and_keeps_live_ones(void **state)
 	size_t n;
 
 	snprintf(store, sizeof store, "%s", tu_path(state, "store"));
-	create_store(store);
+	tu_create_store(store);
 	clock_gettime(CLOCK_REALTIME, &t[0]);
 	t[0].tv_sec -= 3600 + 120;
 	t[1] = t[0];
@@ -779,28 +573,16 @@ open_sweeps_temp_files_of_dead_writers_and_keeps_live_ones(void **state)
 	snprintf(path, sizeof path, "%s/tmp/put-%ld-bbbbbb", store, (long)dead);
 	tu_write_file(path, "fresh, dead writer", 18);
 
-	s = reopen(store, "with four temp files");
-	n = list_tmp(store, names, 8);
+	s = tu_open_store_at(store, 0, KILN_DURABLE_NONE, "with four temp files");
+	n = tu_list_tmp(store, names, 8);
 	qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
 	snprintf(path, sizeof path, "move-%ld-aaaaaa", (long)getpid());
 	if (n != 2 || strcmp(names[0], path) != 0 || strcmp(names[1], "no-owner-yet") != 0)
 		fail_msg("after open tmp/ holds %zu file(s) (%s, %s); expected only "
 		         "%s and no-owner-yet", n, n ? names[0] : "-",
 		         n > 1 ? names[1] : "-", path);
-	check_fsck(s, "after the sweep", 0, 0);
+	tu_assert_fsck_clean(s, "after the sweep", 0, 0);
 	kiln_store_close(s);
-}
-
-/* A failed case longjmps past its cleanup and leaks its store; skip the
- * leak report then so the failure stays readable. Passing runs are still
- * checked for leaks. */
-int __lsan_is_turned_off(void);
-static int cases_failed;
-
-int
-__lsan_is_turned_off(void)
-{
-	return cases_failed != 0;
 }
 
 int
@@ -818,6 +600,6 @@ main(void)
 			tu_setup_dir, tu_teardown_dir),
 	};
 
-	cases_failed = cmocka_run_group_tests(tests, NULL, NULL);
-	return cases_failed;
+	return tu_skip_leak_report_if_failed(
+		cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -7,10 +7,8 @@
  * root; otherwise the cases are skipped with the reason printed. The store
  * lives on the tmpfs with a 1 MiB initial LMDB map (it must grow by itself)
  * and KILN_DURABLE_FSYNC. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,29 +107,6 @@ close_store(void)
 	ctx.s = NULL;
 }
 
-static uint64_t
-next_rand(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
-static void
-fill64(uint8_t *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ULL | 1;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		next_rand(&x);
-		memcpy(buf + i, &x, 8);
-	}
-	for (next_rand(&x); i < len; i++, x >>= 8)
-		buf[i] = (uint8_t)x;
-}
-
 /* Write a file of len bytes (or until the disk is full when len is 0);
  * returns the bytes written. */
 static size_t
@@ -173,136 +148,21 @@ assert_enospc(int rv, const char *what)
 
 /* ---- consistency checks ------------------------------------------------ */
 
-static int
-is_lower_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[n] == '\0';
-}
-
-/* Every file in objects/ re-hashes to its name; returns how many. */
-static uint64_t
-check_objects(const char *when)
-{
-	char objs[4300], sub[4600], path[4900];
-	struct dirent *e, *f;
-	uint64_t n = 0;
-	DIR *d, *d2;
-
-	snprintf(objs, sizeof objs, "%s/objects", ctx.store);
-	if ((d = opendir(objs)) == NULL)
-		fail_msg("%s: opendir objects/: %s", when, strerror(errno));
-	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (!is_lower_hex(e->d_name, 2))
-			fail_msg("%s: objects/%s is not a fan-out folder", when, e->d_name);
-		snprintf(sub, sizeof sub, "%s/%s", objs, e->d_name);
-		if ((d2 = opendir(sub)) == NULL)
-			fail_msg("%s: objects/%s: %s", when, e->d_name, strerror(errno));
-		while ((f = readdir(d2)) != NULL) {
-			char want[KILN_ID_HEX_LEN + 1], got[KILN_ID_HEX_LEN + 1];
-			kiln_id id;
-			int fd;
-
-			if (!strcmp(f->d_name, ".") || !strcmp(f->d_name, ".."))
-				continue;
-			if (!is_lower_hex(f->d_name, 30))
-				fail_msg("%s: objects/%s/%s is not a blob name", when,
-				         e->d_name, f->d_name);
-			snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
-			if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-				fail_msg("%s: open objects/%s/%s: %s", when, e->d_name,
-				         f->d_name, strerror(errno));
-			assert_kiln(0, kiln_id_of_fd(fd, &id, NULL));
-			close(fd);
-			memcpy(want, e->d_name, 2);
-			memcpy(want + 2, f->d_name, 31);
-			kiln_id_to_hex(&id, got);
-			if (strcmp(want, got) != 0)
-				fail_msg("%s: objects/%s/%s hashes to %s: a partial blob is "
-				         "visible", when, e->d_name, f->d_name, got);
-			n++;
-		}
-		closedir(d2);
-	}
-	closedir(d);
-	return n;
-}
-
-static void
-assert_tmp_empty(const char *when)
-{
-	char dir[4300];
-	struct dirent *e;
-	DIR *d;
-
-	snprintf(dir, sizeof dir, "%s/tmp", ctx.store);
-	if ((d = opendir(dir)) == NULL)
-		return;
-	while ((e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			char name[256];
-			snprintf(name, sizeof name, "%s", e->d_name);
-			closedir(d);
-			fail_msg("%s: tmp/%s was left behind by a failed write", when, name);
-		}
-	closedir(d);
-}
-
-struct idlist {
-	size_t n, max;
-	kiln_id *id;
-};
-
-static int
-collect_id(const char *profile, const char *url, const kiln_id *id, void *arg)
-{
-	struct idlist *l = arg;
-
-	(void)profile;
-	(void)url;
-	if (l->n < l->max)
-		l->id[l->n] = *id;
-	l->n++;
-	return 0;
-}
-
-static void
-print_problem(const kiln_fsck_problem *p, void *arg)
-{
-	print_message("# fsck: kind %d where %s\n", (int)p->kind, p->where);
-	(*(int *)arg)++;
-}
-
 /* No temp files, every blob sound, every index entry resolves, fsck clean. */
 static void
 check_consistent(kiln_store *s, const char *when)
 {
 	static kiln_id ids[20000];
-	struct idlist l = {0, 20000, ids};
-	kiln_fsck_stats st;
-	uint64_t nblobs;
-	int n = 0, rv;
+	struct tu_ids l = {0, 20000, ids};
+	int rv;
 
-	assert_tmp_empty(when);
-	nblobs = check_objects(when);
-	if ((rv = kiln_store_index_list(s, NULL, NULL, collect_id, &l)) != 0)
+	tu_assert_store_sound(s, when, NULL, NULL);
+	if ((rv = kiln_store_index_list(s, NULL, NULL, tu_collect_id, &l)) != 0)
 		fail_msg("%s: index_list: %s", when, kiln_strerror(rv));
 	for (size_t i = 0; i < l.n && i < l.max; i++)
 		if ((rv = kiln_store_verify(s, &ids[i])) != 0)
 			fail_msg("%s: index entry %zu names a blob that is %s", when, i,
 			         kiln_strerror(rv));
-	memset(&st, 0, sizeof st);
-	if ((rv = kiln_store_fsck(s, 0, print_problem, &n, &st)) != 0)
-		fail_msg("%s: fsck: %s", when, kiln_strerror(rv));
-	if (n || st.corrupt || st.missing || st.bad_records || st.stray)
-		fail_msg("%s: fsck found %d problem(s)", when, n);
-	if (st.blobs != nblobs)
-		fail_msg("%s: fsck counted %" PRIu64 " blobs, objects/ holds %" PRIu64,
-		         when, st.blobs, nblobs);
 }
 
 static void
@@ -321,32 +181,13 @@ assert_index(kiln_store *s, const char *url, const kiln_id *want, const char *wh
 static int
 put_fd_of(kiln_store *s, const uint8_t *buf, size_t len, kiln_id *id)
 {
-	int fd = memfd_create("kiln-enospc", MFD_CLOEXEC), rv;
+	int fd = tu_memfd_of(buf, len), rv;
 
-	if (fd < 0 || write(fd, buf, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET))
+	if (fd < 0)
 		fail_msg("memfd: %s", strerror(errno));
 	rv = kiln_store_put_fd(s, fd, id);
 	close(fd);
 	return rv;
-}
-
-/* Put through a blob writer; any error must be ENOSPC. */
-static int
-put_writer(kiln_store *s, const uint8_t *buf, size_t len, kiln_id *id)
-{
-	kiln_blob_writer *w;
-	int rv;
-
-	if ((rv = kiln_blob_writer_open(s, &w)) != 0)
-		return rv;
-	for (size_t off = 0; off < len; off += 65536) {
-		size_t n = len - off < 65536 ? len - off : 65536;
-		if ((rv = kiln_blob_writer_write(w, buf + off, n)) != 0) {
-			kiln_blob_writer_abort(w);
-			return rv;
-		}
-	}
-	return kiln_blob_writer_commit(w, NULL, id);
 }
 
 static void
@@ -364,7 +205,7 @@ blob_puts_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **stat
 	s = open_small_store();
 	/* a baseline: small blobs, index entries and an action */
 	for (int i = 0; i < 4; i++) {
-		fill64(buf, 1000, 10 + (uint64_t)i);
+		tu_fill64(buf, 1000, 10 + (uint64_t)i);
 		assert_kiln(0, kiln_store_put_buf(s, buf, 1000, &id));
 		snprintf(url, sizeof url, "base/%d", i);
 		assert_kiln(0, kiln_store_index_set(s, "pc", url, &id));
@@ -376,7 +217,7 @@ blob_puts_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **stat
 
 	/* put 400 KiB blobs until the disk is full */
 	for (nput = 0; nput < 64; nput++) {
-		fill64(buf, BLOB_LEN, 1000 + (uint64_t)nput);
+		tu_fill64(buf, BLOB_LEN, 1000 + (uint64_t)nput);
 		if ((rv = kiln_store_put_buf(s, buf, BLOB_LEN, &ids[nput])) != 0)
 			break;
 		snprintf(url, sizeof url, "big/%d", nput);
@@ -396,11 +237,12 @@ blob_puts_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **stat
 	assert_kiln(KILN_ENOTFOUND, kiln_store_has(s, &want, NULL));
 
 	/* every other way in fails the same way */
-	fill64(buf, BLOB_LEN, 5000);
+	tu_fill64(buf, BLOB_LEN, 5000);
 	assert_enospc(put_fd_of(s, buf, BLOB_LEN, &id), "put_fd");
-	fill64(buf, BLOB_LEN, 5001);
-	assert_enospc(put_writer(s, buf, BLOB_LEN, &id), "a blob writer");
-	fill64(buf, BLOB_LEN, 5002);
+	tu_fill64(buf, BLOB_LEN, 5001);
+	assert_enospc(tu_put_by_writer(s, buf, BLOB_LEN, 65536, NULL, &id),
+	              "a blob writer");
+	tu_fill64(buf, BLOB_LEN, 5002);
 	snprintf(outside, sizeof outside, "%s", tu_path(state, "outside"));
 	tu_write_file(outside, buf, BLOB_LEN);
 	assert_enospc(kiln_store_put_path(s, outside, &id), "put_path");
@@ -417,12 +259,12 @@ blob_puts_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **stat
 
 	/* free space: puts work again */
 	assert_int_equal(0, unlink(filler));
-	fill64(buf, BLOB_LEN, 1000 + (uint64_t)nput);
+	tu_fill64(buf, BLOB_LEN, 1000 + (uint64_t)nput);
 	assert_kiln(0, kiln_store_put_buf(s, buf, BLOB_LEN, &id));
 	assert_true(kiln_id_cmp(&id, &want) == 0);
 	assert_kiln(0, kiln_store_index_set(s, "pc", "after/full", &id));
-	fill64(buf, BLOB_LEN, 5001);
-	assert_kiln(0, put_writer(s, buf, BLOB_LEN, &id));
+	tu_fill64(buf, BLOB_LEN, 5001);
+	assert_kiln(0, tu_put_by_writer(s, buf, BLOB_LEN, 65536, NULL, &id));
 	check_consistent(s, "after freeing space");
 	close_store();
 	s = open_small_store();
@@ -447,7 +289,7 @@ record_writes_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **
 	(void)state;
 	need_tmpfs();
 	s = open_small_store();
-	fill64(small, sizeof small, 1);
+	tu_fill64(small, sizeof small, 1);
 	assert_kiln(0, kiln_store_put_buf(s, small, sizeof small, &v));
 	assert_kiln(0, kiln_store_index_set(s, "pc", "first", &v));
 
@@ -537,18 +379,6 @@ record_writes_on_a_full_disk_fail_with_enospc_and_leave_store_consistent(void **
 	free(payload);
 }
 
-/* A failed case longjmps past its cleanup and leaks its store; skip the
- * leak report then so the failure stays readable. Passing runs are still
- * checked for leaks. */
-int __lsan_is_turned_off(void);
-static int cases_failed;
-
-int
-__lsan_is_turned_off(void)
-{
-	return cases_failed != 0;
-}
-
 int
 main(void)
 {
@@ -561,6 +391,6 @@ main(void)
 			setup_tmpfs, teardown_tmpfs),
 	};
 
-	cases_failed = cmocka_run_group_tests(tests, NULL, NULL);
-	return cases_failed;
+	return tu_skip_leak_report_if_failed(
+		cmocka_run_group_tests(tests, NULL, NULL));
 }

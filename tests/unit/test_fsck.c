@@ -4,8 +4,9 @@
  *
  * Damage is done from outside the store, the way a disk or a user would:
  * truncate, flip a byte, delete, drop a foreign file into objects/, swap a
- * blob for a symlink, and (through liblmdb directly, as an independent tool
- * would) overwrite record values with garbage. */
+ * blob for a symlink, and (through the store's database layer in
+ * store_int.h, below the record encoders) overwrite record values with
+ * garbage. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,157 +17,47 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <lmdb.h>
-
+#include "store_int.h"
 #include "testutil.h"
 
 /* ---- what fsck reported ---------------------------------------------- */
 
-struct problem {
-	enum kiln_fsck_kind kind;
-	kiln_id id;
-	char where[512];
-	int repaired;
-};
-
-struct problems {
-	size_t n;
-	struct problem p[32];
-};
-
-static void
-collect(const kiln_fsck_problem *p, void *arg)
-{
-	struct problems *ps = arg;
-
-	if (ps->n < sizeof ps->p / sizeof ps->p[0]) {
-		struct problem *q = &ps->p[ps->n];
-		q->kind = p->kind;
-		q->id = p->id;
-		snprintf(q->where, sizeof q->where, "%s", p->where ? p->where : "(null)");
-		q->repaired = p->repaired;
-	}
-	ps->n++;
-}
-
-static const char *
-kind_name(enum kiln_fsck_kind k)
-{
-	switch (k) {
-	case KILN_FSCK_CORRUPT: return "CORRUPT";
-	case KILN_FSCK_MISSING: return "MISSING";
-	case KILN_FSCK_BAD_RECORD: return "BAD_RECORD";
-	case KILN_FSCK_STRAY: return "STRAY";
-	}
-	return "?";
-}
-
-/* One line per problem, for failure messages. */
-static const char *
-describe(const struct problems *ps)
-{
-	static char buf[8192];
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < ps->n && i < 32; i++) {
-		char hex[KILN_ID_HEX_LEN + 1];
-		kiln_id_to_hex(&ps->p[i].id, hex);
-		off += (size_t)snprintf(buf + off, sizeof buf - off,
-		                        "\n  %s %s where=\"%s\" repaired=%d",
-		                        kind_name(ps->p[i].kind), hex,
-		                        ps->p[i].where, ps->p[i].repaired);
-		if (off >= sizeof buf)
-			break;
-	}
-	return ps->n ? buf : " (none)";
-}
-
-static struct problems *
-run_fsck(kiln_store *s, int repair, kiln_fsck_stats *st)
-{
-	static struct problems ps;
-
-	memset(&ps, 0, sizeof ps);
-	memset(st, 0xa5, sizeof *st); /* every field must be written */
-	assert_kiln(0, kiln_store_fsck(s, repair, collect, &ps, st));
-	return &ps;
-}
-
 /* The one problem about id with this kind; fails if none or several. */
-static const struct problem *
-find_problem(const struct problems *ps, enum kiln_fsck_kind kind,
+static const struct tu_fsck_problem *
+find_problem(const struct tu_fsck_problems *ps, enum kiln_fsck_kind kind,
              const kiln_id *id, const char *what)
 {
-	const struct problem *found = NULL;
+	const struct tu_fsck_problem *found = NULL;
 
 	for (size_t i = 0; i < ps->n; i++) {
 		if (ps->p[i].kind != kind || kiln_id_cmp(&ps->p[i].id, id) != 0)
 			continue;
 		if (found)
 			fail_msg("fsck reported %s twice as %s:%s", what,
-			         kind_name(kind), describe(ps));
+			         tu_fsck_kind_name(kind), tu_fsck_describe(ps));
 		found = &ps->p[i];
 	}
 	if (!found)
 		fail_msg("fsck did not report %s as %s; it reported:%s", what,
-		         kind_name(kind), describe(ps));
+		         tu_fsck_kind_name(kind), tu_fsck_describe(ps));
 	return found;
 }
 
+/* fsck is clean and objects/ settled, holding nblobs sound blobs. */
 static void
 assert_clean(kiln_store *s, uint64_t nblobs, const char *when)
 {
-	kiln_fsck_stats st;
-	struct problems *ps = run_fsck(s, 0, &st);
+	uint64_t n;
 
-	if (ps->n != 0 || st.corrupt || st.missing || st.bad_records || st.stray)
-		fail_msg("%s: fsck should be clean, reported:%s", when, describe(ps));
-	if (st.blobs != nblobs)
+	tu_assert_store_sound(s, when, &n, NULL);
+	if (n != nblobs)
 		fail_msg("%s: fsck checked %" PRIu64 " blobs, expected %" PRIu64,
-		         when, st.blobs, nblobs);
+		         when, n, nblobs);
 }
 
-#define assert_stat(st, field, want)                                           \
-	do {                                                                   \
-		uint64_t got_ = (st).field, want_ = (want);                    \
-		if (got_ != want_)                                             \
-			fail_msg("fsck stats: %s is %" PRIu64 ", expected %" PRIu64, \
-			         #field, got_, want_);                         \
-	} while (0)
+#define assert_stat(st, field, want) tu_assert_stat("fsck", st, field, want)
 
 /* ---- building and damaging a store ----------------------------------- */
-
-static kiln_id
-put_content(kiln_store *s, uint64_t seed, size_t len)
-{
-	void *buf = malloc(len ? len : 1);
-	kiln_id id;
-
-	assert_non_null(buf);
-	tu_fill(buf, len, seed);
-	assert_kiln(0, kiln_store_put_buf(s, buf, len, &id));
-	free(buf);
-	return id;
-}
-
-static kiln_id
-key_of(const char *text)
-{
-	kiln_id k;
-
-	kiln_id_of_buf(text, strlen(text), &k);
-	return k;
-}
-
-static const char *
-blob_file(void **state, const kiln_id *id)
-{
-	char hex[KILN_ID_HEX_LEN + 1];
-
-	kiln_id_to_hex(id, hex);
-	return tu_path(state, "store/objects/%.2s/%s", hex, hex + 2);
-}
 
 /* "objects/ab/cdef..." as fsck is expected to name it. */
 static const char *
@@ -191,31 +82,6 @@ hash_file(const char *path)
 	assert_kiln(0, kiln_id_of_fd(fd, &id, NULL));
 	close(fd);
 	return id;
-}
-
-static void
-truncate_blob(const char *path, off_t len)
-{
-	if (chmod(path, 0644) != 0 || truncate(path, len) != 0)
-		fail_msg("truncate %s: %s", path, strerror(errno));
-	chmod(path, 0444);
-}
-
-static void
-flip_byte(const char *path, off_t off)
-{
-	int fd = -1;
-	unsigned char c;
-
-	if (chmod(path, 0644) != 0 || (fd = open(path, O_RDWR)) < 0)
-		fail_msg("open %s for writing: %s", path, strerror(errno));
-	if (pread(fd, &c, 1, off) != 1)
-		fail_msg("pread %s: %s", path, strerror(errno));
-	c ^= 0x20;
-	if (pwrite(fd, &c, 1, off) != 1)
-		fail_msg("pwrite %s: %s", path, strerror(errno));
-	close(fd);
-	chmod(path, 0444);
 }
 
 /* ---- snapshots: prove a plain fsck changes nothing -------------------- */
@@ -441,17 +307,17 @@ static void
 fsck_of_a_sound_store_reports_nothing(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id a = put_content(s, 1, 1000), b = put_content(s, 2, 0);
-	kiln_id c = put_content(s, 3, 70000), key = key_of("k");
+	kiln_id a = tu_put_content(s, 1, 1000), b = tu_put_content(s, 2, 0);
+	kiln_id c = tu_put_content(s, 3, 70000), key = tu_key_of("k");
 	kiln_fsck_stats st;
-	struct problems *ps;
+	struct tu_fsck_problems ps;
 
 	assert_kiln(0, kiln_store_index_set(s, "pc", "a", &a));
 	assert_kiln(0, kiln_store_action_put(s, &key, &b, 1, "x", 1));
 	(void)c;
-	ps = run_fsck(s, 0, &st);
-	if (ps->n != 0)
-		fail_msg("fsck of a sound store reported:%s", describe(ps));
+	tu_fsck_run(s, 0, &ps, &st);
+	if (ps.n != 0)
+		fail_msg("fsck of a sound store reported:%s", tu_fsck_describe(&ps));
 	assert_stat(st, blobs, 3);
 	assert_stat(st, bytes, 71000);
 	assert_stat(st, corrupt, 0);
@@ -459,9 +325,10 @@ fsck_of_a_sound_store_reports_nothing(void **state)
 	assert_stat(st, bad_records, 0);
 	assert_stat(st, stray, 0);
 	assert_stat(st, repaired, 0);
-	ps = run_fsck(s, 1, &st);
-	if (ps->n != 0 || st.repaired != 0)
-		fail_msg("repairing fsck of a sound store reported:%s", describe(ps));
+	tu_fsck_run(s, 1, &ps, &st);
+	if (ps.n != 0 || st.repaired != 0)
+		fail_msg("repairing fsck of a sound store reported:%s",
+		         tu_fsck_describe(&ps));
 	assert_stat(st, blobs, 3);
 	kiln_store_close(s);
 }
@@ -470,19 +337,19 @@ static void
 fsck_finds_truncated_altered_and_missing_blobs(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id a = put_content(s, 10, 5000);  /* index pc sprites/hero: truncated */
-	kiln_id b = put_content(s, 11, 7000);  /* action K1: one byte flipped */
-	kiln_id c = put_content(s, 12, 3000);  /* index pc sounds/boom: deleted */
-	kiln_id d = put_content(s, 13, 9000);  /* index ps5 + action K1: sound */
-	kiln_id e = put_content(s, 14, 11000); /* index ps5 + action K2: sound */
-	kiln_id f = put_content(s, 15, 1300);  /* unnamed: sound */
-	kiln_id k1 = key_of("action one"), k2 = key_of("action two");
+	kiln_id a = tu_put_content(s, 10, 5000);  /* index pc sprites/hero: truncated */
+	kiln_id b = tu_put_content(s, 11, 7000);  /* action K1: one byte flipped */
+	kiln_id c = tu_put_content(s, 12, 3000);  /* index pc sounds/boom: deleted */
+	kiln_id d = tu_put_content(s, 13, 9000);  /* index ps5 + action K1: sound */
+	kiln_id e = tu_put_content(s, 14, 11000); /* index ps5 + action K2: sound */
+	kiln_id f = tu_put_content(s, 15, 1300);  /* unnamed: sound */
+	kiln_id k1 = tu_key_of("action one"), k2 = tu_key_of("action two");
 	kiln_id k1_outs[2] = {b, d}, keys[2] = {k1, k2};
 	kiln_id bad_a, bad_b;
 	char k1hex[KILN_ID_HEX_LEN + 1];
 	char *before, *after;
-	const struct problem *pa, *pb, *pc;
-	struct problems *ps;
+	const struct tu_fsck_problem *pa, *pb, *pc;
+	struct tu_fsck_problems ps;
 	kiln_fsck_stats st;
 
 	assert_kiln(0, kiln_store_index_set(s, "pc", "sprites/hero", &a));
@@ -493,22 +360,22 @@ fsck_finds_truncated_altered_and_missing_blobs(void **state)
 	assert_kiln(0, kiln_store_action_put(s, &k2, &e, 1, "two", 3));
 	kiln_id_to_hex(&k1, k1hex);
 
-	truncate_blob(blob_file(state, &a), 2500);
-	flip_byte(blob_file(state, &b), 3333);
-	if (unlink(blob_file(state, &c)) != 0)
+	tu_truncate_blob(tu_blob_path(state, &a), 2500);
+	tu_flip_byte(tu_blob_path(state, &b), 3333);
+	if (unlink(tu_blob_path(state, &c)) != 0)
 		fail_msg("unlink: %s", strerror(errno));
-	bad_a = hash_file(blob_file(state, &a));
-	bad_b = hash_file(blob_file(state, &b));
+	bad_a = hash_file(tu_blob_path(state, &a));
+	bad_b = hash_file(tu_blob_path(state, &b));
 
 	/* check only: exactly three problems, nothing changed */
 	before = snapshot(state, s, keys, 2);
-	ps = run_fsck(s, 0, &st);
-	if (ps->n != 3)
+	tu_fsck_run(s, 0, &ps, &st);
+	if (ps.n != 3)
 		fail_msg("fsck should report exactly 3 problems, reported %zu:%s",
-		         ps->n, describe(ps));
-	pa = find_problem(ps, KILN_FSCK_CORRUPT, &a, "the truncated blob");
-	pb = find_problem(ps, KILN_FSCK_CORRUPT, &b, "the altered blob");
-	pc = find_problem(ps, KILN_FSCK_MISSING, &c, "the deleted blob");
+		         ps.n, tu_fsck_describe(&ps));
+	pa = find_problem(&ps, KILN_FSCK_CORRUPT, &a, "the truncated blob");
+	pb = find_problem(&ps, KILN_FSCK_CORRUPT, &b, "the altered blob");
+	pc = find_problem(&ps, KILN_FSCK_MISSING, &c, "the deleted blob");
 	if (!strstr(pa->where, "index") || !strstr(pa->where, "pc") ||
 	    !strstr(pa->where, "sprites/hero"))
 		fail_msg("the truncated blob's where=\"%s\" should name the index "
@@ -520,9 +387,10 @@ fsck_finds_truncated_altered_and_missing_blobs(void **state)
 	    !strstr(pc->where, "sounds/boom"))
 		fail_msg("the missing blob's where=\"%s\" should name the index "
 		         "entry (\"index pc sounds/boom\")", pc->where);
-	for (size_t i = 0; i < ps->n; i++)
-		if (ps->p[i].repaired)
-			fail_msg("fsck without repair says it repaired:%s", describe(ps));
+	for (size_t i = 0; i < ps.n; i++)
+		if (ps.p[i].repaired)
+			fail_msg("fsck without repair says it repaired:%s",
+			         tu_fsck_describe(&ps));
 	assert_stat(st, blobs, 5);
 	assert_stat(st, bytes, 2500 + 7000 + 9000 + 11000 + 1300);
 	assert_stat(st, corrupt, 2);
@@ -536,23 +404,23 @@ fsck_finds_truncated_altered_and_missing_blobs(void **state)
 	free(after);
 
 	/* repair: the same three, each repaired */
-	ps = run_fsck(s, 1, &st);
-	if (ps->n != 3)
+	tu_fsck_run(s, 1, &ps, &st);
+	if (ps.n != 3)
 		fail_msg("repairing fsck should report the 3 problems, reported %zu:%s",
-		         ps->n, describe(ps));
-	find_problem(ps, KILN_FSCK_CORRUPT, &a, "the truncated blob");
-	find_problem(ps, KILN_FSCK_CORRUPT, &b, "the altered blob");
-	find_problem(ps, KILN_FSCK_MISSING, &c, "the deleted blob");
-	for (size_t i = 0; i < ps->n; i++)
-		if (!ps->p[i].repaired)
+		         ps.n, tu_fsck_describe(&ps));
+	find_problem(&ps, KILN_FSCK_CORRUPT, &a, "the truncated blob");
+	find_problem(&ps, KILN_FSCK_CORRUPT, &b, "the altered blob");
+	find_problem(&ps, KILN_FSCK_MISSING, &c, "the deleted blob");
+	for (size_t i = 0; i < ps.n; i++)
+		if (!ps.p[i].repaired)
 			fail_msg("repairing fsck left a problem unrepaired:%s",
-			         describe(ps));
+			         tu_fsck_describe(&ps));
 	assert_stat(st, corrupt, 2);
 	assert_stat(st, missing, 1);
 	assert_stat(st, repaired, 3);
 
-	assert_no_file(blob_file(state, &a), "the truncated blob");
-	assert_no_file(blob_file(state, &b), "the altered blob");
+	assert_no_file(tu_blob_path(state, &a), "the truncated blob");
+	assert_no_file(tu_blob_path(state, &b), "the altered blob");
 	assert_in_corrupt(state, &bad_a, "the truncated blob");
 	assert_in_corrupt(state, &bad_b, "the altered blob");
 	assert_kiln(KILN_ENOTFOUND, kiln_store_has(s, &a, NULL));
@@ -570,7 +438,7 @@ fsck_finds_truncated_altered_and_missing_blobs(void **state)
 	assert_clean(s, 3, "after repair");
 	/* a rebuild puts the content back */
 	{
-		kiln_id again = put_content(s, 10, 5000);
+		kiln_id again = tu_put_content(s, 10, 5000);
 		assert_true(kiln_id_cmp(&again, &a) == 0);
 		assert_kiln(0, kiln_store_verify(s, &a));
 	}
@@ -590,22 +458,22 @@ static void
 fsck_names_the_action_whose_output_is_missing(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id x = put_content(s, 20, 2000), y = put_content(s, 21, 3000);
-	kiln_id key = key_of("pack level 1"), outs[2] = {x, y};
+	kiln_id x = tu_put_content(s, 20, 2000), y = tu_put_content(s, 21, 3000);
+	kiln_id key = tu_key_of("pack level 1"), outs[2] = {x, y};
 	char khex[KILN_ID_HEX_LEN + 1];
-	const struct problem *p;
-	struct problems *ps;
+	const struct tu_fsck_problem *p;
+	struct tu_fsck_problems ps;
 	kiln_fsck_stats st;
 
 	assert_kiln(0, kiln_store_action_put(s, &key, outs, 2, "r", 1));
 	kiln_id_to_hex(&key, khex);
-	assert_int_equal(0, unlink(blob_file(state, &y)));
+	assert_int_equal(0, unlink(tu_blob_path(state, &y)));
 
-	ps = run_fsck(s, 0, &st);
-	if (ps->n != 1)
+	tu_fsck_run(s, 0, &ps, &st);
+	if (ps.n != 1)
 		fail_msg("fsck should report exactly 1 problem, reported %zu:%s",
-		         ps->n, describe(ps));
-	p = find_problem(ps, KILN_FSCK_MISSING, &y, "the action's deleted output");
+		         ps.n, tu_fsck_describe(&ps));
+	p = find_problem(&ps, KILN_FSCK_MISSING, &y, "the action's deleted output");
 	if (!strstr(p->where, "action") || !strstr(p->where, khex))
 		fail_msg("where=\"%s\" should name the action (\"action %s\")",
 		         p->where, khex);
@@ -613,8 +481,8 @@ fsck_names_the_action_whose_output_is_missing(void **state)
 	assert_stat(st, blobs, 1);
 	assert_action_is(s, &key, 1, "before repair");
 
-	ps = run_fsck(s, 1, &st);
-	find_problem(ps, KILN_FSCK_MISSING, &y, "the action's deleted output");
+	tu_fsck_run(s, 1, &ps, &st);
+	find_problem(&ps, KILN_FSCK_MISSING, &y, "the action's deleted output");
 	assert_stat(st, repaired, 1);
 	assert_action_is(s, &key, 0, "naming a missing output");
 	assert_kiln(0, kiln_store_verify(s, &x));
@@ -626,31 +494,31 @@ static void
 fsck_names_the_file_of_an_unnamed_corrupt_blob(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id x = put_content(s, 25, 4000), y = put_content(s, 26, 4000), bad;
-	const struct problem *p;
-	struct problems *ps;
+	kiln_id x = tu_put_content(s, 25, 4000), y = tu_put_content(s, 26, 4000), bad;
+	const struct tu_fsck_problem *p;
+	struct tu_fsck_problems ps;
 	kiln_fsck_stats st;
 	char rel[64];
 
 	assert_kiln(0, kiln_store_index_set(s, "pc", "y", &y));
-	flip_byte(blob_file(state, &x), 0);
-	bad = hash_file(blob_file(state, &x));
+	tu_flip_byte(tu_blob_path(state, &x), 0);
+	bad = hash_file(tu_blob_path(state, &x));
 	snprintf(rel, sizeof rel, "%s", blob_rel(&x));
 
-	ps = run_fsck(s, 0, &st);
-	if (ps->n != 1)
+	tu_fsck_run(s, 0, &ps, &st);
+	if (ps.n != 1)
 		fail_msg("fsck should report exactly 1 problem, reported %zu:%s",
-		         ps->n, describe(ps));
-	p = find_problem(ps, KILN_FSCK_CORRUPT, &x, "the altered unnamed blob");
+		         ps.n, tu_fsck_describe(&ps));
+	p = find_problem(&ps, KILN_FSCK_CORRUPT, &x, "the altered unnamed blob");
 	if (!strstr(p->where, rel))
 		fail_msg("where=\"%s\" should name the file (%s): no record names "
 		         "it", p->where, rel);
 	assert_stat(st, corrupt, 1);
 	assert_stat(st, blobs, 2);
 
-	ps = run_fsck(s, 1, &st);
+	tu_fsck_run(s, 1, &ps, &st);
 	assert_stat(st, repaired, 1);
-	assert_no_file(blob_file(state, &x), "the altered unnamed blob");
+	assert_no_file(tu_blob_path(state, &x), "the altered unnamed blob");
 	assert_in_corrupt(state, &bad, "the altered unnamed blob");
 	assert_index_is(s, "pc", "y", &y, "sound");
 	assert_clean(s, 1, "after repair");
@@ -661,10 +529,10 @@ static void
 fsck_reports_stray_files_in_objects(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id x = put_content(s, 30, 2000), st1, st2;
+	kiln_id x = tu_put_content(s, 30, 2000), st1, st2;
 	char xhex[KILN_ID_HEX_LEN + 1], stray2[128];
 	const char *p1, *p2;
-	struct problems *ps;
+	struct tu_fsck_problems ps;
 	kiln_fsck_stats st;
 	int seen1 = 0, seen2 = 0;
 	char *before, *after;
@@ -680,19 +548,20 @@ fsck_reports_stray_files_in_objects(void **state)
 	kiln_id_of_buf("partial", 7, &st2);
 
 	before = snapshot(state, s, NULL, 0);
-	ps = run_fsck(s, 0, &st);
-	if (ps->n != 2)
+	tu_fsck_run(s, 0, &ps, &st);
+	if (ps.n != 2)
 		fail_msg("fsck should report the 2 stray files, reported %zu:%s",
-		         ps->n, describe(ps));
-	for (size_t i = 0; i < ps->n; i++) {
-		if (ps->p[i].kind != KILN_FSCK_STRAY)
-			fail_msg("a foreign file should be STRAY:%s", describe(ps));
-		seen1 += strstr(ps->p[i].where, "stray.txt") != NULL;
-		seen2 += strstr(ps->p[i].where, "not-a-blob.tmp") != NULL;
+		         ps.n, tu_fsck_describe(&ps));
+	for (size_t i = 0; i < ps.n; i++) {
+		if (ps.p[i].kind != KILN_FSCK_STRAY)
+			fail_msg("a foreign file should be STRAY:%s",
+			         tu_fsck_describe(&ps));
+		seen1 += strstr(ps.p[i].where, "stray.txt") != NULL;
+		seen2 += strstr(ps.p[i].where, "not-a-blob.tmp") != NULL;
 	}
 	if (seen1 != 1 || seen2 != 1)
 		fail_msg("each stray's where should name its file once "
-		         "(objects/stray.txt, %s):%s", stray2, describe(ps));
+		         "(objects/stray.txt, %s):%s", stray2, tu_fsck_describe(&ps));
 	assert_stat(st, stray, 2);
 	assert_stat(st, blobs, 1);
 	assert_stat(st, corrupt, 0);
@@ -701,7 +570,7 @@ fsck_reports_stray_files_in_objects(void **state)
 	free(before);
 	free(after);
 
-	ps = run_fsck(s, 1, &st);
+	tu_fsck_run(s, 1, &ps, &st);
 	assert_stat(st, stray, 2);
 	assert_stat(st, repaired, 2);
 	assert_no_file(p1, "objects/stray.txt after repair");
@@ -717,10 +586,10 @@ static void
 fsck_never_follows_a_symlink_in_place_of_a_blob(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id x = put_content(s, 40, 2000), victim;
+	kiln_id x = tu_put_content(s, 40, 2000), victim;
 	const char *target = tu_path(state, "victim.txt");
 	char path[4096];
-	struct problems *ps;
+	struct tu_fsck_problems ps;
 	kiln_fsck_stats st;
 	void *buf = NULL;
 	size_t len;
@@ -729,7 +598,7 @@ fsck_never_follows_a_symlink_in_place_of_a_blob(void **state)
 	assert_kiln(0, kiln_store_index_set(s, "pc", "x", &x));
 	tu_write_file(target, "not yours", 9);
 	victim = hash_file(target);
-	snprintf(path, sizeof path, "%s", blob_file(state, &x));
+	snprintf(path, sizeof path, "%s", tu_blob_path(state, &x));
 	assert_int_equal(0, unlink(path));
 	assert_int_equal(0, symlink(target, path));
 
@@ -741,14 +610,14 @@ fsck_never_follows_a_symlink_in_place_of_a_blob(void **state)
 		         "returned %s, expected CORRUPT, NOTFOUND or EIO",
 		         kiln_strerror(rv));
 
-	ps = run_fsck(s, 0, &st);
-	if (ps->n < 1)
+	tu_fsck_run(s, 0, &ps, &st);
+	if (ps.n < 1)
 		fail_msg("fsck did not notice a symlink in place of blob %s",
 		         blob_rel(&x));
-	ps = run_fsck(s, 1, &st);
-	for (size_t i = 0; i < ps->n; i++)
-		if (!ps->p[i].repaired)
-			fail_msg("repair left a problem:%s", describe(ps));
+	tu_fsck_run(s, 1, &ps, &st);
+	for (size_t i = 0; i < ps.n; i++)
+		if (!ps.p[i].repaired)
+			fail_msg("repair left a problem:%s", tu_fsck_describe(&ps));
 	assert_no_file(path, "the symlink");
 	{
 		kiln_id now = hash_file(target);
@@ -760,33 +629,40 @@ fsck_never_follows_a_symlink_in_place_of_a_blob(void **state)
 	kiln_store_close(s);
 }
 
-/* Overwrite the value of the first record in named database dbname with
- * three bytes no kiln can decode. The store must be closed. */
-static void
-garble_first_record(void **state, const char *dbname)
+/* A record whose value garble_put overwrites. */
+struct garble {
+	enum db_name db;
+	const void *key;
+	size_t klen;
+};
+
+/* db_fn: the record must exist; its value becomes three bytes no kiln can
+ * decode. */
+static int
+garble_put(db_txn *t, void *arg)
 {
-	MDB_env *env;
-	MDB_txn *txn;
-	MDB_dbi dbi;
-	MDB_cursor *cur;
-	MDB_val k, v, junk = {3, (void *)"\xff\x00\x7f"};
+	static const uint8_t junk[3] = {0xff, 0x00, 0x7f};
+	const struct garble *g = arg;
+	const void *v;
+	size_t vlen;
 	int rv;
 
-	assert_int_equal(0, mdb_env_create(&env));
-	assert_int_equal(0, mdb_env_set_maxdbs(env, 16));
-	if ((rv = mdb_env_open(env, tu_path(state, "store/db"), 0, 0644)) != 0)
-		fail_msg("mdb_env_open store/db: %s", mdb_strerror(rv));
-	assert_int_equal(0, mdb_txn_begin(env, NULL, 0, &txn));
-	if ((rv = mdb_dbi_open(txn, dbname, 0, &dbi)) != 0)
-		fail_msg("store/db has no database \"%s\" (the header names index, "
-		         "actions, files, blobs): %s", dbname, mdb_strerror(rv));
-	assert_int_equal(0, mdb_cursor_open(txn, dbi, &cur));
-	if ((rv = mdb_cursor_get(cur, &k, &v, MDB_FIRST)) != 0)
-		fail_msg("database %s is empty: %s", dbname, mdb_strerror(rv));
-	mdb_cursor_close(cur);
-	assert_int_equal(0, mdb_put(txn, dbi, &k, &junk, 0));
-	assert_int_equal(0, mdb_txn_commit(txn));
-	mdb_env_close(env);
+	if ((rv = db_get(t, g->db, g->key, g->klen, &v, &vlen)) != 0)
+		return rv;
+	return db_put(t, g->db, g->key, g->klen, junk, sizeof junk);
+}
+
+/* Overwrite the value of record key in database db with garbage, below
+ * the record encoders (records.c); what names it in a failure. */
+static void
+garble_record(kiln_store *s, enum db_name db, const void *key, size_t klen,
+              const char *what)
+{
+	struct garble g = {db, key, klen};
+	int rv = db_write(s->db, garble_put, &g);
+
+	if (rv != 0)
+		fail_msg("garbling %s: %s", what, kiln_strerror(rv));
 }
 
 static int
@@ -803,21 +679,24 @@ static void
 fsck_reports_and_drops_undecodable_records(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id x = put_content(s, 50, 100), y = put_content(s, 51, 200);
-	kiln_id k1 = key_of("a1"), k2 = key_of("a2"), keys[2] = {k1, k2};
-	struct problems *ps;
+	kiln_id x = tu_put_content(s, 50, 100), y = tu_put_content(s, 51, 200);
+	kiln_id k1 = tu_key_of("a1"), k2 = tu_key_of("a2"), keys[2] = {k1, k2};
+	struct tu_fsck_problems ps;
 	kiln_fsck_stats st;
 	kiln_action *a = NULL;
-	int rv, n_before = 0, n_after = 0, n_bad_actions = 0;
+	char ikey[INDEX_KEY_MAX];
+	int rv, klen, n_before = 0, n_after = 0, n_bad_actions = 0;
 
 	assert_kiln(0, kiln_store_index_set(s, "pc", "one", &x));
 	assert_kiln(0, kiln_store_index_set(s, "pc", "two", &y));
 	assert_kiln(0, kiln_store_action_put(s, &k1, &x, 1, "1", 1));
 	assert_kiln(0, kiln_store_action_put(s, &k2, &y, 1, "2", 1));
 	assert_kiln(0, kiln_store_index_list(s, NULL, NULL, count_entry, &n_before));
+	klen = index_key("pc", "one", ikey);
+	assert_true(klen > 0);
+	garble_record(s, DB_INDEX, ikey, (size_t)klen, "index pc one");
+	garble_record(s, DB_ACTIONS, k1.b, sizeof k1.b, "action a1");
 	kiln_store_close(s);
-	garble_first_record(state, "index");
-	garble_first_record(state, "actions");
 	s = tu_open_store(state, KILN_DURABLE_NONE);
 
 	for (int i = 0; i < 2; i++) {
@@ -834,17 +713,18 @@ fsck_reports_and_drops_undecodable_records(void **state)
 		fail_msg("expected one action_get to refuse the garbled record "
 		         "(ECORRUPT/EVERSION), got %d", n_bad_actions);
 
-	ps = run_fsck(s, 0, &st);
-	if (ps->n != 2 || st.bad_records != 2)
+	tu_fsck_run(s, 0, &ps, &st);
+	if (ps.n != 2 || st.bad_records != 2)
 		fail_msg("fsck should report 2 BAD_RECORD problems (bad_records=%"
-		         PRIu64 "), reported %zu:%s", st.bad_records, ps->n,
-		         describe(ps));
-	for (size_t i = 0; i < ps->n; i++)
-		if (ps->p[i].kind != KILN_FSCK_BAD_RECORD)
-			fail_msg("garbled records should be BAD_RECORD:%s", describe(ps));
+		         PRIu64 "), reported %zu:%s", st.bad_records, ps.n,
+		         tu_fsck_describe(&ps));
+	for (size_t i = 0; i < ps.n; i++)
+		if (ps.p[i].kind != KILN_FSCK_BAD_RECORD)
+			fail_msg("garbled records should be BAD_RECORD:%s",
+			         tu_fsck_describe(&ps));
 	assert_stat(st, blobs, 2);
 
-	ps = run_fsck(s, 1, &st);
+	tu_fsck_run(s, 1, &ps, &st);
 	assert_stat(st, bad_records, 2);
 	assert_stat(st, repaired, 2);
 	assert_clean(s, 2, "after dropping the garbled records");
@@ -867,18 +747,6 @@ fsck_reports_and_drops_undecodable_records(void **state)
 		fail_msg("after repair exactly the garbled action should be gone; "
 		         "%d of 2 are", n_bad_actions);
 	kiln_store_close(s);
-}
-
-/* A failed case longjmps past its cleanup and leaks its store; skip the
- * leak report then so the failure stays readable. Passing runs are still
- * checked for leaks. */
-int __lsan_is_turned_off(void);
-static int cases_failed;
-
-int
-__lsan_is_turned_off(void)
-{
-	return cases_failed != 0;
 }
 
 int
@@ -906,6 +774,6 @@ main(void)
 			tu_teardown_dir),
 	};
 
-	cases_failed = cmocka_run_group_tests(tests, NULL, NULL);
-	return cases_failed;
+	return tu_skip_leak_report_if_failed(
+		cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -5,55 +5,13 @@
  * size budget is given), except blobs inside their grace period. Each case
  * checks the files under objects/ as well as the API, and ends with a clean
  * fsck: gc must never leave a record naming a removed blob. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "testutil.h"
-
-#define AGE_FOREVER ((int64_t)10 * 365 * 24 * 3600) /* ten years */
-
-static void
-sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-/* Put len bytes of content derived from seed; returns its id. */
-static kiln_id
-put_content(kiln_store *s, uint64_t seed, size_t len)
-{
-	void *buf = malloc(len ? len : 1);
-	kiln_id id, want;
-
-	assert_non_null(buf);
-	tu_fill(buf, len, seed);
-	kiln_id_of_buf(buf, len, &want);
-	assert_kiln(0, kiln_store_put_buf(s, buf, len, &id));
-	free(buf);
-	if (kiln_id_cmp(&id, &want) != 0)
-		fail_msg("put_buf returned an id that is not the content's hash");
-	return id;
-}
-
-static kiln_id
-key_of(const char *text)
-{
-	kiln_id k;
-
-	kiln_id_of_buf(text, strlen(text), &k);
-	return k;
-}
 
 static const char *
 hex_of(const kiln_id *id)
@@ -78,7 +36,7 @@ assert_kept(void **state, kiln_store *s, const kiln_id *id, const char *what)
 	if ((rv = kiln_store_has(s, id, NULL)) != 0)
 		fail_msg("%s (%s) should have survived gc, has() says %s", what,
 		         hex, kiln_strerror(rv));
-	if (stat(tu_path(state, "store/objects/%.2s/%s", hex, hex + 2), &st) != 0)
+	if (stat(tu_blob_path(state, id), &st) != 0)
 		fail_msg("%s (%s) should have survived gc, its file is gone: %s",
 		         what, hex, strerror(errno));
 	if ((rv = kiln_store_verify(s, id)) != 0)
@@ -94,7 +52,7 @@ assert_file_there(void **state, const kiln_id *id, const char *what)
 	struct stat st;
 
 	kiln_id_to_hex(id, hex);
-	if (stat(tu_path(state, "store/objects/%.2s/%s", hex, hex + 2), &st) != 0)
+	if (stat(tu_blob_path(state, id), &st) != 0)
 		fail_msg("%s (%s) should have survived gc, its file is gone: %s",
 		         what, hex, strerror(errno));
 }
@@ -111,68 +69,9 @@ assert_removed(void **state, kiln_store *s, const kiln_id *id, const char *what)
 	if ((rv = kiln_store_has(s, id, NULL)) != KILN_ENOTFOUND)
 		fail_msg("%s (%s) should have been removed by gc, has() says %s",
 		         what, hex, kiln_strerror(rv));
-	if (stat(tu_path(state, "store/objects/%.2s/%s", hex, hex + 2), &st) == 0)
+	if (stat(tu_blob_path(state, id), &st) == 0)
 		fail_msg("%s (%s): has() says gone but its file is still in objects/",
 		         what, hex);
-}
-
-/* Count the files under objects/ and their bytes. */
-static void
-objects_count(void **state, uint64_t *n, uint64_t *bytes)
-{
-	char objs[4096], sub[4096 + 256], file[8192];
-	DIR *d, *d2;
-	struct dirent *e, *f;
-	struct stat st;
-
-	snprintf(objs, sizeof objs, "%s", tu_path(state, "store/objects"));
-	*n = *bytes = 0;
-	if ((d = opendir(objs)) == NULL)
-		fail_msg("opendir %s: %s", objs, strerror(errno));
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(sub, sizeof sub, "%s/%s", objs, e->d_name);
-		if ((d2 = opendir(sub)) == NULL)
-			fail_msg("objects/%s is not a folder", e->d_name);
-		while ((f = readdir(d2)) != NULL) {
-			if (f->d_name[0] == '.')
-				continue;
-			snprintf(file, sizeof file, "%s/%s", sub, f->d_name);
-			if (lstat(file, &st) != 0)
-				fail_msg("lstat %s: %s", file, strerror(errno));
-			(*n)++;
-			*bytes += (uint64_t)st.st_size;
-		}
-		closedir(d2);
-	}
-	closedir(d);
-}
-
-static void
-count_problem(const kiln_fsck_problem *p, void *arg)
-{
-	int *n = arg;
-
-	print_message("# fsck after gc: kind %d, %s\n", (int)p->kind, p->where);
-	(*n)++;
-}
-
-/* After gc, fsck must find no record naming a removed blob (nor anything
- * else). */
-static void
-assert_fsck_clean(kiln_store *s)
-{
-	kiln_fsck_stats st;
-	int n = 0;
-
-	memset(&st, 0, sizeof st);
-	assert_kiln(0, kiln_store_fsck(s, 0, count_problem, &n, &st));
-	if (n != 0 || st.corrupt || st.missing || st.bad_records || st.stray)
-		fail_msg("fsck after gc found %d problem(s): corrupt %" PRIu64
-		         ", missing %" PRIu64 ", bad records %" PRIu64
-		         ", stray %" PRIu64 " (a record names a removed blob?)",
-		         n, st.corrupt, st.missing, st.bad_records, st.stray);
 }
 
 /* What gc reported through kiln_gc_opts.removed, in call order. */
@@ -213,20 +112,15 @@ run_gc(kiln_store *s, uint64_t max_size, int64_t max_age_s, int64_t grace_s,
 	return st;
 }
 
-#define assert_stat(st, field, want)                                           \
-	do {                                                                   \
-		uint64_t got_ = (st).field, want_ = (want);                    \
-		if (got_ != want_)                                             \
-			fail_msg("gc stats: %s is %" PRIu64 ", expected %" PRIu64, \
-			         #field, got_, want_);                         \
-	} while (0)
+#define assert_stat(st, field, want) tu_assert_stat("gc", st, field, want)
 
+/* objects/ holds n sound blobs of bytes bytes in all, and nothing else. */
 static void
 assert_objects(void **state, uint64_t n, uint64_t bytes, const char *when)
 {
 	uint64_t gn, gb;
 
-	objects_count(state, &gn, &gb);
+	tu_check_objects_settled(tu_path(state, "store"), when, &gn, &gb);
 	if (gn != n || gb != bytes)
 		fail_msg("%s: objects/ holds %" PRIu64 " files, %" PRIu64
 		         " bytes; expected %" PRIu64 " files, %" PRIu64 " bytes",
@@ -307,7 +201,7 @@ gc_on_empty_store_removes_nothing(void **state)
 	assert_stat(st, removed_blobs, 0);
 	assert_stat(st, removed_bytes, 0);
 	assert_stat(st, removed_actions, 0);
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 	kiln_store_close(s);
 }
 
@@ -315,12 +209,12 @@ static void
 gc_keeps_index_roots_of_every_profile_and_removes_unnamed(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id p1 = put_content(s, 1, 1000);
-	kiln_id p2 = put_content(s, 2, 2000);
-	kiln_id p3 = put_content(s, 3, 3000);
-	kiln_id u1 = put_content(s, 4, 4000);
-	kiln_id u2 = put_content(s, 5, 5000);
-	kiln_id u3 = put_content(s, 6, 600); /* named, then unnamed */
+	kiln_id p1 = tu_put_content(s, 1, 1000);
+	kiln_id p2 = tu_put_content(s, 2, 2000);
+	kiln_id p3 = tu_put_content(s, 3, 3000);
+	kiln_id u1 = tu_put_content(s, 4, 4000);
+	kiln_id u2 = tu_put_content(s, 5, 5000);
+	kiln_id u3 = tu_put_content(s, 6, 600); /* named, then unnamed */
 	kiln_gc_stats st;
 
 	assert_kiln(0, kiln_store_index_set(s, "pc", "sprites/hero", &p1));
@@ -332,7 +226,7 @@ gc_keeps_index_roots_of_every_profile_and_removes_unnamed(void **state)
 	assert_kiln(0, kiln_store_index_set(s, "pc", "gone/soon", &u3));
 	assert_kiln(0, kiln_store_index_delete(s, "pc", "gone/soon"));
 
-	st = run_gc(s, 0, AGE_FOREVER, 0, 0);
+	st = run_gc(s, 0, TU_AGE_FOREVER, 0, 0);
 
 	assert_kept(state, s, &p1, "blob named by pc, ps5 and switch entries");
 	assert_kept(state, s, &p2, "blob named by a ps5 entry");
@@ -354,10 +248,10 @@ gc_keeps_index_roots_of_every_profile_and_removes_unnamed(void **state)
 	assert_stat(st, removed_bytes, 4000 + 5000 + 600);
 	assert_stat(st, removed_actions, 0);
 	assert_objects(state, 3, 6000, "after gc");
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 
 	/* a second gc finds only roots */
-	st = run_gc(s, 0, AGE_FOREVER, 0, 0);
+	st = run_gc(s, 0, TU_AGE_FOREVER, 0, 0);
 	assert_stat(st, blobs, 3);
 	assert_stat(st, bytes, 6000);
 	assert_stat(st, rooted_blobs, 3);
@@ -370,10 +264,10 @@ static void
 gc_keeps_blobs_of_recently_used_actions(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id x = put_content(s, 10, 1000);
-	kiln_id y = put_content(s, 11, 1500);
-	kiln_id z = put_content(s, 12, 700);
-	kiln_id key = key_of("action: pack sprites/hero");
+	kiln_id x = tu_put_content(s, 10, 1000);
+	kiln_id y = tu_put_content(s, 11, 1500);
+	kiln_id z = tu_put_content(s, 12, 700);
+	kiln_id key = tu_key_of("action: pack sprites/hero");
 	kiln_id outs[2] = {x, y};
 	kiln_action *a = NULL;
 	kiln_gc_stats st;
@@ -402,7 +296,7 @@ gc_keeps_blobs_of_recently_used_actions(void **state)
 	assert_stat(st, removed_bytes, 700);
 	assert_stat(st, removed_actions, 0);
 	assert_objects(state, 2, 2500, "after gc");
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 	kiln_store_close(s);
 }
 
@@ -410,21 +304,21 @@ static void
 gc_deletes_old_actions_and_blobs_only_they_named(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id o1 = put_content(s, 20, 1100);  /* only the old action */
-	kiln_id o2 = put_content(s, 21, 1200);  /* old action + index */
-	kiln_id sh = put_content(s, 22, 1300);  /* old and new action */
-	kiln_id t1 = put_content(s, 23, 1400);  /* old but touched action */
+	kiln_id o1 = tu_put_content(s, 20, 1100);  /* only the old action */
+	kiln_id o2 = tu_put_content(s, 21, 1200);  /* old action + index */
+	kiln_id sh = tu_put_content(s, 22, 1300);  /* old and new action */
+	kiln_id t1 = tu_put_content(s, 23, 1400);  /* old but touched action */
 	kiln_id n1, old_outs[3] = {o1, o2, sh}, touched_outs[1] = {t1}, new_outs[2];
-	kiln_id k_old = key_of("old"), k_touched = key_of("touched"),
-	        k_new = key_of("new");
+	kiln_id k_old = tu_key_of("old"), k_touched = tu_key_of("touched"),
+	        k_new = tu_key_of("new");
 	kiln_gc_stats st;
 
 	assert_kiln(0, kiln_store_action_put(s, &k_old, old_outs, 3, "o", 1));
 	assert_kiln(0, kiln_store_action_put(s, &k_touched, touched_outs, 1, "t", 1));
 	assert_kiln(0, kiln_store_index_set(s, "pc", "keep/o2", &o2));
-	sleep_ms(1200);
+	tu_sleep_ms(1200);
 	assert_kiln(0, kiln_store_action_touch(s, &k_touched));
-	n1 = put_content(s, 24, 1500);
+	n1 = tu_put_content(s, 24, 1500);
 	new_outs[0] = n1;
 	new_outs[1] = sh;
 	assert_kiln(0, kiln_store_action_put(s, &k_new, new_outs, 2, "n", 1));
@@ -447,10 +341,10 @@ gc_deletes_old_actions_and_blobs_only_they_named(void **state)
 	assert_stat(st, bytes, 1100 + 1200 + 1300 + 1400 + 1500);
 	assert_stat(st, rooted_blobs, 4);
 	assert_stat(st, rooted_bytes, 1200 + 1300 + 1400 + 1500);
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 
 	/* every action gets old: all go, and so do blobs only they named */
-	sleep_ms(1200);
+	tu_sleep_ms(1200);
 	st = run_gc(s, 0, 1, 0, 0);
 	assert_stat(st, removed_actions, 2);
 	assert_action_gone(s, &k_touched, "touched 1.2 s before the second gc");
@@ -460,7 +354,7 @@ gc_deletes_old_actions_and_blobs_only_they_named(void **state)
 	assert_removed(state, s, &sh, "blob shared by two old actions");
 	assert_kept(state, s, &o2, "blob named by the index");
 	assert_objects(state, 1, 1200, "after the second gc");
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 	kiln_store_close(s);
 }
 
@@ -468,21 +362,21 @@ static void
 gc_size_budget_removes_least_recently_used_first(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id r = put_content(s, 30, 1500), b[5];
+	kiln_id r = tu_put_content(s, 30, 1500), b[5];
 	static const int order[5] = {3, 1, 4, 0, 2}; /* least recent first */
 	kiln_gc_stats st;
 	char what[64];
 
 	assert_kiln(0, kiln_store_index_set(s, "pc", "root", &r));
 	for (int i = 0; i < 5; i++)
-		b[i] = put_content(s, 31 + (uint64_t)i, 1000);
+		b[i] = tu_put_content(s, 31 + (uint64_t)i, 1000);
 	/* one touch per call: each gets its own (nanosecond) last-use time */
 	for (int i = 0; i < 5; i++)
 		assert_kiln(0, kiln_store_touch(s, &b[order[i]], 1));
 
 	/* 6500 bytes, budget 4000: the three least recently used go, in
 	 * that order */
-	st = run_gc(s, 4000, AGE_FOREVER, 0, 0);
+	st = run_gc(s, 4000, TU_AGE_FOREVER, 0, 0);
 	for (int i = 0; i < 3 && i < (int)removed_log.n; i++)
 		if (kiln_id_cmp(&removed_log.id[i], &b[order[i]]) != 0 ||
 		    removed_log.size[i] != 1000)
@@ -508,20 +402,20 @@ gc_size_budget_removes_least_recently_used_first(void **state)
 	/* reorder: b2 is now older than b0; budget 2600 takes exactly b2 */
 	assert_kiln(0, kiln_store_touch(s, &b[2], 1));
 	assert_kiln(0, kiln_store_touch(s, &b[0], 1));
-	st = run_gc(s, 2600, AGE_FOREVER, 0, 0);
+	st = run_gc(s, 2600, TU_AGE_FOREVER, 0, 0);
 	assert_removed(state, s, &b[2], "b2 after being touched before b0");
 	assert_kept(state, s, &b[0], "b0, touched last");
 	assert_stat(st, removed_blobs, 1);
 	assert_stat(st, removed_bytes, 1000);
 
 	/* a budget below the roots' size: every unrooted blob goes, roots stay */
-	st = run_gc(s, 1000, AGE_FOREVER, 0, 0);
+	st = run_gc(s, 1000, TU_AGE_FOREVER, 0, 0);
 	assert_removed(state, s, &b[0], "b0 under a budget below the roots");
 	assert_kept(state, s, &r, "rooted blob under a budget below its size");
 	assert_stat(st, removed_blobs, 1);
 	assert_stat(st, rooted_blobs, 1);
 	assert_objects(state, 1, 1500, "after gc to 1000 bytes");
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 	kiln_store_close(s);
 }
 
@@ -529,8 +423,8 @@ static void
 gc_budget_already_met_removes_nothing(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id u1 = put_content(s, 40, 1000), u2 = put_content(s, 41, 1000);
-	kiln_gc_stats st = run_gc(s, 2000, AGE_FOREVER, 0, 0);
+	kiln_id u1 = tu_put_content(s, 40, 1000), u2 = tu_put_content(s, 41, 1000);
+	kiln_gc_stats st = run_gc(s, 2000, TU_AGE_FOREVER, 0, 0);
 
 	assert_kept(state, s, &u1, "unnamed blob within the budget");
 	assert_kept(state, s, &u2, "unnamed blob within the budget");
@@ -544,15 +438,15 @@ static void
 gc_dry_run_counts_but_removes_nothing(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id r = put_content(s, 50, 1000), u1 = put_content(s, 51, 2000),
-	        u2 = put_content(s, 52, 3000), a1 = put_content(s, 53, 4000);
-	kiln_id ka = key_of("old action"), outs[1] = {a1};
+	kiln_id r = tu_put_content(s, 50, 1000), u1 = tu_put_content(s, 51, 2000),
+	        u2 = tu_put_content(s, 52, 3000), a1 = tu_put_content(s, 53, 4000);
+	kiln_id ka = tu_key_of("old action"), outs[1] = {a1};
 	kiln_gc_stats dry, real;
 	uint64_t n, bytes;
 
 	assert_kiln(0, kiln_store_index_set(s, "pc", "r", &r));
 	assert_kiln(0, kiln_store_action_put(s, &ka, outs, 1, "a", 1));
-	sleep_ms(1200);
+	tu_sleep_ms(1200);
 
 	dry = run_gc(s, 0, 1, 0, 1);
 	{
@@ -577,7 +471,8 @@ gc_dry_run_counts_but_removes_nothing(void **state)
 	assert_kept(state, s, &u2, "unnamed blob after a dry run");
 	assert_kept(state, s, &a1, "old action's blob after a dry run");
 	assert_action(s, &ka, outs, 1, "old action after a dry run");
-	objects_count(state, &n, &bytes);
+	tu_check_objects_settled(tu_path(state, "store"), "after a dry run", &n,
+	                         &bytes);
 	if (n != 4 || bytes != 10000)
 		fail_msg("dry run changed objects/: %" PRIu64 " files, %" PRIu64
 		         " bytes (was 4, 10000)", n, bytes);
@@ -595,7 +490,7 @@ gc_dry_run_counts_but_removes_nothing(void **state)
 	assert_removed(state, s, &a1, "old action's blob");
 	assert_action_gone(s, &ka, "old action");
 	assert_kept(state, s, &r, "rooted blob");
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 	kiln_store_close(s);
 }
 
@@ -603,16 +498,17 @@ static void
 gc_grace_period_protects_fresh_blobs(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id old = put_content(s, 60, 1000), touched = put_content(s, 61, 2000);
+	kiln_id old = tu_put_content(s, 60, 1000);
+	kiln_id touched = tu_put_content(s, 61, 2000);
 	kiln_id fresh;
 	kiln_gc_stats st;
 
-	sleep_ms(1200);
-	fresh = put_content(s, 62, 3000);
+	tu_sleep_ms(1200);
+	fresh = tu_put_content(s, 62, 3000);
 	assert_kiln(0, kiln_store_touch(s, &touched, 1));
 
 	/* only look at files here: reading might count as a use */
-	st = run_gc(s, 0, AGE_FOREVER, 3600, 0);
+	st = run_gc(s, 0, TU_AGE_FOREVER, 3600, 0);
 	assert_file_there(state, &old, "unnamed blob 1.2 s old, grace 3600 s");
 	assert_file_there(state, &touched, "unnamed blob touched now, grace 3600 s");
 	assert_file_there(state, &fresh, "unnamed blob put now, grace 3600 s");
@@ -620,7 +516,7 @@ gc_grace_period_protects_fresh_blobs(void **state)
 	assert_stat(st, removed_bytes, 0);
 	assert_stat(st, blobs, 3);
 
-	st = run_gc(s, 0, AGE_FOREVER, 1, 0);
+	st = run_gc(s, 0, TU_AGE_FOREVER, 1, 0);
 	assert_removed(state, s, &old, "unnamed blob 1.2 s old, grace 1 s");
 	assert_kept(state, s, &touched, "unnamed blob touched within grace 1 s");
 	assert_kept(state, s, &fresh, "unnamed blob put within grace 1 s");
@@ -628,16 +524,16 @@ gc_grace_period_protects_fresh_blobs(void **state)
 	assert_stat(st, removed_bytes, 1000);
 
 	/* a size budget does not override the grace period either */
-	st = run_gc(s, 1, AGE_FOREVER, 3600, 0);
+	st = run_gc(s, 1, TU_AGE_FOREVER, 3600, 0);
 	assert_stat(st, removed_blobs, 0);
 
-	st = run_gc(s, 0, AGE_FOREVER, 0, 0);
+	st = run_gc(s, 0, TU_AGE_FOREVER, 0, 0);
 	assert_removed(state, s, &touched, "touched blob, grace 0");
 	assert_removed(state, s, &fresh, "fresh blob, grace 0");
 	assert_stat(st, removed_blobs, 2);
 	assert_stat(st, removed_bytes, 5000);
 	assert_objects(state, 0, 0, "after gc with grace 0");
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 	kiln_store_close(s);
 }
 
@@ -645,19 +541,19 @@ static void
 gc_removed_blob_can_be_put_again(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id u = put_content(s, 70, 4321), again;
-	kiln_gc_stats st = run_gc(s, 0, AGE_FOREVER, 0, 0);
+	kiln_id u = tu_put_content(s, 70, 4321), again;
+	kiln_gc_stats st = run_gc(s, 0, TU_AGE_FOREVER, 0, 0);
 
 	assert_stat(st, removed_blobs, 1);
 	assert_removed(state, s, &u, "unnamed blob");
-	again = put_content(s, 70, 4321);
+	again = tu_put_content(s, 70, 4321);
 	assert_true(kiln_id_cmp(&u, &again) == 0);
 	assert_kept(state, s, &u, "blob put again after gc removed it");
 	assert_kiln(0, kiln_store_index_set(s, "pc", "back", &u));
-	st = run_gc(s, 0, AGE_FOREVER, 0, 0);
+	st = run_gc(s, 0, TU_AGE_FOREVER, 0, 0);
 	assert_stat(st, removed_blobs, 0);
 	assert_kept(state, s, &u, "blob put again and named");
-	assert_fsck_clean(s);
+	tu_assert_store_sound(s, "after gc", NULL, NULL);
 	kiln_store_close(s);
 }
 
@@ -665,8 +561,8 @@ static void
 gc_accepts_the_largest_ages(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
-	kiln_id u = put_content(s, 80, 100), x = put_content(s, 81, 200);
-	kiln_id key = key_of("k");
+	kiln_id u = tu_put_content(s, 80, 100), x = tu_put_content(s, 81, 200);
+	kiln_id key = tu_key_of("k");
 	kiln_gc_stats st;
 
 	assert_kiln(0, kiln_store_action_put(s, &key, &x, 1, "", 0));
@@ -677,18 +573,6 @@ gc_accepts_the_largest_ages(void **state)
 	assert_kept(state, s, &u, "unnamed blob with grace INT64_MAX");
 	assert_action(s, &key, &x, 1, "with max age INT64_MAX");
 	kiln_store_close(s);
-}
-
-/* A failed case longjmps past its cleanup and leaks its store; skip the
- * leak report then so the failure stays readable. Passing runs are still
- * checked for leaks. */
-int __lsan_is_turned_off(void);
-static int cases_failed;
-
-int
-__lsan_is_turned_off(void)
-{
-	return cases_failed != 0;
 }
 
 int
@@ -720,6 +604,6 @@ main(void)
 		                                tu_setup_dir, tu_teardown_dir),
 	};
 
-	cases_failed = cmocka_run_group_tests(tests, NULL, NULL);
-	return cases_failed;
+	return tu_skip_leak_report_if_failed(
+		cmocka_run_group_tests(tests, NULL, NULL));
 }
