@@ -54,7 +54,10 @@ for t in "$bindir"/tests/*; do
 	count_tap "$name" "$log/out" $?
 done
 
-export KILN="$top/$bindir/kiln"
+case $bindir in
+/*) export KILN="$bindir/kiln" ;;
+*) export KILN="$top/$bindir/kiln" ;;
+esac
 export KILN_TOP="$top"
 for f in tests/e2e/*.bats; do
 	[ -f "$f" ] || continue
