@@ -54,7 +54,7 @@ setup_tmpfs(void **state)
 	/* A private mount namespace: if the process dies mid-case (a
 	 * sanitizer abort), its tmpfs goes with it instead of staying mounted. */
 	if (!ctx.private_ns && unshare(CLONE_NEWNS) == 0 &&
-	    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0)
 		ctx.private_ns = 1;
 	if (mount("tmpfs", ctx.mnt, "tmpfs", 0, "size=8m") != 0) {
 		snprintf(ctx.why, sizeof ctx.why, "mount -t tmpfs -o size=8m failed: %s",
