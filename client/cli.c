@@ -235,6 +235,19 @@ path_up(char *dir)
 	return 1;
 }
 
+static int project_dir(char *dir, size_t len);
+
+int
+cli_project_dir(const char *given, char *dir, size_t len)
+{
+	if (given != NULL) {
+		if ((size_t)snprintf(dir, len, "%s", given) >= len)
+			return KILN_ERANGE;
+		return 0;
+	}
+	return project_dir(dir, len);
+}
+
 /* The nearest folder upward from the current one holding kiln.yaml, else
  * the current one, into dir. */
 static int

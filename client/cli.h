@@ -80,6 +80,18 @@ int cli_parse_duration(const char *s, int64_t *seconds);
 /* Format bytes for people ("512 B", "1.5 MiB") into buf. Returns buf. */
 char *cli_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* ---- the project -------------------------------------------------------- */
+
+/* The project folder: given (-C DIR) when not NULL, else the nearest folder
+ * upward from the current one holding kiln.yaml, else the current folder.
+ * Returns 0, KILN_ERANGE or KILN_EIO. */
+int cli_project_dir(const char *given, char *buf, size_t len);
+
+/* kiln check [-C DIR] [-p PROFILE]: load and validate the descriptions. */
+int cmd_check(const struct cli *cli, int argc, char **argv);
+/* kiln ls [-C DIR] [-p PROFILE] [--json]: list the steps of a profile. */
+int cmd_ls(const struct cli *cli, int argc, char **argv);
+
 /* ---- the store --------------------------------------------------------- */
 
 /* The store folder to use: given when not NULL, else

@@ -1,0 +1,866 @@
+/* desc_resolve.c — from loaded description files to one plan per profile.
+ *
+ * For each profile: its variables (following inherits); one step per
+ * source file each applicable rule matches; explicit assets, each replacing
+ * a rule's step of the same URL (make's override) and clashing with
+ * another asset's; every input resolved to source files or to prerequisite
+ * steps ("@url", "@url/glob"); cycles between steps refused with the cycle
+ * printed; the tools' command lines and env expanded with the step's
+ * params, match fields and variables; bundles resolved to URLs.
+ *
+ * Cost: one pass over the source list per rule (skipping files outside the
+ * glob's fixed prefix), hash lookups for URLs, no quadratic steps, so
+ * 100,000 source files resolve well under a second (bench/load). */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "desc_int.h"
+#include "glob.h"
+#include "kiln_store.h"
+
+/* ---- a string -> index hash map, in an arena ---- */
+
+struct umap {
+	const char **keys;
+	size_t *vals;
+	size_t cap;
+};
+
+static uint64_t
+hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static int
+umap_init(arena *a, struct umap *m, size_t n)
+{
+	m->cap = 16;
+	while (m->cap < n * 2)
+		m->cap *= 2;
+	m->keys = arena_alloc(a, m->cap * sizeof *m->keys);
+	m->vals = arena_alloc(a, m->cap * sizeof *m->vals);
+	return m->keys && m->vals ? 0 : KILN_ENOMEM;
+}
+
+/* The slot of key: its own, or the empty one where it would go. */
+static size_t
+umap_slot(const struct umap *m, const char *key)
+{
+	size_t i = hash_str(key) & (m->cap - 1);
+
+	while (m->keys[i] != NULL && strcmp(m->keys[i], key) != 0)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static int
+umap_get(const struct umap *m, const char *key, size_t *val)
+{
+	size_t i = umap_slot(m, key);
+
+	if (m->keys[i] == NULL)
+		return 0;
+	*val = m->vals[i];
+	return 1;
+}
+
+/* The map never fills: callers size it for every key it will hold. */
+static void
+umap_put(struct umap *m, const char *key, size_t val)
+{
+	size_t i = umap_slot(m, key);
+
+	m->keys[i] = key;
+	m->vals[i] = val;
+}
+
+/* ---- building steps ---- */
+
+struct match {
+	const char *path, *dir, *name, *ext, *file;
+};
+
+struct sb {
+	kiln_step st;
+	const char *toolname;
+	kiln_loc tool_loc;
+	const vec *decl_inputs; /* struct desc_input */
+	const vec *decl_outputs;
+	const char *source;     /* the matched file of a rule step */
+	struct match m;
+	int has_match;
+	int dead;               /* replaced by an asset */
+	const char *where;      /* "rules[2]", "assets[0]": field prefix */
+	vec inputs, needs;      /* const char * */
+};
+
+struct rs {
+	const char *root;
+	struct desc_file **files;
+	size_t nfiles;
+	const srcset *src;
+	arena *a;
+	diags *dg;
+	const char *project;
+	/* tools of every file, by name */
+	struct umap tools;
+	vec toolv;     /* const kiln_tool * */
+	vec toolnames; /* const char *, same order (for suggestions) */
+	/* rule globs, compiled once: globs[i] for the i-th rule over all files */
+	kiln_glob **globs;
+	/* per profile */
+	const char *profile;
+	vec vars; /* kiln_kv, nearest profile first */
+	vec steps; /* struct sb */
+	struct umap urls;
+	const char *const *profile_names;
+	size_t nprofiles;
+};
+
+static const char *
+var_lookup(const struct rs *r, const char *name, size_t len)
+{
+	const kiln_kv *kv = r->vars.items;
+
+	if (len == 7 && strncmp(name, "profile", 7) == 0)
+		return r->profile;
+	if (len == 7 && strncmp(name, "project", 7) == 0)
+		return r->project;
+	for (size_t i = 0; i < r->vars.n; i++)
+		if (strlen(kv[i].key) == len && strncmp(kv[i].key, name, len) == 0)
+			return kv[i].value;
+	return NULL;
+}
+
+struct scope_arg {
+	const struct rs *r;
+	const struct sb *s; /* NULL: no step (URL and output templates) */
+	const struct match *m;
+	int tool_stage;     /* expanding a tool: in/out/depfile deferred */
+};
+
+static const char *
+match_lookup(const struct match *m, const char *name, size_t len)
+{
+	if (m == NULL || len < 6 || strncmp(name, "match.", 6) != 0)
+		return NULL;
+	name += 6;
+	len -= 6;
+#define F(k) if (len == sizeof #k - 1 && strncmp(name, #k, len) == 0) return m->k
+	F(path); F(dir); F(name); F(ext); F(file);
+#undef F
+	return NULL;
+}
+
+/* ${param.a.b}: a scalar inside the step's params. */
+static const char *
+param_lookup(const kiln_val *p, const char *name, size_t len)
+{
+	if (p == NULL || len < 6 || strncmp(name, "param.", 6) != 0)
+		return NULL;
+	name += 6;
+	len -= 6;
+	while (p != NULL && p->type == KILN_VAL_MAP) {
+		const char *dot = memchr(name, '.', len);
+		size_t seg = dot ? (size_t)(dot - name) : len;
+		const kiln_val *next = NULL;
+		for (size_t i = 0; i < p->n && next == NULL; i++)
+			if (strlen(p->keys[i]) == seg && strncmp(p->keys[i], name, seg) == 0)
+				next = &p->items[i];
+		p = next;
+		if (dot == NULL)
+			break;
+		name = dot + 1;
+		len -= seg + 1;
+	}
+	if (p == NULL || p->type == KILN_VAL_LIST || p->type == KILN_VAL_MAP)
+		return NULL;
+	return p->type == KILN_VAL_NULL ? "" : p->str;
+}
+
+static const char *
+scope_lookup(const char *name, size_t len, void *arg)
+{
+	struct scope_arg *sa = arg;
+	const char *v = match_lookup(sa->m, name, len);
+
+	if (v == NULL && sa->s != NULL)
+		v = param_lookup(sa->s->st.params, name, len);
+	return v != NULL ? v : var_lookup(sa->r, name, len);
+}
+
+static int
+scope_deferred(const char *name, size_t len, void *arg)
+{
+	struct scope_arg *sa = arg;
+	const struct sb *s = sa->s;
+
+	if (!sa->tool_stage)
+		return 0;
+	if ((len == 2 && strncmp(name, "in", 2) == 0) ||
+	    (len == 5 && strncmp(name, "in...", 5) == 0))
+		return 1;
+	if (len == 7 && strncmp(name, "depfile", 7) == 0)
+		return s->st.tool->depfile;
+	if (len == 3 && strncmp(name, "out", 3) == 0)
+		return s->st.noutputs == 1;
+	if (len > 4 && strncmp(name, "out.", 4) == 0)
+		for (size_t i = 0; i < s->st.noutputs; i++)
+			if (strlen(s->st.outputs[i].name) == len - 4 &&
+			    strncmp(s->st.outputs[i].name, name + 4, len - 4) == 0)
+				return 1;
+	return 0;
+}
+
+static char *
+expand(struct rs *r, const struct sb *s, const struct match *m, int tool_stage,
+       const char *text, const char **bad)
+{
+	struct scope_arg sa = {r, s, m, tool_stage};
+	tmpl_scope sc = {scope_lookup, &sa, scope_deferred};
+
+	return tmpl_expand(r->a, text, &sc, bad);
+}
+
+/* The match fields of a source path under a glob's fixed prefix. */
+static void
+match_fields(arena *a, const char *file, const char *prefix, struct match *m)
+{
+	const char *rel = file + strlen(prefix), *slash = strrchr(rel, '/');
+	const char *base = slash ? slash + 1 : rel, *dot = strrchr(base, '.');
+	size_t stem = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+
+	m->file = base;
+	m->dir = slash ? arena_strndup(a, rel, (size_t)(slash - rel)) : "";
+	m->name = arena_strndup(a, base, stem);
+	m->ext = dot && dot != base ? dot + 1 : "";
+	m->path = arena_strndup(a, rel, (size_t)(base - rel) + stem);
+}
+
+/* Outputs: the declared ones with their file templates expanded, or one
+ * named "out" after the URL's last segment. */
+static int
+step_outputs(struct rs *r, struct sb *s, kiln_loc loc, const char *field)
+{
+	const kiln_output *decl = s->decl_outputs->items;
+	size_t n = s->decl_outputs->n;
+	kiln_output *out = arena_alloc(r->a, (n ? n : 1) * sizeof *out);
+	const char *bad;
+
+	if (out == NULL)
+		return KILN_ENOMEM;
+	if (n == 0) {
+		const char *slash = strrchr(s->st.url, '/');
+		out[0] = (kiln_output){"out", slash ? slash + 1 : s->st.url};
+		n = 1;
+	}
+	for (size_t i = 0; i < s->decl_outputs->n; i++) {
+		out[i].name = decl[i].name;
+		out[i].file = expand(r, NULL, s->has_match ? &s->m : NULL, 0, decl[i].file, &bad);
+		if (out[i].file == NULL) {
+			diag_add(r->dg, KILN_DIAG_ERROR, loc, field, "output '%s': %s",
+			         decl[i].name, bad ? bad : "out of memory");
+			out[i].file = decl[i].file;
+		}
+	}
+	s->st.outputs = out;
+	s->st.noutputs = n;
+	return 0;
+}
+
+static int
+applies(const vec *profiles, const char *profile)
+{
+	const char *const *p = profiles->items;
+
+	if (profiles->n == 0)
+		return 1;
+	for (size_t i = 0; i < profiles->n; i++)
+		if (strcmp(p[i], profile) == 0)
+			return 1;
+	return 0;
+}
+
+static struct sb *
+step_add(struct rs *r)
+{
+	struct sb s = {0};
+
+	vec_init(&s.inputs, sizeof(const char *));
+	vec_init(&s.needs, sizeof(const char *));
+	return vec_push(r->a, &r->steps, &s);
+}
+
+static void
+rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
+{
+	const char *const *files = r->src->files.items;
+	const char *prefix = glob_prefix(g);
+	size_t pl = strlen(prefix), nmatched = 0, idx;
+
+	for (size_t i = 0; i < r->src->files.n; i++) {
+		const char *bad;
+		struct sb *s, *old;
+		struct match m;
+		char *url;
+		if (strncmp(files[i], prefix, pl) != 0 || !glob_match(g, files[i]))
+			continue;
+		nmatched++;
+		match_fields(r->a, files[i], prefix, &m);
+		if ((url = expand(r, NULL, &m, 0, ru->url, &bad)) == NULL) {
+			diag_add(r->dg, KILN_DIAG_ERROR, ru->url_loc,
+			         arena_printf(r->a, "rules[%d].url", ru->index), "%s",
+			         bad ? bad : "out of memory");
+			return;
+		}
+		if (kiln_url_check(url) != 0) {
+			diag_add(r->dg, KILN_DIAG_ERROR, ru->url_loc,
+			         arena_printf(r->a, "rules[%d].url", ru->index), "'%s' made "
+			         "from '%s' is not a valid URL", url, files[i]);
+			continue;
+		}
+		if (umap_get(&r->urls, url, &idx)) {
+			old = (struct sb *)r->steps.items + idx;
+			diag_add(r->dg, KILN_DIAG_ERROR, ru->url_loc,
+			         arena_printf(r->a, "rules[%d].url", ru->index), "URL '%s' is made "
+			         "twice: from '%s' here and from '%s' by the rule at %s:%d",
+			         url, files[i], old->source, old->st.loc.file, old->st.loc.line);
+			continue;
+		}
+		if ((s = step_add(r)) == NULL)
+			return;
+		s->st.url = url;
+		s->st.loc = ru->loc;
+		s->st.from_rule = 1;
+		s->where = arena_printf(r->a, "rules[%d]", ru->index);
+		s->st.params = ru->params;
+		s->toolname = ru->tool;
+		s->tool_loc = ru->tool_loc;
+		s->decl_inputs = &ru->inputs;
+		s->decl_outputs = &ru->outputs;
+		s->source = files[i];
+		s->m = m;
+		s->has_match = 1;
+		vec_push(r->a, &s->inputs, &files[i]);
+		umap_put(&r->urls, url, r->steps.n - 1);
+		step_outputs(r, s, ru->outputs_loc.line ? ru->outputs_loc : ru->loc, "outputs");
+	}
+	if (nmatched == 0)
+		diag_add(r->dg, KILN_DIAG_WARNING, ru->match_loc,
+		         arena_printf(r->a, "rules[%d].match", ru->index), "'%s' matches "
+		         "no source file", ru->match);
+}
+
+static void
+asset_step(struct rs *r, const struct desc_asset *as)
+{
+	struct sb *s, *old;
+	size_t idx;
+
+	if (umap_get(&r->urls, as->url, &idx)) {
+		old = (struct sb *)r->steps.items + idx;
+		if (!old->st.from_rule) {
+			diag_add(r->dg, KILN_DIAG_ERROR, as->url_loc,
+			         arena_printf(r->a, "assets[%d].url", as->index), "URL '%s' is "
+			         "already defined by the asset at %s:%d", as->url,
+			         old->st.loc.file, old->st.loc.line);
+			return;
+		}
+		old->dead = 1;
+	}
+	if ((s = step_add(r)) == NULL)
+		return;
+	if (umap_get(&r->urls, as->url, &idx))
+		s->st.overrides = ((struct sb *)r->steps.items)[idx].st.loc;
+	s->st.url = as->url;
+	s->st.loc = as->loc;
+	s->st.params = as->params;
+	s->where = arena_printf(r->a, "assets[%d]", as->index);
+	s->toolname = as->tool;
+	s->tool_loc = as->tool_loc;
+	s->decl_inputs = &as->inputs;
+	s->decl_outputs = &as->outputs;
+	umap_put(&r->urls, as->url, r->steps.n - 1);
+	step_outputs(r, s, as->outputs_loc.line ? as->outputs_loc : as->loc, "outputs");
+}
+
+/* ---- inputs and links ---- */
+
+static int
+str_order(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int
+file_known(const struct rs *r, const char *path)
+{
+	char abs[PATH_MAX * 2], real[PATH_MAX], realroot[PATH_MAX];
+	struct stat st;
+
+	if (r->src->files.n > 0 && bsearch(&path, r->src->files.items, r->src->files.n,
+	                                   sizeof(char *), str_order) != NULL)
+		return 1;
+	snprintf(abs, sizeof abs, "%s/%s", r->root, path);
+	if (realpath(abs, real) == NULL || realpath(r->root, realroot) == NULL ||
+	    stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return strncmp(real, realroot, strlen(realroot)) == 0 &&
+	       real[strlen(realroot)] == '/';
+}
+
+/* One declared input of step s: files, or prerequisite steps. */
+static void
+input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
+{
+	const char *field = in->field;
+	const char *pattern = in->text[0] == '@' ? in->text + 1 : in->path;
+	const char *why;
+	kiln_glob *g;
+	size_t n = 0, idx;
+
+	if (glob_compile(pattern, &g, &why) != 0) {
+		diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "'%s': %s", in->text,
+		         why ? why : "malformed pattern");
+		return;
+	}
+	if (in->text[0] == '@' && glob_is_literal(g)) {
+		if (umap_get(&r->urls, pattern, &idx) && !((struct sb *)r->steps.items)[idx].dead)
+			vec_push(r->a, &s->needs, &pattern);
+		else
+			diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "'%s' names no "
+			         "asset: unknown URL '%s' in profile '%s'", in->text, pattern,
+			         r->profile);
+		n = 1;
+	} else if (in->text[0] == '@') {
+		const struct sb *all = r->steps.items;
+		for (size_t i = 0; i < r->steps.n; i++)
+			if (!all[i].dead && &all[i] != s && glob_match(g, all[i].st.url)) {
+				vec_push(r->a, &s->needs, &all[i].st.url);
+				n++;
+			}
+	} else if (glob_is_literal(g)) {
+		if (file_known(r, pattern))
+			vec_push(r->a, &s->inputs, &pattern);
+		else
+			diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "input file '%s' "
+			         "does not exist (or is not a regular file inside the project)",
+			         pattern);
+		n = 1;
+	} else {
+		const char *const *files = r->src->files.items;
+		const char *prefix = glob_prefix(g);
+		size_t pl = strlen(prefix);
+		for (size_t i = 0; i < r->src->files.n; i++)
+			if (strncmp(files[i], prefix, pl) == 0 && glob_match(g, files[i])) {
+				vec_push(r->a, &s->inputs, &files[i]);
+				n++;
+			}
+	}
+	if (n == 0)
+		diag_add(r->dg, KILN_DIAG_WARNING, in->loc, field, "'%s' matches "
+		         "nothing in profile '%s'", in->text, r->profile);
+	glob_free(g);
+}
+
+/* Sort and de-duplicate a vec of strings into a plain array. */
+static const char **
+sorted_unique(vec *v, size_t *n)
+{
+	const char **p = v->items;
+	size_t w = 0;
+
+	if (v->n > 1)
+		qsort(p, v->n, sizeof *p, str_order);
+	for (size_t i = 0; i < v->n; i++)
+		if (w == 0 || strcmp(p[w - 1], p[i]) != 0)
+			p[w++] = p[i];
+	*n = w;
+	return p;
+}
+
+/* ---- cycles ---- */
+
+static void
+cycle_check(struct rs *r, kiln_step *steps, size_t n, struct umap *index)
+{
+	unsigned char *color = calloc(n ? n : 1, 1);
+	size_t *stack = malloc((n ? n : 1) * sizeof *stack);
+	size_t *next = calloc(n ? n : 1, sizeof *next);
+
+	if (color == NULL || stack == NULL || next == NULL)
+		goto out;
+	for (size_t root = 0; root < n; root++) {
+		size_t sp = 0;
+		if (color[root])
+			continue;
+		stack[sp++] = root;
+		color[root] = 1;
+		while (sp > 0) {
+			size_t v = stack[sp - 1], w;
+			if (next[v] == steps[v].nneeds) {
+				color[v] = 2;
+				sp--;
+				continue;
+			}
+			if (!umap_get(index, steps[v].needs[next[v]++], &w))
+				continue;
+			if (color[w] == 0) {
+				color[w] = 1;
+				stack[sp++] = w;
+			} else if (color[w] == 1) {
+				char buf[900] = "";
+				size_t from = sp;
+				while (from > 0 && stack[from - 1] != w)
+					from--;
+				for (size_t k = from - 1; k < sp && strlen(buf) < 700; k++)
+					snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s -> ",
+					         steps[stack[k]].url);
+				snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s",
+				         steps[w].url);
+				diag_add(r->dg, KILN_DIAG_ERROR, steps[w].loc, "",
+				         "cycle between assets: %s", buf);
+				color[w] = 2; /* report each cycle once */
+			}
+		}
+	}
+out:
+	free(color);
+	free(stack);
+	free(next);
+}
+
+/* ---- tools' command lines ---- */
+
+static void
+tool_expand(struct rs *r, struct sb *s, int *reported)
+{
+	const kiln_tool *t = s->st.tool;
+	const char **argv = arena_alloc(r->a, (t->nrun + 1) * sizeof *argv);
+	kiln_kv *env = arena_alloc(r->a, (t->nenv + 1) * sizeof *env);
+	const struct match *m = s->has_match ? &s->m : NULL;
+	const char *bad = NULL;
+
+	if (argv == NULL || env == NULL)
+		return;
+	for (size_t i = 0; i < t->nrun && bad == NULL; i++)
+		argv[i] = expand(r, s, m, 1, t->run[i], &bad);
+	for (size_t i = 0; i < t->nenv && bad == NULL; i++) {
+		env[i] = t->env[i];
+		env[i].value = expand(r, s, m, 1, t->env[i].value, &bad);
+	}
+	if (bad != NULL) {
+		if (!*reported)
+			diag_add(r->dg, KILN_DIAG_ERROR, t->loc,
+			         arena_printf(r->a, "tools.%s", t->name), "%s (profile '%s', "
+			         "step '%s'%s)", bad, r->profile, s->st.url,
+			         !m && strstr(bad, "${match.") ? ": explicit assets have no "
+			         "${match.*} fields" : "");
+		*reported = 1;
+		return;
+	}
+	s->st.argv = argv;
+	s->st.nargv = t->nrun;
+	s->st.env = env;
+	s->st.nenv = t->nenv;
+}
+
+/* ---- profiles ---- */
+
+static const struct desc_profile *
+profile_find(const struct desc_file *root, const char *name)
+{
+	const struct desc_profile *p = root->profiles.items;
+
+	for (size_t i = 0; i < root->profiles.n; i++)
+		if (strcmp(p[i].name, name) == 0)
+			return &p[i];
+	return NULL;
+}
+
+/* Variables of a profile, nearest definition first. 0, or -1 after an
+ * error (unknown parent, inheritance cycle). */
+static int
+profile_vars(struct rs *r, const struct desc_file *root, const struct desc_profile *p)
+{
+	const struct desc_profile *chain[32];
+	size_t n = 0;
+
+	vec_init(&r->vars, sizeof(kiln_kv));
+	for (const struct desc_profile *q = p; q != NULL; n++) {
+		for (size_t i = 0; i < n; i++)
+			if (chain[i] == q) {
+				diag_add(r->dg, KILN_DIAG_ERROR, p->inherits_loc, "inherits",
+				         "profile '%s' inherits from itself through '%s'",
+				         p->name, q->name);
+				return -1;
+			}
+		if (n == 32)
+			return -1;
+		chain[n] = q;
+		for (size_t i = 0; i < q->vars.n; i++)
+			vec_push(r->a, &r->vars, (kiln_kv *)q->vars.items + i);
+		if (q->inherits == NULL)
+			break;
+		const struct desc_profile *parent = profile_find(root, q->inherits);
+		if (parent == NULL) {
+			const char *hint = diag_suggest(q->inherits, r->profile_names, r->nprofiles);
+			diag_add(r->dg, KILN_DIAG_ERROR, q->inherits_loc, "inherits",
+			         "unknown profile '%s'%s%s%s", q->inherits,
+			         hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
+			return -1;
+		}
+		q = parent;
+	}
+	return 0;
+}
+
+static void
+bundles_resolve(struct rs *r, kiln_plan *plan, const kiln_step *steps, size_t n)
+{
+	vec out;
+
+	vec_init(&out, sizeof(kiln_bundle_plan));
+	for (size_t f = 0; f < r->nfiles; f++) {
+		const struct desc_bundle *b = r->files[f]->bundles.items;
+		for (size_t i = 0; i < r->files[f]->bundles.n; i++) {
+			kiln_bundle_plan bp = {b[i].name, NULL, 0, b[i].loc};
+			vec urls;
+			vec_init(&urls, sizeof(const char *));
+			for (size_t j = 0; j < b[i].patterns.n; j++) {
+				const struct desc_input *in = (const struct desc_input *)b[i].patterns.items + j;
+				const char *why;
+				kiln_glob *g;
+				size_t before = urls.n;
+				if (glob_compile(in->text, &g, &why) != 0) {
+					diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "'%s': %s",
+					         in->text, why ? why : "malformed pattern");
+					continue;
+				}
+				for (size_t k = 0; k < n; k++)
+					if (glob_match(g, steps[k].url))
+						vec_push(r->a, &urls, &steps[k].url);
+				if (urls.n == before)
+					diag_add(r->dg, glob_is_literal(g) ? KILN_DIAG_ERROR : KILN_DIAG_WARNING,
+					         in->loc, in->field, glob_is_literal(g)
+					         ? "bundle '%s' names unknown URL '%s' in profile '%s'"
+					         : "bundle '%s': '%s' matches no URL in profile '%s'",
+					         b[i].name, in->text, r->profile);
+				glob_free(g);
+			}
+			bp.urls = sorted_unique(&urls, &bp.nurls);
+			vec_push(r->a, &out, &bp);
+		}
+	}
+	plan->bundles = out.items;
+	plan->nbundles = out.n;
+}
+
+static int
+step_order(const void *a, const void *b)
+{
+	return strcmp(((const kiln_step *)a)->url, ((const kiln_step *)b)->url);
+}
+
+/* Steps of the profile, finished into a sorted kiln_step array. */
+static int
+plan_finish(struct rs *r, kiln_plan *plan)
+{
+	struct sb *all = r->steps.items;
+	kiln_step *steps = arena_alloc(r->a, (r->steps.n ? r->steps.n : 1) * sizeof *steps);
+	struct umap index;
+	size_t n = 0;
+	int *reported = calloc(r->toolv.n ? r->toolv.n : 1, sizeof *reported);
+
+	if (steps == NULL || reported == NULL) {
+		free(reported);
+		return KILN_ENOMEM;
+	}
+	for (size_t i = 0; i < r->steps.n; i++) {
+		struct sb *s = &all[i];
+		size_t t;
+		if (s->dead)
+			continue;
+		for (size_t j = 0; j < s->decl_inputs->n; j++)
+			input_resolve(r, s, (const struct desc_input *)s->decl_inputs->items + j);
+		if (!umap_get(&r->tools, s->toolname, &t)) {
+			const char *hint = diag_suggest(s->toolname, r->toolnames.items,
+			                                r->toolnames.n);
+			diag_add(r->dg, KILN_DIAG_ERROR, s->tool_loc,
+			         arena_printf(r->a, "%s.tool", s->where), "unknown tool "
+			         "'%s'%s%s%s", s->toolname, hint ? " (did you mean '" : "",
+			         hint ? hint : "", hint ? "'?)" : "");
+		} else {
+			s->st.tool = ((const kiln_tool *const *)r->toolv.items)[t];
+			tool_expand(r, s, &reported[t]);
+		}
+		s->st.inputs = sorted_unique(&s->inputs, &s->st.ninputs);
+		s->st.needs = sorted_unique(&s->needs, &s->st.nneeds);
+		steps[n++] = s->st;
+	}
+	free(reported);
+	if (n > 1)
+		qsort(steps, n, sizeof *steps, step_order);
+	if (umap_init(r->a, &index, n) != 0)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		umap_put(&index, steps[i].url, i);
+	cycle_check(r, steps, n, &index);
+	plan->profile = r->profile;
+	plan->steps = steps;
+	plan->nsteps = n;
+	bundles_resolve(r, plan, steps, n);
+	return 0;
+}
+
+static int
+resolve_profile(struct rs *r, const struct desc_file *root, const struct desc_profile *p,
+                kiln_plan *plan)
+{
+	size_t g = 0;
+
+	r->profile = p->name;
+	if (profile_vars(r, root, p) != 0)
+		return 0;
+	vec_init(&r->steps, sizeof(struct sb));
+	if (umap_init(r->a, &r->urls, r->src->files.n + 1024) != 0)
+		return KILN_ENOMEM;
+	for (size_t f = 0; f < r->nfiles; f++) {
+		const struct desc_rule *ru = r->files[f]->rules.items;
+		for (size_t i = 0; i < r->files[f]->rules.n; i++, g++)
+			if (r->globs[g] != NULL && applies(&ru[i].profiles, p->name))
+				rule_steps(r, &ru[i], r->globs[g]);
+	}
+	for (size_t f = 0; f < r->nfiles; f++) {
+		const struct desc_asset *as = r->files[f]->assets.items;
+		for (size_t i = 0; i < r->files[f]->assets.n; i++)
+			if (applies(&as[i].profiles, p->name))
+				asset_step(r, &as[i]);
+	}
+	return plan_finish(r, plan);
+}
+
+/* ---- checks that do not depend on the profile ---- */
+
+static int
+tools_index(struct rs *r)
+{
+	size_t total = 0, idx;
+
+	vec_init(&r->toolv, sizeof(const char *));
+	vec_init(&r->toolnames, sizeof(const char *));
+	for (size_t f = 0; f < r->nfiles; f++)
+		total += r->files[f]->tools.n;
+	if (umap_init(r->a, &r->tools, total + 1) != 0)
+		return KILN_ENOMEM;
+	for (size_t f = 0; f < r->nfiles; f++) {
+		const kiln_tool *t = r->files[f]->tools.items;
+		for (size_t i = 0; i < r->files[f]->tools.n; i++) {
+			if (umap_get(&r->tools, t[i].name, &idx)) {
+				const kiln_tool *old = ((const kiln_tool *const *)r->toolv.items)[idx];
+				diag_add(r->dg, KILN_DIAG_ERROR, t[i].loc, "tools", "tool '%s' is "
+				         "already defined at %s:%d", t[i].name, old->loc.file,
+				         old->loc.line);
+				continue;
+			}
+			const kiln_tool *tp = &t[i];
+			umap_put(&r->tools, t[i].name, r->toolv.n);
+			vec_push(r->a, &r->toolv, &tp);
+			vec_push(r->a, &r->toolnames, &t[i].name);
+		}
+	}
+	return 0;
+}
+
+static int
+rule_globs(struct rs *r)
+{
+	size_t total = 0, g = 0;
+
+	for (size_t f = 0; f < r->nfiles; f++)
+		total += r->files[f]->rules.n;
+	if ((r->globs = calloc(total ? total : 1, sizeof *r->globs)) == NULL)
+		return KILN_ENOMEM;
+	for (size_t f = 0; f < r->nfiles; f++) {
+		const struct desc_rule *ru = r->files[f]->rules.items;
+		for (size_t i = 0; i < r->files[f]->rules.n; i++, g++) {
+			const char *why;
+			if (glob_compile(ru[i].match, &r->globs[g], &why) != 0) {
+				r->globs[g] = NULL;
+				diag_add(r->dg, KILN_DIAG_ERROR, ru[i].match_loc,
+				         arena_printf(r->a, "rules[%d].match", ru[i].index),
+				         "'%s': %s", ru[i].match, why ? why : "malformed pattern");
+			}
+		}
+	}
+	return 0;
+}
+
+static void
+profile_refs(struct rs *r)
+{
+	for (size_t f = 0; f < r->nfiles; f++) {
+		const struct desc_rule *ru = r->files[f]->rules.items;
+		const struct desc_asset *as = r->files[f]->assets.items;
+		for (size_t i = 0; i < r->files[f]->rules.n + r->files[f]->assets.n; i++) {
+			int rule = i < r->files[f]->rules.n;
+			const vec *pv = rule ? &ru[i].profiles : &as[i - r->files[f]->rules.n].profiles;
+			kiln_loc loc = rule ? ru[i].profiles_loc : as[i - r->files[f]->rules.n].profiles_loc;
+			for (size_t j = 0; j < pv->n; j++) {
+				const char *name = ((const char *const *)pv->items)[j];
+				size_t k;
+				for (k = 0; k < r->nprofiles && strcmp(r->profile_names[k], name) != 0; k++)
+					;
+				if (k == r->nprofiles)
+					diag_add(r->dg, KILN_DIAG_ERROR, loc, "profiles", "unknown "
+					         "profile '%s'", name);
+			}
+		}
+	}
+}
+
+int
+desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
+             const srcset *src, struct plan_set *ps)
+{
+	struct rs r = {.root = root, .files = files, .nfiles = nfiles, .src = src,
+	               .a = &ps->a, .dg = &ps->dg};
+	const struct desc_file *rootf = files[0];
+	const struct desc_profile *profiles = rootf->profiles.items;
+	const char **names;
+	int rv;
+
+	r.project = rootf->project ? rootf->project : "";
+	vec_init(&ps->plans, sizeof(kiln_plan));
+	names = arena_alloc(r.a, (rootf->profiles.n + 1) * sizeof *names);
+	if (names == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < rootf->profiles.n; i++)
+		names[i] = profiles[i].name;
+	r.profile_names = names;
+	r.nprofiles = rootf->profiles.n;
+	if ((rv = tools_index(&r)) != 0 || (rv = rule_globs(&r)) != 0)
+		goto out;
+	profile_refs(&r);
+	for (size_t i = 0; i < rootf->profiles.n && rv == 0; i++) {
+		kiln_plan plan = {0};
+		if ((rv = resolve_profile(&r, rootf, &profiles[i], &plan)) == 0 && plan.profile)
+			vec_push(r.a, &ps->plans, &plan);
+	}
+out:
+	for (size_t g = 0, f = 0; f < nfiles; f++)
+		for (size_t i = 0; i < files[f]->rules.n; i++, g++)
+			if (r.globs != NULL)
+				glob_free(r.globs[g]);
+	free(r.globs);
+	return rv != 0 ? rv : r.a->failed ? KILN_ENOMEM : 0;
+}

@@ -1,0 +1,146 @@
+/* kiln_desc.h — a project's asset descriptions, loaded and validated.
+ *
+ * A project is described by kiln.yaml at its root plus any *.kiln.yaml
+ * files under its source folders (docs/format.md is the reference). Loading
+ * parses every file, checks every field, then resolves each profile into a
+ * plan: the list of build steps (one per rule match or explicit asset),
+ * their inputs, prerequisite links, outputs and expanded command lines.
+ * Every problem becomes a diagnostic naming file:line:column and the field;
+ * all of them are collected, not just the first.
+ *
+ * Memory: everything a kiln_desc hands out (strings, steps, diagnostics) is
+ * owned by it and valid until the next kiln_desc_reload or kiln_desc_free.
+ * Not thread-safe: one thread at a time per kiln_desc. */
+#ifndef KILN_DESC_H
+#define KILN_DESC_H
+
+#include <stddef.h>
+
+#include "kiln_error.h"
+
+typedef struct kiln_desc kiln_desc;
+
+/* Where something was written: file relative to the project root. */
+typedef struct kiln_loc {
+	const char *file;
+	int line, col; /* 1-based; 0 when not known */
+} kiln_loc;
+
+enum kiln_diag_level { KILN_DIAG_ERROR, KILN_DIAG_WARNING };
+
+typedef struct kiln_diag {
+	enum kiln_diag_level level;
+	kiln_loc loc;
+	const char *field; /* e.g. "assets[2].tool", "" when none */
+	const char *msg;   /* what is wrong and what was expected */
+} kiln_diag;
+
+/* A typed value from YAML (params, variables). Scalars keep the text as
+ * written in str; type says how a plain scalar reads. */
+enum kiln_val_type {
+	KILN_VAL_NULL, KILN_VAL_BOOL, KILN_VAL_INT, KILN_VAL_FLOAT,
+	KILN_VAL_STRING, KILN_VAL_LIST, KILN_VAL_MAP,
+};
+
+typedef struct kiln_val {
+	enum kiln_val_type type;
+	const char *str;         /* scalars: the text; lists/maps: NULL */
+	size_t n;                /* lists/maps: number of items */
+	struct kiln_val *items;  /* list items, or map values */
+	const char **keys;       /* maps: the keys, in file order */
+	kiln_loc loc;
+} kiln_val;
+
+typedef struct kiln_kv {
+	const char *key;
+	const char *value;
+	kiln_loc loc;
+} kiln_kv;
+
+typedef struct kiln_tool {
+	const char *name;
+	const char **run; /* argv template; with shell, one command string */
+	size_t nrun;
+	const char *version; /* "" when not given */
+	kiln_kv *env;        /* templates */
+	size_t nenv;
+	int shell;   /* run through /bin/sh -c */
+	int depfile; /* the tool writes a make-style depfile to ${depfile} */
+	kiln_loc loc;
+} kiln_tool;
+
+typedef struct kiln_output {
+	const char *name; /* "out" for a single unnamed output */
+	const char *file; /* file name the tool writes, in its scratch folder */
+} kiln_output;
+
+typedef struct kiln_step {
+	const char *url;
+	const kiln_tool *tool;
+	/* The tool's argv and env with variables, params and match fields
+	 * expanded. ${in}, ${in...}, ${out}, ${out.NAME} and ${depfile} are
+	 * left in place for the build engine, which knows the paths. */
+	const char **argv;
+	size_t nargv;
+	kiln_kv *env;
+	size_t nenv;
+	const char **inputs; /* project-relative source files, sorted */
+	size_t ninputs;
+	const char **needs;  /* URLs of prerequisite steps, sorted */
+	size_t nneeds;
+	kiln_output *outputs;
+	size_t noutputs;
+	const kiln_val *params; /* a map, or NULL */
+	kiln_loc loc;           /* the rule or asset that made this step */
+	int from_rule;
+	kiln_loc overrides;     /* file != NULL: this asset replaced a rule's step */
+} kiln_step;
+
+typedef struct kiln_bundle_plan {
+	const char *name;
+	const char **urls; /* sorted */
+	size_t nurls;
+	kiln_loc loc;
+} kiln_bundle_plan;
+
+/* The steps of one profile, sorted by URL. */
+typedef struct kiln_plan {
+	const char *profile;
+	const kiln_step *steps;
+	size_t nsteps;
+	const kiln_bundle_plan *bundles;
+	size_t nbundles;
+} kiln_plan;
+
+/* Load the project whose root folder is root. Returns 0 when it is valid,
+ * KILN_EINVAL when it has errors (*d is still set: read the diagnostics),
+ * KILN_ENOTFOUND when root has no kiln.yaml (*d NULL), KILN_ENOMEM. */
+int kiln_desc_load(const char *root, kiln_desc **d);
+
+/* Re-read one description file (path relative to the root) after it
+ * changed, was created or was deleted: exactly what that file defined is
+ * replaced, and every profile is resolved again. Same returns as load;
+ * KILN_EINVAL for a path that is not a description file. */
+int kiln_desc_reload(kiln_desc *d, const char *relpath);
+
+void kiln_desc_free(kiln_desc *d);
+
+/* All diagnostics, errors and warnings, sorted by file, line, column. */
+size_t kiln_desc_diags(const kiln_desc *d, const kiln_diag **diags);
+size_t kiln_desc_nerrors(const kiln_desc *d);
+
+const char *kiln_desc_root(const kiln_desc *d);
+const char *kiln_desc_project(const kiln_desc *d);
+
+/* Profile names in the order kiln.yaml lists them; the first is the
+ * default. */
+size_t kiln_desc_profiles(const kiln_desc *d, const char *const **names);
+
+/* The plan of a profile (NULL for an unknown profile, or when the project
+ * has errors that prevent resolving it). */
+const kiln_plan *kiln_desc_plan(const kiln_desc *d, const char *profile);
+
+/* Description files read, relative to the root ("kiln.yaml" first). */
+size_t kiln_desc_files(const kiln_desc *d, const char *const **files);
+
+#endif

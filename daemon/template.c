@@ -1,0 +1,94 @@
+/* template.c — "${name}" expansion in tool command lines, URLs, output
+ * names and env values.
+ *
+ * A variable is ${name}, where name is letters, digits and "_.-", optionally
+ * ending in "..." (a list spread into several argv items; only the engine
+ * expands those). "$${" writes a literal "${"; any other '$' is literal, so
+ * shell commands keep their own $VARS. Names the build engine fills in
+ * later (in, out, depfile) are "deferred": kept exactly as written. */
+#include <string.h>
+
+#include "desc_int.h"
+
+static int
+name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+}
+
+/* Append n bytes to the growing output. */
+static int
+out_put(arena *a, char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t ncap = (*len + n + 1) * 2;
+		char *nb = arena_alloc(a, ncap);
+		if (nb == NULL)
+			return -1;
+		if (*len > 0)
+			memcpy(nb, *buf, *len);
+		*buf = nb;
+		*cap = ncap;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+char *
+tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char **bad)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	const char *p = text;
+
+	*bad = NULL;
+	if (out_put(a, &buf, &len, &cap, "", 0) != 0)
+		return NULL;
+	while (*p != '\0') {
+		const char *d = strchr(p, '$'), *name, *end, *val;
+		size_t nlen;
+		if (d == NULL)
+			d = p + strlen(p);
+		if (out_put(a, &buf, &len, &cap, p, (size_t)(d - p)) != 0)
+			return NULL;
+		if (*d == '\0')
+			break;
+		if (d[1] == '$' && d[2] == '{') {
+			if (out_put(a, &buf, &len, &cap, "${", 2) != 0)
+				return NULL;
+			p = d + 3;
+			continue;
+		}
+		if (d[1] != '{') {
+			if (out_put(a, &buf, &len, &cap, "$", 1) != 0)
+				return NULL;
+			p = d + 1;
+			continue;
+		}
+		name = d + 2;
+		for (end = name; name_char(*end); end++)
+			;
+		nlen = (size_t)(end - name);
+		if (*end != '}' || nlen == 0) {
+			*bad = arena_printf(a, "malformed variable at '%.20s' (expected "
+			                    "${name} with letters, digits, '_', '.', '-')", d);
+			return NULL;
+		}
+		if (sc->deferred != NULL && sc->deferred(name, nlen, sc->arg)) {
+			val = d;
+			nlen = (size_t)(end + 1 - d);
+		} else if ((val = sc->lookup(name, nlen, sc->arg)) != NULL) {
+			nlen = strlen(val);
+		} else {
+			*bad = arena_printf(a, "undefined variable '${%.*s}'", (int)nlen, name);
+			return NULL;
+		}
+		if (out_put(a, &buf, &len, &cap, val, nlen) != 0)
+			return NULL;
+		p = end + 1;
+	}
+	return buf;
+}
