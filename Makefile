@@ -41,15 +41,17 @@ STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
             store/scan.c store/fsck.c store/gc.c store/store.c
 # The asset-description loader (kiln.yaml and *.kiln.yaml): used by the CLI
 # (kiln check, kiln ls) and the daemon.
-DESC_SRC  =
-KILN_SRC  = client/main.c client/cli.c client/cmd_store.c
+DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
+            daemon/desc_load.c daemon/template.c daemon/srcwalk.c \
+            daemon/desc_resolve.c daemon/desc.c
+KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_desc.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
-             test_fsck test_gc test_enospc
+             test_fsck test_gc test_enospc test_glob test_desc
 BENCHES = bench_store
 
 VARIANTS = release asan
 
-.PHONY: all deps deps-test test check demo bench install valgrind clean
+.PHONY: all deps deps-test test check demo bench install valgrind clean fuzz
 all: deps
 	@$(MAKE) --no-print-directory $(BIN)/kiln
 
@@ -80,7 +82,7 @@ $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
-$$($(1)_BIN)/bench/%: $(OBJ)/$(1)/bench/store/%.o $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/%/bench_%.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
@@ -94,9 +96,27 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 ASAN_TESTS = $(UNIT_TESTS:%=$(BIN)/asan/tests/%)
 REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
 
+# Fuzz targets (libFuzzer, clang): fuzz/<name>.c defines
+# LLVMFuzzerTestOneInput; fuzz/corpus/<name>/ holds the seed corpus.
+# `make test` runs each for FUZZ_QUICK seconds; `make fuzz` for FUZZ_TIME.
+FUZZ_TARGETS = desc
+FUZZ_QUICK ?= 15
+FUZZ_TIME ?= 600
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Istore -Idaemon -Iclient $(PKG_CFLAGS) \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC = $(STORE_SRC) $(DESC_SRC)
+
+$(BIN)/fuzz/%: fuzz/%.c $(FUZZ_SRC)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) $(LIBS)
+
+fuzz: deps-test
+	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=$(BIN)/fuzz/%)
+	@for t in $(FUZZ_TARGETS); do tests/fuzz.sh $(BIN)/fuzz/$$t fuzz/corpus/$$t $(FUZZ_TIME) || exit 1; done
+
 test check: deps-test
-	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(ASAN_TESTS)
-	@tests/run.sh $(BIN)/asan
+	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%)
+	@FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_QUICK=$(FUZZ_QUICK) tests/run.sh $(BIN)/asan
 
 valgrind: deps-test
 	@$(MAKE) --no-print-directory $(BIN)/kiln $(REL_TESTS)
@@ -105,7 +125,7 @@ valgrind: deps-test
 bench: all
 	@scripts/ensure-deps bench
 	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%)
-	@bench/store/run.sh $(BIN)
+	@for b in $(BENCHES:bench_%=%); do bench/$$b/run.sh $(BIN) || exit 1; done
 
 demo: all
 	@echo "make demo: the sample project (assets-sample/) and the build engine are"

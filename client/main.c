@@ -21,6 +21,8 @@ static const struct command {
 	{"cat", cmd_cat, "write a stored blob to stdout, after verifying it"},
 	{"fsck", cmd_fsck, "check every blob and record; --repair what is broken"},
 	{"gc", cmd_gc, "remove blobs nothing refers to, oldest use first"},
+	{"check", cmd_check, "load and validate the asset descriptions"},
+	{"ls", cmd_ls, "list the build steps of a profile"},
 	{"help", cmd_help, "show the help of kiln or of one command"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

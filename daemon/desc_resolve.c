@@ -115,6 +115,8 @@ struct rs {
 	struct umap tools;
 	vec toolv;     /* const kiln_tool * */
 	vec toolnames; /* const char *, same order (for suggestions) */
+	int *tool_reported; /* per tool: a template error was reported (once
+	                     * for all profiles: the first profile is named) */
 	/* rule globs, compiled once: globs[i] for the i-th rule over all files */
 	kiln_glob **globs;
 	/* per profile */
@@ -318,8 +320,9 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 		match_fields(r->a, files[i], prefix, &m);
 		if ((url = expand(r, NULL, &m, 0, ru->url, &bad)) == NULL) {
 			diag_add(r->dg, KILN_DIAG_ERROR, ru->url_loc,
-			         arena_printf(r->a, "rules[%d].url", ru->index), "%s",
-			         bad ? bad : "out of memory");
+			         arena_printf(r->a, "rules[%d].url", ru->index), "%s%s",
+			         bad ? bad : "out of memory", bad && strstr(bad, "${match.")
+			         ? " (match fields are path, dir, name, ext, file)" : "");
 			return;
 		}
 		if (kiln_url_check(url) != 0) {
@@ -541,6 +544,25 @@ out:
 
 /* ---- tools' command lines ---- */
 
+/* Why a name the engine fills in was not available to this step. */
+static const char *
+tool_hint(struct rs *r, const struct sb *s, const char *bad, int has_match)
+{
+	if (strstr(bad, "'${out}'") != NULL)
+		return arena_printf(r->a, ": the step has %zu outputs, name one with "
+		                    "${out.NAME}", s->st.noutputs);
+	if (strstr(bad, "'${out.") != NULL)
+		return ": the step has no output of that name";
+	if (strstr(bad, "'${depfile}'") != NULL)
+		return ": the tool does not set 'depfile: true'";
+	if (strstr(bad, "'${param.") != NULL)
+		return ": the step has no such param (or it is a list or mapping)";
+	if (strstr(bad, "'${match.") != NULL)
+		return has_match ? ": match fields are path, dir, name, ext, file"
+		                 : ": explicit assets have no ${match.*} fields";
+	return "";
+}
+
 static void
 tool_expand(struct rs *r, struct sb *s, int *reported)
 {
@@ -561,10 +583,9 @@ tool_expand(struct rs *r, struct sb *s, int *reported)
 	if (bad != NULL) {
 		if (!*reported)
 			diag_add(r->dg, KILN_DIAG_ERROR, t->loc,
-			         arena_printf(r->a, "tools.%s", t->name), "%s (profile '%s', "
-			         "step '%s'%s)", bad, r->profile, s->st.url,
-			         !m && strstr(bad, "${match.") ? ": explicit assets have no "
-			         "${match.*} fields" : "");
+			         arena_printf(r->a, "tools.%s", t->name), "%s%s (step '%s', "
+			         "profile '%s')", bad, tool_hint(r, s, bad, m != NULL),
+			         s->st.url, r->profile);
 		*reported = 1;
 		return;
 	}
@@ -679,12 +700,10 @@ plan_finish(struct rs *r, kiln_plan *plan)
 	kiln_step *steps = arena_alloc(r->a, (r->steps.n ? r->steps.n : 1) * sizeof *steps);
 	struct umap index;
 	size_t n = 0;
-	int *reported = calloc(r->toolv.n ? r->toolv.n : 1, sizeof *reported);
+	int *reported = r->tool_reported;
 
-	if (steps == NULL || reported == NULL) {
-		free(reported);
+	if (steps == NULL)
 		return KILN_ENOMEM;
-	}
 	for (size_t i = 0; i < r->steps.n; i++) {
 		struct sb *s = &all[i];
 		size_t t;
@@ -707,7 +726,6 @@ plan_finish(struct rs *r, kiln_plan *plan)
 		s->st.needs = sorted_unique(&s->needs, &s->st.nneeds);
 		steps[n++] = s->st;
 	}
-	free(reported);
 	if (n > 1)
 		qsort(steps, n, sizeof *steps, step_order);
 	if (umap_init(r->a, &index, n) != 0)
@@ -850,6 +868,10 @@ desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
 	r.nprofiles = rootf->profiles.n;
 	if ((rv = tools_index(&r)) != 0 || (rv = rule_globs(&r)) != 0)
 		goto out;
+	if ((r.tool_reported = arena_alloc(r.a, (r.toolv.n + 1) * sizeof(int))) == NULL) {
+		rv = KILN_ENOMEM;
+		goto out;
+	}
 	profile_refs(&r);
 	for (size_t i = 0; i < rootf->profiles.n && rv == 0; i++) {
 		kiln_plan plan = {0};

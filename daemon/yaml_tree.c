@@ -108,9 +108,11 @@ on_scalar(struct builder *b, yaml_event_t *e)
 		char what[8];
 		if ((c >= 0x20 || c == '\t' || c == '\n') && c != 0x7f)
 			continue;
+		/* Reported, and the load goes on so that every one is found. */
 		snprintf(what, sizeof what, c ? "0x%02x" : "NUL", c);
-		return fail(b, e->start_mark, "control character %s in a value "
-		            "(NUL and control characters are not allowed)", what);
+		fail(b, e->start_mark, "control character %s in a value (NUL and "
+		     "control characters are not allowed)", what);
+		break;
 	}
 	if ((n = node_new(b, Y_SCALAR, e->start_mark)) == NULL ||
 	    (n->str = arena_strndup(b->a, v, len)) == NULL)

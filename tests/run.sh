@@ -58,6 +58,22 @@ case $bindir in
 /*) export KILN="$bindir/kiln" ;;
 *) export KILN="$top/$bindir/kiln" ;;
 esac
+# Fuzz targets: each runs FUZZ_QUICK seconds from its seed corpus and
+# counts as one case (make fuzz runs them longer).
+for t in ${FUZZ_TARGETS:-}; do
+	name=fuzz/$t
+	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
+	bin=$(dirname "$bindir")/fuzz/$t
+	[ "$bindir" = "${bindir%/asan}" ] && bin=$bindir/fuzz/$t
+	if tests/fuzz.sh "$bin" "fuzz/corpus/$t" "${FUZZ_QUICK:-15}" >"$log/fz" 2>&1; then
+		printf '1..1\nok 1 - %s\n' "$(cat "$log/fz")" >"$log/out"
+		count_tap "$name" "$log/out" 0
+	else
+		{ echo "1..1"; echo "not ok 1 - fuzzing $t"; sed 's/^/# /' "$log/fz"; } >"$log/out"
+		count_tap "$name" "$log/out" 1
+	fi
+done
+
 export KILN_TOP="$top"
 for f in tests/e2e/*.bats; do
 	[ -f "$f" ] || continue

@@ -1,0 +1,192 @@
+/* test_desc — the description loader through its API: reloading one file
+ * replaces exactly what it defined; errors and recovery on reload. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kiln_desc.h"
+#include "testutil.h"
+
+static const char root_yaml[] =
+	"kiln: 1\n"
+	"project: t\n"
+	"sources: [art]\n"
+	"profiles: { pc: , mobile: { inherits: pc } }\n"
+	"tools:\n"
+	"  copy: { run: [cp, \"${in}\", \"${out}\"] }\n"
+	"rules:\n"
+	"  - { match: \"art/**/*.png\", url: \"img/${match.path}\", tool: copy }\n";
+
+static const char ui_yaml_v1[] =
+	"assets:\n"
+	"  - { url: ui/atlas, tool: copy, inputs: [\"@img/ui/**\"] }\n"
+	"  - { url: ui/font, tool: copy, inputs: [font.png] }\n";
+
+static const char ui_yaml_v2[] =
+	"tools:\n"
+	"  pack: { run: [pack, \"${in...}\", -o, \"${out}\"] }\n"
+	"assets:\n"
+	"  - { url: ui/atlas, tool: pack, inputs: [\"@img/ui/**\"] }\n";
+
+static void
+project(void **state)
+{
+	assert_int_equal(mkdir(tu_path(state, "art"), 0755), 0);
+	assert_int_equal(mkdir(tu_path(state, "art/ui"), 0755), 0);
+	tu_write_file(tu_path(state, "kiln.yaml"), root_yaml, strlen(root_yaml));
+	tu_write_file(tu_path(state, "art/ui/button.png"), "b", 1);
+	tu_write_file(tu_path(state, "art/ui/font.png"), "f", 1);
+	tu_write_file(tu_path(state, "art/ui/ui.kiln.yaml"), ui_yaml_v1, strlen(ui_yaml_v1));
+	tu_write_file(tu_path(state, "art/hero.png"), "h", 1);
+}
+
+static const kiln_step *
+step(const kiln_plan *p, const char *url)
+{
+	for (size_t i = 0; i < p->nsteps; i++)
+		if (strcmp(p->steps[i].url, url) == 0)
+			return &p->steps[i];
+	return NULL;
+}
+
+static void
+print_diags(const kiln_desc *d)
+{
+	const kiln_diag *g;
+	size_t n = kiln_desc_diags(d, &g);
+
+	for (size_t i = 0; i < n; i++)
+		print_message("# %s:%d:%d: %s: %s\n", g[i].loc.file, g[i].loc.line,
+		              g[i].loc.col, g[i].field, g[i].msg);
+}
+
+static void
+reload_replaces_exactly_what_the_file_defined(void **state)
+{
+	kiln_desc *d;
+	const kiln_plan *p;
+	const kiln_step *atlas;
+
+	project(state);
+	assert_kiln(0, kiln_desc_load(tu_dir(state), &d));
+	p = kiln_desc_plan(d, "mobile");
+	assert_non_null(p);
+	/* rule steps for 3 pngs + 2 assets from art/ui/ui.kiln.yaml */
+	assert_int_equal(p->nsteps, 5);
+	atlas = step(p, "ui/atlas");
+	assert_non_null(atlas);
+	assert_string_equal(atlas->tool->name, "copy");
+	assert_string_equal(atlas->loc.file, "art/ui/ui.kiln.yaml");
+	assert_non_null(step(p, "ui/font"));
+	assert_string_equal(step(p, "ui/font")->inputs[0], "art/ui/font.png");
+
+	tu_write_file(tu_path(state, "art/ui/ui.kiln.yaml"), ui_yaml_v2, strlen(ui_yaml_v2));
+	assert_kiln(0, kiln_desc_reload(d, "art/ui/ui.kiln.yaml"));
+	p = kiln_desc_plan(d, "mobile");
+	assert_int_equal(p->nsteps, 4);
+	assert_null(step(p, "ui/font"));
+	atlas = step(p, "ui/atlas");
+	assert_string_equal(atlas->tool->name, "pack");
+	assert_int_equal(atlas->nneeds, 2);
+	assert_string_equal(atlas->needs[0], "img/ui/button");
+	assert_string_equal(atlas->needs[1], "img/ui/font");
+	/* the root's rule steps are untouched */
+	assert_non_null(step(p, "img/hero"));
+	kiln_desc_free(d);
+}
+
+static void
+reload_of_a_deleted_or_new_file(void **state)
+{
+	kiln_desc *d;
+	const char *const *files;
+
+	project(state);
+	assert_kiln(0, kiln_desc_load(tu_dir(state), &d));
+	assert_int_equal(kiln_desc_files(d, &files), 2);
+	unlink(tu_path(state, "art/ui/ui.kiln.yaml"));
+	assert_kiln(0, kiln_desc_reload(d, "art/ui/ui.kiln.yaml"));
+	assert_int_equal(kiln_desc_files(d, &files), 1);
+	assert_null(step(kiln_desc_plan(d, "pc"), "ui/atlas"));
+	assert_int_equal(kiln_desc_plan(d, "pc")->nsteps, 3);
+
+	tu_write_file(tu_path(state, "art/new.kiln.yaml"), ui_yaml_v2, strlen(ui_yaml_v2));
+	assert_kiln(0, kiln_desc_reload(d, "art/new.kiln.yaml"));
+	assert_int_equal(kiln_desc_files(d, &files), 2);
+	assert_non_null(step(kiln_desc_plan(d, "pc"), "ui/atlas"));
+	assert_kiln(KILN_EINVAL, kiln_desc_reload(d, "art/hero.png"));
+	assert_kiln(KILN_EINVAL, kiln_desc_reload(d, "../x.kiln.yaml"));
+	kiln_desc_free(d);
+}
+
+static void
+a_reload_that_breaks_the_file_reports_it_and_a_fix_recovers(void **state)
+{
+	static const char broken[] = "assets:\n  - { url: ui/atlas, tool: nope }\n";
+	const kiln_diag *g;
+	kiln_desc *d;
+
+	project(state);
+	assert_kiln(0, kiln_desc_load(tu_dir(state), &d));
+	tu_write_file(tu_path(state, "art/ui/ui.kiln.yaml"), broken, strlen(broken));
+	assert_kiln(KILN_EINVAL, kiln_desc_reload(d, "art/ui/ui.kiln.yaml"));
+	assert_int_equal(kiln_desc_nerrors(d), 1);
+	assert_int_equal(kiln_desc_diags(d, &g), 1);
+	assert_string_equal(g[0].loc.file, "art/ui/ui.kiln.yaml");
+	assert_int_equal(g[0].loc.line, 2);
+	assert_string_equal(g[0].field, "assets[0].tool");
+	assert_non_null(strstr(g[0].msg, "unknown tool 'nope'"));
+
+	tu_write_file(tu_path(state, "art/ui/ui.kiln.yaml"), ui_yaml_v1, strlen(ui_yaml_v1));
+	if (kiln_desc_reload(d, "art/ui/ui.kiln.yaml") != 0)
+		print_diags(d);
+	assert_int_equal(kiln_desc_nerrors(d), 0);
+	assert_int_equal(kiln_desc_plan(d, "pc")->nsteps, 5);
+	kiln_desc_free(d);
+}
+
+static void
+reload_of_kiln_yaml_rereads_everything(void **state)
+{
+	static const char two_profiles_more[] =
+		"kiln: 1\nproject: t2\nsources: [art]\n"
+		"profiles: { pc: , mobile: , editor: }\n"
+		"tools:\n  copy: { run: [cp, \"${in}\", \"${out}\"] }\n";
+	const char *const *names;
+	kiln_desc *d;
+
+	project(state);
+	assert_kiln(0, kiln_desc_load(tu_dir(state), &d));
+	tu_write_file(tu_path(state, "kiln.yaml"), two_profiles_more, strlen(two_profiles_more));
+	assert_kiln(0, kiln_desc_reload(d, "kiln.yaml"));
+	assert_int_equal(kiln_desc_profiles(d, &names), 3);
+	assert_string_equal(kiln_desc_project(d), "t2");
+	/* the rule is gone; the sub-file's assets remain */
+	assert_null(step(kiln_desc_plan(d, "editor"), "img/hero"));
+	assert_non_null(step(kiln_desc_plan(d, "editor"), "ui/font"));
+	kiln_desc_free(d);
+}
+
+static void
+a_missing_kiln_yaml_is_not_found(void **state)
+{
+	kiln_desc *d = (kiln_desc *)1;
+
+	assert_kiln(KILN_ENOTFOUND, kiln_desc_load(tu_dir(state), &d));
+	assert_null(d);
+}
+
+int
+main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_setup_dir, tu_teardown_dir)
+	const struct CMUnitTest tests[] = {
+		T(reload_replaces_exactly_what_the_file_defined),
+		T(reload_of_a_deleted_or_new_file),
+		T(a_reload_that_breaks_the_file_reports_it_and_a_fix_recovers),
+		T(reload_of_kiln_yaml_rereads_everything),
+		T(a_missing_kiln_yaml_is_not_found),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
