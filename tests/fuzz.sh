@@ -22,6 +22,5 @@ if [ $rc -ne 0 ]; then
 	done
 	exit 1
 fi
-runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log" | grep -o '[0-9]*$')
-[ -n "$runs" ] || runs=$(grep -o '#[0-9]*' "$work/log" | tail -n 1 | tr -d '#')
+runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$work/log" | tail -n 1)
 echo "fuzz: $(basename "$bin"): ${runs:-?} inputs in ${secs}s, no crash"
