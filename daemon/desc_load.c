@@ -464,13 +464,14 @@ static void
 one_arg(struct ld *c, const ynode *n, const char *field, void *arg)
 {
 	kiln_tool *t = arg;
+	/* An empty argv item is legitimate; anything but a scalar is not. */
 	const char *s = n && n->type == Y_SCALAR ? n->str : text(c, n, field);
+	const char **run;
 
 	if (s == NULL)
 		return;
-	/* argv items are appended to a grow-by-copy array in the arena */
-	const char **run = arena_alloc(c->a, (t->nrun + 1) * sizeof *run);
-	if (run == NULL)
+	/* Tools have a handful of arguments: grow by copying, in the arena. */
+	if ((run = arena_alloc(c->a, (t->nrun + 1) * sizeof *run)) == NULL)
 		return;
 	if (t->nrun)
 		memcpy(run, t->run, t->nrun * sizeof *run);
@@ -478,13 +479,13 @@ one_arg(struct ld *c, const ynode *n, const char *field, void *arg)
 	t->run = run;
 }
 
+/* TOOL.shell bit 1: 'shell: true' was given; bit 2: run was one string.
+ * one_tool checks that the two agree once every key has been seen. */
 static void t_run(struct ld *c, const ynode *v, void *obj, const char *f)
 {
-	TOOL.loc.line = TOOL.loc.line ? TOOL.loc.line : (v ? v->line : 0);
-	if (v != NULL && v->type == Y_SCALAR && !has_key(NULL, "")) {
-		/* a single string: a shell command line (checked below) */
+	if (v != NULL && v->type == Y_SCALAR) {
 		one_arg(c, v, f, obj);
-		TOOL.shell |= 2; /* "run was a string" until shell is seen */
+		TOOL.shell |= 2;
 		return;
 	}
 	strings(c, v, f, one_arg, obj);

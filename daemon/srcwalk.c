@@ -113,6 +113,21 @@ str_order(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Sort, and drop the repeats that nested source folders produce. */
+static void
+sort_unique(vec *v)
+{
+	const char **p = v->items;
+	size_t w = 0;
+
+	if (v->n > 1)
+		qsort(p, v->n, sizeof *p, str_order);
+	for (size_t i = 0; i < v->n; i++)
+		if (w == 0 || strcmp(p[w - 1], p[i]) != 0)
+			p[w++] = p[i];
+	v->n = w;
+}
+
 int
 srcwalk(const char *root, const char *const *folders, size_t n, arena *a,
         diags *dg, kiln_loc loc, srcset *out)
@@ -135,9 +150,7 @@ srcwalk(const char *root, const char *const *folders, size_t n, arena *a,
 		}
 		rv = walk_dir(&w, folders[i], 0);
 	}
-	if (out->files.n > 1)
-		qsort(out->files.items, out->files.n, sizeof(char *), str_order);
-	if (out->descs.n > 1)
-		qsort(out->descs.items, out->descs.n, sizeof(char *), str_order);
+	sort_unique(&out->files);
+	sort_unique(&out->descs);
 	return rv != 0 ? rv : a->failed ? KILN_ENOMEM : 0;
 }

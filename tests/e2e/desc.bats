@@ -178,3 +178,20 @@ check_dir() {
 	[ "$status" -eq 0 ]
 	[[ $output == *"usage: kiln ls"* ]]
 }
+
+@test "nested source folders do not make a file's step twice" {
+	mkdir -p "$P/art/ui"
+	echo x > "$P/art/ui/button.png"
+	cat > "$P/kiln.yaml" <<'YAML'
+kiln: 1
+project: t
+sources: [art, art/ui]
+profiles: { pc: }
+tools: { copy: { run: [cp, "${in}", "${out}"] } }
+rules:
+  - { match: "art/**/*.png", url: "img/${match.path}", tool: copy }
+YAML
+	run --separate-stderr "$KILN" check -C "$P"
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	[[ $output == *"profile pc: 1 steps"* ]] || { echo "$output"; false; }
+}
