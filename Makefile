@@ -47,7 +47,7 @@ DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_desc.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc
-BENCHES = bench_store
+BENCHES = bench_store bench_load
 
 VARIANTS = release asan
 
