@@ -50,6 +50,9 @@ UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency 
 BENCHES = bench_store bench_load
 
 VARIANTS = release asan
+# bench/<name>/bench_<name>.c: the stem is used twice in a prerequisite,
+# which needs a second expansion ($$* there).
+.SECONDEXPANSION:
 
 .PHONY: all deps deps-test test check demo bench install valgrind clean fuzz
 all: deps
@@ -82,7 +85,7 @@ $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
-$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/%/bench_%.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/$$$$*/bench_$$$$*.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
