@@ -20,6 +20,16 @@ struct arena_chunk {
 void *
 arena_alloc(arena *a, size_t size)
 {
+	void *p = arena_alloc_raw(a, size);
+
+	if (p != NULL)
+		memset(p, 0, size);
+	return p;
+}
+
+void *
+arena_alloc_raw(arena *a, size_t size)
+{
 	struct arena_chunk *c = a->head;
 	size_t need = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
 	void *p;
@@ -41,14 +51,13 @@ arena_alloc(arena *a, size_t size)
 	}
 	p = (char *)c->data + c->used;
 	c->used += need;
-	memset(p, 0, size);
 	return p;
 }
 
 char *
 arena_strndup(arena *a, const char *s, size_t n)
 {
-	char *p = arena_alloc(a, n + 1);
+	char *p = arena_alloc_raw(a, n + 1);
 
 	if (p != NULL) {
 		memcpy(p, s, n);
@@ -92,6 +101,22 @@ arena_free(arena *a)
 	a->failed = 0;
 }
 
+int
+vec_reserve(arena *a, vec *v, size_t n)
+{
+	void *items;
+
+	if (v->cap >= n)
+		return 0;
+	if ((items = arena_alloc_raw(a, n * v->size)) == NULL)
+		return KILN_ENOMEM;
+	if (v->n > 0)
+		memcpy(items, v->items, v->n * v->size);
+	v->items = items;
+	v->cap = n;
+	return 0;
+}
+
 void
 vec_init(vec *v, size_t item_size)
 {
@@ -107,7 +132,7 @@ vec_push(arena *a, vec *v, const void *item)
 
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? v->cap * 2 : 8;
-		void *items = arena_alloc(a, cap * v->size);
+		void *items = arena_alloc_raw(a, cap * v->size);
 		if (items == NULL)
 			return NULL;
 		if (v->n > 0)

@@ -27,6 +27,8 @@ typedef struct arena {
 /* Zeroed memory that lives until arena_free; NULL (and a->failed) when out
  * of memory. */
 void *arena_alloc(arena *a, size_t size);
+/* The same without zeroing, for memory about to be overwritten. */
+void *arena_alloc_raw(arena *a, size_t size);
 char *arena_strndup(arena *a, const char *s, size_t n);
 char *arena_strdup(arena *a, const char *s);
 char *arena_printf(arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -40,6 +42,8 @@ typedef struct vec {
 void vec_init(vec *v, size_t item_size);
 /* Append one item (copied from item); NULL when out of memory. */
 void *vec_push(arena *a, vec *v, const void *item);
+/* Make room for n items in all; 0 or KILN_ENOMEM. */
+int vec_reserve(arena *a, vec *v, size_t n);
 
 /* ---- diag.c ---- */
 

@@ -26,6 +26,7 @@
 
 struct umap {
 	const char **keys;
+	uint64_t *hashes; /* compared before the keys: fewer cache misses */
 	size_t *vals;
 	size_t cap;
 };
@@ -47,17 +48,18 @@ umap_init(arena *a, struct umap *m, size_t n)
 	while (m->cap < n * 2)
 		m->cap *= 2;
 	m->keys = arena_alloc(a, m->cap * sizeof *m->keys);
-	m->vals = arena_alloc(a, m->cap * sizeof *m->vals);
-	return m->keys && m->vals ? 0 : KILN_ENOMEM;
+	m->hashes = arena_alloc_raw(a, m->cap * sizeof *m->hashes);
+	m->vals = arena_alloc_raw(a, m->cap * sizeof *m->vals);
+	return m->keys && m->hashes && m->vals ? 0 : KILN_ENOMEM;
 }
 
 /* The slot of key: its own, or the empty one where it would go. */
 static size_t
-umap_slot(const struct umap *m, const char *key)
+umap_slot(const struct umap *m, const char *key, uint64_t h)
 {
-	size_t i = hash_str(key) & (m->cap - 1);
+	size_t i = h & (m->cap - 1);
 
-	while (m->keys[i] != NULL && strcmp(m->keys[i], key) != 0)
+	while (m->keys[i] != NULL && (m->hashes[i] != h || strcmp(m->keys[i], key) != 0))
 		i = (i + 1) & (m->cap - 1);
 	return i;
 }
@@ -65,7 +67,7 @@ umap_slot(const struct umap *m, const char *key)
 static int
 umap_get(const struct umap *m, const char *key, size_t *val)
 {
-	size_t i = umap_slot(m, key);
+	size_t i = umap_slot(m, key, hash_str(key));
 
 	if (m->keys[i] == NULL)
 		return 0;
@@ -77,9 +79,11 @@ umap_get(const struct umap *m, const char *key, size_t *val)
 static void
 umap_put(struct umap *m, const char *key, size_t val)
 {
-	size_t i = umap_slot(m, key);
+	uint64_t h = hash_str(key);
+	size_t i = umap_slot(m, key, h);
 
 	m->keys[i] = key;
+	m->hashes[i] = h;
 	m->vals[i] = val;
 }
 
@@ -117,6 +121,8 @@ struct rs {
 	vec toolnames; /* const char *, same order (for suggestions) */
 	int *tool_reported; /* per tool: a template error was reported (once
 	                     * for all profiles: the first profile is named) */
+	int *tool_match;    /* per tool: tool_uses_match */
+	size_t tool_index;  /* of the tool being expanded */
 	/* rule globs, compiled once: globs[i] for the i-th rule over all files */
 	kiln_glob **globs;
 	/* per profile */
@@ -126,6 +132,7 @@ struct rs {
 	struct umap urls;
 	const char *const *profile_names;
 	size_t nprofiles;
+	size_t nassets; /* over all files */
 };
 
 static const char *
@@ -302,19 +309,39 @@ step_add(struct rs *r)
 	return vec_push(r->a, &r->steps, &s);
 }
 
+/* The first of the sorted source files not before prefix. */
+static size_t
+file_range(const srcset *src, const char *prefix)
+{
+	const char *const *files = src->files.items;
+	size_t lo = 0, hi = src->files.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(files[mid], prefix) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static void
 rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 {
 	const char *const *files = r->src->files.items;
 	const char *prefix = glob_prefix(g);
+	const char *where = arena_printf(r->a, "rules[%d]", ru->index);
 	size_t pl = strlen(prefix), nmatched = 0, idx;
 
-	for (size_t i = 0; i < r->src->files.n; i++) {
+	for (size_t i = file_range(r->src, prefix); i < r->src->files.n; i++) {
 		const char *bad;
 		struct sb *s, *old;
 		struct match m;
 		char *url;
-		if (strncmp(files[i], prefix, pl) != 0 || !glob_match(g, files[i]))
+		if (strncmp(files[i], prefix, pl) != 0)
+			break; /* sorted: past the files under the prefix */
+		if (!glob_match(g, files[i]))
 			continue;
 		nmatched++;
 		match_fields(r->a, files[i], prefix, &m);
@@ -344,7 +371,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 		s->st.url = url;
 		s->st.loc = ru->loc;
 		s->st.from_rule = 1;
-		s->where = arena_printf(r->a, "rules[%d]", ru->index);
+		s->where = where;
 		s->st.params = ru->params;
 		s->toolname = ru->tool;
 		s->tool_loc = ru->tool_loc;
@@ -463,8 +490,9 @@ input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
 		const char *const *files = r->src->files.items;
 		const char *prefix = glob_prefix(g);
 		size_t pl = strlen(prefix);
-		for (size_t i = 0; i < r->src->files.n; i++)
-			if (strncmp(files[i], prefix, pl) == 0 && glob_match(g, files[i])) {
+		for (size_t i = file_range(r->src, prefix);
+		     i < r->src->files.n && strncmp(files[i], prefix, pl) == 0; i++)
+			if (glob_match(g, files[i])) {
 				vec_push(r->a, &s->inputs, &files[i]);
 				n++;
 			}
@@ -493,8 +521,29 @@ sorted_unique(vec *v, size_t *n)
 
 /* ---- cycles ---- */
 
+/* The step with this URL in the URL-sorted array; 0 when there is none. */
+static int
+step_find(const kiln_step *steps, size_t n, const char *url, size_t *at)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(steps[mid].url, url);
+		if (c == 0) {
+			*at = mid;
+			return 1;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
 static void
-cycle_check(struct rs *r, kiln_step *steps, size_t n, struct umap *index)
+cycle_check(struct rs *r, kiln_step *steps, size_t n)
 {
 	unsigned char *color = calloc(n ? n : 1, 1);
 	size_t *stack = malloc((n ? n : 1) * sizeof *stack);
@@ -515,7 +564,7 @@ cycle_check(struct rs *r, kiln_step *steps, size_t n, struct umap *index)
 				sp--;
 				continue;
 			}
-			if (!umap_get(index, steps[v].needs[next[v]++], &w))
+			if (!step_find(steps, n, steps[v].needs[next[v]++], &w))
 				continue;
 			if (color[w] == 0) {
 				color[w] = 1;
@@ -563,15 +612,47 @@ tool_hint(struct rs *r, const struct sb *s, const char *bad, int has_match)
 	return "";
 }
 
+/* 1 when a tool's templates use ${match.*}: then each step of a rule
+ * expands differently; otherwise every step of one rule or asset gets the
+ * same command line, expanded once (see tool_expand). */
+static int
+tool_uses_match(const kiln_tool *t)
+{
+	for (size_t i = 0; i < t->nrun; i++)
+		if (strstr(t->run[i], "${match.") != NULL)
+			return 1;
+	for (size_t i = 0; i < t->nenv; i++)
+		if (strstr(t->env[i].value, "${match.") != NULL)
+			return 1;
+	return 0;
+}
+
+/* The last expansion, reusable by the next step of the same declaration. */
+struct tool_memo {
+	const kiln_tool *tool;
+	const vec *decl; /* the rule's or asset's outputs: one per declaration */
+	const char **argv;
+	kiln_kv *env;
+};
+
 static void
-tool_expand(struct rs *r, struct sb *s, int *reported)
+tool_expand(struct rs *r, struct sb *s, int *reported, struct tool_memo *memo)
 {
 	const kiln_tool *t = s->st.tool;
-	const char **argv = arena_alloc(r->a, (t->nrun + 1) * sizeof *argv);
-	kiln_kv *env = arena_alloc(r->a, (t->nenv + 1) * sizeof *env);
 	const struct match *m = s->has_match ? &s->m : NULL;
+	const char **argv;
+	kiln_kv *env;
 	const char *bad = NULL;
 
+	if (memo->tool == t && memo->decl == s->decl_outputs && memo->argv != NULL) {
+		s->st.argv = memo->argv;
+		s->st.nargv = t->nrun;
+		s->st.env = memo->env;
+		s->st.nenv = t->nenv;
+		return;
+	}
+	argv = arena_alloc_raw(r->a, (t->nrun + 1) * sizeof *argv);
+	env = arena_alloc_raw(r->a, (t->nenv + 1) * sizeof *env);
 	if (argv == NULL || env == NULL)
 		return;
 	for (size_t i = 0; i < t->nrun && bad == NULL; i++)
@@ -593,6 +674,9 @@ tool_expand(struct rs *r, struct sb *s, int *reported)
 	s->st.nargv = t->nrun;
 	s->st.env = env;
 	s->st.nenv = t->nenv;
+	*memo = (struct tool_memo){NULL, NULL, NULL, NULL};
+	if (!r->tool_match[r->tool_index])
+		*memo = (struct tool_memo){t, s->decl_outputs, argv, env};
 }
 
 /* ---- profiles ---- */
@@ -645,6 +729,22 @@ profile_vars(struct rs *r, const struct desc_file *root, const struct desc_profi
 	return 0;
 }
 
+/* The first of the URL-sorted steps not before prefix. */
+static size_t
+first_with_prefix(const kiln_step *steps, size_t n, const char *prefix)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(steps[mid].url, prefix) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static void
 bundles_resolve(struct rs *r, kiln_plan *plan, const kiln_step *steps, size_t n)
 {
@@ -667,7 +767,9 @@ bundles_resolve(struct rs *r, kiln_plan *plan, const kiln_step *steps, size_t n)
 					         in->text, why ? why : "malformed pattern");
 					continue;
 				}
-				for (size_t k = 0; k < n; k++)
+				for (size_t k = first_with_prefix(steps, n, glob_prefix(g));
+				     k < n && strncmp(steps[k].url, glob_prefix(g),
+				                      strlen(glob_prefix(g))) == 0; k++)
 					if (glob_match(g, steps[k].url))
 						vec_push(r->a, &urls, &steps[k].url);
 				if (urls.n == before)
@@ -689,7 +791,8 @@ bundles_resolve(struct rs *r, kiln_plan *plan, const kiln_step *steps, size_t n)
 static int
 step_order(const void *a, const void *b)
 {
-	return strcmp(((const kiln_step *)a)->url, ((const kiln_step *)b)->url);
+	return strcmp((*(const struct sb *const *)a)->st.url,
+	              (*(const struct sb *const *)b)->st.url);
 }
 
 /* Steps of the profile, finished into a sorted kiln_step array. */
@@ -698,9 +801,10 @@ plan_finish(struct rs *r, kiln_plan *plan)
 {
 	struct sb *all = r->steps.items;
 	kiln_step *steps = arena_alloc(r->a, (r->steps.n ? r->steps.n : 1) * sizeof *steps);
-	struct umap index;
 	size_t n = 0;
 	int *reported = r->tool_reported;
+	struct tool_memo memo = {NULL, NULL, NULL, NULL};
+	const struct sb **order;
 
 	if (steps == NULL)
 		return KILN_ENOMEM;
@@ -720,19 +824,26 @@ plan_finish(struct rs *r, kiln_plan *plan)
 			         hint ? hint : "", hint ? "'?)" : "");
 		} else {
 			s->st.tool = ((const kiln_tool *const *)r->toolv.items)[t];
-			tool_expand(r, s, &reported[t]);
+			r->tool_index = t;
+			tool_expand(r, s, &reported[t], &memo);
 		}
 		s->st.inputs = sorted_unique(&s->inputs, &s->st.ninputs);
 		s->st.needs = sorted_unique(&s->needs, &s->st.nneeds);
-		steps[n++] = s->st;
+		n++;
 	}
-	if (n > 1)
-		qsort(steps, n, sizeof *steps, step_order);
-	if (umap_init(r->a, &index, n) != 0)
+	/* Sort pointers, then copy each step once, in URL order. */
+	if ((order = malloc((n ? n : 1) * sizeof *order)) == NULL)
 		return KILN_ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < r->steps.n; i++)
+		if (!all[i].dead)
+			order[n++] = &all[i];
+	if (n > 1)
+		qsort(order, n, sizeof *order, step_order);
 	for (size_t i = 0; i < n; i++)
-		umap_put(&index, steps[i].url, i);
-	cycle_check(r, steps, n, &index);
+		steps[i] = order[i]->st;
+	free(order);
+	cycle_check(r, steps, n);
 	plan->profile = r->profile;
 	plan->steps = steps;
 	plan->nsteps = n;
@@ -750,7 +861,8 @@ resolve_profile(struct rs *r, const struct desc_file *root, const struct desc_pr
 	if (profile_vars(r, root, p) != 0)
 		return 0;
 	vec_init(&r->steps, sizeof(struct sb));
-	if (umap_init(r->a, &r->urls, r->src->files.n + 1024) != 0)
+	if (umap_init(r->a, &r->urls, r->src->files.n + 1024) != 0 ||
+	    vec_reserve(r->a, &r->steps, r->src->files.n + r->nassets + 16) != 0)
 		return KILN_ENOMEM;
 	for (size_t f = 0; f < r->nfiles; f++) {
 		const struct desc_rule *ru = r->files[f]->rules.items;
@@ -866,12 +978,18 @@ desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
 		names[i] = profiles[i].name;
 	r.profile_names = names;
 	r.nprofiles = rootf->profiles.n;
+	for (size_t f = 0; f < nfiles; f++)
+		r.nassets += files[f]->assets.n;
 	if ((rv = tools_index(&r)) != 0 || (rv = rule_globs(&r)) != 0)
 		goto out;
-	if ((r.tool_reported = arena_alloc(r.a, (r.toolv.n + 1) * sizeof(int))) == NULL) {
+	r.tool_reported = arena_alloc(r.a, (r.toolv.n + 1) * sizeof(int));
+	r.tool_match = arena_alloc(r.a, (r.toolv.n + 1) * sizeof(int));
+	if (r.tool_reported == NULL || r.tool_match == NULL) {
 		rv = KILN_ENOMEM;
 		goto out;
 	}
+	for (size_t i = 0; i < r.toolv.n; i++)
+		r.tool_match[i] = tool_uses_match(((const kiln_tool *const *)r.toolv.items)[i]);
 	profile_refs(&r);
 	for (size_t i = 0; i < rootf->profiles.n && rv == 0; i++) {
 		kiln_plan plan = {0};

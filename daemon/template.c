@@ -23,7 +23,7 @@ out_put(arena *a, char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 {
 	if (*len + n + 1 > *cap) {
 		size_t ncap = (*len + n + 1) * 2;
-		char *nb = arena_alloc(a, ncap);
+		char *nb = arena_alloc_raw(a, ncap);
 		if (nb == NULL)
 			return -1;
 		if (*len > 0)
@@ -40,13 +40,16 @@ out_put(arena *a, char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 char *
 tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char **bad)
 {
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
+	char scratch[512], *buf = scratch;
+	size_t len = 0, cap = sizeof scratch;
 	const char *p = text;
 
 	*bad = NULL;
-	if (out_put(a, &buf, &len, &cap, "", 0) != 0)
-		return NULL;
+	scratch[0] = '\0';
+	/* Most templates are plain text: nothing to copy. The text outlives
+	 * the result (both belong to the same kiln_desc). */
+	if (strchr(text, '$') == NULL)
+		return (char *)text;
 	while (*p != '\0') {
 		const char *d = strchr(p, '$'), *name, *end, *val;
 		size_t nlen;
@@ -90,5 +93,5 @@ tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char **bad)
 			return NULL;
 		p = end + 1;
 	}
-	return buf;
+	return arena_strndup(a, buf, len);
 }
