@@ -277,16 +277,43 @@ kiln_store_put_fd(kiln_store *s, int fd, kiln_id *id)
 	return kiln_blob_writer_commit(w, NULL, id);
 }
 
+/* Copy a regular file through a read-only map: the bytes go from the
+ * page cache to the hash and to the temp file without a user buffer. */
+static int
+put_mapped(kiln_store *s, int fd, size_t size, kiln_id *id)
+{
+	kiln_blob_writer *w;
+	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	int rv;
+
+	if (map == MAP_FAILED)
+		return kiln_store_put_fd(s, fd, id);
+	madvise(map, size, MADV_SEQUENTIAL);
+	if ((rv = kiln_blob_writer_open(s, &w)) == 0) {
+		if ((rv = kiln_blob_writer_write(w, map, size)) == 0)
+			rv = kiln_blob_writer_commit(w, NULL, id);
+		else
+			kiln_blob_writer_abort(w);
+	}
+	munmap(map, size);
+	return rv;
+}
+
 int
 kiln_store_put_path(kiln_store *s, const char *path, kiln_id *id)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
 	int rv;
 
 	if (fd < 0)
 		return kiln_err_from_errno(errno);
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	rv = kiln_store_put_fd(s, fd, id);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		rv = put_mapped(s, fd, (size_t)st.st_size, id);
+	} else {
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		rv = kiln_store_put_fd(s, fd, id);
+	}
 	close(fd);
 	return rv;
 }
