@@ -632,8 +632,27 @@ struct tool_memo {
 	const kiln_tool *tool;
 	const vec *decl; /* the rule's or asset's outputs: one per declaration */
 	const char **argv;
+	size_t nargv;
 	kiln_kv *env;
 };
+
+/* A whole argv item "${param.NAME...}" naming a list param: the list,
+ * whose items become one argv item each. NULL otherwise. */
+static const kiln_val *
+spread_param(const struct sb *s, const char *item)
+{
+	size_t len = strlen(item);
+	const kiln_val *p = s->st.params;
+
+	if (p == NULL || len < 14 || strncmp(item, "${param.", 8) != 0 ||
+	    strcmp(item + len - 4, "...}") != 0)
+		return NULL;
+	for (size_t i = 0; i < p->n; i++)
+		if (strlen(p->keys[i]) == len - 12 &&
+		    strncmp(p->keys[i], item + 8, len - 12) == 0)
+			return p->items[i].type == KILN_VAL_LIST ? &p->items[i] : NULL;
+	return NULL;
+}
 
 static void
 tool_expand(struct rs *r, struct sb *s, int *reported, struct tool_memo *memo)
@@ -644,19 +663,37 @@ tool_expand(struct rs *r, struct sb *s, int *reported, struct tool_memo *memo)
 	kiln_kv *env;
 	const char *bad = NULL;
 
+	size_t nargv = 0, cap = t->nrun + 1;
+
 	if (memo->tool == t && memo->decl == s->decl_outputs && memo->argv != NULL) {
 		s->st.argv = memo->argv;
-		s->st.nargv = t->nrun;
+		s->st.nargv = memo->nargv;
 		s->st.env = memo->env;
 		s->st.nenv = t->nenv;
 		return;
 	}
-	argv = arena_alloc_raw(r->a, (t->nrun + 1) * sizeof *argv);
+	for (size_t i = 0; i < t->nrun; i++) {
+		const kiln_val *list = spread_param(s, t->run[i]);
+		cap += list ? list->n : 0;
+	}
+	argv = arena_alloc_raw(r->a, cap * sizeof *argv);
 	env = arena_alloc_raw(r->a, (t->nenv + 1) * sizeof *env);
 	if (argv == NULL || env == NULL)
 		return;
-	for (size_t i = 0; i < t->nrun && bad == NULL; i++)
-		argv[i] = expand(r, s, m, 1, t->run[i], &bad);
+	for (size_t i = 0; i < t->nrun && bad == NULL; i++) {
+		const kiln_val *list = spread_param(s, t->run[i]);
+		if (list == NULL) {
+			argv[nargv++] = expand(r, s, m, 1, t->run[i], &bad);
+			continue;
+		}
+		for (size_t k = 0; k < list->n && bad == NULL; k++) {
+			if (list->items[k].type == KILN_VAL_LIST || list->items[k].type == KILN_VAL_MAP)
+				bad = arena_printf(r->a, "'%s' spreads a list whose items must be "
+				                   "single values", t->run[i]);
+			else
+				argv[nargv++] = list->items[k].str;
+		}
+	}
 	for (size_t i = 0; i < t->nenv && bad == NULL; i++) {
 		env[i] = t->env[i];
 		env[i].value = expand(r, s, m, 1, t->env[i].value, &bad);
@@ -671,12 +708,12 @@ tool_expand(struct rs *r, struct sb *s, int *reported, struct tool_memo *memo)
 		return;
 	}
 	s->st.argv = argv;
-	s->st.nargv = t->nrun;
+	s->st.nargv = nargv;
 	s->st.env = env;
 	s->st.nenv = t->nenv;
-	*memo = (struct tool_memo){NULL, NULL, NULL, NULL};
+	*memo = (struct tool_memo){NULL, NULL, NULL, 0, NULL};
 	if (!r->tool_match[r->tool_index])
-		*memo = (struct tool_memo){t, s->decl_outputs, argv, env};
+		*memo = (struct tool_memo){t, s->decl_outputs, argv, nargv, env};
 }
 
 /* ---- profiles ---- */
@@ -803,7 +840,7 @@ plan_finish(struct rs *r, kiln_plan *plan)
 	kiln_step *steps = arena_alloc(r->a, (r->steps.n ? r->steps.n : 1) * sizeof *steps);
 	size_t n = 0;
 	int *reported = r->tool_reported;
-	struct tool_memo memo = {NULL, NULL, NULL, NULL};
+	struct tool_memo memo = {NULL, NULL, NULL, 0, NULL};
 	const struct sb **order;
 
 	if (steps == NULL)

@@ -169,6 +169,53 @@ reload_of_kiln_yaml_rereads_everything(void **state)
 }
 
 static void
+a_list_param_spreads_into_one_argv_item_each(void **state)
+{
+	static const char yaml[] =
+		"kiln: 1\nproject: t\nsources: [art]\nprofiles: { pc: }\n"
+		"tools:\n"
+		"  pack: { run: [pack, \"${param.flags...}\", --, \"${in...}\"] }\n"
+		"assets:\n"
+		"  - { url: a, tool: pack, inputs: [art/hero.png],\n"
+		"      params: { flags: [-q, \"-o x y\", 3] } }\n"
+		"  - { url: b, tool: pack, inputs: [art/hero.png], params: { flags: [] } }\n";
+	static const char bad_c[] =
+		"  - { url: c, tool: pack, inputs: [art/hero.png],\n"
+		"      params: { flags: [[nested]] } }\n";
+	char both[sizeof yaml + sizeof bad_c];
+	const kiln_diag *g;
+	const kiln_step *a, *b;
+	kiln_desc *d;
+
+	project(state);
+	snprintf(both, sizeof both, "%s%s", yaml, bad_c);
+	tu_write_file(tu_path(state, "kiln.yaml"), both, strlen(both));
+	unlink(tu_path(state, "art/ui/ui.kiln.yaml"));
+	assert_kiln(KILN_EINVAL, kiln_desc_load(tu_dir(state), &d));
+	/* c's list holds a list: refused, naming the tool */
+	assert_int_equal(kiln_desc_diags(d, &g), 1);
+	assert_non_null(strstr(g[0].msg, "single values"));
+	assert_non_null(strstr(g[0].msg, "step 'c'"));
+	kiln_desc_free(d);
+
+	tu_write_file(tu_path(state, "kiln.yaml"), yaml, strlen(yaml));
+	if (kiln_desc_load(tu_dir(state), &d) != 0)
+		print_diags(d);
+	a = step(kiln_desc_plan(d, "pc"), "a");
+	b = step(kiln_desc_plan(d, "pc"), "b");
+	assert_non_null(a);
+	assert_int_equal(a->nargv, 6);
+	assert_string_equal(a->argv[1], "-q");
+	assert_string_equal(a->argv[2], "-o x y");
+	assert_string_equal(a->argv[3], "3");
+	assert_string_equal(a->argv[4], "--");
+	assert_string_equal(a->argv[5], "${in...}");
+	assert_int_equal(b->nargv, 3);
+	assert_string_equal(b->argv[1], "--");
+	kiln_desc_free(d);
+}
+
+static void
 a_missing_kiln_yaml_is_not_found(void **state)
 {
 	kiln_desc *d = (kiln_desc *)1;
@@ -186,6 +233,7 @@ main(void)
 		T(reload_of_a_deleted_or_new_file),
 		T(a_reload_that_breaks_the_file_reports_it_and_a_fix_recovers),
 		T(reload_of_kiln_yaml_rereads_everything),
+		T(a_list_param_spreads_into_one_argv_item_each),
 		T(a_missing_kiln_yaml_is_not_found),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
