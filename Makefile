@@ -47,8 +47,10 @@ PROTO_GEN = proto/kiln.pb-c.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/handlers.c daemon/uploads.c daemon/events.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
-LIBKILN_SRC = client/libkiln.c client/conn.c client/autostart.c client/events.c
-KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c
+LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c \
+              client/events.c
+KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
+            client/cmd_events.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_proto
 BENCHES = bench_store bench_proto

@@ -332,7 +332,8 @@ route(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	if (q->version != KILN_PROTO_VERSION)
 		return refuse(a, KILN_EVERSION, "protocol version %u; this daemon "
 		              "speaks %d", q->version, KILN_PROTO_VERSION);
-	if (atomic_load(&d->stopping))
+	/* Polls still answer, so that subscribers hear the Stopping event. */
+	if (atomic_load(&d->stopping) && q->body_case != KILN__REQUEST__BODY_POLL)
 		return refuse(a, KILN_ECLOSED, "the daemon is stopping");
 	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
 		if (handlers[i].body == q->body_case) {

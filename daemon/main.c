@@ -306,6 +306,7 @@ start(struct kilnd *d, char *err, size_t len)
 	long other;
 	int rv;
 
+	d->chunk_size = kiln_proto_chunk_max(d->cfg.max_message);
 	if ((rv = kilnd_lock(d, &other)) == KILN_EBUSY) {
 		snprintf(err, len, "kilnd: a daemon already serves %s (pid %ld)",
 		         d->paths.project, other);
@@ -331,7 +332,6 @@ start(struct kilnd *d, char *err, size_t len)
 		kilnd_log(d, KILND_ERROR, "%s", err);
 		return KILND_EXIT_FAIL;
 	}
-	d->chunk_size = kiln_proto_chunk_max(d->cfg.max_message);
 	d->start_ns = kilnd_now_ns();
 	kilnd_log(d, KILND_INFO, "kilnd %s serving %s on %s (pid %ld, store %s)",
 	          KILND_VERSION, d->paths.project, d->paths.url, (long)getpid(),
