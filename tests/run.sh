@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/run.sh BIN_DIR — run every unit test (BIN_DIR/tests/*) and every
-# end-to-end bats file (tests/e2e/*.bats, driving BIN_DIR/kiln), each in TAP
+# end-to-end bats file (tests/e2e/*.bats, driving BIN_DIR/kiln and
+# BIN_DIR/kilnd, named by $KILN and $KILND), each in TAP
 # form, and end with one plain line: "N passed, N failed".
 # KILN_VALGRIND=1 runs the unit tests under valgrind. TESTS="glob" filters.
 set -u
@@ -55,6 +56,7 @@ for t in "$bindir"/tests/*; do
 done
 
 export KILN="$top/$bindir/kiln"
+export KILND="$top/$bindir/kilnd"
 export KILN_TOP="$top"
 for f in tests/e2e/*.bats; do
 	[ -f "$f" ] || continue
