@@ -52,7 +52,7 @@ LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c \
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_events.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
-             test_fsck test_gc test_enospc test_proto
+             test_fsck test_gc test_enospc test_proto test_libkiln
 BENCHES = bench_store bench_proto
 
 VARIANTS = release asan

@@ -231,6 +231,16 @@ struct cat_what {
 	kiln_name name;
 };
 
+/* Whether arg looks like a mistyped hash: hex digits only, nearly the
+ * right length. Such an argument is refused rather than looked up. */
+static int
+looks_like_hash(const char *arg)
+{
+	size_t n = strspn(arg, "0123456789abcdefABCDEF");
+
+	return arg[n] == '\0' && n >= 16 && n <= 64;
+}
+
 /* Parse a HASH|URL argument, saying what they look like when it is
  * neither. */
 static int
@@ -239,16 +249,16 @@ cat_parse(const char *arg, struct cat_what *w)
 	w->arg = arg;
 	if (kiln_id_from_hex(arg, &w->id) == 0)
 		return CLI_OK;
-	if (kiln_url_check(arg) == 0 && kiln_profile_check(w->name.profile) == 0) {
+	if (!looks_like_hash(arg) && kiln_url_check(arg) == 0) {
+		if (kiln_profile_check(w->name.profile) != 0)
+			return cli_usage("cat", cat_usage, "--profile '%s': not a valid "
+			                 "profile name", w->name.profile);
 		w->by_name = 1;
 		w->name.url = arg;
 		return CLI_OK;
 	}
-	if (kiln_url_check(arg) == 0)
-		return cli_usage("cat", cat_usage, "--profile '%s': not a valid "
-		                 "profile name", w->name.profile);
-	cli_errorf("cat", "'%s': neither a blob hash (%d hex digits, as 'kiln "
-	           "put' prints) nor a URL", arg, KILN_ID_HEX_LEN);
+	cli_errorf("cat", "'%s': not a blob hash (expected %d hex digits, as "
+	           "'kiln put' prints) nor a URL", arg, KILN_ID_HEX_LEN);
 	return CLI_USAGE;
 }
 

@@ -42,6 +42,11 @@ count_tap() {
 	printf '%-28s %3d ok, %d failed, %d skipped\n' "$name" "$ok" "$bad" "$skip"
 }
 
+# The binaries under test, for the end-to-end tests and for unit tests that
+# start a real daemon (test_libkiln).
+export KILN="$top/$bindir/kiln"
+export KILND="$top/$bindir/kilnd"
+
 vg=""
 if [ "${KILN_VALGRIND:-0}" = 1 ]; then
 	vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
@@ -55,8 +60,6 @@ for t in "$bindir"/tests/*; do
 	count_tap "$name" "$log/out" $?
 done
 
-export KILN="$top/$bindir/kiln"
-export KILND="$top/$bindir/kilnd"
 export KILN_TOP="$top"
 for f in tests/e2e/*.bats; do
 	[ -f "$f" ] || continue
