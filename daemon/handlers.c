@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "handlers.h"
+#include "verified.h"
 
 /* Say why in a->error (shown to the client) and return code. */
 static int
@@ -150,24 +152,26 @@ h_blob_get(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 {
 	const Kiln__BlobGetRequest *q = c->req->blob_get;
 	Kiln__BlobGetReply *r = &a->body.get;
+	struct stat st;
 	uint64_t size, len;
 	int rv;
 
 	(void)w;
 	if ((rv = get_resolve(d, q, a)) != 0 ||
-	    (rv = kiln_store_has(d->store, &a->id, &size)) != 0)
+	    (rv = kiln_store_open_blob(d->store, &a->id, &a->fd)) != 0)
 		return rv;
+	if (fstat(a->fd, &st) != 0)
+		return KILN_EIO;
+	size = (uint64_t)st.st_size;
 	if (q->offset > size)
 		return refuse(a, KILN_EINVAL, "offset %" PRIu64 " is past the end "
 		              "of the blob (%" PRIu64 " bytes)", q->offset, size);
-	if (q->verify && (rv = kiln_store_verify(d->store, &a->id)) != 0)
+	if (q->verify && (rv = verified_check(d->verified, &a->id, a->fd, &st)) != 0)
 		return rv;
 	len = q->length > 0 && q->length < d->chunk_size ? q->length :
 	                                                   d->chunk_size;
 	if (len > size - q->offset)
 		len = size - q->offset;
-	if (len > 0 && (rv = kiln_store_open_blob(d->store, &a->id, &a->fd)) != 0)
-		return rv;
 	a->fd_off = q->offset;
 	a->fd_len = len;
 	kiln__blob_get_reply__init(r);

@@ -9,6 +9,7 @@
  *   server.c    nng: listeners, the request workers, pipe notifications
  *   handlers.c  one function per request type, and the dispatch table
  *   uploads.c   blob puts in progress
+ *   verified.c  blobs re-hashed lately (served without re-hashing again)
  *   events.c    the event ring, subscriptions and parked polls
  *
  * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
@@ -53,6 +54,8 @@ struct kilnd_config {
 	uint32_t workers;           /* requests handled at once */
 	uint32_t max_clients;       /* connections at once */
 	uint32_t upload_idle_s;     /* an upload idle this long is dropped */
+	uint32_t verify_ttl_s;      /* a blob re-hashed this recently and
+	                               unchanged is not re-hashed to be served */
 };
 
 /* Fill c with the defaults. */
@@ -61,6 +64,7 @@ void kilnd_config_defaults(struct kilnd_config *c);
 struct kilnd_events;
 struct kilnd_uploads;
 struct kilnd_server;
+struct kilnd_verified;
 
 struct kilnd {
 	struct kilnd_config cfg;
@@ -85,6 +89,7 @@ struct kilnd {
 	struct kilnd_events *events;   /* own lock inside */
 	struct kilnd_uploads *uploads; /* own lock inside */
 	struct kilnd_server *server;   /* own lock inside */
+	struct kilnd_verified *verified; /* own lock inside */
 
 	atomic_uint_fast64_t requests;     /* answered */
 	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused */

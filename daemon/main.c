@@ -15,6 +15,7 @@
 #include "kilnd.h"
 #include "server.h"
 #include "uploads.h"
+#include "verified.h"
 
 static const char usage[] =
 	"usage: kilnd [--project DIR] [--store DIR] [--foreground] [OPTION...]\n"
@@ -51,6 +52,9 @@ static const char help[] =
 	"  --max-uploads N        blob uploads in progress (default 64)\n"
 	"  --max-clients N        connections at once (default 256)\n"
 	"  --workers N            requests handled at once (default 16)\n"
+	"  --verify-ttl SECONDS   serve a blob re-hashed this recently, whose file\n"
+	"                         is unchanged, without re-hashing it (default\n"
+	"                         600; 0: re-hash before every transfer)\n"
 	"  -h, --help             show this help\n"
 	"  --version              print the version\n"
 	"\n"
@@ -70,6 +74,7 @@ kilnd_config_defaults(struct kilnd_config *c)
 		.max_clients = 256,
 		.workers = 16,
 		.upload_idle_s = 300,
+		.verify_ttl_s = 600,
 	};
 }
 
@@ -137,6 +142,11 @@ option_num(struct kilnd_config *c, int opt, const char *arg)
 			                 "1G", arg);
 		c->event_buffer_bytes = v;
 		return -1;
+	case 'T':
+		if (parse_num(arg, 0, 86400, &v))
+			return bad_usage("--verify-ttl '%s': seconds from 0 to 86400", arg);
+		c->verify_ttl_s = (uint32_t)v;
+		return -1;
 	}
 	if (parse_num(arg, 1, 4096, &v))
 		return bad_usage("'%s': a count from 1 to 4096", arg);
@@ -202,6 +212,7 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		{"max-uploads", required_argument, NULL, 'U'},
 		{"max-clients", required_argument, NULL, 'C'},
 		{"workers", required_argument, NULL, 'W'},
+		{"verify-ttl", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -324,6 +335,8 @@ start(struct kilnd *d, char *err, size_t len)
 	}
 	stale_report(d);
 	if ((rv = store_open(d, err, len)) != 0 ||
+	    (rv = verified_new(d->cfg.verify_ttl_s ? 1024 : 0, d->cfg.verify_ttl_s,
+	                       &d->verified)) != 0 ||
 	    (rv = uploads_new(d->store, d->cfg.max_uploads, d->cfg.upload_idle_s,
 	                      &d->uploads)) != 0 ||
 	    (rv = server_start(d, err, len)) != 0) {
@@ -364,6 +377,8 @@ stop(struct kilnd *d)
 	d->uploads = NULL;
 	kiln_store_close(d->store);
 	d->store = NULL;
+	verified_free(d->verified);
+	d->verified = NULL;
 	events_free(d->events);
 	d->events = NULL;
 	kilnd_unlock(d);

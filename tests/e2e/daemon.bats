@@ -221,6 +221,7 @@ load daemon_helpers
 	"$KILN" status >/dev/null
 	head -c 100000 /dev/urandom >c.bin
 	h=$("$KILN" put c.bin | cut -d' ' -f1)
+	"$KILN" cat "$h" | cmp - c.bin # verified once: remembered as sound
 	f=.kiln/store/objects/${h:0:2}/${h:2}
 	chmod u+w "$f"
 	printf 'X' | dd of="$f" bs=1 seek=500 conv=notrunc status=none
