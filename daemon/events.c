@@ -104,10 +104,9 @@ events_free(struct kilnd_events *ev)
 	free(ev);
 }
 
-/* Take w off the parked list and off its subscription, and wake it.
- * Lock held. */
+/* Take w off the parked list and off its subscription. Lock held. */
 static void
-waiter_wake(struct kilnd_events *ev, struct ev_waiter *w)
+waiter_unlink(struct kilnd_events *ev, struct ev_waiter *w)
 {
 	struct ev_waiter **pp;
 
@@ -121,6 +120,13 @@ waiter_wake(struct kilnd_events *ev, struct ev_waiter *w)
 			ev->subs[i].waiter = NULL;
 	w->next = NULL;
 	w->parked = 0;
+}
+
+/* Unlink w and wake it: it must answer now. Lock held. */
+static void
+waiter_wake(struct kilnd_events *ev, struct ev_waiter *w)
+{
+	waiter_unlink(ev, w);
 	w->woken = 1;
 	w->wake(w);
 }
@@ -363,22 +369,11 @@ events_poll(struct kilnd_events *ev, uint32_t pipe,
 int
 events_unpark(struct kilnd_events *ev, struct ev_waiter *w)
 {
-	struct ev_waiter **pp;
 	int woken;
 
 	pthread_mutex_lock(&ev->mu);
-	if (w->parked) {
-		for (pp = &ev->parked; *pp != NULL; pp = &(*pp)->next)
-			if (*pp == w) {
-				*pp = w->next;
-				break;
-			}
-		for (uint32_t i = 0; i < ev->max_subs; i++)
-			if (ev->subs[i].waiter == w)
-				ev->subs[i].waiter = NULL;
-		w->parked = 0;
-		w->next = NULL;
-	}
+	if (w->parked)
+		waiter_unlink(ev, w);
 	woken = w->woken;
 	pthread_mutex_unlock(&ev->mu);
 	return woken;

@@ -266,7 +266,9 @@ poll_answer(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 
 	if (q.wait_ms > KILN_POLL_MAX_WAIT_MS)
 		q.wait_ms = KILN_POLL_MAX_WAIT_MS;
-	rv = events_poll(d->events, c->pipe, &q, d->chunk_size, w, &a->bytes,
+	/* Replies small enough for a client with the smallest message limit. */
+	rv = events_poll(d->events, c->pipe, &q,
+	                 kiln_proto_chunk_max(KILN_MAX_MESSAGE_MIN), w, &a->bytes,
 	                 &a->nbytes);
 	if (rv == EVENTS_PARKED) {
 		a->kind = ANSWER_PARK;
