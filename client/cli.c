@@ -373,8 +373,11 @@ cli_connect(const char *cmd, const struct cli *cli, int start, kiln_conn **c)
 	o.flags = start ? 0 : KILN_CONNECT_NO_START;
 	if ((rv = kiln_connect(&o, c)) == 0)
 		return CLI_OK;
-	if (rv == KILN_ENODAEMON && !start && cli->connect == NULL)
-		return CLI_OK; /* no daemon: the caller works offline */
+	/* No daemon (or none possible: a project path too long for a unix
+	 * socket): the caller works on the store directly. */
+	if ((rv == KILN_ENODAEMON || rv == KILN_ERANGE) && !start &&
+	    cli->connect == NULL)
+		return CLI_OK;
 	if (rv == KILN_ENODAEMON && cli->connect != NULL)
 		cli_errorf(cmd, "%s: no daemon answers there", cli->connect);
 	else if (rv == KILN_ENODAEMON)

@@ -55,6 +55,25 @@ load daemon_helpers
 	[ ! -e .kiln/kilnd.pid ]
 }
 
+@test "kiln stop cancels an upload in flight: nothing published, no temp file left" {
+	"$KILN" status >/dev/null
+	mkfifo slow
+	("$KILN" put - <slow >put.out 2>put.err) 3>&- &
+	putter=$!
+	exec 4>slow
+	head -c $((3 * 1024 * 1024)) /dev/urandom >&4 # one chunk sent, more to come
+	wait_for sh -c '[ "$("$KILN" status --json | sed -n "s/.*\"uploads\":\([0-9]*\).*/\1/p")" = 1 ]'
+	# the upload's temp file (anonymous, O_TMPFILE) is open in the daemon
+	ls -l /proc/"$(daemon_pid)"/fd | grep -q "$P/.kiln/store/tmp/"
+	run "$KILN" stop
+	[ "$status" -eq 0 ]
+	exec 4>&-
+	kill "$putter" 2>/dev/null || true
+	wait "$putter" || true
+	[ -z "$(ls .kiln/store/tmp)" ] || { ls -l .kiln/store/tmp; false; }
+	[ -z "$(find .kiln/store/objects -type f)" ]
+}
+
 @test "kilnd --foreground serves, and SIGTERM stops it cleanly" {
 	"$KILND" --foreground --project . 2>fg.log 3>&- &
 	fg=$!
