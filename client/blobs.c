@@ -51,47 +51,59 @@ get_send(struct get *g, unsigned k, uint64_t off, const kiln_name *name)
 	                 g->c->timeout_ms);
 }
 
-/* Wait for get slot k's reply and pass its bytes on. */
+/* Wait for get slot k's reply into r, checked. */
 static int
-get_take(struct get *g, unsigned k)
+get_wait(struct get *g, unsigned k, struct conn_reply *r)
 {
-	struct conn_reply r;
 	const Kiln__BlobGetReply *gr;
 	uint64_t off = g->offs[k], want;
 	int rv;
 
-	if ((rv = conn_wait(g->c->conn, CONN_SLOT_GET + k, &r)) != 0 ||
-	    (rv = lk_reply_check(&r, KILN__REPLY__BODY_BLOB_GET_REPLY,
+	if ((rv = conn_wait(g->c->conn, CONN_SLOT_GET + k, r)) != 0 ||
+	    (rv = lk_reply_check(r, KILN__REPLY__BODY_BLOB_GET_REPLY,
 	                         g->c->error, sizeof(g->c->error))) != 0)
 		return rv;
-	gr = r.rep->blob_get_reply;
+	gr = r->rep->blob_get_reply;
 	if (off == 0) { /* the first reply says what the blob is */
 		g->size = gr->size;
 		if (kiln_proto_id_get(gr->id, &g->id) != 0)
 			rv = KILN_EPROTO;
-		if (r.ndata < g->size)
-			g->chunk = (uint32_t)r.ndata; /* the daemon's chunk size */
+		if (r->ndata < g->size)
+			g->chunk = (uint32_t)r->ndata; /* the daemon's chunk size */
 	}
 	want = g->size - off < g->chunk ? g->size - off : g->chunk;
 	if (rv == 0 && (gr->offset != off || gr->size != g->size ||
-	                r.ndata != want || (want == 0 && g->size > off)))
+	                r->ndata != want || (want == 0 && g->size > off)))
 		rv = KILN_EPROTO;
-	if (rv == 0) {
-		kiln_hasher_update(g->h, r.data, r.ndata);
-		if (r.ndata > 0)
-			rv = g->sink(r.data, r.ndata, g->arg);
-		g->done += r.ndata;
-	}
-	conn_reply_free(&r);
+	if (rv != 0)
+		conn_reply_free(r);
 	return rv;
 }
 
-/* The whole transfer, after the first chunk. */
+/* Hash a reply's bytes, pass them on, and free it. */
+static int
+get_deliver(struct get *g, struct conn_reply *r)
+{
+	int rv = 0;
+
+	kiln_hasher_update(g->h, r->data, r->ndata);
+	if (r->ndata > 0)
+		rv = g->sink(r->data, r->ndata, g->arg);
+	g->done += r->ndata;
+	conn_reply_free(r);
+	return rv;
+}
+
+/* The whole transfer, after the first chunk. A reply's slot is reused for
+ * the next request before its bytes are hashed and handed on, so that the
+ * window stays full meanwhile. */
 static int
 get_rest(struct get *g)
 {
 	uint64_t next = g->done, sent = 0, recvd = 0;
+	struct conn_reply r;
 	kiln_id got;
+	unsigned k;
 	int rv;
 
 	while (g->done < g->size) {
@@ -101,8 +113,17 @@ get_rest(struct get *g)
 			next += g->chunk;
 			sent++;
 		}
-		if ((rv = get_take(g, recvd++ % CONN_GET_WINDOW)) != 0)
+		k = recvd++ % CONN_GET_WINDOW;
+		if ((rv = get_wait(g, k, &r)) != 0)
 			return rv;
+		if (next < g->size && (rv = get_send(g, k, next, NULL)) == 0) {
+			next += g->chunk;
+			sent++;
+		}
+		if (rv != 0 || (rv = get_deliver(g, &r)) != 0) {
+			conn_reply_free(&r);
+			return rv;
+		}
 	}
 	kiln_hasher_digest(g->h, &got);
 	return kiln_id_cmp(&got, &g->id) == 0 ? 0 : KILN_ECORRUPT;
@@ -113,13 +134,15 @@ get_run(kiln_conn *c, const kiln_id *id, const kiln_name *name,
         kiln_sink_fn sink, void *arg, kiln_id *out)
 {
 	struct get g = {.c = c, .chunk = c->chunk, .sink = sink, .arg = arg};
+	struct conn_reply r;
 	int rv;
 
 	if (id != NULL)
 		g.id = *id;
 	if ((rv = kiln_hasher_new(&g.h)) != 0)
 		return rv;
-	if ((rv = get_send(&g, 0, 0, name)) == 0 && (rv = get_take(&g, 0)) == 0)
+	if ((rv = get_send(&g, 0, 0, name)) == 0 &&
+	    (rv = get_wait(&g, 0, &r)) == 0 && (rv = get_deliver(&g, &r)) == 0)
 		rv = get_rest(&g);
 	kiln_hasher_free(g.h);
 	if (rv == 0 && out != NULL)
