@@ -1,7 +1,8 @@
 /* server.c — the nng rep0 socket, its listeners, and the request workers.
  *
- * Each worker owns an nng context and an aio and runs a three-state
- * machine driven by the aio's callback, as in nng's async demo server:
+ * Each worker owns an nng context and two aios (one to receive and send,
+ * one to sleep while a poll is parked) and runs a three-state machine
+ * driven by their callbacks, as in nng's async demo server:
  *
  *   RECV --request--> handle --> SEND --sent--> RECV
  *                        \--> PARK (a poll waiting for events) --> SEND
@@ -31,7 +32,9 @@ enum wstate { W_RECV, W_SEND, W_PARK };
 
 struct worker {
 	struct kilnd *d;
-	nng_aio *aio;
+	nng_aio *aio;          /* receive and send */
+	nng_aio *sleep;        /* a parked poll's wait, apart: cancelling it
+	                          can never hit a send */
 	nng_ctx ctx;
 	enum wstate state;
 	nng_msg *msg;          /* the request being handled or parked */
@@ -157,7 +160,10 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 
 	if (a->kind == ANSWER_PARK) {
 		w->state = W_PARK;
-		nng_sleep_aio((nng_duration)a->wait_ms, w->aio);
+		nng_sleep_aio((nng_duration)a->wait_ms, w->sleep);
+		/* An event published before the sleep began found nothing to
+		 * cancel; cancel now. (Cancelling a sleep that already ended is
+		 * harmless: only w->sleep is touched.) */
 		events_rewake(w->d->events, &w->waiter);
 		return;
 	}
@@ -273,11 +279,17 @@ worker_cb(void *arg)
 	struct worker *w = arg;
 	int rv = nng_aio_result(w->aio);
 
-	switch (w->state) {
-	case W_RECV: on_recv(w, rv); break;
-	case W_SEND: on_sent(w, rv); break;
-	case W_PARK: on_wake(w); break;
-	}
+	if (w->state == W_RECV)
+		on_recv(w, rv);
+	else
+		on_sent(w, rv);
+}
+
+/* The sleep of a parked poll ended. */
+static void
+sleep_cb(void *arg)
+{
+	on_wake(arg);
 }
 
 /* events.c wakes a parked poll by cancelling its sleep. */
@@ -287,7 +299,7 @@ waiter_wake(struct ev_waiter *ew)
 	struct worker *w = (struct worker *)((char *)ew -
 	                                     offsetof(struct worker, waiter));
 
-	nng_aio_cancel(w->aio);
+	nng_aio_cancel(w->sleep);
 }
 
 /* ---- connections --------------------------------------------------------- */
@@ -454,6 +466,7 @@ workers_make(struct kilnd *d, char *err, size_t len)
 		w->d = d;
 		w->waiter.wake = waiter_wake;
 		if ((rv = nng_aio_alloc(&w->aio, worker_cb, w)) != 0 ||
+		    (rv = nng_aio_alloc(&w->sleep, sleep_cb, w)) != 0 ||
 		    (rv = nng_ctx_open(&w->ctx, s->sock)) != 0) {
 			snprintf(err, len, "making workers: %s", nng_strerror(rv));
 			return err_of_nng(rv);
@@ -508,8 +521,10 @@ server_stop(struct kilnd *d)
 	nng_close(s->sock);
 	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
+		if (w->sleep != NULL)
+			nng_aio_free(w->sleep); /* stops it, waiting for its callback */
 		if (w->aio != NULL)
-			nng_aio_free(w->aio); /* stops it, waiting for its callback */
+			nng_aio_free(w->aio);
 		events_unpark(d->events, &w->waiter);
 		request_drop(w);
 	}

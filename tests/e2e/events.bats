@@ -37,6 +37,22 @@ blob-stored $(hash_of c)" ] || { cat ev.out; false; }
 	[ "$(sed -n '3s/^[0-9a-f]*:\([0-9]*\) .*/\1/p' ev.out)" -eq $((s1 + 2)) ]
 }
 
+@test "four subscribers that keep up each get all of 100 events, in order, none twice" {
+	"$KILN" status >/dev/null
+	for i in $(seq 1 100); do echo "blob $i" >f.$i; done
+	for s in 1 2 3 4; do "$KILN" events --count 100 >ev.$s 3>&- & done
+	wait_for subscribed 4
+	"$KILN" put $(for i in $(seq 1 100); do echo f.$i; done) >put.out
+	wait
+	cut -d' ' -f1 put.out >want
+	for s in 1 2 3 4; do
+		cut -d' ' -f3 ev.$s | diff want - || { echo "subscriber $s differs"; false; }
+		first=$(sed -n '1s/^[0-9a-f]*:\([0-9]*\) .*/\1/p' ev.$s)
+		last=$(sed -n '100s/^[0-9a-f]*:\([0-9]*\) .*/\1/p' ev.$s)
+		[ $((last - first)) -eq 99 ]
+	done
+}
+
 @test "a client that reconnects with its last sequence number gets exactly the events it missed" {
 	"$KILN" status >/dev/null
 	for f in a b c d e; do echo "$f" >$f; done
