@@ -4,9 +4,10 @@
  *      bare nng req/rep echo of the same request and reply sizes;
  *   2. blob get throughput of a 256 MiB blob: kiln_blob_get (daemon-side
  *      verification, chunks read from the store, client-side hashing, four
- *      chunks in flight) vs bare nng moving the same bytes from memory,
- *      both as req/rep chunks with the same window and chunk size and as a
- *      push/pull stream (nng's floor on this machine).
+ *      chunks in flight) vs bare nng moving the same bytes: from memory as
+ *      req/rep chunks with the same window and chunk size, from the same
+ *      blob file (open + pread per chunk, as kilnd does) the same way, and
+ *      from memory as a push/pull stream (nng's floor on this machine).
  *
  * The bare peer is a child process forked before any nng call (nng 1.5
  * does not survive a fork), serving from a buffer in memory; kilnd is the
@@ -92,6 +93,7 @@ quantile(double *v, size_t n, double q)
 
 /* Requests: 'E' + u32 reply size: an echo of that many bytes;
  * 'C' + u64 offset + u32 length: those bytes of the buffer;
+ * 'F' + u64 offset + u32 length + path: those bytes of the file;
  * 'P' + u32 count + u32 size: push count messages of size, then reply. */
 static uint8_t *bulk;
 static size_t bulk_len;
@@ -112,6 +114,20 @@ bare_answer(const uint8_t *q, size_t n)
 		memcpy(&len, q + 9, 4);
 		if (off + len <= bulk_len && nng_msg_alloc(&m, len) == 0)
 			memcpy(nng_msg_body(m), bulk + off, len);
+	} else if (n >= 14 && q[0] == 'F') {
+		char path[512];
+		int fd;
+		memcpy(&off, q + 1, 8);
+		memcpy(&len, q + 9, 4);
+		snprintf(path, sizeof path, "%.*s", (int)(n - 13), (const char *)q + 13);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 &&
+		    nng_msg_alloc(&m, len) == 0 &&
+		    pread(fd, nng_msg_body(m), len, (off_t)off) != (ssize_t)len) {
+			nng_msg_free(m);
+			m = NULL;
+		}
+		if (fd >= 0)
+			close(fd);
 	} else if (n >= 9 && q[0] == 'P') {
 		memcpy(&count, q + 1, 4);
 		memcpy(&len, q + 5, 4);
@@ -245,20 +261,26 @@ bare_echo(struct bare *b, size_t qlen, uint32_t rlen)
 	bare_wait(b, 0);
 }
 
-/* Fetch len bytes in chunks, WINDOW in flight. */
+/* Fetch len bytes in chunks, WINDOW in flight: from the peer's memory, or
+ * from the file at path (NULL: memory). */
 static void
-bare_get(struct bare *b, size_t len, uint32_t chunk)
+bare_get(struct bare *b, size_t len, uint32_t chunk, const char *path)
 {
 	uint64_t next = 0, got = 0, sent = 0, recvd = 0;
-	uint8_t q[13] = {'C'};
+	uint8_t q[13 + 512] = {'C'};
+	size_t n = 13;
 
+	if (path != NULL) {
+		q[0] = 'F';
+		n += (size_t)snprintf((char *)q + 13, 512, "%s", path);
+	}
 	while (got < len) {
 		while (next < len && sent - recvd < WINDOW) {
-			uint32_t n = len - next < chunk ? (uint32_t)(len - next) : chunk;
+			uint32_t c = len - next < chunk ? (uint32_t)(len - next) : chunk;
 			memcpy(q + 1, &next, 8);
-			memcpy(q + 9, &n, 4);
-			bare_send(b, (int)(sent++ % WINDOW), q, sizeof q);
-			next += n;
+			memcpy(q + 9, &c, 4);
+			bare_send(b, (int)(sent++ % WINDOW), q, n);
+			next += c;
 		}
 		got += bare_wait(b, (int)(recvd++ % WINDOW));
 	}
@@ -361,8 +383,9 @@ bench_status(kiln_conn *c, struct bare *b, int n)
 static void
 bench_get(kiln_conn *c, struct bare *b, int reps, size_t len)
 {
-	double tk[32], tr[32], ts[32], t0, mk, mr, ms, cold = 0;
+	double tk[32], tr[32], tf[32], ts[32], t0, mk, mr, mf, ms, cold = 0;
 	double mib = (double)len / 1048576;
+	char hex[KILN_ID_HEX_LEN + 1], path[400];
 	uint32_t chunk;
 	uint8_t *data = malloc(len);
 	kiln_status st;
@@ -379,11 +402,18 @@ bench_get(kiln_conn *c, struct bare *b, int reps, size_t len)
 	if (kiln_status_get(c, &st) != 0)
 		die("status");
 	chunk = st.chunk_size; /* what libkiln asks for, with the defaults */
+	kiln_id_to_hex(&id, hex);
+	snprintf(path, sizeof path, "%s/.kiln/store/objects/%.2s/%s", dir, hex,
+	         hex + 2);
 	for (int r = -1; r < reps; r++) { /* r = -1: warm-up, untimed */
 		t0 = now();
-		bare_get(b, len, chunk);
+		bare_get(b, len, chunk, NULL);
 		if (r >= 0)
 			tr[r] = now() - t0;
+		t0 = now();
+		bare_get(b, len, chunk, path);
+		if (r >= 0)
+			tf[r] = now() - t0;
 		t0 = now();
 		bare_stream(b, len, chunk);
 		if (r >= 0)
@@ -399,6 +429,7 @@ bench_get(kiln_conn *c, struct bare *b, int reps, size_t len)
 	}
 	mk = mib / quantile(tk, (size_t)reps, 0.5);
 	mr = mib / quantile(tr, (size_t)reps, 0.5);
+	mf = mib / quantile(tf, (size_t)reps, 0.5);
 	ms = mib / quantile(ts, (size_t)reps, 0.5);
 	printf("blob get of %.0f MiB, ipc://, %u-byte chunks, %d in flight, "
 	       "median of %d\n", mib, chunk, WINDOW, reps);
@@ -408,6 +439,8 @@ bench_get(kiln_conn *c, struct bare *b, int reps, size_t len)
 	       "file unchanged; libkiln hashes what it gets)\n", mk);
 	printf("  bare nng req/rep chunks    %7.0f MiB/s   kiln = %.2f of it\n", mr,
 	       mk / mr);
+	printf("  the same, from the file    %7.0f MiB/s   kiln = %.2f of it\n", mf,
+	       mk / mf);
 	printf("  bare nng push/pull stream  %7.0f MiB/s   kiln = %.2f of it"
 	       "   (target >= 0.7)\n", ms, mk / ms);
 }
