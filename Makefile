@@ -45,7 +45,7 @@ STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
 PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
 PROTO_GEN = proto/kiln.pb-c.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
-             daemon/verified.c \
+             daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/uploads.c daemon/events.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c \

@@ -7,15 +7,17 @@
  *   runtime.c   detaching, the lock and pid file, stale state, signals
  *   log.c       the log file, mirrored as LogLine events
  *   server.c    nng: listeners, the request workers, pipe notifications
+ *   jobs.c      the handler threads the workers hand requests to
  *   handlers.c  one function per request type, and the dispatch table
  *   uploads.c   blob puts in progress
  *   verified.c  blobs re-hashed lately (served without re-hashing again)
  *   events.c    the event ring, subscriptions and parked polls
  *
  * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
- * Requests are handled on nng's worker threads (server.c's callbacks),
- * several at once; whatever they share is either immutable after start
- * (cfg, paths, store handle, token) or guarded as noted at each field. */
+ * Requests are handled on cfg.workers handler threads (jobs.c), fed by
+ * server.c's nng callbacks, several at once; whatever they share is either
+ * immutable after start (cfg, paths, store handle, token) or guarded as
+ * noted at each field. */
 #ifndef KILND_H
 #define KILND_H
 
@@ -51,7 +53,7 @@ struct kilnd_config {
 	uint64_t event_buffer_bytes; /* bytes of events held at most */
 	uint32_t max_subscribers;
 	uint32_t max_uploads;
-	uint32_t workers;           /* requests handled at once */
+	uint32_t workers;           /* handler threads: requests handled at once */
 	uint32_t max_clients;       /* connections at once */
 	uint32_t upload_idle_s;     /* an upload idle this long is dropped */
 	uint32_t verify_ttl_s;      /* a blob re-hashed this recently and

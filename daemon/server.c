@@ -9,12 +9,16 @@
  *
  * cfg.workers + cfg.max_subscribers workers exist, so polls parked by every
  * possible subscriber still leave cfg.workers free for other requests.
+ * Handling (decoding, the handler, reading a chunk, encoding, sending) runs
+ * on a pool of cfg.workers threads (jobs.c), never on nng's own threads:
+ * those stay free to move bytes while a handler reads, writes or fsyncs.
  *
  * Threads: worker callbacks and pipe notifications run on nng's threads,
- * several at once. A worker's fields belong to its callback (nng never runs
- * one aio's callback twice at once), except `waiter`, which events.c owns
- * while parked. server_start/stop run on the main thread, before any
- * callback and after the last. */
+ * several at once; a callback either finishes its work at once (a send
+ * completed) or queues the worker as a job. A worker is touched by one
+ * thread at a time — its callback or the job it queued — except `waiter`,
+ * which events.c owns while parked. server_start/stop run on the main
+ * thread, before any callback and after the last. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +30,11 @@
 #include <nng/supplemental/tls/tls.h>
 
 #include "handlers.h"
+#include "jobs.h"
 #include "server.h"
 
 enum wstate { W_RECV, W_SEND, W_PARK };
+enum wjob { JOB_REQUEST, JOB_WAKE }; /* what a queued worker does next */
 
 struct worker {
 	struct kilnd *d;
@@ -42,6 +48,8 @@ struct worker {
 	struct kilnd_call call;
 	struct ev_waiter waiter;
 	int after_stop;
+	struct job job;        /* queued on the handler pool */
+	enum wjob next;
 };
 
 struct kilnd_server {
@@ -51,6 +59,7 @@ struct kilnd_server {
 	nng_tls_config *tls;
 	struct worker *workers;
 	uint32_t nworkers;
+	struct kilnd_jobs *jobs; /* the handler threads */
 	atomic_int closing;    /* workers send nothing more */
 	const char *urls[2];
 	size_t nurls;
@@ -158,6 +167,11 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 	nng_msg *out = NULL;
 	int rv = 0;
 
+	if (atomic_load(&w->d->server->closing)) { /* no park, no send */
+		answer_release(a);
+		request_drop(w);
+		return;
+	}
 	if (a->kind == ANSWER_PARK) {
 		w->state = W_PARK;
 		nng_sleep_aio((nng_duration)a->wait_ms, w->sleep);
@@ -218,20 +232,13 @@ answer_malformed(struct worker *w, struct kilnd_answer *a)
 	a->reply.error = a->error;
 }
 
+/* A request arrived (a job on the pool): decode, handle, answer. */
 static void
-on_recv(struct worker *w, int rv)
+on_request(struct worker *w)
 {
 	struct kilnd_answer a = {0};
-	nng_pipe p;
+	nng_pipe p = nng_msg_get_pipe(w->msg);
 
-	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
-		return; /* shutting down */
-	if (rv != 0) {
-		recv_next(w);
-		return;
-	}
-	w->msg = nng_aio_get_msg(w->aio);
-	p = nng_msg_get_pipe(w->msg);
 	w->call = (struct kilnd_call){.pipe = (uint32_t)nng_pipe_id(p),
 	                              .remote = pipe_is_remote(w->d->server, p)};
 	if (kiln_proto_request_unpack(nng_msg_body(w->msg), nng_msg_len(w->msg),
@@ -243,6 +250,31 @@ on_recv(struct worker *w, int rv)
 		handle_request(w->d, &w->call, &a, &w->waiter);
 	}
 	answer_send(w, &a);
+}
+
+/* Queue the worker to do `next` on the handler pool, or, when the server
+ * is closing, let go of its request. */
+static void
+job_queue(struct worker *w, enum wjob next)
+{
+	w->next = next;
+	if (atomic_load(&w->d->server->closing) ||
+	    jobs_push(w->d->server->jobs, &w->job) != 0)
+		request_drop(w);
+}
+
+/* A receive ended (an nng callback). */
+static void
+on_recv(struct worker *w, int rv)
+{
+	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+		return; /* shutting down */
+	if (rv != 0) {
+		recv_next(w);
+		return;
+	}
+	w->msg = nng_aio_get_msg(w->aio);
+	job_queue(w, JOB_REQUEST);
 }
 
 static void
@@ -258,7 +290,8 @@ on_sent(struct worker *w, int rv)
 	recv_next(w);
 }
 
-/* A parked poll's wait ended: by time, by an event, or by shutdown. */
+/* A parked poll's wait ended: by time, by an event, or by shutdown (a job
+ * on the pool). */
 static void
 on_wake(struct worker *w)
 {
@@ -289,7 +322,20 @@ worker_cb(void *arg)
 static void
 sleep_cb(void *arg)
 {
-	on_wake(arg);
+	job_queue(arg, JOB_WAKE);
+}
+
+/* A queued worker's turn on the handler pool. */
+static void
+job_run(struct job *j)
+{
+	struct worker *w = (struct worker *)((char *)j -
+	                                     offsetof(struct worker, job));
+
+	if (w->next == JOB_REQUEST)
+		on_request(w);
+	else
+		on_wake(w);
 }
 
 /* events.c wakes a parked poll by cancelling its sleep. */
@@ -465,6 +511,7 @@ workers_make(struct kilnd *d, char *err, size_t len)
 		struct worker *w = &s->workers[i];
 		w->d = d;
 		w->waiter.wake = waiter_wake;
+		w->job.run = job_run;
 		if ((rv = nng_aio_alloc(&w->aio, worker_cb, w)) != 0 ||
 		    (rv = nng_aio_alloc(&w->sleep, sleep_cb, w)) != 0 ||
 		    (rv = nng_ctx_open(&w->ctx, s->sock)) != 0) {
@@ -492,6 +539,11 @@ server_start(struct kilnd *d, char *err, size_t len)
 		snprintf(err, len, "opening the socket: %s", nng_strerror(rv));
 		return err_of_nng(rv);
 	}
+	if ((rv = jobs_new(d->cfg.workers, &s->jobs)) != 0) {
+		snprintf(err, len, "starting %u handler threads: %s", d->cfg.workers,
+		         kiln_strerror(rv));
+		return rv;
+	}
 	if ((rv = workers_make(d, err, len)) != 0)
 		return rv;
 	for (uint32_t i = 0; i < s->nworkers; i++)
@@ -517,7 +569,12 @@ server_stop(struct kilnd *d)
 	 * a moment to leave before the connections close. */
 	events_wake_all(d->events);
 	usleep(50 * 1000);
+	/* From here on nothing is parked, queued or sent: the handlers finish
+	 * what they hold, then the socket closes and the aios stop (their
+	 * last callbacks only let go of what they hold). */
 	atomic_store(&s->closing, 1);
+	if (s->jobs != NULL)
+		jobs_stop(s->jobs);
 	nng_close(s->sock);
 	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
@@ -528,6 +585,7 @@ server_stop(struct kilnd *d)
 		events_unpark(d->events, &w->waiter);
 		request_drop(w);
 	}
+	jobs_free(s->jobs);
 	free(s->workers);
 	if (s->tls != NULL)
 		nng_tls_config_free(s->tls);
