@@ -5,7 +5,9 @@
  * flight on the get slots, taking the replies in order, hashing them as
  * they pass, and checking the hash at the end. A put sends one chunk at a
  * time (the daemon writes them in order), hashing as it reads, and claims
- * the hash on the last. Neither holds more than a few chunks in memory. */
+ * the hash on the last. Neither holds more than a few chunks in memory.
+ *
+ * Threads: the caller's, on the connection's main and get slots. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
