@@ -1,6 +1,6 @@
 # kiln — the one Makefile.
 #
-#   make            build bin/kiln (release, -O2)
+#   make            build bin/kiln and bin/kilnd (release, -O2)
 #   make test       install missing Debian packages (as root), build the
 #                   ASan+UBSan variant, run every unit and end-to-end test
 #   make demo       the main job on assets-sample/ (arrives with the sample
@@ -27,7 +27,9 @@ LIBS       = $(PKG_LIBS) -lnng -lpthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Idaemon -Iclient $(PKG_CFLAGS)
+# proto/kiln.proto is compiled by protoc-c into $(GEN) at build time.
+GEN     = $(OBJ)/gen
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Iproto -I$(GEN) -Idaemon -Iclient $(PKG_CFLAGS)
 
 release_CFLAGS  = -O2
 release_LDFLAGS =
@@ -39,15 +41,25 @@ asan_BIN     = $(BIN)/asan
 STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/index.c \
             store/scan.c store/fsck.c store/gc.c store/store.c
+# The wire schema's generated code plus its helpers (libkilnproto.a).
+PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
+PROTO_GEN = proto/kiln.pb-c.c
 # The asset-description loader (kiln.yaml and *.kiln.yaml): used by the CLI
-# (kiln check, kiln ls) and the daemon.
+# (kiln check, kiln ls) and the daemon (libkilndesc.a).
 DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
             daemon/desc_load.c daemon/template.c daemon/srcwalk.c \
             daemon/desc_resolve.c daemon/desc.c
-KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_desc.c
+DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
+             daemon/verified.c daemon/jobs.c \
+             daemon/handlers.c daemon/uploads.c daemon/events.c
+# libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
+LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c \
+              client/events.c
+KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
+            client/cmd_events.c client/cmd_desc.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
-             test_fsck test_gc test_enospc test_glob test_desc
-BENCHES = bench_store bench_load
+             test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln
+BENCHES = bench_store bench_load bench_proto
 
 VARIANTS = release asan
 # bench/<name>/bench_<name>.c: the stem is used twice in a prerequisite,
@@ -56,7 +68,12 @@ VARIANTS = release asan
 
 .PHONY: all deps deps-test test check demo bench install valgrind clean fuzz
 all: deps
-	@$(MAKE) --no-print-directory $(BIN)/kiln
+	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd
+
+# Generated once for both variants; every object waits for the header.
+$(GEN)/kiln.pb-c.c $(GEN)/kiln.pb-c.h &: proto/kiln.proto
+	@mkdir -p $(GEN)
+	protoc-c --proto_path=proto --c_out=$(GEN) proto/kiln.proto
 
 deps:
 	@scripts/ensure-deps build
@@ -65,27 +82,43 @@ deps-test:
 
 # $(1) = variant name
 define variant_rules
-$(OBJ)/$(1)/%.o: %.c
+$(OBJ)/$(1)/%.o: %.c | $(GEN)/kiln.pb-c.h
+	@mkdir -p $$(@D)
+	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
+
+$(OBJ)/$(1)/proto/kiln.pb-c.o: $(GEN)/kiln.pb-c.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
 
 $(OBJ)/$(1)/libkilnstore.a: $$(STORE_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
-	$$(AR) rcs $$@ $$^
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+
+$(OBJ)/$(1)/libkilnproto.a: $$(PROTO_GEN:%.c=$(OBJ)/$(1)/%.o) $$(PROTO_SRC:%.c=$(OBJ)/$(1)/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
 
 $(OBJ)/$(1)/libkilndesc.a: $$(DESC_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
-$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
+$(OBJ)/$(1)/libkiln.a: $$(LIBKILN_SRC:%.c=$(OBJ)/$(1)/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+
+$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
-$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilnstore.a
+	@mkdir -p $$(@D)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
+
+$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
-$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/$$$$*/bench_$$$$*.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/$$$$*/bench_$$$$*.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
@@ -118,11 +151,11 @@ fuzz: deps-test
 	@for t in $(FUZZ_TARGETS); do tests/fuzz.sh $(BIN)/fuzz/$$t fuzz/corpus/$$t $(FUZZ_TIME) || exit 1; done
 
 test check: deps-test
-	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%)
+	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(BIN)/asan/kilnd $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%)
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_QUICK=$(FUZZ_QUICK) tests/run.sh $(BIN)/asan
 
 valgrind: deps-test
-	@$(MAKE) --no-print-directory $(BIN)/kiln $(REL_TESTS)
+	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(REL_TESTS)
 	@KILN_VALGRIND=1 tests/run.sh $(BIN)
 
 bench: all
@@ -137,9 +170,10 @@ demo: all
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kiln $(DESTDIR)$(PREFIX)/lib
-	install -m 0755 $(BIN)/kiln $(DESTDIR)$(PREFIX)/bin/kiln
-	install -m 0644 store/kiln_error.h store/kiln_store.h $(DESTDIR)$(PREFIX)/include/kiln/
-	install -m 0644 $(OBJ)/release/libkilnstore.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(BIN)/kiln $(BIN)/kilnd $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 store/kiln_error.h store/kiln_store.h client/kiln.h $(DESTDIR)$(PREFIX)/include/kiln/
+	install -m 0644 $(OBJ)/release/libkiln.a $(OBJ)/release/libkilnproto.a \
+	        $(OBJ)/release/libkilnstore.a $(DESTDIR)$(PREFIX)/lib/
 
 clean:
 	rm -rf $(OBJ) $(BIN)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kiln_proto.h"
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -109,6 +110,22 @@ cli_bad_option(const char *cmd, const char *usage,
 		return cli_usage(cmd, usage, "option '%.*s' takes no value",
 		                 namelen, word);
 	return cli_usage(cmd, usage, "unknown option '-%c'", optopt);
+}
+
+void
+cli_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
 }
 
 /* ---- values ------------------------------------------------------------ */
@@ -212,31 +229,6 @@ cli_format_size(uint64_t bytes, char *buf, size_t len)
 
 /* ---- the store --------------------------------------------------------- */
 
-static int
-is_file(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* Cut dir (an absolute path) to its parent in place; 0 when it was "/". */
-static int
-path_up(char *dir)
-{
-	char *slash = strrchr(dir, '/');
-
-	if (strcmp(dir, "/") == 0 || slash == NULL)
-		return 0;
-	if (slash == dir)
-		slash[1] = '\0';
-	else
-		slash[0] = '\0';
-	return 1;
-}
-
-static int project_dir(char *dir, size_t len);
-
 int
 cli_project_dir(const char *given, char *dir, size_t len)
 {
@@ -245,31 +237,7 @@ cli_project_dir(const char *given, char *dir, size_t len)
 			return KILN_ERANGE;
 		return 0;
 	}
-	return project_dir(dir, len);
-}
-
-/* The nearest folder upward from the current one holding kiln.yaml, else
- * the current one, into dir. */
-static int
-project_dir(char *dir, size_t len)
-{
-	char probe[PATH_MAX + 16];
-	char *walk;
-
-	if (getcwd(dir, len) == NULL)
-		return errno == ERANGE ? KILN_ERANGE : kiln_err_from_errno(errno);
-	if ((walk = strdup(dir)) == NULL)
-		return KILN_ENOMEM;
-	do {
-		snprintf(probe, sizeof(probe), "%s/kiln.yaml",
-		         strcmp(walk, "/") == 0 ? "" : walk);
-		if (is_file(probe)) {
-			strcpy(dir, walk); /* a prefix of what dir held */
-			break;
-		}
-	} while (path_up(walk));
-	free(walk);
-	return 0;
+	return kiln_project_find(dir, len);
 }
 
 int
@@ -283,7 +251,7 @@ cli_store_dir(const char *given, char *buf, size_t len)
 			return KILN_ERANGE;
 		return 0;
 	}
-	if ((rv = project_dir(project, sizeof(project))) != 0)
+	if ((rv = kiln_project_find(project, sizeof(project))) != 0)
 		return rv;
 	if ((size_t)snprintf(buf, len, "%s/.kiln/store",
 	                     strcmp(project, "/") == 0 ? "" : project) >= len)
@@ -379,4 +347,70 @@ cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
 	if (made)
 		cli_errorf(cmd, "created a new store in %s", dir);
 	return CLI_OK;
+}
+
+/* ---- the daemon -------------------------------------------------------- */
+
+/* The first line of --token-file into buf. */
+static int
+token_read(const char *cmd, const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	if (f == NULL) {
+		cli_errorf(cmd, "--token-file %s: %s", path, strerror(errno));
+		return CLI_USAGE;
+	}
+	if (fgets(buf, (int)len, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return CLI_OK;
+}
+
+int
+cli_connect(const char *cmd, const struct cli *cli, int start, kiln_conn **c)
+{
+	kiln_connect_opts o = {.url = cli->connect, .tls_ca = cli->tls_ca};
+	char token[256];
+	int rv;
+
+	*c = NULL;
+	if (cli->token_file != NULL) {
+		if (token_read(cmd, cli->token_file, token, sizeof(token)) != CLI_OK)
+			return CLI_USAGE;
+		o.token = token;
+	}
+	o.flags = start ? 0 : KILN_CONNECT_NO_START;
+	if ((rv = kiln_connect(&o, c)) == 0)
+		return CLI_OK;
+	/* No daemon (or none possible: a project path too long for a unix
+	 * socket): the caller works on the store directly. */
+	if ((rv == KILN_ENODAEMON || rv == KILN_ERANGE) && !start &&
+	    cli->connect == NULL)
+		return CLI_OK;
+	if (rv == KILN_ENODAEMON && cli->connect != NULL)
+		cli_errorf(cmd, "%s: no daemon answers there", cli->connect);
+	else if (rv == KILN_ENODAEMON)
+		cli_errorf(cmd, "no daemon answers and none could be started (is "
+		           "kilnd next to kiln, on PATH, or named by $KILND?)");
+	else if (rv == KILN_ERANGE)
+		cli_errorf(cmd, "the project's path is too long for a unix socket "
+		           "(at most %d bytes with /.kiln/kilnd.sock)",
+		           KILN_SOCK_PATH_MAX);
+	else
+		cli_error(cmd, cli->connect ? cli->connect : "connecting to the "
+		          "daemon", rv);
+	return CLI_USAGE;
+}
+
+void
+cli_daemon_error(const char *cmd, const char *what, kiln_conn *c, int rv)
+{
+	const char *words = c != NULL ? kiln_conn_error(c) : "";
+
+	if (words[0] != '\0')
+		cli_errorf(cmd, "%s: %s (%s)", what, words, kiln_strerror(rv));
+	else
+		cli_error(cmd, what, rv);
 }

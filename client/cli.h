@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln.h"
 #include "kiln_store.h"
 
 #define KILN_VERSION "0.1.0"
@@ -27,7 +28,10 @@ enum cli_exit {
 
 /* Options given before the command name, in force for every command. */
 struct cli {
-	const char *store; /* --store DIR, or NULL for the project default */
+	const char *store;      /* --store DIR, or NULL for the project default */
+	const char *connect;    /* --connect URL: a remote daemon */
+	const char *token_file; /* --token-file FILE: its token */
+	const char *tls_ca;     /* --tls-ca FILE: its CA (tls+tcp://) */
 };
 
 /* ---- commands (cmd_store.c) ------------------------------------------ */
@@ -40,6 +44,15 @@ int cmd_cat(const struct cli *cli, int argc, char **argv);
 int cmd_fsck(const struct cli *cli, int argc, char **argv);
 /* kiln gc [...]: remove unrooted blobs. */
 int cmd_gc(const struct cli *cli, int argc, char **argv);
+
+/* ---- commands (cmd_daemon.c) ----------------------------------------- */
+
+/* kiln status [--json]: the daemon's state (starting it if need be). */
+int cmd_status(const struct cli *cli, int argc, char **argv);
+/* kiln stop: stop the daemon and wait until it is gone. */
+int cmd_stop(const struct cli *cli, int argc, char **argv);
+/* kiln events [...]: print the daemon's events as they come. */
+int cmd_events(const struct cli *cli, int argc, char **argv);
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -64,6 +77,9 @@ int cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
  * usage. Returns CLI_USAGE. */
 int cli_bad_option(const char *cmd, const char *usage,
                    const struct option *longopts, int c, char **argv);
+
+/* Write s on stdout as a JSON string (quoted, escaped). */
+void cli_json_str(const char *s);
 
 /* ---- values ------------------------------------------------------------ */
 
@@ -106,5 +122,18 @@ int cli_store_dir(const char *given, char *buf, size_t len);
  * returns CLI_USAGE; *sp is then NULL. Returns CLI_OK on success. */
 int cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
                    kiln_store **sp);
+
+/* ---- the daemon -------------------------------------------------------- */
+
+/* Connect to the daemon: the project's (started when none answers, if
+ * start is set) or --connect's. Returns CLI_OK with *c set; CLI_OK with *c
+ * NULL when start is not set and no project daemon runs (the caller works
+ * offline); or says why on stderr and returns CLI_USAGE. */
+int cli_connect(const char *cmd, const struct cli *cli, int start,
+                kiln_conn **c);
+
+/* Say on stderr why a request to the daemon failed, with the daemon's own
+ * words when it gave any. */
+void cli_daemon_error(const char *cmd, const char *what, kiln_conn *c, int rv);
 
 #endif

@@ -1,9 +1,12 @@
-/* cmd_store.c — the commands that work on the content store directly,
- * without a daemon: put, cat, fsck and gc.
+/* cmd_store.c — the commands that work on the content store: put, cat,
+ * fsck and gc.
  *
- * Each one parses its options, opens the store (only put may create one;
- * cat and a plain fsck open it read-only), does one library call per item
- * and turns the library's codes into lines a person can act on. */
+ * put and cat go through the project's daemon when one runs (so that its
+ * subscribers hear of new blobs, and remote daemons can be reached with
+ * --connect), and open the store directly when none does or --store names
+ * one. fsck and gc always work on the store directly. Each command parses
+ * its options, does one library call per item and turns the library's
+ * codes into lines a person can act on. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -23,18 +26,27 @@
 
 /* ---- put --------------------------------------------------------------- */
 
-static const char put_usage[] = "usage: kiln put [--store DIR] FILE...\n";
+static const char put_usage[] =
+	"usage: kiln put [--store DIR] FILE...\n"
+	"       kiln put [--store DIR] [-p PROFILE] --url URL FILE\n";
 
 static const char put_help[] =
 	"usage: kiln put [--store DIR] FILE...\n"
+	"       kiln put [--store DIR] [-p PROFILE] --url URL FILE\n"
 	"\n"
 	"Copy each FILE into the content store and print its hash, one line per\n"
 	"file, as xxh128sum does: \"<32 hex digits>  <FILE>\". A FILE of \"-\"\n"
-	"reads standard input. Creates the store when there is none yet. The\n"
-	"blobs are not named by anything, so 'kiln gc' may remove them once\n"
-	"their grace period is over.\n"
+	"reads standard input. When the project's daemon runs, the bytes are\n"
+	"streamed to it (it checks they hash to what kiln computed, and tells\n"
+	"its subscribers); otherwise the store is written directly, and created\n"
+	"when there is none yet. Unless named with --url, the blobs are not named\n"
+	"by anything, so 'kiln gc' may remove them once their grace period is\n"
+	"over.\n"
 	"\n"
-	"options:\n" STORE_OPTION_HELP
+	"options:\n"
+	"  --url URL            name the blob URL in the index (one FILE only)\n"
+	"  -p, --profile NAME   the profile of that name (default \"default\")\n"
+	STORE_OPTION_HELP
 	"\n"
 	"examples:\n"
 	"  kiln put art/hero.png              store a file, print its hash\n"
@@ -50,7 +62,8 @@ static int
 put_is_fatal(int rv)
 {
 	return rv == KILN_ENOSPC || rv == KILN_ENOMEM || rv == KILN_EREADONLY ||
-	       rv == KILN_EDB || rv == KILN_EACCES;
+	       rv == KILN_EDB || rv == KILN_EACCES || rv == KILN_ECLOSED ||
+	       rv == KILN_ETIMEDOUT;
 }
 
 /* Open FILE ("-": stdin) into *fd, or say on stderr why not. Returns 0
@@ -75,18 +88,32 @@ put_input(const char *path, int *fd)
 	return 0;
 }
 
-/* Store what fd holds and print the line for path. Returns 0 or the
- * KILN_E* code of the failure, after saying on stderr what failed. */
+/* Where put sends its files: the daemon, or the store it opened. */
+struct put_dest {
+	kiln_conn *conn;      /* the daemon, or NULL */
+	kiln_store *store;    /* opened on the first file when no daemon */
+	const kiln_name *name; /* --url */
+};
+
+/* Store what fd holds (and name it) and print the line for path. Returns 0
+ * or the KILN_E* code of the failure, after saying on stderr what failed. */
 static int
-put_one(kiln_store *s, const char *path, int fd)
+put_one(struct put_dest *d, const char *path, int fd)
 {
 	char hex[KILN_ID_HEX_LEN + 1];
 	kiln_id id;
 	int rv;
 
-	if ((rv = kiln_store_put_fd(s, fd, &id)) != 0) {
+	if (d->conn != NULL) {
+		if ((rv = kiln_blob_put_fd(d->conn, fd, d->name, &id)) != 0) {
+			cli_daemon_error("put", path, d->conn, rv);
+			return rv;
+		}
+	} else if ((rv = kiln_store_put_fd(d->store, fd, &id)) != 0 ||
+	           (d->name && (rv = kiln_store_index_set(d->store,
+	                        d->name->profile, d->name->url, &id)) != 0)) {
 		cli_errorf("put", "%s: %s (store %s)", path, kiln_strerror(rv),
-		           kiln_store_dir(s));
+		           kiln_store_dir(d->store));
 		return rv;
 	}
 	kiln_id_to_hex(&id, hex);
@@ -94,79 +121,225 @@ put_one(kiln_store *s, const char *path, int fd)
 	return 0;
 }
 
+/* Check --url and --profile. */
+static int
+put_name_check(const kiln_name *name, int nfiles)
+{
+	if (kiln_url_check(name->url) != 0)
+		return cli_usage("put", put_usage, "--url '%s': not a valid URL "
+		                 "('/'-separated, relative, no '.' or '..' parts)",
+		                 name->url);
+	if (kiln_profile_check(name->profile) != 0)
+		return cli_usage("put", put_usage, "--profile '%s': not a valid "
+		                 "profile name", name->profile);
+	if (nfiles != 1)
+		return cli_usage("put", put_usage, "--url names one FILE; %d given",
+		                 nfiles);
+	return CLI_OK;
+}
+
 int
 cmd_put(const struct cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"store", required_argument, NULL, 'S'},
+		{"url", required_argument, NULL, 'u'},
+		{"profile", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
+	kiln_name name = {.profile = "default"};
+	struct put_dest d = {0};
 	struct cli c = *cli;
-	kiln_store *s = NULL;
 	int ch, fd, rv, status = CLI_OK;
 
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":hp:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'S': c.store = optarg; break;
+		case 'u': name.url = optarg; break;
+		case 'p': name.profile = optarg; break;
 		case 'h': return cli_help(put_help);
 		default: return cli_bad_option("put", put_usage, longopts, ch, argv);
 		}
 	}
 	if (optind >= argc)
 		return cli_usage("put", put_usage, "no FILE given (\"-\" reads stdin)");
+	if (name.url != NULL) {
+		if ((rv = put_name_check(&name, argc - optind)) != CLI_OK)
+			return rv;
+		d.name = &name;
+	}
+	if (c.store == NULL && (rv = cli_connect("put", &c, 0, &d.conn)) != CLI_OK)
+		return rv;
 	for (int i = optind; i < argc; i++) {
 		if (put_input(argv[i], &fd) != 0) {
 			status = CLI_USAGE;
 			continue;
 		}
 		/* Opened (and created) only once there is something to put. */
-		if (s == NULL &&
-		    cli_store_open("put", &c, KILN_STORE_CREATE, &s) != CLI_OK)
+		if (d.conn == NULL && d.store == NULL &&
+		    cli_store_open("put", &c, KILN_STORE_CREATE, &d.store) != CLI_OK)
 			rv = KILN_ENOTFOUND;
 		else
-			rv = put_one(s, argv[i], fd);
+			rv = put_one(&d, argv[i], fd);
 		if (fd != STDIN_FILENO)
 			close(fd);
 		if (rv != 0)
 			status = CLI_USAGE;
-		if (s == NULL || put_is_fatal(rv))
+		if ((d.conn == NULL && d.store == NULL) || put_is_fatal(rv))
 			break;
 	}
-	kiln_store_close(s);
+	kiln_store_close(d.store);
+	kiln_close(d.conn);
 	return status;
 }
 
 /* ---- cat --------------------------------------------------------------- */
 
-static const char cat_usage[] = "usage: kiln cat [--store DIR] HASH\n";
+static const char cat_usage[] =
+	"usage: kiln cat [--store DIR] [-p PROFILE] HASH|URL\n";
 
 static const char cat_help[] =
-	"usage: kiln cat [--store DIR] HASH\n"
+	"usage: kiln cat [--store DIR] [-p PROFILE] HASH|URL\n"
 	"\n"
-	"Write the blob named HASH (32 hex digits, as 'kiln put' prints) to\n"
-	"standard output. The blob is checked against its hash first: corrupt\n"
-	"content is never written, not even in part. Never creates a store.\n"
+	"Write a stored blob to standard output: the blob named HASH (32 hex\n"
+	"digits, as 'kiln put' prints), or the one the index names URL in the\n"
+	"profile. The blob is checked against its hash first: corrupt content is\n"
+	"never written, not even in part. Served by the project's daemon when\n"
+	"one runs, read from the store directly otherwise. Never creates a\n"
+	"store and never starts a daemon.\n"
 	"\n"
-	"options:\n" STORE_OPTION_HELP
+	"options:\n"
+	"  -p, --profile NAME   the profile URL is looked up in (default\n"
+	"                       \"default\")\n"
+	STORE_OPTION_HELP
 	"\n"
 	"examples:\n"
 	"  kiln cat 1b2c...e9f0 > hero.png\n"
+	"  kiln cat -p pc sprites/hero > hero.png\n"
 	"  kiln cat \"$(kiln put hero.png | cut -d' ' -f1)\" | cmp - hero.png\n"
 	"\n"
-	"exit status: 0 written; 1 no such blob, or it is corrupt (nothing\n"
-	"written; 'kiln fsck --repair' moves it aside); 2 bad usage, a malformed\n"
-	"HASH, no usable store, or an I/O error.\n";
+	"exit status: 0 written; 1 no such blob or URL, or the blob is corrupt\n"
+	"(nothing written; 'kiln fsck --repair' moves it aside); 2 bad usage, a\n"
+	"malformed HASH or URL, no usable store or daemon, or an I/O error.\n";
 
-/* Parse a HASH argument, saying what a hash looks like when it is not. */
+/* What cat was asked for: a hash, or a URL in a profile. */
+struct cat_what {
+	const char *arg;
+	int by_name;
+	kiln_id id;
+	kiln_name name;
+};
+
+/* Whether arg looks like a mistyped hash: hex digits only, nearly the
+ * right length. Such an argument is refused rather than looked up. */
 static int
-hash_parse(const char *cmd, const char *arg, kiln_id *id)
+looks_like_hash(const char *arg)
 {
-	if (kiln_id_from_hex(arg, id) == 0)
+	size_t n = strspn(arg, "0123456789abcdefABCDEF");
+
+	return arg[n] == '\0' && n >= 16 && n <= 64;
+}
+
+/* Parse a HASH|URL argument, saying what they look like when it is
+ * neither. */
+static int
+cat_parse(const char *arg, struct cat_what *w)
+{
+	w->arg = arg;
+	if (kiln_id_from_hex(arg, &w->id) == 0)
 		return CLI_OK;
-	cli_errorf(cmd, "'%s': not a blob hash (expected %d hex digits, as "
-	           "'kiln put' prints)", arg, KILN_ID_HEX_LEN);
+	if (!looks_like_hash(arg) && kiln_url_check(arg) == 0) {
+		if (kiln_profile_check(w->name.profile) != 0)
+			return cli_usage("cat", cat_usage, "--profile '%s': not a valid "
+			                 "profile name", w->name.profile);
+		w->by_name = 1;
+		w->name.url = arg;
+		return CLI_OK;
+	}
+	cli_errorf("cat", "'%s': not a blob hash (expected %d hex digits, as "
+	           "'kiln put' prints) nor a URL", arg, KILN_ID_HEX_LEN);
 	return CLI_USAGE;
+}
+
+/* The exit status for a failed cat, after saying why. */
+static int
+cat_failed(const struct cat_what *w, int rv, const char *where, kiln_conn *c)
+{
+	switch (rv) {
+	case KILN_ENOTFOUND:
+		if (w->by_name)
+			cli_errorf("cat", "%s: no such URL in profile %s (%s)", w->arg,
+			           w->name.profile, where);
+		else
+			cli_errorf("cat", "%s: no such blob in the store (%s)", w->arg,
+			           where);
+		return CLI_PROBLEM;
+	case KILN_ECORRUPT:
+		cli_errorf("cat", "%s: the stored blob is corrupt (its content does "
+		           "not hash to its name); nothing written. 'kiln fsck "
+		           "--repair' moves it aside", w->arg);
+		return CLI_PROBLEM;
+	default:
+		if (c != NULL)
+			cli_daemon_error("cat", w->arg, c, rv);
+		else
+			cli_errorf("cat", "%s: %s (reading the store %s or writing "
+			           "stdout)", w->arg, kiln_strerror(rv), where);
+		return CLI_USAGE;
+	}
+}
+
+/* kiln_sink_fn writing to stdout. */
+static int
+stdout_sink(const void *buf, size_t len, void *arg)
+{
+	const char *p = buf;
+
+	(void)arg;
+	while (len > 0) {
+		ssize_t n = write(STDOUT_FILENO, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return kiln_err_from_errno(errno);
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* cat served by the daemon. */
+static int
+cat_daemon(kiln_conn *c, const struct cat_what *w)
+{
+	int rv;
+
+	if (w->by_name)
+		rv = kiln_blob_get_name(c, &w->name, stdout_sink, NULL, NULL);
+	else
+		rv = kiln_blob_get(c, &w->id, stdout_sink, NULL);
+	return rv == 0 ? CLI_OK : cat_failed(w, rv, "the daemon's store", c);
+}
+
+/* cat from the store, opened here. */
+static int
+cat_offline(const struct cli *c, const struct cat_what *w)
+{
+	kiln_store *s;
+	kiln_id id = w->id;
+	int rv;
+
+	if ((rv = cli_store_open("cat", c, KILN_STORE_RDONLY, &s)) != CLI_OK)
+		return rv;
+	if (w->by_name)
+		rv = kiln_store_index_get(s, w->name.profile, w->name.url, &id);
+	if (rv == 0)
+		rv = kiln_store_copy_out(s, &id, STDOUT_FILENO);
+	if (rv != 0)
+		rv = cat_failed(w, rv, kiln_store_dir(s), NULL);
+	kiln_store_close(s);
+	return rv;
 }
 
 int
@@ -174,48 +347,33 @@ cmd_cat(const struct cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"store", required_argument, NULL, 'S'},
+		{"profile", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
+	struct cat_what w = {.name.profile = "default"};
 	struct cli c = *cli;
-	kiln_store *s;
-	kiln_id id;
+	kiln_conn *conn = NULL;
 	int ch, rv;
 
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":hp:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'S': c.store = optarg; break;
+		case 'p': w.name.profile = optarg; break;
 		case 'h': return cli_help(cat_help);
 		default: return cli_bad_option("cat", cat_usage, longopts, ch, argv);
 		}
 	}
 	if (argc - optind != 1)
-		return cli_usage("cat", cat_usage, "expected exactly one HASH");
-	if ((rv = hash_parse("cat", argv[optind], &id)) != CLI_OK)
+		return cli_usage("cat", cat_usage, "expected exactly one HASH or URL");
+	if ((rv = cat_parse(argv[optind], &w)) != CLI_OK)
 		return rv;
-	if ((rv = cli_store_open("cat", &c, KILN_STORE_RDONLY, &s)) != CLI_OK)
+	if (c.store == NULL && (rv = cli_connect("cat", &c, 0, &conn)) != CLI_OK)
 		return rv;
-	switch ((rv = kiln_store_copy_out(s, &id, STDOUT_FILENO))) {
-	case 0:
-		break;
-	case KILN_ENOTFOUND:
-		cli_errorf("cat", "%s: no such blob in the store %s", argv[optind],
-		           kiln_store_dir(s));
-		rv = CLI_PROBLEM;
-		break;
-	case KILN_ECORRUPT:
-		cli_errorf("cat", "%s: the stored blob is corrupt (its content does "
-		           "not hash to its name); nothing written. 'kiln fsck "
-		           "--repair' moves it aside", argv[optind]);
-		rv = CLI_PROBLEM;
-		break;
-	default:
-		cli_errorf("cat", "%s: %s (reading the store %s or writing stdout)",
-		           argv[optind], kiln_strerror(rv), kiln_store_dir(s));
-		rv = CLI_USAGE;
-		break;
-	}
-	kiln_store_close(s);
+	if (conn == NULL)
+		return cat_offline(&c, &w);
+	rv = cat_daemon(conn, &w);
+	kiln_close(conn);
 	return rv;
 }
 

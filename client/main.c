@@ -21,6 +21,9 @@ static const struct command {
 	{"cat", cmd_cat, "write a stored blob to stdout, after verifying it"},
 	{"fsck", cmd_fsck, "check every blob and record; --repair what is broken"},
 	{"gc", cmd_gc, "remove blobs nothing refers to, oldest use first"},
+	{"status", cmd_status, "show the project's daemon (starting it if need be)"},
+	{"stop", cmd_stop, "stop the project's daemon"},
+	{"events", cmd_events, "print the daemon's events as they happen"},
 	{"check", cmd_check, "load and validate the asset descriptions"},
 	{"ls", cmd_ls, "list the build steps of a profile"},
 	{"help", cmd_help, "show the help of kiln or of one command"},
@@ -28,7 +31,8 @@ static const struct command {
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static const char usage[] =
-	"usage: kiln [--store DIR] COMMAND [ARG...]\n"
+	"usage: kiln [--store DIR] [--connect URL [--token-file FILE]\n"
+	"            [--tls-ca FILE]] COMMAND [ARG...]\n"
 	"       kiln --help | --version\n";
 
 static void
@@ -37,13 +41,19 @@ help_print(void)
 	printf("kiln %s — a content build daemon for games\n\n%s\ncommands:\n",
 	       KILN_VERSION, usage);
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		printf("  %-6s %s\n", commands[i].name, commands[i].summary);
+		printf("  %-7s %s\n", commands[i].name, commands[i].summary);
 	fputs("\n"
 	      "options:\n"
 	      "  --store DIR          the store folder, for every command (default:\n"
 	      "                       <project>/.kiln/store, where the project is\n"
 	      "                       the nearest folder upward holding kiln.yaml,\n"
-	      "                       else the current folder)\n"
+	      "                       else the current folder); with it, put and\n"
+	      "                       cat use that store directly, never a daemon\n"
+	      "  --connect URL        talk to the daemon at tcp://HOST:PORT or\n"
+	      "                       tls+tcp://HOST:PORT instead of the project's\n"
+	      "  --token-file FILE    the token that daemon asks for (first line)\n"
+	      "  --tls-ca FILE        the CA certificate that signed its TLS\n"
+	      "                       certificate (PEM)\n"
 	      "  -h, --help           show this help\n"
 	      "  --version            print the version\n"
 	      "\n"
@@ -52,9 +62,15 @@ help_print(void)
 	      "  kiln cat 3f2a...9c1d > hero.png  get it back, verified\n"
 	      "  kiln fsck                        check the project's store\n"
 	      "  kiln gc --max-size 10G           shrink the store to 10 GiB\n"
+	      "  kiln status                      start the daemon, show it\n"
+	      "  kiln stop                        stop it\n"
+	      "\n"
+	      "The project's daemon, kilnd, is started by 'kiln status' and 'kiln\n"
+	      "events' when none runs; put and cat use it when it runs, and the\n"
+	      "store directly when it does not.\n"
 	      "\n"
 	      "exit status: 0 ok; 1 problems found (corrupt or missing data);\n"
-	      "2 bad usage, bad input or an unusable store.\n"
+	      "2 bad usage, bad input, an unusable store or an unreachable daemon.\n"
 	      "Run 'kiln COMMAND --help' for a command's options.\n",
 	      stdout);
 }
@@ -97,6 +113,9 @@ global_parse(struct cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"store", required_argument, NULL, 'S'},
+		{"connect", required_argument, NULL, 'c'},
+		{"token-file", required_argument, NULL, 't'},
+		{"tls-ca", required_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -108,6 +127,9 @@ global_parse(struct cli *cli, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'S': cli->store = optarg; break;
+		case 'c': cli->connect = optarg; break;
+		case 't': cli->token_file = optarg; break;
+		case 'a': cli->tls_ca = optarg; break;
 		case 'h': help_print(); return CLI_OK;
 		case 'V': printf("kiln %s\n", KILN_VERSION); return CLI_OK;
 		default: return cli_bad_option(NULL, usage, longopts, c, argv);

@@ -23,6 +23,12 @@ static const struct {
 	{KILN_EBUSY, "resource busy"},
 	{KILN_EDB, "database error"},
 	{KILN_EEXIST, "already exists"},
+	{KILN_EPROTO, "malformed message (protocol error)"},
+	{KILN_ETIMEDOUT, "timed out"},
+	{KILN_ENODAEMON, "no daemon running, and none could be started"},
+	{KILN_EAUTH, "refused: missing or wrong token"},
+	{KILN_ENOTSUP, "not supported by the other side"},
+	{KILN_ECLOSED, "connection closed (the daemon stopped or went away)"},
 };
 
 const char *

@@ -24,6 +24,12 @@ enum kiln_err {
 	KILN_EBUSY = -20012,     /* resource in use (too many readers, locked) */
 	KILN_EDB = -20013,       /* unexpected error from the database engine */
 	KILN_EEXIST = -20014,    /* already exists */
+	KILN_EPROTO = -20015,    /* malformed or unexpected message on the wire */
+	KILN_ETIMEDOUT = -20016, /* no answer in time */
+	KILN_ENODAEMON = -20017, /* no daemon answers, and none could be started */
+	KILN_EAUTH = -20018,     /* the daemon refused the token */
+	KILN_ENOTSUP = -20019,   /* request or protocol version not supported */
+	KILN_ECLOSED = -20020,   /* connection closed, or the daemon is stopping */
 };
 
 /* A static, human-readable message for a code (0 or KILN_E*); never NULL. */

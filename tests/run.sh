@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/run.sh BIN_DIR — run every unit test (BIN_DIR/tests/*) and every
-# end-to-end bats file (tests/e2e/*.bats, driving BIN_DIR/kiln), each in TAP
+# end-to-end bats file (tests/e2e/*.bats, driving BIN_DIR/kiln and
+# BIN_DIR/kilnd, named by $KILN and $KILND), each in TAP
 # form, and end with one plain line: "N passed, N failed".
 # KILN_VALGRIND=1 runs the unit tests under valgrind. TESTS="glob" filters.
 set -u
@@ -41,6 +42,15 @@ count_tap() {
 	printf '%-28s %3d ok, %d failed, %d skipped\n' "$name" "$ok" "$bad" "$skip"
 }
 
+# The binaries under test, for the end-to-end tests and for unit tests that
+# start a real daemon (test_libkiln).
+case $bindir in
+/*) abs=$bindir ;;
+*) abs=$top/$bindir ;;
+esac
+export KILN="$abs/kiln"
+export KILND="$abs/kilnd"
+
 vg=""
 if [ "${KILN_VALGRIND:-0}" = 1 ]; then
 	vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
@@ -54,10 +64,6 @@ for t in "$bindir"/tests/*; do
 	count_tap "$name" "$log/out" $?
 done
 
-case $bindir in
-/*) export KILN="$bindir/kiln" ;;
-*) export KILN="$top/$bindir/kiln" ;;
-esac
 # Fuzz targets: each runs FUZZ_QUICK seconds from its seed corpus and
 # counts as one case (make fuzz runs them longer).
 for t in ${FUZZ_TARGETS:-}; do

@@ -168,11 +168,22 @@ corrupt_byte() {
 
 @test "cat of a malformed hash exits 2 and creates no store" {
 	good=$(xxh128sum a.txt | cut -d' ' -f1)
-	for bad in xyz "${good:1}" "${good}0" "g${good:1}" "" " $good"; do
+	for bad in "${good:1}" "${good}0" "${good}${good}" "" "../$good" "/$good"; do
 		run --separate-stderr "$KILN" cat --store "$S" "$bad"
 		[ "$status" -eq 2 ] || { echo "'$bad': status $status"; false; }
 		[ -z "$output" ]
 		[[ $stderr == *"not a blob hash"* ]] || { echo "'$bad': $stderr"; false; }
+	done
+	[ ! -e "$S" ]
+}
+
+@test "cat of something that is no hash is looked up as a URL, and creates no store" {
+	good=$(xxh128sum a.txt | cut -d' ' -f1)
+	for url in xyz "g${good:1}" " $good"; do
+		run --separate-stderr "$KILN" cat --store "$S" "$url"
+		[ "$status" -eq 2 ] || { echo "'$url': status $status"; false; }
+		[ -z "$output" ]
+		[[ $stderr == *"$S: no kiln store here"* ]] || { echo "'$url': $stderr"; false; }
 	done
 	[ ! -e "$S" ]
 }

@@ -1,0 +1,146 @@
+/* autostart.c — starting the project's daemon when none answers, so that
+ * any number of clients starting at once end with exactly one daemon.
+ *
+ * A client that cannot connect takes <project>/.kiln/start.lock (flock),
+ * tries once more (another client may have started the daemon meanwhile),
+ * and only then runs kilnd, which returns once it serves. kilnd itself
+ * holds <project>/.kiln/kilnd.lock for its whole life, so even a kilnd
+ * started by hand cannot make a second daemon. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libkiln_int.h"
+
+extern char **environ;
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Take the start lock, waiting at most timeout_ms. Returns 0 (*fd holds
+ * it), KILN_ETIMEDOUT or an error. */
+static int
+start_lock(const struct kiln_paths *p, int timeout_ms, int *fd)
+{
+	if (mkdir(p->dir, 0777) != 0 && errno != EEXIST)
+		return kiln_err_from_errno(errno);
+	if ((*fd = open(p->start_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return kiln_err_from_errno(errno);
+	for (int waited = 0; flock(*fd, LOCK_EX | LOCK_NB) != 0; waited += 10) {
+		if (errno != EWOULDBLOCK || waited >= timeout_ms) {
+			int rv = errno == EWOULDBLOCK ? KILN_ETIMEDOUT :
+			                                kiln_err_from_errno(errno);
+			close(*fd);
+			return rv;
+		}
+		sleep_ms(10);
+	}
+	return 0;
+}
+
+/* Which kilnd to run: the given one, $KILND, the kilnd next to the
+ * running program, or "kilnd" from $PATH (*search set). */
+static void
+kilnd_path(const char *given, char *buf, size_t len, int *search)
+{
+	char self[4096];
+	ssize_t n;
+
+	*search = 0;
+	if (given == NULL)
+		given = getenv("KILND");
+	if (given != NULL && given[0] != '\0') {
+		snprintf(buf, len, "%s", given);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		snprintf(buf, len, "%s/kilnd", dirname(self));
+		if (access(buf, X_OK) == 0)
+			return;
+	}
+	snprintf(buf, len, "kilnd");
+	*search = 1;
+}
+
+/* Run kilnd for the project and wait until it serves (it detaches and
+ * returns then). Its stderr is ours, so its complaints reach the user;
+ * its stdout is /dev/null, so a client's own output stays clean. Returns
+ * 0 (it serves, or another daemon does) or KILN_ENODAEMON. */
+static int
+daemon_spawn(const struct kiln_paths *p, const char *kilnd)
+{
+	char path[4096], project[sizeof(p->project)];
+	char *argv[] = {"kilnd", "--project", project, NULL};
+	posix_spawn_file_actions_t fa;
+	int search, status, rv;
+	pid_t pid;
+
+	kilnd_path(kilnd, path, sizeof(path), &search);
+	snprintf(project, sizeof(project), "%s", p->project);
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		return KILN_ENOMEM;
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	rv = (search ? posix_spawnp : posix_spawn)(&pid, path, &fa, NULL, argv,
+	                                           environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rv != 0)
+		return KILN_ENODAEMON;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return KILN_ENODAEMON;
+	/* 0: it serves; 3: another daemon serves (started by hand). */
+	if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 ||
+	                          WEXITSTATUS(status) == 3))
+		return 0;
+	return KILN_ENODAEMON;
+}
+
+/* Dial, retrying while the daemon that holds the project is still on its
+ * way to listening. */
+static int
+dial_retry(const struct kiln_paths *p, const struct conn_opts *o,
+           int timeout_ms, struct conn **conn)
+{
+	int rv, waited = 0;
+
+	while ((rv = conn_open(p->url, o, conn)) == KILN_ENODAEMON &&
+	       waited < timeout_ms) {
+		sleep_ms(20);
+		waited += 20;
+	}
+	return rv;
+}
+
+int
+lk_autostart(const struct kiln_paths *p, const char *kilnd, int no_start,
+             const struct conn_opts *o, int timeout_ms, struct conn **conn)
+{
+	int rv, fd = -1;
+
+	if ((rv = conn_open(p->url, o, conn)) != KILN_ENODAEMON || no_start)
+		return rv;
+	if ((rv = start_lock(p, timeout_ms, &fd)) != 0)
+		return rv == KILN_ETIMEDOUT ? KILN_ENODAEMON : rv;
+	if ((rv = conn_open(p->url, o, conn)) == KILN_ENODAEMON &&
+	    (rv = daemon_spawn(p, kilnd)) == 0)
+		rv = dial_retry(p, o, timeout_ms, conn);
+	close(fd); /* releases the lock */
+	return rv;
+}

@@ -1,0 +1,208 @@
+/* cmd_daemon.c — the commands that talk to the daemon about itself:
+ * status, stop and events. All go through libkiln (kiln.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "kiln_proto.h"
+
+#define DAEMON_OPTION_HELP                                                   \
+	"  -h, --help           show this help\n"                                 \
+	"(the global options --connect URL, --token-file FILE and --tls-ca FILE\n" \
+	"talk to a remote daemon instead of the project's)\n"
+
+/* ---- status ------------------------------------------------------------ */
+
+static const char status_usage[] = "usage: kiln status [--json]\n";
+
+static const char status_help[] =
+	"usage: kiln status [--json]\n"
+	"\n"
+	"Show the project's daemon: pid, uptime, version, project, store,\n"
+	"addresses, connected clients and subscribers, queues, events held and\n"
+	"requests answered. Starts the daemon when none runs.\n"
+	"\n"
+	"options:\n"
+	"  --json               one JSON object instead of lines (the event\n"
+	"                       epoch is a 16-hex-digit string)\n"
+	DAEMON_OPTION_HELP
+	"\n"
+	"exit status: 0 the daemon answered; 2 no daemon could be reached or\n"
+	"started.\n";
+
+static void
+status_print(const kiln_status *st)
+{
+	char held[32], cap[32];
+
+	printf("kilnd %s (pid %" PRIu32 "), up %" PRIu64 ".%03" PRIu64 "s\n",
+	       st->version, st->pid, st->uptime_ms / 1000, st->uptime_ms % 1000);
+	printf("project   %s\nstore     %s\n", st->project, st->store);
+	for (int i = 0; i < 2 && st->listen[i][0]; i++)
+		printf("listen    %s\n", st->listen[i]);
+	printf("clients   %" PRIu32 " connected, %" PRIu32 " subscribed\n",
+	       st->clients, st->subscribers);
+	printf("queues    %" PRIu32 " build steps, %" PRIu32 " uploads\n",
+	       st->build_queue, st->uploads);
+	printf("events    %016" PRIx64 ":%" PRIu64 " newest; %" PRIu32 " held "
+	       "(%s of %s, at most %" PRIu32 ")\n", st->event_epoch, st->event_seq,
+	       st->events_held, cli_format_size(st->events_bytes, held, sizeof(held)),
+	       cli_format_size(st->event_buffer_bytes, cap, sizeof(cap)),
+	       st->event_buffer);
+	printf("requests  %" PRIu64 " answered, %" PRIu64 " refused\n",
+	       st->requests, st->bad_requests);
+}
+
+static void
+status_json(const kiln_status *st)
+{
+	printf("{\"pid\":%" PRIu32 ",\"uptime_ms\":%" PRIu64 ",\"version\":",
+	       st->pid, st->uptime_ms);
+	cli_json_str(st->version);
+	fputs(",\"project\":", stdout);
+	cli_json_str(st->project);
+	fputs(",\"store\":", stdout);
+	cli_json_str(st->store);
+	fputs(",\"listen\":[", stdout);
+	for (int i = 0; i < 2 && st->listen[i][0]; i++) {
+		if (i > 0)
+			putchar(',');
+		cli_json_str(st->listen[i]);
+	}
+	printf("],\"clients\":%" PRIu32 ",\"subscribers\":%" PRIu32
+	       ",\"uploads\":%" PRIu32 ",\"build_queue\":%" PRIu32
+	       ",\"event_epoch\":\"%016" PRIx64 "\",\"event_seq\":%" PRIu64
+	       ",\"events_held\":%" PRIu32 ",\"events_bytes\":%" PRIu64
+	       ",\"requests\":%" PRIu64 ",\"bad_requests\":%" PRIu64
+	       ",\"max_message\":%" PRIu64 ",\"chunk_size\":%" PRIu32
+	       ",\"event_buffer\":%" PRIu32 ",\"event_buffer_bytes\":%" PRIu64
+	       "}\n", st->clients, st->subscribers, st->uploads, st->build_queue,
+	       st->event_epoch, st->event_seq, st->events_held, st->events_bytes,
+	       st->requests, st->bad_requests, st->max_message, st->chunk_size,
+	       st->event_buffer, st->event_buffer_bytes);
+}
+
+int
+cmd_status(const struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	kiln_status st;
+	kiln_conn *c;
+	int ch, rv, json = 0;
+
+	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j': json = 1; break;
+		case 'h': return cli_help(status_help);
+		default: return cli_bad_option("status", status_usage, longopts, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_usage("status", status_usage, "unexpected argument '%s'",
+		                 argv[optind]);
+	if ((rv = cli_connect("status", cli, 1, &c)) != CLI_OK)
+		return rv;
+	if ((rv = kiln_status_get(c, &st)) != 0) {
+		cli_daemon_error("status", "asking the daemon", c, rv);
+		kiln_close(c);
+		return CLI_USAGE;
+	}
+	kiln_close(c);
+	if (json)
+		status_json(&st);
+	else
+		status_print(&st);
+	return CLI_OK;
+}
+
+/* ---- stop -------------------------------------------------------------- */
+
+static const char stop_usage[] = "usage: kiln stop\n";
+
+static const char stop_help[] =
+	"usage: kiln stop\n"
+	"\n"
+	"Ask the project's daemon to stop, and wait until it has: in-flight work\n"
+	"finished or cancelled, the store closed, its socket and pid file gone.\n"
+	"Without a running daemon, says so and succeeds.\n"
+	"\n"
+	"options:\n" DAEMON_OPTION_HELP
+	"\n"
+	"exit status: 0 stopped (or none was running); 2 the daemon did not\n"
+	"answer or did not stop within 10 seconds.\n";
+
+/* Wait until the daemon has released the project's daemon lock (it does
+ * so last, after removing its socket and pid file). */
+static int
+stop_wait(void)
+{
+	struct kiln_paths p;
+	struct timespec ts = {0, 10 * 1000000};
+	int fd;
+
+	if (kiln_paths_init(&p, NULL) != 0 ||
+	    (fd = open(p.lock, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0; /* no lock file: nothing to wait for */
+	for (int i = 0; i < 1000; i++) {
+		if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+			close(fd);
+			return 0;
+		}
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
+	return KILN_ETIMEDOUT;
+}
+
+int
+cmd_stop(const struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	kiln_status st;
+	kiln_conn *c;
+	int ch, rv;
+
+	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h': return cli_help(stop_help);
+		default: return cli_bad_option("stop", stop_usage, longopts, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_usage("stop", stop_usage, "unexpected argument '%s'",
+		                 argv[optind]);
+	if ((rv = cli_connect("stop", cli, 0, &c)) != CLI_OK)
+		return rv;
+	if (c == NULL) {
+		cli_errorf("stop", "no daemon is running for this project");
+		return CLI_OK;
+	}
+	if ((rv = kiln_status_get(c, &st)) != 0 || (rv = kiln_stop(c)) != 0) {
+		cli_daemon_error("stop", "asking the daemon to stop", c, rv);
+		kiln_close(c);
+		return CLI_USAGE;
+	}
+	kiln_close(c);
+	if (cli->connect == NULL && stop_wait() != 0) {
+		cli_errorf("stop", "kilnd (pid %" PRIu32 ") acknowledged but has not "
+		           "stopped after 10 seconds", st.pid);
+		return CLI_USAGE;
+	}
+	printf("stopped kilnd (pid %" PRIu32 ")\n", st.pid);
+	return CLI_OK;
+}

@@ -1,0 +1,242 @@
+/* cmd_events.c — kiln events: subscribe to the daemon and print its events
+ * as they come, one line (or one JSON object) each. Built on libkiln's
+ * poll function; a line's first word is the cursor to resume after. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char events_usage[] =
+	"usage: kiln events [--since EPOCH:SEQ] [--count N] [--timeout DURATION]\n"
+	"                   [--json]\n";
+
+static const char events_help[] =
+	"usage: kiln events [--since EPOCH:SEQ] [--count N] [--timeout DURATION]\n"
+	"                   [--json]\n"
+	"\n"
+	"Print the daemon's events as they happen, one line each:\n"
+	"  EPOCH:SEQ KIND DETAILS\n"
+	"where KIND is one of\n"
+	"  blob-stored HASH SIZE [PROFILE URL]   a blob was put\n"
+	"  log LEVEL TEXT                        a line of the daemon's log\n"
+	"  overflow lost FIRST-LAST              events lost (this subscriber\n"
+	"  overflow new-epoch                    fell behind, or the daemon\n"
+	"                                        restarted): resynchronize\n"
+	"  stopping REASON                       the daemon is stopping\n"
+	"  other                                 a kind this kiln does not know\n"
+	"Ends when the daemon stops, after --count events, or when --timeout\n"
+	"passes without an event. Starts the daemon when none runs.\n"
+	"\n"
+	"options:\n"
+	"  --since EPOCH:SEQ    resume after that event (the first word of a\n"
+	"                       line printed earlier): every later event the\n"
+	"                       daemon still holds is printed, or an overflow\n"
+	"                       line says which were lost\n"
+	"  -n, --count N        stop after N events\n"
+	"  --timeout DURATION   stop after this long without an event: seconds,\n"
+	"                       or with s, m, h: 1, 30s, 5m\n"
+	"  --json               one JSON object per event\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"exit status: 0 ended as asked; 2 bad usage or the daemon could not be\n"
+	"reached.\n";
+
+struct events_opts {
+	int since_set;
+	kiln_cursor since;
+	uint64_t count;   /* 0: no limit */
+	int64_t timeout_s; /* 0: none */
+	int json;
+};
+
+static const char *
+kind_name(const kiln_event *ev)
+{
+	switch (ev->type) {
+	case KILN_EVENT_OVERFLOW: return "overflow";
+	case KILN_EVENT_LOG: return "log";
+	case KILN_EVENT_BLOB_STORED: return "blob-stored";
+	case KILN_EVENT_STOPPING: return "stopping";
+	default: return "other";
+	}
+}
+
+static const char *
+level_name(int level)
+{
+	return level == 2 ? "error" : level == 1 ? "warning" : "info";
+}
+
+static void
+event_line(const kiln_event *ev)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	printf("%016" PRIx64 ":%" PRIu64 " %s", ev->at.epoch, ev->at.seq,
+	       kind_name(ev));
+	switch (ev->type) {
+	case KILN_EVENT_OVERFLOW:
+		if (ev->new_epoch)
+			fputs(" new-epoch", stdout);
+		else
+			printf(" lost %" PRIu64 "-%" PRIu64, ev->first_lost,
+			       ev->last_lost);
+		break;
+	case KILN_EVENT_LOG:
+		printf(" %s %s", level_name(ev->level), ev->text);
+		break;
+	case KILN_EVENT_BLOB_STORED:
+		kiln_id_to_hex(&ev->id, hex);
+		printf(" %s %" PRIu64, hex, ev->size);
+		if (ev->url[0])
+			printf(" %s %s", ev->profile, ev->url);
+		break;
+	case KILN_EVENT_STOPPING:
+		printf(" %s", ev->text);
+		break;
+	default:
+		break;
+	}
+	putchar('\n');
+}
+
+static void
+event_json(const kiln_event *ev)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	printf("{\"epoch\":\"%016" PRIx64 "\",\"seq\":%" PRIu64 ",\"time_ns\":%"
+	       PRId64 ",\"type\":\"%s\"", ev->at.epoch, ev->at.seq, ev->time_ns,
+	       kind_name(ev));
+	if (ev->type == KILN_EVENT_OVERFLOW)
+		printf(",\"new_epoch\":%s,\"first_lost\":%" PRIu64
+		       ",\"last_lost\":%" PRIu64, ev->new_epoch ? "true" : "false",
+		       ev->first_lost, ev->last_lost);
+	if (ev->type == KILN_EVENT_LOG)
+		printf(",\"level\":\"%s\"", level_name(ev->level));
+	if (ev->type == KILN_EVENT_LOG || ev->type == KILN_EVENT_STOPPING) {
+		fputs(",\"text\":", stdout);
+		cli_json_str(ev->text);
+	}
+	if (ev->type == KILN_EVENT_BLOB_STORED) {
+		kiln_id_to_hex(&ev->id, hex);
+		printf(",\"id\":\"%s\",\"size\":%" PRIu64 ",\"profile\":", hex,
+		       ev->size);
+		cli_json_str(ev->profile);
+		fputs(",\"url\":", stdout);
+		cli_json_str(ev->url);
+	}
+	puts("}");
+}
+
+/* Parse EPOCH:SEQ (16 hex digits at most, a colon, a decimal). */
+static int
+cursor_parse(const char *s, kiln_cursor *cur)
+{
+	char *end;
+
+	cur->epoch = strtoull(s, &end, 16);
+	if (end == s || *end != ':' || end - s > 16 || end[1] < '0' ||
+	    end[1] > '9')
+		return -1;
+	cur->seq = strtoull(end + 1, &end, 10);
+	return *end == '\0' ? 0 : -1;
+}
+
+static int
+events_parse(int argc, char **argv, struct events_opts *o)
+{
+	static const struct option longopts[] = {
+		{"since", required_argument, NULL, 's'},
+		{"count", required_argument, NULL, 'n'},
+		{"timeout", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, ":hn:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			if (cursor_parse(optarg, &o->since) != 0)
+				return cli_usage("events", events_usage, "--since '%s': "
+				                 "expected EPOCH:SEQ (as a line starts)", optarg);
+			o->since_set = 1;
+			break;
+		case 'n':
+			if (cli_parse_size(optarg, &o->count) != 0 || o->count == 0)
+				return cli_usage("events", events_usage, "--count '%s': "
+				                 "expected a positive number", optarg);
+			break;
+		case 't':
+			if (cli_parse_duration(optarg, &o->timeout_s) != 0)
+				return cli_usage("events", events_usage, "--timeout '%s': "
+				                 "not a duration (examples: 1, 30s, 5m)", optarg);
+			break;
+		case 'j': o->json = 1; break;
+		case 'h': return cli_help(events_help);
+		default: return cli_bad_option("events", events_usage, longopts, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_usage("events", events_usage, "unexpected argument '%s'",
+		                 argv[optind]);
+	return -1;
+}
+
+/* Print events until one of the ends the options set. */
+static int
+events_loop(kiln_conn *c, const struct events_opts *o)
+{
+	int wait_ms = o->timeout_s > 0 ? (int)(o->timeout_s * 1000) : 30000;
+	uint64_t n = 0;
+	kiln_event ev;
+	int rv;
+
+	for (;;) {
+		rv = kiln_events_poll(c, wait_ms, &ev);
+		if (rv == KILN_ETIMEDOUT && o->timeout_s == 0)
+			continue;
+		if (rv == KILN_ETIMEDOUT)
+			return CLI_OK;
+		if (rv != 0) {
+			cli_daemon_error("events", "waiting for events", c, rv);
+			return CLI_USAGE;
+		}
+		if (o->json)
+			event_json(&ev);
+		else
+			event_line(&ev);
+		if (fflush(stdout) != 0)
+			return CLI_USAGE;
+		if (ev.type == KILN_EVENT_STOPPING || (o->count && ++n >= o->count))
+			return CLI_OK;
+	}
+}
+
+int
+cmd_events(const struct cli *cli, int argc, char **argv)
+{
+	struct events_opts o = {0};
+	kiln_conn *c;
+	int rv;
+
+	if ((rv = events_parse(argc, argv, &o)) >= 0)
+		return rv;
+	if (o.timeout_s > 24 * 3600)
+		o.timeout_s = 24 * 3600;
+	if ((rv = cli_connect("events", cli, 1, &c)) != CLI_OK)
+		return rv;
+	if ((rv = kiln_subscribe(c, o.since_set ? &o.since : NULL)) != 0) {
+		cli_daemon_error("events", "subscribing", c, rv);
+		kiln_close(c);
+		return CLI_USAGE;
+	}
+	rv = events_loop(c, &o);
+	kiln_close(c);
+	return rv;
+}

@@ -1,0 +1,244 @@
+/* events.c — kiln.h's subscriptions: long polls on the connection's events
+ * slot, handed out one event at a time, and an optional thread calling
+ * the user's function.
+ *
+ * The cursor (epoch, seq of the last event handed out) is ours: every poll
+ * sends it, so a lost reply or a dropped connection loses nothing. When the
+ * daemon no longer knows the subscription (the connection dropped and came
+ * back, or a new daemon answers) the next poll subscribes again from the
+ * cursor, and the daemon reports what it could not keep as an OVERFLOW.
+ *
+ * Threads: with kiln_subscribe_cb, the thread it starts owns c->sub and
+ * the events slot until kiln_unsubscribe joins it. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "libkiln_int.h"
+
+#define THREAD_WAIT_MS 500 /* how long the thread's polls wait */
+
+static int
+subscribe_send(kiln_conn *c, const kiln_cursor *since)
+{
+	struct kiln_sub *s = &c->sub;
+	Kiln__Request req;
+	Kiln__SubscribeRequest q = KILN__SUBSCRIBE_REQUEST__INIT;
+	const Kiln__SubscribeReply *sr;
+	struct conn_reply r;
+	int rv;
+
+	if (since != NULL) {
+		q.epoch = since->epoch;
+		q.after_seq = since->seq;
+	}
+	lk_request_init(c, &req);
+	req.body_case = KILN__REQUEST__BODY_SUBSCRIBE;
+	req.subscribe = &q;
+	if ((rv = lk_call(c, CONN_SLOT_EVENTS, &req, NULL, 0, c->timeout_ms,
+	                  KILN__REPLY__BODY_SUBSCRIBE_REPLY, &r, s->error,
+	                  sizeof(s->error))) != 0)
+		return rv;
+	sr = r.rep->subscribe_reply;
+	s->id = sr->subscription;
+	if (since != NULL && since->epoch != 0)
+		s->cur = *since; /* the daemon judges it on the first poll */
+	else
+		s->cur = (kiln_cursor){sr->epoch, sr->after_seq};
+	conn_reply_free(&r);
+	return 0;
+}
+
+int
+kiln_subscribe(kiln_conn *c, const kiln_cursor *since)
+{
+	int rv;
+
+	if (c->sub.active)
+		return KILN_EBUSY;
+	if ((rv = subscribe_send(c, since)) != 0)
+		return rv;
+	c->sub.active = 1;
+	c->sub.next = 0;
+	return 0;
+}
+
+/* Fill ev from the batch's next event and move the cursor past it. */
+static void
+event_take(struct kiln_sub *s, kiln_event *ev)
+{
+	const Kiln__PollReply *pr = s->batch.rep->poll_reply;
+	const Kiln__Event *e = pr->events[s->next++];
+
+	memset(ev, 0, sizeof(*ev));
+	ev->at = (kiln_cursor){pr->epoch, e->seq};
+	ev->time_ns = e->time_ns;
+	ev->text = ev->profile = ev->url = "";
+	switch (e->kind_case) {
+	case KILN__EVENT__KIND_OVERFLOW:
+		ev->type = KILN_EVENT_OVERFLOW;
+		ev->new_epoch = e->overflow->reason ==
+		                KILN__OVERFLOW__REASON__NEW_EPOCH;
+		ev->first_lost = e->overflow->first_lost;
+		ev->last_lost = e->overflow->last_lost;
+		break;
+	case KILN__EVENT__KIND_LOG:
+		ev->type = KILN_EVENT_LOG;
+		ev->level = (int)e->log->level;
+		ev->text = e->log->text;
+		break;
+	case KILN__EVENT__KIND_BLOB_STORED:
+		ev->type = KILN_EVENT_BLOB_STORED;
+		kiln_proto_id_get(e->blob_stored->id, &ev->id);
+		ev->size = e->blob_stored->size;
+		ev->profile = e->blob_stored->profile;
+		ev->url = e->blob_stored->url;
+		break;
+	case KILN__EVENT__KIND_STOPPING:
+		ev->type = KILN_EVENT_STOPPING;
+		ev->text = e->stopping->reason;
+		break;
+	default:
+		ev->type = KILN_EVENT_OTHER; /* newer daemon: skip, keep counting */
+		break;
+	}
+	s->cur = ev->at;
+}
+
+/* One long poll; on success the batch holds its reply (maybe empty). */
+static int
+poll_once(kiln_conn *c, int timeout_ms)
+{
+	struct kiln_sub *s = &c->sub;
+	Kiln__Request req;
+	Kiln__PollRequest q = KILN__POLL_REQUEST__INIT;
+
+	q.subscription = s->id;
+	q.epoch = s->cur.epoch;
+	q.after_seq = s->cur.seq;
+	q.wait_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
+	if (q.wait_ms > KILN_POLL_MAX_WAIT_MS)
+		q.wait_ms = KILN_POLL_MAX_WAIT_MS;
+	lk_request_init(c, &req);
+	req.body_case = KILN__REQUEST__BODY_POLL;
+	req.poll = &q;
+	return lk_call(c, CONN_SLOT_EVENTS, &req, NULL, 0,
+	               (int)q.wait_ms + c->timeout_ms,
+	               KILN__REPLY__BODY_POLL_REPLY, &s->batch, s->error,
+	               sizeof(s->error));
+}
+
+int
+kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
+{
+	struct kiln_sub *s = &c->sub;
+	int rv;
+
+	if (!s->active)
+		return KILN_EINVAL;
+	if (s->batch.rep != NULL &&
+	    s->next < s->batch.rep->poll_reply->n_events) {
+		event_take(s, ev);
+		return 0;
+	}
+	conn_reply_free(&s->batch);
+	s->next = 0;
+	rv = poll_once(c, timeout_ms);
+	if (rv == KILN_ENOTFOUND) { /* the daemon forgot us: resume */
+		kiln_cursor cur = s->cur;
+		if ((rv = subscribe_send(c, &cur)) == 0)
+			rv = poll_once(c, timeout_ms);
+	}
+	if (rv != 0)
+		return rv;
+	if (s->batch.rep->poll_reply->n_events == 0)
+		return KILN_ETIMEDOUT;
+	event_take(s, ev);
+	return 0;
+}
+
+int
+kiln_events_cursor(const kiln_conn *c, kiln_cursor *cur)
+{
+	if (!c->sub.active)
+		return KILN_EINVAL;
+	*cur = c->sub.cur;
+	return 0;
+}
+
+/* The callback thread: poll and deliver until told to quit. */
+static void *
+sub_thread(void *arg)
+{
+	kiln_conn *c = arg;
+	struct kiln_sub *s = &c->sub;
+	kiln_event ev;
+	int rv;
+
+	while (!atomic_load(&s->quit)) {
+		rv = kiln_events_poll(c, THREAD_WAIT_MS, &ev);
+		if (rv == 0 && s->fn(&ev, s->arg) != 0)
+			break;
+		if (rv != 0 && rv != KILN_ETIMEDOUT) {
+			struct timespec ts = {0, 100 * 1000000}; /* daemon away */
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+int
+kiln_subscribe_cb(kiln_conn *c, const kiln_cursor *since, kiln_event_fn fn,
+                  void *arg)
+{
+	int rv;
+
+	if ((rv = kiln_subscribe(c, since)) != 0)
+		return rv;
+	c->sub.fn = fn;
+	c->sub.arg = arg;
+	atomic_store(&c->sub.quit, 0);
+	if (pthread_create(&c->sub.thread, NULL, sub_thread, c) != 0) {
+		kiln_unsubscribe(c);
+		return KILN_ENOMEM;
+	}
+	c->sub.threaded = 1;
+	return 0;
+}
+
+void
+lk_sub_end(kiln_conn *c)
+{
+	struct kiln_sub *s = &c->sub;
+
+	if (s->threaded) {
+		atomic_store(&s->quit, 1);
+		pthread_join(s->thread, NULL);
+		s->threaded = 0;
+	}
+	conn_reply_free(&s->batch);
+	s->active = 0;
+}
+
+int
+kiln_unsubscribe(kiln_conn *c)
+{
+	Kiln__Request req;
+	Kiln__UnsubscribeRequest q = KILN__UNSUBSCRIBE_REQUEST__INIT;
+	struct conn_reply r;
+	int rv;
+
+	if (!c->sub.active)
+		return KILN_EINVAL;
+	lk_sub_end(c);
+	q.subscription = c->sub.id;
+	lk_request_init(c, &req);
+	req.body_case = KILN__REQUEST__BODY_UNSUBSCRIBE;
+	req.unsubscribe = &q;
+	if ((rv = lk_call(c, CONN_SLOT_MAIN, &req, NULL, 0, c->timeout_ms,
+	                  KILN__REPLY__BODY__NOT_SET, &r, c->error,
+	                  sizeof(c->error))) != 0)
+		return rv;
+	conn_reply_free(&r);
+	return 0;
+}

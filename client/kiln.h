@@ -1,0 +1,205 @@
+/* kiln.h — libkiln, the C API that editors, tools and the kiln command use
+ * to talk to kilnd, the daemon of a project.
+ *
+ *   kiln_conn *c;
+ *   if (kiln_connect(NULL, &c) == 0) {          // starts kilnd if needed
+ *           kiln_status st;
+ *           kiln_status_get(c, &st);
+ *           kiln_close(c);
+ *   }
+ *
+ * Every function returns 0 or a negative KILN_E* code (kiln_error.h;
+ * kiln_strerror() names it); kiln_conn_error() adds the daemon's own words
+ * for the last failure. A kiln_conn may be used by one thread at a time;
+ * a subscription with a callback runs on a thread of its own.
+ *
+ * Link with: libkiln.a libkilnproto.a libkilnstore.a -lprotobuf-c -lnng
+ * -lxxhash -llmdb -lpthread. */
+#ifndef KILN_H
+#define KILN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln_error.h"
+#include "kiln_store.h" /* kiln_id and its hex helpers */
+
+typedef struct kiln_conn kiln_conn;
+
+/* ---- connecting ---------------------------------------------------------- */
+
+enum kiln_connect_flags {
+	/* Fail with KILN_ENODAEMON instead of starting kilnd. */
+	KILN_CONNECT_NO_START = 1 << 0,
+};
+
+typedef struct kiln_connect_opts {
+	/* The project folder; NULL: the nearest folder upward from the
+	 * current one holding kiln.yaml, else the current folder. */
+	const char *project;
+	/* Talk to this address instead of the project's socket:
+	 * tcp://HOST:PORT, tls+tcp://HOST:PORT or ipc://PATH. Never starts a
+	 * daemon. */
+	const char *url;
+	const char *token;    /* the daemon's --token-file secret (tcp, tls) */
+	const char *tls_ca;   /* PEM file of the CA that signed the daemon's
+	                         certificate (tls+tcp://) */
+	/* The kilnd program to start; NULL: $KILND, else kilnd next to the
+	 * running program, else kilnd on $PATH. */
+	const char *kilnd;
+	unsigned flags;       /* kiln_connect_flags */
+	int timeout_ms;       /* per request; 0: 30 s */
+	size_t max_message;   /* largest message sent or accepted; 0: 2 MiB */
+} kiln_connect_opts;
+
+/* Connect to the project's daemon (o may be NULL: all defaults). When none
+ * answers, start one — race-free: of many clients starting at once exactly
+ * one daemon results — and wait until it serves. Returns 0, KILN_ENODAEMON
+ * (none runs, none could be started), KILN_ERANGE (the project path is too
+ * long for a unix socket), KILN_EINVAL, KILN_ENOMEM or KILN_EIO. */
+int kiln_connect(const kiln_connect_opts *o, kiln_conn **c);
+
+/* Close the connection (ending its subscription). NULL is allowed. */
+void kiln_close(kiln_conn *c);
+
+/* The daemon's explanation of the last failed request on c ("" if none).
+ * Valid until the next call on c. */
+const char *kiln_conn_error(const kiln_conn *c);
+
+/* ---- the daemon ---------------------------------------------------------- */
+
+typedef struct kiln_status {
+	uint32_t pid;
+	uint64_t uptime_ms;
+	char version[32];
+	char project[4096];
+	char store[4096];
+	char listen[2][4096 + 16]; /* addresses, "" when unused */
+	uint32_t clients;          /* connections open (this one included) */
+	uint32_t subscribers;
+	uint32_t uploads;          /* blob puts in progress */
+	uint32_t build_queue;      /* build steps queued */
+	uint64_t event_seq, event_epoch; /* the newest event's cursor */
+	uint32_t events_held;
+	uint64_t events_bytes;
+	uint64_t requests, bad_requests;
+	uint64_t max_message;
+	uint32_t chunk_size;
+	uint32_t event_buffer;
+	uint64_t event_buffer_bytes;
+} kiln_status;
+
+int kiln_status_get(kiln_conn *c, kiln_status *st);
+
+/* Ask the daemon to stop. Returns once it has acknowledged; it then closes
+ * its connections and exits. */
+int kiln_stop(kiln_conn *c);
+
+/* ---- blobs --------------------------------------------------------------- */
+
+/* Where a blob is named in the index. */
+typedef struct kiln_name {
+	const char *profile;
+	const char *url;
+} kiln_name;
+
+/* For each of n ids (at most 4096): present[i] is 1 when the daemon's
+ * store holds it, and sizes[i] (sizes may be NULL) its size. */
+int kiln_blob_has(kiln_conn *c, const kiln_id *ids, size_t n, int *present,
+                  uint64_t *sizes);
+
+/* Receives a blob's bytes in order; a non-zero return stops the transfer
+ * and is returned by the get. */
+typedef int (*kiln_sink_fn)(const void *buf, size_t len, void *arg);
+
+/* Fetch the blob id in chunks, several in flight, and hand its bytes to
+ * sink. The daemon re-hashes the blob before sending a byte (corrupt
+ * content fails with KILN_ECORRUPT and nothing reaches sink) and libkiln
+ * re-hashes what arrived (KILN_ECORRUPT at the end if it differs). Also
+ * KILN_ENOTFOUND, KILN_ETIMEDOUT, KILN_ECLOSED, KILN_EIO. */
+int kiln_blob_get(kiln_conn *c, const kiln_id *id, kiln_sink_fn sink,
+                  void *arg);
+
+/* The same for the blob the index names (profile, url); *id (may be NULL)
+ * gets its id. */
+int kiln_blob_get_name(kiln_conn *c, const kiln_name *name, kiln_sink_fn sink,
+                       void *arg, kiln_id *id);
+
+/* kiln_blob_get writing to a file descriptor. */
+int kiln_blob_get_fd(kiln_conn *c, const kiln_id *id, int fd);
+
+/* Store len bytes; *id gets their hash. The daemon checks the bytes it
+ * received hash to it before publishing (KILN_ECORRUPT otherwise). With
+ * name (may be NULL) the index then maps (profile, url) to the blob. */
+int kiln_blob_put(kiln_conn *c, const void *buf, size_t len,
+                  const kiln_name *name, kiln_id *id);
+
+/* The same for everything readable from fd, streamed in chunks (a file, a
+ * pipe: any size, never held whole in memory). */
+int kiln_blob_put_fd(kiln_conn *c, int fd, const kiln_name *name, kiln_id *id);
+
+/* ---- events -------------------------------------------------------------- */
+
+/* A position in the daemon's event stream: its instance and the sequence
+ * number of the last event seen. */
+typedef struct kiln_cursor {
+	uint64_t epoch;
+	uint64_t seq;
+} kiln_cursor;
+
+typedef enum kiln_event_type {
+	KILN_EVENT_OTHER = 0,   /* a kind this libkiln does not know */
+	KILN_EVENT_OVERFLOW,    /* events were lost: resynchronize */
+	KILN_EVENT_LOG,         /* a line of the daemon's log */
+	KILN_EVENT_BLOB_STORED, /* a blob was put */
+	KILN_EVENT_STOPPING,    /* the daemon is stopping */
+} kiln_event_type;
+
+typedef struct kiln_event {
+	kiln_cursor at;         /* its epoch and seq */
+	int64_t time_ns;        /* CLOCK_REALTIME */
+	kiln_event_type type;
+	/* OVERFLOW: new_epoch (the daemon restarted) or lost events
+	 * first_lost..last_lost. */
+	int new_epoch;
+	uint64_t first_lost, last_lost;
+	/* LOG: level 0 info, 1 warning, 2 error; text. STOPPING: text is the
+	 * reason. */
+	int level;
+	const char *text;
+	/* BLOB_STORED: id, size, and profile/url when named ("" if not). */
+	kiln_id id;
+	uint64_t size;
+	const char *profile, *url;
+} kiln_event;
+
+/* Strings in a kiln_event are valid until the next events call on c. */
+
+/* Subscribe c to the daemon's events, from now (since NULL) or resuming
+ * after *since (then every later event the daemon still holds is
+ * delivered, or an OVERFLOW event says which were lost). One subscription
+ * per connection. If the connection drops, polling resubscribes from the
+ * last event delivered. */
+int kiln_subscribe(kiln_conn *c, const kiln_cursor *since);
+
+/* The next event, waiting at most timeout_ms (0: do not wait). Returns 0
+ * with *ev filled, KILN_ETIMEDOUT when none came, or an error. */
+int kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev);
+
+/* The cursor of the last event delivered (to resume from later). */
+int kiln_events_cursor(const kiln_conn *c, kiln_cursor *cur);
+
+/* Called on libkiln's own thread for each event; a non-zero return ends
+ * the subscription. */
+typedef int (*kiln_event_fn)(const kiln_event *ev, void *arg);
+
+/* Subscribe as kiln_subscribe, then deliver every event to fn on a thread
+ * of libkiln's until kiln_unsubscribe, kiln_close or fn returns non-zero.
+ * Meanwhile c serves other requests (not kiln_events_poll). */
+int kiln_subscribe_cb(kiln_conn *c, const kiln_cursor *since, kiln_event_fn fn,
+                      void *arg);
+
+/* End the subscription (joining the callback thread, if any). */
+int kiln_unsubscribe(kiln_conn *c);
+
+#endif

@@ -1,0 +1,63 @@
+/* libkiln_int.h — what libkiln's files share: the connection object and
+ * the request helper. Not installed. */
+#ifndef LIBKILN_INT_H
+#define LIBKILN_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "conn.h"
+#include "kiln.h"
+
+/* The subscription of a connection. */
+struct kiln_sub {
+	int active;
+	uint64_t id;
+	kiln_cursor cur;          /* the last event delivered */
+	struct conn_reply batch;  /* the poll reply being handed out */
+	size_t next;              /* its next event */
+	/* with a callback: */
+	int threaded;
+	pthread_t thread;
+	atomic_int quit;
+	kiln_event_fn fn;
+	void *arg;
+	char error[256];          /* the events slot's own error text */
+};
+
+struct kiln_conn {
+	struct conn *conn;
+	char token[256];          /* sent with every request when set */
+	int timeout_ms;
+	size_t max_message;
+	uint32_t chunk;           /* blob bytes per message we ask for */
+	uint32_t put_chunk;       /* the daemon's limit, learned on first put */
+	char error[256];          /* the daemon's words for the last failure */
+	struct kiln_sub sub;
+};
+
+/* A request envelope with the protocol version and the token set. */
+void lk_request_init(const kiln_conn *c, Kiln__Request *req);
+
+/* Send req (and data) on slot, wait for the reply, and check it: 0 when
+ * its status is OK and it carries the body want (NOT_SET: any); else the
+ * code for its status with the daemon's words in err (errlen bytes), or
+ * KILN_EPROTO. On success the caller frees r with conn_reply_free. */
+int lk_call(kiln_conn *c, unsigned slot, const Kiln__Request *req,
+            const void *data, size_t ndata, int timeout_ms,
+            Kiln__Reply__BodyCase want, struct conn_reply *r, char *err,
+            size_t errlen);
+
+/* Check a reply already received, as lk_call does. r is freed on error. */
+int lk_reply_check(struct conn_reply *r, Kiln__Reply__BodyCase want, char *err,
+                   size_t errlen);
+
+/* autostart.c: connect to the project's daemon, starting it when none
+ * answers (unless no_start). */
+int lk_autostart(const struct kiln_paths *p, const char *kilnd, int no_start,
+                 const struct conn_opts *o, int timeout_ms, struct conn **conn);
+
+/* events.c: end the subscription's thread and state (kiln_close). */
+void lk_sub_end(kiln_conn *c);
+
+#endif

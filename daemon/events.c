@@ -1,0 +1,409 @@
+/* events.c — the event ring, subscriptions and parked polls.
+ *
+ * Threads: every function may be called from any nng worker thread and
+ * from the main thread; one mutex (ev->mu) guards everything below,
+ * including the waiters while they are parked. Waiters' wake callbacks run
+ * under it and only cancel an nng timer (which never calls back in place).
+ *
+ * The ring holds decoded copies of the last events (seq head-count+1 ..
+ * head), each with its encoded size; a poll reply is encoded under the lock
+ * straight from them. Memory is bounded by max_events and max_bytes
+ * whatever the number of clients: a client costs one subscription slot. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "events.h"
+
+struct ring_entry {
+	Kiln__Event *e; /* owned, from protobuf_c_message_unpack */
+	size_t bytes;   /* its encoded size */
+};
+
+struct sub {
+	uint64_t id;    /* 0: free slot */
+	uint32_t pipe;
+	struct ev_waiter *waiter; /* its parked poll, or NULL */
+};
+
+struct kilnd_events {
+	pthread_mutex_t mu;
+	uint64_t epoch;
+	uint64_t head;               /* seq of the newest event, 0: none */
+	uint32_t cap, count, first;  /* ring of cap entries from index first */
+	uint64_t bytes, max_bytes;
+	struct ring_entry *ring;
+	struct sub *subs;
+	uint32_t max_subs, nsubs;
+	uint64_t next_sub;
+	struct ev_waiter *parked;
+};
+
+static uint64_t
+random64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = (uint64_t)time(NULL) * 2654435761u; /* still unique enough */
+	return v ? v : 1;
+}
+
+int
+events_new(uint32_t max_events, uint64_t max_bytes, uint32_t max_subs,
+           struct kilnd_events **evp)
+{
+	struct kilnd_events *ev = calloc(1, sizeof(*ev));
+
+	*evp = NULL;
+	if (ev == NULL)
+		return KILN_ENOMEM;
+	ev->cap = max_events ? max_events : 1;
+	ev->max_bytes = max_bytes;
+	ev->max_subs = max_subs;
+	ev->ring = calloc(ev->cap, sizeof(*ev->ring));
+	ev->subs = calloc(max_subs ? max_subs : 1, sizeof(*ev->subs));
+	if (ev->ring == NULL || ev->subs == NULL) {
+		free(ev->ring);
+		free(ev->subs);
+		free(ev);
+		return KILN_ENOMEM;
+	}
+	pthread_mutex_init(&ev->mu, NULL);
+	ev->epoch = random64();
+	ev->next_sub = random64() & 0xffffffff00000000u;
+	*evp = ev;
+	return 0;
+}
+
+/* Drop the oldest event. */
+static void
+ring_pop(struct kilnd_events *ev)
+{
+	struct ring_entry *r = &ev->ring[ev->first];
+
+	ev->bytes -= r->bytes;
+	kiln__event__free_unpacked(r->e, NULL);
+	r->e = NULL;
+	ev->first = (ev->first + 1) % ev->cap;
+	ev->count--;
+}
+
+void
+events_free(struct kilnd_events *ev)
+{
+	if (ev == NULL)
+		return;
+	while (ev->count > 0)
+		ring_pop(ev);
+	pthread_mutex_destroy(&ev->mu);
+	free(ev->ring);
+	free(ev->subs);
+	free(ev);
+}
+
+/* Take w off the parked list and off its subscription. Lock held. */
+static void
+waiter_unlink(struct kilnd_events *ev, struct ev_waiter *w)
+{
+	struct ev_waiter **pp;
+
+	for (pp = &ev->parked; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	for (uint32_t i = 0; i < ev->max_subs; i++)
+		if (ev->subs[i].waiter == w)
+			ev->subs[i].waiter = NULL;
+	w->next = NULL;
+	w->parked = 0;
+}
+
+/* Unlink w and wake it: it must answer now. Lock held. */
+static void
+waiter_wake(struct kilnd_events *ev, struct ev_waiter *w)
+{
+	waiter_unlink(ev, w);
+	w->woken = 1;
+	w->wake(w);
+}
+
+/* Wake every parked waiter. Lock held. */
+static void
+wake_all_locked(struct kilnd_events *ev)
+{
+	while (ev->parked != NULL)
+		waiter_wake(ev, ev->parked);
+}
+
+/* Encode e (seq and time set) and keep a decoded copy of it. */
+static int
+ring_push(struct kilnd_events *ev, const Kiln__Event *e)
+{
+	uint8_t *buf;
+	size_t len;
+	Kiln__Event *copy;
+	int rv;
+
+	if ((rv = kiln_proto_pack_alloc(&e->base, &buf, &len)) != 0)
+		return rv;
+	if (len > ev->max_bytes) {
+		free(buf);
+		return KILN_ERANGE;
+	}
+	copy = kiln__event__unpack(NULL, len, buf);
+	free(buf);
+	if (copy == NULL)
+		return KILN_ENOMEM;
+	while (ev->count > 0 && (ev->count == ev->cap ||
+	                         ev->bytes + len > ev->max_bytes))
+		ring_pop(ev);
+	ev->ring[(ev->first + ev->count) % ev->cap] =
+		(struct ring_entry){.e = copy, .bytes = len};
+	ev->count++;
+	ev->bytes += len;
+	return 0;
+}
+
+int
+events_publish(struct kilnd_events *ev, Kiln__Event *e)
+{
+	struct timespec ts;
+	int rv;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	e->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	pthread_mutex_lock(&ev->mu);
+	e->seq = ev->head + 1;
+	if ((rv = ring_push(ev, e)) == 0) {
+		ev->head++;
+		wake_all_locked(ev);
+	}
+	pthread_mutex_unlock(&ev->mu);
+	return rv;
+}
+
+/* The slot of subscription id opened on pipe, or NULL. Lock held. */
+static struct sub *
+sub_find(struct kilnd_events *ev, uint32_t pipe, uint64_t id)
+{
+	for (uint32_t i = 0; i < ev->max_subs; i++)
+		if (ev->subs[i].id == id && id != 0 && ev->subs[i].pipe == pipe)
+			return &ev->subs[i];
+	return NULL;
+}
+
+int
+events_subscribe(struct kilnd_events *ev, uint32_t pipe,
+                 const Kiln__SubscribeRequest *req, Kiln__SubscribeReply *rep)
+{
+	struct sub *s = NULL;
+	int rv = KILN_EBUSY;
+
+	pthread_mutex_lock(&ev->mu);
+	for (uint32_t i = 0; i < ev->max_subs && s == NULL; i++)
+		if (ev->subs[i].id == 0)
+			s = &ev->subs[i];
+	if (s != NULL) {
+		*s = (struct sub){.id = ++ev->next_sub, .pipe = pipe};
+		ev->nsubs++;
+		rep->subscription = s->id;
+		rep->epoch = ev->epoch;
+		/* A fresh subscriber starts from now; a resuming one keeps its
+		 * cursor (its first poll reports what was lost, if anything). */
+		rep->after_seq = req->epoch == 0 ? ev->head : req->after_seq;
+		rv = 0;
+	}
+	pthread_mutex_unlock(&ev->mu);
+	return rv;
+}
+
+/* Free slot s, waking its parked poll. Lock held. */
+static void
+sub_close(struct kilnd_events *ev, struct sub *s)
+{
+	if (s->waiter != NULL)
+		waiter_wake(ev, s->waiter);
+	*s = (struct sub){0};
+	ev->nsubs--;
+}
+
+int
+events_unsubscribe(struct kilnd_events *ev, uint32_t pipe, uint64_t id)
+{
+	struct sub *s;
+	int rv = KILN_ENOTFOUND;
+
+	pthread_mutex_lock(&ev->mu);
+	if ((s = sub_find(ev, pipe, id)) != NULL) {
+		sub_close(ev, s);
+		rv = 0;
+	}
+	pthread_mutex_unlock(&ev->mu);
+	return rv;
+}
+
+void
+events_pipe_closed(struct kilnd_events *ev, uint32_t pipe)
+{
+	pthread_mutex_lock(&ev->mu);
+	for (uint32_t i = 0; i < ev->max_subs; i++)
+		if (ev->subs[i].id != 0 && ev->subs[i].pipe == pipe)
+			sub_close(ev, &ev->subs[i]);
+	pthread_mutex_unlock(&ev->mu);
+}
+
+/* The Overflow event telling a client that events first..last are lost
+ * (reason BEHIND) or that the daemon is a new instance (NEW_EPOCH). */
+static void
+overflow_fill(Kiln__Event *e, Kiln__Overflow *o, Kiln__Overflow__Reason why,
+              uint64_t first, uint64_t last)
+{
+	kiln__event__init(e);
+	kiln__overflow__init(o);
+	o->reason = why;
+	o->first_lost = first;
+	o->last_lost = last;
+	e->seq = last;
+	e->kind_case = KILN__EVENT__KIND_OVERFLOW;
+	e->overflow = o;
+}
+
+/* Encode the reply to a poll after cursor (epoch, after): an Overflow
+ * first if events were lost, then held events up to max / max_bytes.
+ * Lock held. */
+static int
+reply_pack(struct kilnd_events *ev, const Kiln__PollRequest *req,
+           size_t max_bytes, uint8_t **buf, size_t *len)
+{
+	uint64_t oldest = ev->head - ev->count + 1, after = req->after_seq;
+	uint32_t max = req->max_events ? req->max_events : KILN_POLL_MAX_EVENTS;
+	Kiln__Event over, **list;
+	Kiln__Overflow o;
+	Kiln__PollReply pr = KILN__POLL_REPLY__INIT;
+	Kiln__Reply rep;
+	size_t size = 64;
+	uint32_t n = 0;
+	int rv;
+
+	if (max > KILN_POLL_MAX_EVENTS)
+		max = KILN_POLL_MAX_EVENTS;
+	if ((list = calloc((size_t)max + 1, sizeof(*list))) == NULL)
+		return KILN_ENOMEM;
+	if (req->epoch != ev->epoch) {
+		overflow_fill(&over, &o, KILN__OVERFLOW__REASON__NEW_EPOCH, 1,
+		              oldest - 1);
+		list[pr.n_events++] = &over;
+		after = oldest - 1;
+	} else if (after + 1 < oldest) {
+		overflow_fill(&over, &o, KILN__OVERFLOW__REASON__BEHIND, after + 1,
+		              oldest - 1);
+		list[pr.n_events++] = &over;
+		after = oldest - 1;
+	}
+	for (uint64_t seq = after + 1; seq <= ev->head && n < max; seq++, n++) {
+		struct ring_entry *r =
+			&ev->ring[(ev->first + (seq - oldest)) % ev->cap];
+		if (pr.n_events > 0 && size + r->bytes + 12 > max_bytes)
+			break;
+		size += r->bytes + 12;
+		list[pr.n_events++] = r->e;
+	}
+	pr.epoch = ev->epoch;
+	pr.events = list;
+	kiln_proto_reply_init(&rep);
+	rep.body_case = KILN__REPLY__BODY_POLL_REPLY;
+	rep.poll_reply = &pr;
+	rv = kiln_proto_pack_alloc(&rep.base, buf, len);
+	free(list);
+	return rv;
+}
+
+/* Whether a poll after cursor (epoch, after) has anything to return. */
+static int
+poll_ready(const struct kilnd_events *ev, const Kiln__PollRequest *req)
+{
+	return req->epoch != ev->epoch || req->after_seq < ev->head;
+}
+
+/* Park w on subscription s. One parked poll per subscription: an older
+ * one is woken to answer (empty). Lock held. */
+static void
+park(struct kilnd_events *ev, struct sub *s, struct ev_waiter *w)
+{
+	if (s->waiter != NULL)
+		waiter_wake(ev, s->waiter);
+	w->sub = s->id;
+	w->woken = 0;
+	w->parked = 1;
+	w->next = ev->parked;
+	ev->parked = w;
+	s->waiter = w;
+}
+
+int
+events_poll(struct kilnd_events *ev, uint32_t pipe,
+            const Kiln__PollRequest *req, size_t max_bytes,
+            struct ev_waiter *w, uint8_t **buf, size_t *len)
+{
+	struct sub *s;
+	int rv;
+
+	pthread_mutex_lock(&ev->mu);
+	if ((s = sub_find(ev, pipe, req->subscription)) == NULL)
+		rv = KILN_ENOTFOUND;
+	else if (req->epoch == ev->epoch && req->after_seq > ev->head)
+		rv = KILN_EINVAL;
+	else if (!poll_ready(ev, req) && req->wait_ms > 0 && w != NULL) {
+		park(ev, s, w);
+		rv = EVENTS_PARKED;
+	} else
+		rv = reply_pack(ev, req, max_bytes, buf, len);
+	pthread_mutex_unlock(&ev->mu);
+	return rv;
+}
+
+int
+events_unpark(struct kilnd_events *ev, struct ev_waiter *w)
+{
+	int woken;
+
+	pthread_mutex_lock(&ev->mu);
+	if (w->parked)
+		waiter_unlink(ev, w);
+	woken = w->woken;
+	pthread_mutex_unlock(&ev->mu);
+	return woken;
+}
+
+void
+events_rewake(struct kilnd_events *ev, struct ev_waiter *w)
+{
+	pthread_mutex_lock(&ev->mu);
+	if (w->woken)
+		w->wake(w);
+	pthread_mutex_unlock(&ev->mu);
+}
+
+void
+events_wake_all(struct kilnd_events *ev)
+{
+	pthread_mutex_lock(&ev->mu);
+	wake_all_locked(ev);
+	pthread_mutex_unlock(&ev->mu);
+}
+
+void
+events_stats(struct kilnd_events *ev, struct events_stats *st)
+{
+	pthread_mutex_lock(&ev->mu);
+	st->epoch = ev->epoch;
+	st->head = ev->head;
+	st->held = ev->count;
+	st->bytes = ev->bytes;
+	st->subscribers = ev->nsubs;
+	pthread_mutex_unlock(&ev->mu);
+}

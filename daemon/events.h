@@ -1,0 +1,85 @@
+/* events.h — the daemon's event stream: one ring of recent events shared by
+ * every subscriber, subscriptions, and polls parked until an event arrives.
+ *
+ * A subscriber is a cursor (epoch, seq) held by the client and a slot here;
+ * the ring is the only buffer, bounded in events and bytes. A poll whose
+ * cursor the ring has moved past gets an Overflow event first. Nothing here
+ * ever waits for a client: publishing appends, evicts the oldest, and wakes
+ * parked polls. docs/protocol.md explains the design. */
+#ifndef KILND_EVENTS_H
+#define KILND_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln_proto.h"
+
+struct kilnd_events;
+
+/* A poll waiting for events; embedded in the server's worker. All fields
+ * belong to events.c while the waiter is parked. */
+struct ev_waiter {
+	struct ev_waiter *next;
+	uint64_t sub;   /* the subscription it polls */
+	int parked;     /* on the parked list */
+	int woken;      /* a publisher woke it (it must answer now) */
+	/* Called with the events lock held when the waiter must answer; must
+	 * neither block nor call into events.c. */
+	void (*wake)(struct ev_waiter *w);
+};
+
+/* The poll came back parked (events_poll's positive result). */
+#define EVENTS_PARKED 1
+
+struct events_stats {
+	uint64_t epoch, head;  /* the newest seq (0: none yet) */
+	uint32_t held, subscribers;
+	uint64_t bytes;
+};
+
+/* A ring of at most max_events events and max_bytes encoded bytes, and at
+ * most max_subs subscriptions. Returns 0 or KILN_ENOMEM. */
+int events_new(uint32_t max_events, uint64_t max_bytes, uint32_t max_subs,
+               struct kilnd_events **evp);
+/* Every waiter must have been unparked. NULL is allowed. */
+void events_free(struct kilnd_events *ev);
+
+/* Give e (its kind set; seq and time are filled in) the next sequence
+ * number and keep a copy. Wakes every parked poll. Returns 0, KILN_ENOMEM
+ * or KILN_ERANGE (one event larger than the whole ring). */
+int events_publish(struct kilnd_events *ev, Kiln__Event *e);
+
+/* Open a subscription for the client on pipe. Returns 0 (reply filled),
+ * or KILN_EBUSY when max_subs are open. */
+int events_subscribe(struct kilnd_events *ev, uint32_t pipe,
+                     const Kiln__SubscribeRequest *req,
+                     Kiln__SubscribeReply *rep);
+
+/* Returns 0 or KILN_ENOTFOUND (no such subscription on this pipe). */
+int events_unsubscribe(struct kilnd_events *ev, uint32_t pipe, uint64_t sub);
+
+/* Drop every subscription of a closed pipe (waking its parked poll). */
+void events_pipe_closed(struct kilnd_events *ev, uint32_t pipe);
+
+/* Answer a poll: 0 with *buf (malloc'd, *len bytes) a whole encoded Reply
+ * holding at most max_bytes of events; or, when there are none, wait_ms
+ * is not 0 and w is not NULL, park w and return EVENTS_PARKED. Errors:
+ * KILN_ENOTFOUND (subscription), KILN_EINVAL (cursor ahead of the newest
+ * event), KILN_ENOMEM. */
+int events_poll(struct kilnd_events *ev, uint32_t pipe,
+                const Kiln__PollRequest *req, size_t max_bytes,
+                struct ev_waiter *w, uint8_t **buf, size_t *len);
+
+/* Take w off the parked list if it is still there. Returns w->woken. */
+int events_unpark(struct kilnd_events *ev, struct ev_waiter *w);
+
+/* After arming w's timer: if a publisher woke w before that, wake it
+ * again now (the first wake-up found nothing to cancel). */
+void events_rewake(struct kilnd_events *ev, struct ev_waiter *w);
+
+/* Wake every parked poll (shutdown). */
+void events_wake_all(struct kilnd_events *ev);
+
+void events_stats(struct kilnd_events *ev, struct events_stats *st);
+
+#endif

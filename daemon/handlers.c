@@ -1,0 +1,422 @@
+/* handlers.c — one function per request type, and the table that picks
+ * one. The build engine's requests (build, cancel, query, need) will be
+ * rows of the same table.
+ *
+ * Threads: called on nng worker threads, several at once. Handlers touch
+ * the daemon only through thread-safe parts: the store, events.c and
+ * uploads.c (each locked inside), atomics, and fields fixed at start. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "handlers.h"
+#include "verified.h"
+
+/* Say why in a->error (shown to the client) and return code. */
+static int
+refuse(struct kilnd_answer *a, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+refuse(struct kilnd_answer *a, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(a->error, sizeof(a->error), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static void *
+heap_alloc(struct kilnd_answer *a, size_t n, size_t size)
+{
+	for (size_t i = 0; i < sizeof(a->heap) / sizeof(a->heap[0]); i++)
+		if (a->heap[i] == NULL)
+			return a->heap[i] = calloc(n ? n : 1, size);
+	return NULL;
+}
+
+/* ---- status and stop ----------------------------------------------------- */
+
+static int
+h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+         struct ev_waiter *w)
+{
+	Kiln__StatusReply *s = &a->body.status;
+	struct events_stats es;
+	const char **urls;
+
+	(void)c, (void)w;
+	if ((urls = heap_alloc(a, 4, sizeof(*urls))) == NULL)
+		return KILN_ENOMEM;
+	events_stats(d->events, &es);
+	kiln__status_reply__init(s);
+	s->pid = (uint32_t)getpid();
+	s->uptime_ms = (uint64_t)(kilnd_now_ns() - d->start_ns) / 1000000;
+	s->version = (char *)KILND_VERSION;
+	s->project = d->paths.project;
+	s->store = d->store_dir;
+	s->clients = atomic_load(&d->clients);
+	s->subscribers = es.subscribers;
+	s->uploads = uploads_count(d->uploads);
+	s->build_queue = 0; /* no build engine yet */
+	s->event_seq = es.head;
+	s->event_epoch = es.epoch;
+	s->events_held = es.held;
+	s->events_bytes = es.bytes;
+	s->requests = atomic_load(&d->requests);
+	s->bad_requests = atomic_load(&d->bad_requests);
+	s->max_message = d->cfg.max_message;
+	s->chunk_size = d->chunk_size;
+	s->event_buffer = d->cfg.event_buffer;
+	s->event_buffer_bytes = d->cfg.event_buffer_bytes;
+	s->n_listen = server_listen_urls(d, urls, 4);
+	s->listen = (char **)urls;
+	a->reply.body_case = KILN__REPLY__BODY_STATUS_REPLY;
+	a->reply.status_reply = s;
+	return 0;
+}
+
+static int
+h_stop(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+       struct ev_waiter *w)
+{
+	(void)w;
+	kilnd_log(d, KILND_INFO, "stop requested by client %u", c->pipe);
+	a->after_stop = 1;
+	return 0;
+}
+
+/* ---- blobs --------------------------------------------------------------- */
+
+static int
+h_blob_has(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+           struct ev_waiter *w)
+{
+	const Kiln__BlobHasRequest *q = c->req->blob_has;
+	Kiln__BlobHasReply *r = &a->body.has;
+	kiln_id id;
+	int rv;
+
+	(void)w;
+	if (q->n_ids > KILN_HAS_MAX)
+		return refuse(a, KILN_ERANGE, "%zu ids asked; at most %d per request",
+		              q->n_ids, KILN_HAS_MAX);
+	kiln__blob_has_reply__init(r);
+	if ((r->present = heap_alloc(a, q->n_ids, sizeof(*r->present))) == NULL ||
+	    (r->sizes = heap_alloc(a, q->n_ids, sizeof(*r->sizes))) == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < q->n_ids; i++) {
+		if (kiln_proto_id_get(q->ids[i], &id) != 0)
+			return refuse(a, KILN_EINVAL, "id %zu is not 16 bytes", i);
+		rv = kiln_store_has(d->store, &id, &r->sizes[i]);
+		if (rv != 0 && rv != KILN_ENOTFOUND)
+			return rv;
+		r->present[i] = rv == 0;
+	}
+	r->n_present = r->n_sizes = q->n_ids;
+	a->reply.body_case = KILN__REPLY__BODY_BLOB_HAS_REPLY;
+	a->reply.blob_has_reply = r;
+	return 0;
+}
+
+/* The blob a BlobGetRequest names: its id, or what the index maps
+ * (profile, url) to. */
+static int
+get_resolve(struct kilnd *d, const Kiln__BlobGetRequest *q,
+            struct kilnd_answer *a)
+{
+	int rv;
+
+	if (q->id.len > 0) {
+		if (kiln_proto_id_get(q->id, &a->id) != 0)
+			return refuse(a, KILN_EINVAL, "the blob id is not 16 bytes");
+		return 0;
+	}
+	if (kiln_profile_check(q->profile) != 0 || kiln_url_check(q->url) != 0)
+		return refuse(a, KILN_EINVAL, "neither an id nor a valid profile "
+		              "and URL");
+	if ((rv = kiln_store_index_get(d->store, q->profile, q->url, &a->id)) != 0)
+		return refuse(a, rv, "%s: no such URL in profile %s", q->url,
+		              q->profile);
+	return 0;
+}
+
+static int
+h_blob_get(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+           struct ev_waiter *w)
+{
+	const Kiln__BlobGetRequest *q = c->req->blob_get;
+	Kiln__BlobGetReply *r = &a->body.get;
+	struct stat st;
+	uint64_t size, len;
+	int rv;
+
+	(void)w;
+	if ((rv = get_resolve(d, q, a)) != 0 ||
+	    (rv = kiln_store_open_blob(d->store, &a->id, &a->fd)) != 0)
+		return rv;
+	if (fstat(a->fd, &st) != 0)
+		return KILN_EIO;
+	size = (uint64_t)st.st_size;
+	if (q->offset > size)
+		return refuse(a, KILN_EINVAL, "offset %" PRIu64 " is past the end "
+		              "of the blob (%" PRIu64 " bytes)", q->offset, size);
+	if (q->verify && (rv = verified_check(d->verified, &a->id, a->fd, &st)) != 0)
+		return rv;
+	len = q->length > 0 && q->length < d->chunk_size ? q->length :
+	                                                   d->chunk_size;
+	if (len > size - q->offset)
+		len = size - q->offset;
+	a->fd_off = q->offset;
+	a->fd_len = len;
+	kiln__blob_get_reply__init(r);
+	r->id = kiln_proto_id_ref(&a->id);
+	r->size = size;
+	r->offset = q->offset;
+	a->reply.body_case = KILN__REPLY__BODY_BLOB_GET_REPLY;
+	a->reply.blob_get_reply = r;
+	return 0;
+}
+
+/* Tell subscribers about a published blob. */
+static void
+blob_stored(struct kilnd *d, const Kiln__BlobPutRequest *q,
+            const struct upload_done *done)
+{
+	Kiln__Event e = KILN__EVENT__INIT;
+	Kiln__BlobStored b = KILN__BLOB_STORED__INIT;
+
+	b.id = kiln_proto_id_ref(&done->id);
+	b.size = done->size;
+	b.profile = q->url[0] ? q->profile : "";
+	b.url = q->url;
+	e.kind_case = KILN__EVENT__KIND_BLOB_STORED;
+	e.blob_stored = &b;
+	events_publish(d->events, &e); /* nothing to do if it fails */
+}
+
+static int
+h_blob_put(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+           struct ev_waiter *w)
+{
+	const Kiln__BlobPutRequest *q = c->req->blob_put;
+	Kiln__BlobPutReply *r = &a->body.put;
+	int rv;
+
+	(void)w;
+	if (c->ndata > d->chunk_size)
+		return refuse(a, KILN_ERANGE, "a chunk of %zu bytes; at most %u",
+		              c->ndata, d->chunk_size);
+	kiln__blob_put_reply__init(r);
+	rv = uploads_put(d->uploads, c->pipe, q, c->data, c->ndata, r, &a->done);
+	if (a->done.committed)
+		blob_stored(d, q, &a->done);
+	if (rv == KILN_ECORRUPT)
+		return refuse(a, rv, "the uploaded bytes do not hash to the claimed "
+		              "id; nothing was stored");
+	if (rv != 0)
+		return rv;
+	a->reply.body_case = KILN__REPLY__BODY_BLOB_PUT_REPLY;
+	a->reply.blob_put_reply = r;
+	return 0;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static int
+h_subscribe(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+            struct ev_waiter *w)
+{
+	int rv;
+
+	(void)w;
+	kiln__subscribe_reply__init(&a->body.sub);
+	if ((rv = events_subscribe(d->events, c->pipe, c->req->subscribe,
+	                           &a->body.sub)) == KILN_EBUSY)
+		return refuse(a, rv, "%u subscriptions are open; no room for more",
+		              d->cfg.max_subscribers);
+	if (rv != 0)
+		return rv;
+	a->reply.body_case = KILN__REPLY__BODY_SUBSCRIBE_REPLY;
+	a->reply.subscribe_reply = &a->body.sub;
+	return 0;
+}
+
+static int
+h_unsubscribe(struct kilnd *d, const struct kilnd_call *c,
+              struct kilnd_answer *a, struct ev_waiter *w)
+{
+	(void)a, (void)w;
+	return events_unsubscribe(d->events, c->pipe,
+	                          c->req->unsubscribe->subscription);
+}
+
+/* A poll, parking it on w when it has to wait (w may be NULL). */
+static int
+poll_answer(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+            struct ev_waiter *w)
+{
+	Kiln__PollRequest q = *c->req->poll;
+	int rv;
+
+	if (q.wait_ms > KILN_POLL_MAX_WAIT_MS)
+		q.wait_ms = KILN_POLL_MAX_WAIT_MS;
+	/* Replies small enough for a client with the smallest message limit. */
+	rv = events_poll(d->events, c->pipe, &q,
+	                 kiln_proto_chunk_max(KILN_MAX_MESSAGE_MIN), w, &a->bytes,
+	                 &a->nbytes);
+	if (rv == EVENTS_PARKED) {
+		a->kind = ANSWER_PARK;
+		a->wait_ms = q.wait_ms;
+		return 0;
+	}
+	if (rv == KILN_EINVAL)
+		return refuse(a, rv, "the cursor is ahead of the newest event");
+	if (rv == KILN_ENOTFOUND)
+		return refuse(a, rv, "no such subscription on this connection "
+		              "(subscribe again, with the last seq to resume)");
+	if (rv == 0)
+		a->kind = ANSWER_BYTES;
+	return rv;
+}
+
+static int
+h_poll(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+       struct ev_waiter *w)
+{
+	return poll_answer(d, c, a, w);
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+typedef int (*handler_fn)(struct kilnd *d, const struct kilnd_call *c,
+                          struct kilnd_answer *a, struct ev_waiter *w);
+
+static const struct handler {
+	Kiln__Request__BodyCase body;
+	handler_fn fn;
+} handlers[] = {
+	{KILN__REQUEST__BODY_STATUS, h_status},
+	{KILN__REQUEST__BODY_STOP, h_stop},
+	{KILN__REQUEST__BODY_BLOB_HAS, h_blob_has},
+	{KILN__REQUEST__BODY_BLOB_GET, h_blob_get},
+	{KILN__REQUEST__BODY_BLOB_PUT, h_blob_put},
+	{KILN__REQUEST__BODY_SUBSCRIBE, h_subscribe},
+	{KILN__REQUEST__BODY_UNSUBSCRIBE, h_unsubscribe},
+	{KILN__REQUEST__BODY_POLL, h_poll},
+};
+
+/* Whether t is the daemon's token, in time independent of where they
+ * differ. */
+static int
+token_ok(const struct kilnd *d, const char *t)
+{
+	size_t n = strlen(t);
+	unsigned diff = n != d->token_len;
+
+	for (size_t i = 0; i < d->token_len; i++)
+		diff |= (unsigned char)d->token[i] ^
+		        (unsigned char)(i < n ? t[i] : 0);
+	return diff == 0 && d->token_len > 0;
+}
+
+/* The handler for the request, or why there is none. */
+static int
+route(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+      handler_fn *fn)
+{
+	const Kiln__Request *q = c->req;
+
+	if (c->remote && !token_ok(d, q->token))
+		return refuse(a, KILN_EAUTH, "this listener needs the token from "
+		              "kilnd's --token-file");
+	if (q->version != KILN_PROTO_VERSION)
+		return refuse(a, KILN_EVERSION, "protocol version %u; this daemon "
+		              "speaks %d", q->version, KILN_PROTO_VERSION);
+	/* Polls still answer, so that subscribers hear the Stopping event. */
+	if (atomic_load(&d->stopping) && q->body_case != KILN__REQUEST__BODY_POLL)
+		return refuse(a, KILN_ECLOSED, "the daemon is stopping");
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (handlers[i].body == q->body_case) {
+			*fn = handlers[i].fn;
+			return 0;
+		}
+	if (q->base.n_unknown_fields > 0)
+		return refuse(a, KILN_ENOTSUP, "unknown request type (field %u)",
+		              q->base.unknown_fields[0].tag);
+	return refuse(a, KILN_ENOTSUP, "no request in the envelope");
+}
+
+/* Fill the reply's status from rv (and a->error). */
+static void
+reply_status(struct kilnd *d, const struct kilnd_call *c,
+             struct kilnd_answer *a, int rv)
+{
+	a->reply.status = kiln_proto_status_of(rv);
+	if (rv == 0)
+		return;
+	if (a->error[0] == '\0')
+		snprintf(a->error, sizeof(a->error), "%s", kiln_strerror(rv));
+	a->reply.error = a->error;
+	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
+	if (rv == KILN_EAUTH || rv == KILN_EVERSION || rv == KILN_ENOTSUP) {
+		atomic_fetch_add(&d->bad_requests, 1);
+		kilnd_log(d, KILND_WARNING, "refused a %s request from client %u: %s",
+		          kiln_proto_request_name(c->req->body_case), c->pipe,
+		          a->error);
+	}
+}
+
+void
+handle_request(struct kilnd *d, const struct kilnd_call *c,
+               struct kilnd_answer *a, struct ev_waiter *w)
+{
+	handler_fn fn = NULL;
+	int rv;
+
+	a->fd = -1;
+	a->kind = ANSWER_REPLY;
+	kiln_proto_reply_init(&a->reply);
+	atomic_fetch_add(&d->requests, 1);
+	if ((rv = route(d, c, a, &fn)) == 0)
+		rv = fn(d, c, a, w);
+	if (rv != 0) {
+		answer_release(a);
+		a->kind = ANSWER_REPLY;
+	}
+	reply_status(d, c, a, rv);
+}
+
+void
+handle_poll_again(struct kilnd *d, const struct kilnd_call *c,
+                  struct kilnd_answer *a)
+{
+	int rv;
+
+	a->fd = -1;
+	a->kind = ANSWER_REPLY;
+	kiln_proto_reply_init(&a->reply);
+	rv = poll_answer(d, c, a, NULL);
+	reply_status(d, c, a, rv);
+}
+
+void
+answer_release(struct kilnd_answer *a)
+{
+	for (size_t i = 0; i < sizeof(a->heap) / sizeof(a->heap[0]); i++) {
+		free(a->heap[i]);
+		a->heap[i] = NULL;
+	}
+	if (a->fd >= 0)
+		close(a->fd);
+	a->fd = -1;
+	a->fd_len = 0;
+	free(a->bytes);
+	a->bytes = NULL;
+	a->nbytes = 0;
+}

@@ -1,0 +1,69 @@
+/* handlers.h — turning one decoded Request into one answer, without nng:
+ * server.c decodes the message, calls handle_request, and encodes what the
+ * answer says (a Reply, maybe followed by blob bytes read from a file; a
+ * reply already encoded; or "park this poll"). */
+#ifndef KILND_HANDLERS_H
+#define KILND_HANDLERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "kilnd.h"
+#include "uploads.h"
+
+/* One request, as the server received it. */
+struct kilnd_call {
+	const Kiln__Request *req;
+	const uint8_t *data;  /* Request.data (a put chunk), may be NULL */
+	size_t ndata;
+	uint32_t pipe;        /* the connection it came on */
+	int remote;           /* it came over tcp:// or tls+tcp:// */
+};
+
+enum answer_kind {
+	ANSWER_REPLY,  /* encode reply, then fd bytes if fd_len > 0 */
+	ANSWER_BYTES,  /* send bytes as they are (an encoded Reply) */
+	ANSWER_PARK,   /* park the poll for wait_ms, then handle_poll_again */
+};
+
+struct kilnd_answer {
+	enum answer_kind kind;
+	Kiln__Reply reply;
+	union {
+		Kiln__StatusReply status;
+		Kiln__BlobHasReply has;
+		Kiln__BlobGetReply get;
+		Kiln__BlobPutReply put;
+		Kiln__SubscribeReply sub;
+	} body;
+	char error[256];      /* reply.error points here */
+	kiln_id id;           /* an id the reply refers to */
+	struct upload_done done;
+	void *heap[3];        /* freed by answer_release */
+	int fd;               /* blob bytes to append as Reply.data: */
+	uint64_t fd_off;      /* from this offset */
+	size_t fd_len;        /* this many (0: none) */
+	uint8_t *bytes;       /* ANSWER_BYTES (malloc'd) */
+	size_t nbytes;
+	uint32_t wait_ms;     /* ANSWER_PARK */
+	int after_stop;       /* ask the daemon to stop once sent */
+};
+
+/* The listen addresses the status reply reports (server.c). */
+size_t server_listen_urls(struct kilnd *d, const char **urls, size_t max);
+
+/* Answer c into a (which the caller zeroes). w is the caller's waiter, for
+ * a poll that must wait. Counts the request and, when refused, the bad
+ * request. */
+void handle_request(struct kilnd *d, const struct kilnd_call *c,
+                    struct kilnd_answer *a, struct ev_waiter *w);
+
+/* Answer a parked poll after its wait (no further parking). */
+void handle_poll_again(struct kilnd *d, const struct kilnd_call *c,
+                       struct kilnd_answer *a);
+
+/* Free what the answer holds (fd, heap, bytes). */
+void answer_release(struct kilnd_answer *a);
+
+#endif

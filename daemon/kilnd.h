@@ -1,0 +1,152 @@
+/* kilnd.h — the daemon's one state object and the modules that share it.
+ *
+ * main.c makes a struct kilnd from the command line, runs it and tears it
+ * down; nothing in the daemon is global, so a test could run two in one
+ * process. The modules:
+ *
+ *   runtime.c   detaching, the lock and pid file, stale state, signals
+ *   log.c       the log file, mirrored as LogLine events
+ *   server.c    nng: listeners, the request workers, pipe notifications
+ *   jobs.c      the handler threads the workers hand requests to
+ *   handlers.c  one function per request type, and the dispatch table
+ *   uploads.c   blob puts in progress
+ *   verified.c  blobs re-hashed lately (served without re-hashing again)
+ *   events.c    the event ring, subscriptions and parked polls
+ *
+ * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
+ * Requests are handled on cfg.workers handler threads (jobs.c), fed by
+ * server.c's nng callbacks, several at once; whatever they share is either
+ * immutable after start (cfg, paths, store handle, token) or guarded as
+ * noted at each field. */
+#ifndef KILND_H
+#define KILND_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "kiln_proto.h"
+#include "kiln_store.h"
+
+#define KILND_VERSION "0.1.0"
+
+/* kilnd's exit statuses. */
+enum kilnd_exit {
+	KILND_EXIT_OK = 0,
+	KILND_EXIT_FAIL = 1,    /* could not start or serve */
+	KILND_EXIT_USAGE = 2,   /* bad command line */
+	KILND_EXIT_RUNNING = 3, /* a daemon already serves this project */
+};
+
+/* What the command line sets; read-only once the daemon runs. */
+struct kilnd_config {
+	const char *project;        /* NULL: found from the current folder */
+	const char *store;          /* NULL: <project>/.kiln/store */
+	int foreground;             /* do not detach; log to stderr */
+	const char *listen;         /* tcp:// or tls+tcp:// address, or NULL */
+	const char *token_file;     /* required with listen */
+	const char *tls_cert;       /* PEM certificate (chain) for tls+tcp:// */
+	const char *tls_key;        /* PEM private key for tls+tcp:// */
+	size_t max_message;         /* largest request accepted, bytes */
+	uint32_t event_buffer;      /* events held at most */
+	uint64_t event_buffer_bytes; /* bytes of events held at most */
+	uint32_t max_subscribers;
+	uint32_t max_uploads;
+	uint32_t workers;           /* handler threads: requests handled at once */
+	uint32_t max_clients;       /* connections at once */
+	uint32_t upload_idle_s;     /* an upload idle this long is dropped */
+	uint32_t verify_ttl_s;      /* a blob re-hashed this recently and
+	                               unchanged is not re-hashed to be served */
+};
+
+/* Fill c with the defaults. */
+void kilnd_config_defaults(struct kilnd_config *c);
+
+struct kilnd_events;
+struct kilnd_uploads;
+struct kilnd_server;
+struct kilnd_verified;
+
+struct kilnd {
+	struct kilnd_config cfg;
+	struct kiln_paths paths;
+	char store_dir[PATH_MAX];
+	kiln_store *store;          /* thread-safe by itself */
+	uint32_t chunk_size;        /* from cfg.max_message */
+	char token[256];            /* from --token-file; "" without */
+	size_t token_len;
+	int64_t start_ns;           /* CLOCK_MONOTONIC at serving */
+	int lock_fd;                /* holds flock on paths.lock */
+	long stale_pid;             /* a dead daemon's pid found at start */
+	int stale_sock;             /* its socket was left behind */
+	int ready_fd;               /* to the waiting parent, until ready */
+	int wake_fd;                /* eventfd: a stop request for main */
+	int sig_fd;                 /* signalfd: SIGTERM, SIGINT */
+	int verbose;                /* log DEBUG lines too */
+
+	pthread_mutex_t log_mu;     /* guards log_fd writes */
+	int log_fd;
+
+	struct kilnd_events *events;   /* own lock inside */
+	struct kilnd_uploads *uploads; /* own lock inside */
+	struct kilnd_server *server;   /* own lock inside */
+	struct kilnd_verified *verified; /* own lock inside */
+
+	atomic_uint_fast64_t requests;     /* answered */
+	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused */
+	atomic_uint clients;               /* pipes open now */
+	atomic_int stopping;               /* set once shutdown begins */
+	atomic_int stop_asked;             /* a stop request is on its way */
+	char stop_reason[64];              /* written by the first asker */
+};
+
+/* ---- runtime.c ----------------------------------------------------------- */
+
+/* Detach from the terminal unless cfg.foreground: fork; the parent waits
+ * until the child reports ready (kilnd_ready) or failed, then returns that
+ * exit status through *parent_exit (and 1). The child returns 0 with
+ * *parent_exit untouched. Call before any nng or thread is made. */
+int kilnd_detach(struct kilnd *d, int *parent_exit);
+
+/* Take the project's daemon lock, clear a dead daemon's socket and pid
+ * file, write ours. Returns 0, KILN_EBUSY (another daemon holds the lock;
+ * its pid in *other) or an error. */
+int kilnd_lock(struct kilnd *d, long *other);
+
+/* Tell the waiting parent that the daemon serves (status 0) or failed, with
+ * a message for its stderr. No-op in the foreground. */
+void kilnd_ready(struct kilnd *d, int status, const char *msg);
+
+/* Block the stop signals in every thread made after this call, and make
+ * the eventfd a stop request writes to. Returns 0 or an error. */
+int kilnd_signals_init(struct kilnd *d);
+
+/* Wait for SIGTERM, SIGINT or a stop request; fill d->stop_reason. */
+void kilnd_wait(struct kilnd *d);
+
+/* Ask the main thread to stop (any thread). */
+void kilnd_request_stop(struct kilnd *d, const char *reason);
+
+/* Remove the pid file and the socket, release the lock. */
+void kilnd_unlock(struct kilnd *d);
+
+/* CLOCK_MONOTONIC / CLOCK_REALTIME in nanoseconds. */
+int64_t kilnd_now_ns(void);
+int64_t kilnd_wall_ns(void);
+
+/* ---- log.c --------------------------------------------------------------- */
+
+enum kilnd_level { KILND_INFO, KILND_WARNING, KILND_ERROR, KILND_DEBUG };
+
+/* Open the log: stderr in the foreground, else paths.log (appended). */
+int kilnd_log_open(struct kilnd *d);
+void kilnd_log_close(struct kilnd *d);
+
+/* Write a line to the log ("<time> kilnd[<pid>] <level>: <text>") and,
+ * once the event ring exists and the level is not DEBUG, publish it as a
+ * LogLine event. Any thread. */
+void kilnd_log(struct kilnd *d, enum kilnd_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

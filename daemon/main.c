@@ -1,0 +1,439 @@
+/* main.c — kilnd, the kiln daemon of one project: the command line, then
+ * start, serve until told to stop, and stop cleanly. The only file in
+ * daemon/ that exits; everything else returns codes. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "kilnd.h"
+#include "server.h"
+#include "uploads.h"
+#include "verified.h"
+
+static const char usage[] =
+	"usage: kilnd [--project DIR] [--store DIR] [--foreground] [OPTION...]\n"
+	"       kilnd --help | --version\n";
+
+static const char help[] =
+	"kilnd — the kiln daemon of one project\n"
+	"\n"
+	"usage: kilnd [--project DIR] [--store DIR] [--foreground] [OPTION...]\n"
+	"\n"
+	"Serves the project's store and events to kiln, editors and agents over\n"
+	"ipc://<project>/.kiln/kilnd.sock (mode 0600, this user only). Detaches\n"
+	"and logs to <project>/.kiln/kilnd.log unless --foreground; returns once\n"
+	"it serves. One daemon per project: a second one exits with status 3.\n"
+	"The kiln command starts it when needed; 'kiln stop' or SIGTERM stop it.\n"
+	"\n"
+	"options:\n"
+	"  --project DIR          the project folder (default: the nearest folder\n"
+	"                         upward holding kiln.yaml, else the current one)\n"
+	"  --store DIR            the store (default <project>/.kiln/store)\n"
+	"  -f, --foreground       do not detach; log to stderr\n"
+	"  -v, --verbose          log every connection too\n"
+	"  --listen URL           also listen on tcp://HOST:PORT (loopback only)\n"
+	"                         or tls+tcp://HOST:PORT; needs --token-file\n"
+	"  --token-file FILE      the secret remote clients must present\n"
+	"  --tls-cert FILE        PEM certificate for tls+tcp://\n"
+	"  --tls-key FILE         PEM private key for tls+tcp://\n"
+	"  --max-message SIZE     largest request accepted (default 2M); blob\n"
+	"                         chunks are 16 KiB smaller\n"
+	"  --event-buffer N       events held for slow or returning clients\n"
+	"                         (default 4096)\n"
+	"  --event-buffer-bytes SIZE  and their bytes at most (default 4M)\n"
+	"  --max-subscribers N    subscriptions at once (default 64)\n"
+	"  --max-uploads N        blob uploads in progress (default 64)\n"
+	"  --max-clients N        connections at once (default 256)\n"
+	"  --workers N            requests handled at once (default 16)\n"
+	"  --verify-ttl SECONDS   serve a blob re-hashed this recently, whose file\n"
+	"                         is unchanged, without re-hashing it (default\n"
+	"                         600; 0: re-hash before every transfer)\n"
+	"  -h, --help             show this help\n"
+	"  --version              print the version\n"
+	"\n"
+	"SIZE is bytes or a number with K, M or G (powers of 1024).\n"
+	"exit status: 0 serving (or stopped cleanly in the foreground); 1 could\n"
+	"not start; 2 bad usage; 3 a daemon already serves this project.\n";
+
+void
+kilnd_config_defaults(struct kilnd_config *c)
+{
+	*c = (struct kilnd_config){
+		.max_message = KILN_MAX_MESSAGE_DEFAULT,
+		.event_buffer = 4096,
+		.event_buffer_bytes = 4u << 20,
+		.max_subscribers = 64,
+		.max_uploads = 64,
+		.max_clients = 256,
+		.workers = 16,
+		.upload_idle_s = 300,
+		.verify_ttl_s = 600,
+	};
+}
+
+/* ---- the command line ---------------------------------------------------- */
+
+static int
+bad_usage(const char *fmt, const char *arg)
+{
+	fputs("kilnd: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	fputs(usage, stderr);
+	fputs("Run 'kilnd --help' for details.\n", stderr);
+	return KILND_EXIT_USAGE;
+}
+
+/* Parse a count or a size with an optional K, M or G suffix within
+ * [min, max]. Returns 0 or -1. */
+static int
+parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *v)
+{
+	char *end;
+	unsigned shift = 0;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	}
+	if (toupper((unsigned char)*end) == 'B' ||
+	    (toupper((unsigned char)end[0]) == 'I' &&
+	     toupper((unsigned char)end[1]) == 'B'))
+		end += end[0] == 'b' || end[0] == 'B' ? 1 : 2;
+	if (errno != 0 || *end != '\0' || *v > (max >> shift))
+		return -1;
+	*v <<= shift;
+	return *v >= min && *v <= max ? 0 : -1;
+}
+
+/* Options with a numeric value: where each goes and its bounds. */
+static int
+option_num(struct kilnd_config *c, int opt, const char *arg)
+{
+	uint64_t v;
+
+	switch (opt) {
+	case 'M':
+		if (parse_num(arg, KILN_MAX_MESSAGE_MIN, KILN_MAX_MESSAGE_MAX, &v))
+			return bad_usage("--max-message '%s': a size from 64K to 256M",
+			                 arg);
+		c->max_message = v;
+		return -1;
+	case 'E':
+		if (parse_num(arg, 1, 1u << 20, &v))
+			return bad_usage("--event-buffer '%s': a count from 1 to 1M", arg);
+		c->event_buffer = (uint32_t)v;
+		return -1;
+	case 'B':
+		if (parse_num(arg, 4096, 1u << 30, &v))
+			return bad_usage("--event-buffer-bytes '%s': a size from 4K to "
+			                 "1G", arg);
+		c->event_buffer_bytes = v;
+		return -1;
+	case 'T':
+		if (parse_num(arg, 0, 86400, &v))
+			return bad_usage("--verify-ttl '%s': seconds from 0 to 86400", arg);
+		c->verify_ttl_s = (uint32_t)v;
+		return -1;
+	}
+	if (parse_num(arg, 1, 4096, &v))
+		return bad_usage("'%s': a count from 1 to 4096", arg);
+	*(opt == 'S' ? &c->max_subscribers : opt == 'U' ? &c->max_uploads :
+	  opt == 'C' ? &c->max_clients : &c->workers) = (uint32_t)v;
+	return -1;
+}
+
+/* Whether a plain tcp:// address is on the loopback interface. */
+static int
+is_loopback(const char *url)
+{
+	const char *host = url + strlen("tcp://");
+
+	return strncmp(host, "127.", 4) == 0 ||
+	       strncmp(host, "localhost:", 10) == 0 ||
+	       strncmp(host, "[::1]:", 6) == 0;
+}
+
+/* The remote-listener options make sense together. */
+static int
+options_check(const struct kilnd_config *c)
+{
+	int tls;
+
+	if (c->listen == NULL)
+		return c->token_file || c->tls_cert || c->tls_key ?
+		       bad_usage("%s needs --listen", "--token-file/--tls-*") : -1;
+	tls = strncmp(c->listen, "tls+tcp://", 10) == 0;
+	if (!tls && strncmp(c->listen, "tcp://", 6) != 0)
+		return bad_usage("--listen '%s': expected tcp://HOST:PORT or "
+		                 "tls+tcp://HOST:PORT", c->listen);
+	if (c->token_file == NULL)
+		return bad_usage("--listen %s needs --token-file FILE (remote "
+		                 "clients must present its token)", c->listen);
+	if (tls && (c->tls_cert == NULL || c->tls_key == NULL))
+		return bad_usage("--listen %s needs --tls-cert and --tls-key",
+		                 c->listen);
+	if (!tls && !is_loopback(c->listen))
+		return bad_usage("--listen %s: plain tcp:// only on the loopback "
+		                 "address (127.x, localhost, [::1]); use tls+tcp:// "
+		                 "across machines", c->listen);
+	return -1;
+}
+
+/* Parse argv into c. Returns -1 to run, else the exit status. */
+static int
+options_parse(struct kilnd *d, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"project", required_argument, NULL, 'p'},
+		{"store", required_argument, NULL, 's'},
+		{"foreground", no_argument, NULL, 'f'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"listen", required_argument, NULL, 'l'},
+		{"token-file", required_argument, NULL, 't'},
+		{"tls-cert", required_argument, NULL, 'c'},
+		{"tls-key", required_argument, NULL, 'k'},
+		{"max-message", required_argument, NULL, 'M'},
+		{"event-buffer", required_argument, NULL, 'E'},
+		{"event-buffer-bytes", required_argument, NULL, 'B'},
+		{"max-subscribers", required_argument, NULL, 'S'},
+		{"max-uploads", required_argument, NULL, 'U'},
+		{"max-clients", required_argument, NULL, 'C'},
+		{"workers", required_argument, NULL, 'W'},
+		{"verify-ttl", required_argument, NULL, 'T'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	struct kilnd_config *c = &d->cfg;
+	int opt, rv;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":fvh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p': c->project = optarg; break;
+		case 's': c->store = optarg; break;
+		case 'f': c->foreground = 1; break;
+		case 'v': d->verbose = 1; break;
+		case 'l': c->listen = optarg; break;
+		case 't': c->token_file = optarg; break;
+		case 'c': c->tls_cert = optarg; break;
+		case 'k': c->tls_key = optarg; break;
+		case 'h': fputs(help, stdout); return KILND_EXIT_OK;
+		case 'V': printf("kilnd %s\n", KILND_VERSION); return KILND_EXIT_OK;
+		case ':': return bad_usage("option '%s' needs a value", argv[optind - 1]);
+		case '?': return bad_usage("unknown option '%s'", argv[optind - 1]);
+		default:
+			if ((rv = option_num(c, opt, optarg)) >= 0)
+				return rv;
+		}
+	}
+	if (optind < argc)
+		return bad_usage("unexpected argument '%s'", argv[optind]);
+	return options_check(c);
+}
+
+/* ---- starting ------------------------------------------------------------ */
+
+/* Read the token: the file's first line, at least 16 bytes. */
+static int
+token_load(struct kilnd *d)
+{
+	FILE *f;
+	size_t n;
+
+	if (d->cfg.token_file == NULL)
+		return 0;
+	if ((f = fopen(d->cfg.token_file, "re")) == NULL) {
+		fprintf(stderr, "kilnd: --token-file %s: %s\n", d->cfg.token_file,
+		        strerror(errno));
+		return -1;
+	}
+	if (fgets(d->token, sizeof(d->token), f) == NULL)
+		d->token[0] = '\0';
+	fclose(f);
+	n = strcspn(d->token, "\r\n");
+	d->token[n] = '\0';
+	d->token_len = n;
+	if (n < 16) {
+		fprintf(stderr, "kilnd: --token-file %s: the token (its first line) "
+		        "must have at least 16 characters\n", d->cfg.token_file);
+		return -1;
+	}
+	return 0;
+}
+
+/* The store folder, made absolute, opened (created if need be). */
+static int
+store_open(struct kilnd *d, char *err, size_t len)
+{
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
+	                     .durability = KILN_DURABLE_FSYNC};
+	const char *dir = d->cfg.store ? d->cfg.store : d->paths.store;
+	int rv;
+
+	if ((rv = kiln_store_open(dir, &o, &d->store)) != 0) {
+		snprintf(err, len, "%s: cannot open the store: %s", dir,
+		         kiln_strerror(rv));
+		return rv;
+	}
+	if (realpath(dir, d->store_dir) == NULL)
+		snprintf(d->store_dir, sizeof(d->store_dir), "%s", dir);
+	return 0;
+}
+
+/* Say what a killed daemon left behind, now that there is a log. */
+static void
+stale_report(struct kilnd *d)
+{
+	const char *what = d->stale_sock ? "socket and pid file" : "pid file";
+
+	if (d->stale_pid != 0)
+		kilnd_log(d, KILND_WARNING, "the previous daemon (pid %ld) did not "
+		          "stop cleanly (killed?); removed its stale %s",
+		          d->stale_pid, what);
+	else if (d->stale_sock)
+		kilnd_log(d, KILND_WARNING, "removed a stale socket left by a "
+		          "daemon that did not stop cleanly");
+}
+
+/* Everything from the lock to serving. Returns an exit status; err says
+ * why on failure. */
+static int
+start(struct kilnd *d, char *err, size_t len)
+{
+	long other;
+	int rv;
+
+	d->chunk_size = kiln_proto_chunk_max(d->cfg.max_message);
+	if ((rv = kilnd_lock(d, &other)) == KILN_EBUSY) {
+		snprintf(err, len, "kilnd: a daemon already serves %s (pid %ld)",
+		         d->paths.project, other);
+		return KILND_EXIT_RUNNING;
+	}
+	if (rv != 0 || (rv = kilnd_log_open(d)) != 0) {
+		snprintf(err, len, "kilnd: %s: %s", d->paths.dir, kiln_strerror(rv));
+		return KILND_EXIT_FAIL;
+	}
+	if ((rv = kilnd_signals_init(d)) != 0 ||
+	    (rv = events_new(d->cfg.event_buffer, d->cfg.event_buffer_bytes,
+	                     d->cfg.max_subscribers, &d->events)) != 0) {
+		snprintf(err, len, "kilnd: starting: %s", kiln_strerror(rv));
+		return KILND_EXIT_FAIL;
+	}
+	stale_report(d);
+	if ((rv = store_open(d, err, len)) != 0 ||
+	    (rv = verified_new(d->cfg.verify_ttl_s ? 1024 : 0, d->cfg.verify_ttl_s,
+	                       &d->verified)) != 0 ||
+	    (rv = uploads_new(d->store, d->cfg.max_uploads, d->cfg.upload_idle_s,
+	                      &d->uploads)) != 0 ||
+	    (rv = server_start(d, err, len)) != 0) {
+		if (err[0] == '\0')
+			snprintf(err, len, "starting: %s", kiln_strerror(rv));
+		kilnd_log(d, KILND_ERROR, "%s", err);
+		return KILND_EXIT_FAIL;
+	}
+	d->start_ns = kilnd_now_ns();
+	kilnd_log(d, KILND_INFO, "kilnd %s serving %s on %s (pid %ld, store %s)",
+	          KILND_VERSION, d->paths.project, d->paths.url, (long)getpid(),
+	          d->store_dir);
+	if (d->cfg.listen)
+		kilnd_log(d, KILND_INFO, "also listening on %s (token required)",
+		          d->cfg.listen);
+	return KILND_EXIT_OK;
+}
+
+/* ---- stopping ------------------------------------------------------------ */
+
+/* Tell subscribers, then take everything down in the reverse order. */
+static void
+stop(struct kilnd *d)
+{
+	Kiln__Event e = KILN__EVENT__INIT;
+	Kiln__Stopping s = KILN__STOPPING__INIT;
+
+	if (d->server != NULL) {
+		kilnd_log(d, KILND_INFO, "stopping (%s)", d->stop_reason);
+		s.reason = d->stop_reason;
+		e.kind_case = KILN__EVENT__KIND_STOPPING;
+		e.stopping = &s;
+		events_publish(d->events, &e);
+	}
+	atomic_store(&d->stopping, 1);
+	server_stop(d);          /* no handler runs after this */
+	uploads_free(d->uploads); /* unfinished uploads leave nothing behind */
+	d->uploads = NULL;
+	kiln_store_close(d->store);
+	d->store = NULL;
+	verified_free(d->verified);
+	d->verified = NULL;
+	events_free(d->events);
+	d->events = NULL;
+	kilnd_unlock(d);
+	if (d->start_ns != 0)
+		kilnd_log(d, KILND_INFO, "stopped");
+	kilnd_log_close(d);
+}
+
+static int
+run(struct kilnd *d)
+{
+	char err[2 * PATH_MAX] = "";
+	int rv, status;
+
+	if ((rv = kiln_paths_init(&d->paths, d->cfg.project)) != 0) {
+		fprintf(stderr, "kilnd: %s: %s%s\n",
+		        d->cfg.project ? d->cfg.project : "the project folder",
+		        kiln_strerror(rv), rv == KILN_ERANGE ? " (the path is too "
+		        "long for a unix socket: at most 107 bytes with "
+		        "/.kiln/kilnd.sock)" : "");
+		return KILND_EXIT_FAIL;
+	}
+	if (token_load(d) != 0)
+		return KILND_EXIT_USAGE;
+	if ((rv = kilnd_detach(d, &status)) != 0)
+		return rv == 1 ? status : KILND_EXIT_FAIL;
+	if ((status = start(d, err, sizeof(err))) != KILND_EXIT_OK) {
+		if (d->cfg.foreground)
+			fprintf(stderr, "%s\n", err);
+		kilnd_ready(d, status, err);
+		stop(d);
+		return status;
+	}
+	kilnd_ready(d, KILND_EXIT_OK, NULL);
+	kilnd_wait(d);
+	stop(d);
+	return KILND_EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct kilnd d = {.lock_fd = -1, .ready_fd = -1, .wake_fd = -1,
+	                  .sig_fd = -1, .log_fd = -1};
+	int status;
+
+	/* Inherited descriptors (a test harness's pipes, a shell's) would stay
+	 * open for the daemon's whole life. */
+	closefrom(STDERR_FILENO + 1);
+	umask(077);
+	pthread_mutex_init(&d.log_mu, NULL);
+	kilnd_config_defaults(&d.cfg);
+	if ((status = options_parse(&d, argc, argv)) >= 0)
+		exit(status);
+	status = run(&d);
+	pthread_mutex_destroy(&d.log_mu);
+	exit(status);
+}

@@ -1,0 +1,594 @@
+/* server.c — the nng rep0 socket, its listeners, and the request workers.
+ *
+ * Each worker owns an nng context and two aios (one to receive and send,
+ * one to sleep while a poll is parked) and runs a three-state machine
+ * driven by their callbacks, as in nng's async demo server:
+ *
+ *   RECV --request--> handle --> SEND --sent--> RECV
+ *                        \--> PARK (a poll waiting for events) --> SEND
+ *
+ * cfg.workers + cfg.max_subscribers workers exist, so polls parked by every
+ * possible subscriber still leave cfg.workers free for other requests.
+ * Handling (decoding, the handler, reading a chunk, encoding, sending) runs
+ * on a pool of cfg.workers threads (jobs.c), never on nng's own threads:
+ * those stay free to move bytes while a handler reads, writes or fsyncs.
+ *
+ * Threads: worker callbacks and pipe notifications run on nng's threads,
+ * several at once; a callback either finishes its work at once (a send
+ * completed) or queues the worker as a job. A worker is touched by one
+ * thread at a time — its callback or the job it queued — except `waiter`,
+ * which events.c owns while parked. server_start/stop run on the main
+ * thread, before any callback and after the last. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/supplemental/tls/tls.h>
+
+#include "handlers.h"
+#include "jobs.h"
+#include "server.h"
+
+enum wstate { W_RECV, W_SEND, W_PARK };
+enum wjob { JOB_REQUEST, JOB_WAKE }; /* what a queued worker does next */
+
+struct worker {
+	struct kilnd *d;
+	nng_aio *aio;          /* receive and send */
+	nng_aio *sleep;        /* a parked poll's wait, apart: cancelling it
+	                          can never hit a send */
+	nng_ctx ctx;
+	enum wstate state;
+	nng_msg *msg;          /* the request being handled or parked */
+	Kiln__Request *req;    /* decoded from msg */
+	struct kilnd_call call;
+	struct ev_waiter waiter;
+	int after_stop;
+	struct job job;        /* queued on the handler pool */
+	enum wjob next;
+};
+
+struct kilnd_server {
+	nng_socket sock;
+	nng_listener ipc, remote;
+	int has_remote;
+	nng_tls_config *tls;
+	struct worker *workers;
+	uint32_t nworkers;
+	struct kilnd_jobs *jobs; /* the handler threads */
+	atomic_int closing;    /* workers send nothing more */
+	const char *urls[2];
+	size_t nurls;
+};
+
+/* The KILN_E* code for an nng error. */
+static int
+err_of_nng(int rv)
+{
+	switch (rv) {
+	case 0: return 0;
+	case NNG_ENOMEM: return KILN_ENOMEM;
+	case NNG_EADDRINUSE: return KILN_EBUSY;
+	case NNG_EADDRINVAL:
+	case NNG_EINVAL:
+	case NNG_ENOTSUP: return KILN_EINVAL;
+	case NNG_EPERM: return KILN_EACCES;
+	default: return KILN_EIO;
+	}
+}
+
+static void worker_cb(void *arg);
+
+/* ---- sending ------------------------------------------------------------- */
+
+static void
+recv_next(struct worker *w)
+{
+	w->state = W_RECV;
+	nng_ctx_recv(w->ctx, w->aio);
+}
+
+/* pread exactly len bytes at off. */
+static int
+read_full(int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return KILN_EIO;
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Encode the answer's Reply, then its blob bytes straight from the file
+ * into the message (no copy in between). */
+static int
+reply_encode(const struct kilnd_answer *a, nng_msg **out)
+{
+	uint8_t hdr[KILN_DATA_HEADER_MAX];
+	size_t head = kiln_proto_size(&a->reply.base), nhdr = 0;
+	uint8_t *body;
+	int rv;
+
+	if (a->fd_len > 0)
+		nhdr = kiln_proto_data_header(hdr, a->fd_len);
+	if ((rv = nng_msg_alloc(out, head + nhdr + a->fd_len)) != 0)
+		return err_of_nng(rv);
+	body = nng_msg_body(*out);
+	kiln_proto_pack(&a->reply.base, body);
+	if (a->fd_len == 0)
+		return 0;
+	memcpy(body + head, hdr, nhdr);
+	if ((rv = read_full(a->fd, body + head + nhdr, a->fd_len, a->fd_off)) != 0)
+		nng_msg_free(*out);
+	return rv;
+}
+
+/* An error reply made here (the handler's answer could not be encoded). */
+static int
+reply_error(int code, nng_msg **out)
+{
+	Kiln__Reply rep;
+	int rv;
+
+	kiln_proto_reply_init(&rep);
+	rep.status = kiln_proto_status_of(code);
+	rep.error = (char *)kiln_strerror(code);
+	if ((rv = nng_msg_alloc(out, kiln_proto_size(&rep.base))) != 0)
+		return err_of_nng(rv);
+	kiln_proto_pack(&rep.base, nng_msg_body(*out));
+	return 0;
+}
+
+/* Let go of the request the worker holds. */
+static void
+request_drop(struct worker *w)
+{
+	kiln_proto_request_free(w->req);
+	w->req = NULL;
+	if (w->msg != NULL)
+		nng_msg_free(w->msg);
+	w->msg = NULL;
+}
+
+/* Do what the answer says: park, or encode and send. */
+static void
+answer_send(struct worker *w, struct kilnd_answer *a)
+{
+	nng_msg *out = NULL;
+	int rv = 0;
+
+	if (atomic_load(&w->d->server->closing)) { /* no park, no send */
+		answer_release(a);
+		request_drop(w);
+		return;
+	}
+	if (a->kind == ANSWER_PARK) {
+		w->state = W_PARK;
+		nng_sleep_aio((nng_duration)a->wait_ms, w->sleep);
+		/* An event published before the sleep began found nothing to
+		 * cancel; cancel now. (Cancelling a sleep that already ended is
+		 * harmless: only w->sleep is touched.) */
+		events_rewake(w->d->events, &w->waiter);
+		return;
+	}
+	if (a->kind == ANSWER_BYTES) {
+		if ((rv = err_of_nng(nng_msg_alloc(&out, a->nbytes))) == 0)
+			memcpy(nng_msg_body(out), a->bytes, a->nbytes);
+	} else {
+		rv = reply_encode(a, &out);
+	}
+	if (rv != 0 && reply_error(rv, &out) != 0)
+		out = NULL;
+	w->after_stop = a->after_stop && rv == 0;
+	answer_release(a);
+	request_drop(w);
+	if (out == NULL || atomic_load(&w->d->server->closing)) {
+		if (out != NULL)
+			nng_msg_free(out);
+		recv_next(w);
+		return;
+	}
+	w->state = W_SEND;
+	nng_aio_set_msg(w->aio, out);
+	nng_ctx_send(w->ctx, w->aio);
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+/* Whether the pipe came through the tcp:// or tls+tcp:// listener. */
+static int
+pipe_is_remote(const struct kilnd_server *s, nng_pipe p)
+{
+	return s->has_remote &&
+	       nng_listener_id(nng_pipe_listener(p)) == nng_listener_id(s->remote);
+}
+
+/* The answer to a message that is not a Request at all. */
+static void
+answer_malformed(struct worker *w, struct kilnd_answer *a)
+{
+	struct kilnd *d = w->d;
+
+	atomic_fetch_add(&d->requests, 1);
+	atomic_fetch_add(&d->bad_requests, 1);
+	kilnd_log(d, KILND_WARNING, "refused a malformed request of %zu bytes "
+	          "from client %u", nng_msg_len(w->msg), w->call.pipe);
+	a->fd = -1;
+	a->kind = ANSWER_REPLY;
+	kiln_proto_reply_init(&a->reply);
+	a->reply.status = KILN__STATUS__STATUS_BAD_REQUEST;
+	snprintf(a->error, sizeof(a->error), "not a kiln.proto Request "
+	         "(malformed or truncated protobuf)");
+	a->reply.error = a->error;
+}
+
+/* A request arrived (a job on the pool): decode, handle, answer. */
+static void
+on_request(struct worker *w)
+{
+	struct kilnd_answer a = {0};
+	nng_pipe p = nng_msg_get_pipe(w->msg);
+
+	w->call = (struct kilnd_call){.pipe = (uint32_t)nng_pipe_id(p),
+	                              .remote = pipe_is_remote(w->d->server, p)};
+	if (kiln_proto_request_unpack(nng_msg_body(w->msg), nng_msg_len(w->msg),
+	                              &w->req, &w->call.data,
+	                              &w->call.ndata) != 0) {
+		answer_malformed(w, &a);
+	} else {
+		w->call.req = w->req;
+		handle_request(w->d, &w->call, &a, &w->waiter);
+	}
+	answer_send(w, &a);
+}
+
+/* Queue the worker to do `next` on the handler pool, or, when the server
+ * is closing, let go of its request. */
+static void
+job_queue(struct worker *w, enum wjob next)
+{
+	w->next = next;
+	if (atomic_load(&w->d->server->closing) ||
+	    jobs_push(w->d->server->jobs, &w->job) != 0)
+		request_drop(w);
+}
+
+/* A receive ended (an nng callback). */
+static void
+on_recv(struct worker *w, int rv)
+{
+	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+		return; /* shutting down */
+	if (rv != 0) {
+		recv_next(w);
+		return;
+	}
+	w->msg = nng_aio_get_msg(w->aio);
+	job_queue(w, JOB_REQUEST);
+}
+
+static void
+on_sent(struct worker *w, int rv)
+{
+	if (rv != 0)
+		nng_msg_free(nng_aio_get_msg(w->aio));
+	if (w->after_stop)
+		kilnd_request_stop(w->d, "stop request");
+	w->after_stop = 0;
+	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+		return;
+	recv_next(w);
+}
+
+/* A parked poll's wait ended: by time, by an event, or by shutdown (a job
+ * on the pool). */
+static void
+on_wake(struct worker *w)
+{
+	struct kilnd_answer a = {0};
+
+	events_unpark(w->d->events, &w->waiter);
+	if (atomic_load(&w->d->server->closing)) {
+		request_drop(w);
+		return;
+	}
+	handle_poll_again(w->d, &w->call, &a);
+	answer_send(w, &a);
+}
+
+static void
+worker_cb(void *arg)
+{
+	struct worker *w = arg;
+	int rv = nng_aio_result(w->aio);
+
+	if (w->state == W_RECV)
+		on_recv(w, rv);
+	else
+		on_sent(w, rv);
+}
+
+/* The sleep of a parked poll ended. */
+static void
+sleep_cb(void *arg)
+{
+	job_queue(arg, JOB_WAKE);
+}
+
+/* A queued worker's turn on the handler pool. */
+static void
+job_run(struct job *j)
+{
+	struct worker *w = (struct worker *)((char *)j -
+	                                     offsetof(struct worker, job));
+
+	if (w->next == JOB_REQUEST)
+		on_request(w);
+	else
+		on_wake(w);
+}
+
+/* events.c wakes a parked poll by cancelling its sleep. */
+static void
+waiter_wake(struct ev_waiter *ew)
+{
+	struct worker *w = (struct worker *)((char *)ew -
+	                                     offsetof(struct worker, waiter));
+
+	nng_aio_cancel(w->sleep);
+}
+
+/* ---- connections --------------------------------------------------------- */
+
+/* Refuse a connection before it is used: an ipc peer of another user
+ * (defence in depth behind the socket's mode 0600), or one too many. */
+static void
+pipe_admit(struct kilnd *d, nng_pipe p)
+{
+	struct kilnd_server *s = d->server;
+	uint64_t uid = UINT64_MAX;
+
+	if (nng_listener_id(nng_pipe_listener(p)) == nng_listener_id(s->ipc) &&
+	    (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) != 0 ||
+	     uid != (uint64_t)geteuid())) {
+		kilnd_log(d, KILND_WARNING, "refused a connection from uid %lld "
+		          "(the daemon's uid is %u)", (long long)uid, geteuid());
+		nng_pipe_close(p);
+		return;
+	}
+	if (atomic_load(&d->clients) >= d->cfg.max_clients) {
+		kilnd_log(d, KILND_WARNING, "refused a connection: %u clients "
+		          "connected already (--max-clients)", d->cfg.max_clients);
+		nng_pipe_close(p);
+	}
+}
+
+static void
+pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct kilnd *d = arg;
+	uint32_t id = (uint32_t)nng_pipe_id(p);
+	unsigned n;
+
+	switch (ev) {
+	case NNG_PIPE_EV_ADD_PRE:
+		pipe_admit(d, p);
+		break;
+	case NNG_PIPE_EV_ADD_POST:
+		n = atomic_fetch_add(&d->clients, 1) + 1;
+		kilnd_log(d, KILND_DEBUG, "client %u connected (%u now)", id, n);
+		break;
+	case NNG_PIPE_EV_REM_POST:
+		n = atomic_load(&d->clients);
+		while (n > 0 && !atomic_compare_exchange_weak(&d->clients, &n, n - 1))
+			;
+		uploads_pipe_closed(d->uploads, id);
+		events_pipe_closed(d->events, id);
+		kilnd_log(d, KILND_DEBUG, "client %u disconnected", id);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- listeners ----------------------------------------------------------- */
+
+/* Read a whole (small) text file into a malloc'd string. */
+static int
+file_slurp(const char *path, char **out)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t n;
+	long size;
+
+	*out = NULL;
+	if (f == NULL)
+		return kiln_err_from_errno(errno);
+	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+	    size > (1 << 20) || fseek(f, 0, SEEK_SET) != 0 ||
+	    (buf = malloc((size_t)size + 1)) == NULL) {
+		fclose(f);
+		return buf == NULL ? KILN_ENOMEM : KILN_EIO;
+	}
+	n = fread(buf, 1, (size_t)size, f);
+	fclose(f);
+	buf[n] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* A server TLS configuration from the PEM certificate and key files. */
+static int
+tls_setup(struct kilnd *d, char *err, size_t len)
+{
+	struct kilnd_server *s = d->server;
+	char *cert = NULL, *key = NULL;
+	int rv;
+
+	if ((rv = file_slurp(d->cfg.tls_cert, &cert)) != 0 ||
+	    (rv = file_slurp(d->cfg.tls_key, &key)) != 0) {
+		snprintf(err, len, "reading %s: %s", cert ? d->cfg.tls_key :
+		         d->cfg.tls_cert, kiln_strerror(rv));
+		goto done;
+	}
+	if ((rv = nng_tls_config_alloc(&s->tls, NNG_TLS_MODE_SERVER)) != 0 ||
+	    (rv = nng_tls_config_own_cert(s->tls, cert, key, NULL)) != 0 ||
+	    (rv = nng_listener_set_ptr(s->remote, NNG_OPT_TLS_CONFIG,
+	                               s->tls)) != 0) {
+		snprintf(err, len, "TLS certificate %s / key %s: %s",
+		         d->cfg.tls_cert, d->cfg.tls_key, nng_strerror(rv));
+		rv = KILN_EINVAL;
+	}
+done:
+	free(cert);
+	free(key);
+	return rv;
+}
+
+/* Create, bound and start one listener on url into *l. */
+static int
+listen_on(struct kilnd *d, const char *url, nng_listener *l, int ipc,
+          char *err, size_t len)
+{
+	struct kilnd_server *s = d->server;
+	int rv;
+
+	if ((rv = nng_listener_create(l, s->sock, url)) != 0 ||
+	    (rv = nng_listener_set_size(*l, NNG_OPT_RECVMAXSZ,
+	                                d->cfg.max_message)) != 0 ||
+	    (ipc && (rv = nng_listener_set_int(*l, NNG_OPT_IPC_PERMISSIONS,
+	                                       0600)) != 0)) {
+		snprintf(err, len, "%s: %s", url, nng_strerror(rv));
+		return err_of_nng(rv);
+	}
+	if (!ipc) { /* known as remote before its first connection */
+		s->remote = *l;
+		s->has_remote = 1;
+		if (strncmp(url, "tls+tcp://", 10) == 0 &&
+		    (rv = tls_setup(d, err, len)) != 0)
+			return rv;
+	}
+	if ((rv = nng_listener_start(*l, 0)) != 0) {
+		snprintf(err, len, "listening on %s: %s", url, nng_strerror(rv));
+		return err_of_nng(rv);
+	}
+	s->urls[s->nurls++] = url;
+	return 0;
+}
+
+size_t
+server_listen_urls(struct kilnd *d, const char **urls, size_t max)
+{
+	size_t n = d->server->nurls < max ? d->server->nurls : max;
+
+	memcpy(urls, d->server->urls, n * sizeof(*urls));
+	return n;
+}
+
+/* ---- start and stop ------------------------------------------------------ */
+
+static int
+workers_make(struct kilnd *d, char *err, size_t len)
+{
+	struct kilnd_server *s = d->server;
+	int rv;
+
+	s->nworkers = d->cfg.workers + d->cfg.max_subscribers;
+	if ((s->workers = calloc(s->nworkers, sizeof(*s->workers))) == NULL)
+		return KILN_ENOMEM;
+	for (uint32_t i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->workers[i];
+		w->d = d;
+		w->waiter.wake = waiter_wake;
+		w->job.run = job_run;
+		if ((rv = nng_aio_alloc(&w->aio, worker_cb, w)) != 0 ||
+		    (rv = nng_aio_alloc(&w->sleep, sleep_cb, w)) != 0 ||
+		    (rv = nng_ctx_open(&w->ctx, s->sock)) != 0) {
+			snprintf(err, len, "making workers: %s", nng_strerror(rv));
+			return err_of_nng(rv);
+		}
+	}
+	return 0;
+}
+
+int
+server_start(struct kilnd *d, char *err, size_t len)
+{
+	struct kilnd_server *s;
+	int rv;
+
+	if ((s = d->server = calloc(1, sizeof(*s))) == NULL)
+		return KILN_ENOMEM;
+	if ((rv = nng_rep0_open(&s->sock)) != 0 ||
+	    (rv = nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ,
+	                              d->cfg.max_message)) != 0 ||
+	    (rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, pipe_cb, d)) != 0 ||
+	    (rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_POST, pipe_cb, d)) != 0 ||
+	    (rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, pipe_cb, d)) != 0) {
+		snprintf(err, len, "opening the socket: %s", nng_strerror(rv));
+		return err_of_nng(rv);
+	}
+	if ((rv = jobs_new(d->cfg.workers, &s->jobs)) != 0) {
+		snprintf(err, len, "starting %u handler threads: %s", d->cfg.workers,
+		         kiln_strerror(rv));
+		return rv;
+	}
+	if ((rv = workers_make(d, err, len)) != 0)
+		return rv;
+	for (uint32_t i = 0; i < s->nworkers; i++)
+		recv_next(&s->workers[i]);
+	if ((rv = listen_on(d, d->paths.url, &s->ipc, 1, err, len)) != 0)
+		return rv;
+	if (d->cfg.listen != NULL) {
+		nng_listener l;
+		if ((rv = listen_on(d, d->cfg.listen, &l, 0, err, len)) != 0)
+			return rv;
+	}
+	return 0;
+}
+
+void
+server_stop(struct kilnd *d)
+{
+	struct kilnd_server *s = d->server;
+
+	if (s == NULL)
+		return;
+	/* Parked polls answer now, with the Stopping event; give the replies
+	 * a moment to leave before the connections close. */
+	events_wake_all(d->events);
+	usleep(50 * 1000);
+	/* From here on nothing is parked, queued or sent: the handlers finish
+	 * what they hold, then the socket closes and the aios stop (their
+	 * last callbacks only let go of what they hold). */
+	atomic_store(&s->closing, 1);
+	if (s->jobs != NULL)
+		jobs_stop(s->jobs);
+	nng_close(s->sock);
+	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
+		struct worker *w = &s->workers[i];
+		if (w->sleep != NULL)
+			nng_aio_free(w->sleep); /* stops it, waiting for its callback */
+		if (w->aio != NULL)
+			nng_aio_free(w->aio);
+		events_unpark(d->events, &w->waiter);
+		request_drop(w);
+	}
+	jobs_free(s->jobs);
+	free(s->workers);
+	if (s->tls != NULL)
+		nng_tls_config_free(s->tls);
+	free(s);
+	d->server = NULL;
+}

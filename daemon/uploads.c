@@ -1,0 +1,237 @@
+/* uploads.c — blob puts in progress.
+ *
+ * Threads: any nng worker thread. The table is guarded by up->mu; a slot
+ * being written to is marked busy and its writer is used outside the lock
+ * by the one worker that marked it, so a slow disk never holds the lock.
+ * A pipe that closes meanwhile marks the slot doomed; the busy worker then
+ * discards it. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "uploads.h"
+
+struct upload {
+	uint64_t id;           /* 0: free */
+	uint32_t pipe;
+	kiln_blob_writer *w;   /* NULL until opened */
+	uint64_t received;
+	int64_t last_ns;       /* CLOCK_MONOTONIC of the last chunk */
+	int busy, doomed;
+};
+
+struct kilnd_uploads {
+	pthread_mutex_t mu;
+	kiln_store *store;
+	struct upload *slots;
+	uint32_t max, n, idle_s;
+	uint64_t next_id;
+};
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int
+uploads_new(kiln_store *store, uint32_t max, uint32_t idle_s,
+            struct kilnd_uploads **upp)
+{
+	struct kilnd_uploads *up = calloc(1, sizeof(*up));
+	uint64_t seed = 0;
+
+	*upp = NULL;
+	if (up == NULL || (up->slots = calloc(max ? max : 1,
+	                                      sizeof(*up->slots))) == NULL) {
+		free(up);
+		return KILN_ENOMEM;
+	}
+	pthread_mutex_init(&up->mu, NULL);
+	up->store = store;
+	up->max = max;
+	up->idle_s = idle_s;
+	/* Hard to guess, though a guess would still need the same pipe. */
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = (uint64_t)mono_ns();
+	up->next_id = seed & 0xffffffff00000000u;
+	*upp = up;
+	return 0;
+}
+
+/* Discard slot u (not busy). Lock held. */
+static void
+slot_free(struct kilnd_uploads *up, struct upload *u)
+{
+	kiln_blob_writer_abort(u->w);
+	*u = (struct upload){0};
+	up->n--;
+}
+
+void
+uploads_free(struct kilnd_uploads *up)
+{
+	if (up == NULL)
+		return;
+	for (uint32_t i = 0; i < up->max; i++)
+		if (up->slots[i].id != 0)
+			slot_free(up, &up->slots[i]);
+	pthread_mutex_destroy(&up->mu);
+	free(up->slots);
+	free(up);
+}
+
+/* A free slot, after discarding idle uploads if none is. Lock held. */
+static struct upload *
+slot_take(struct kilnd_uploads *up, uint32_t pipe)
+{
+	int64_t now = mono_ns(), idle = (int64_t)up->idle_s * 1000000000;
+	struct upload *u = NULL;
+
+	for (uint32_t i = 0; i < up->max; i++) {
+		struct upload *s = &up->slots[i];
+		if (s->id != 0 && !s->busy && now - s->last_ns > idle)
+			slot_free(up, s);
+		if (s->id == 0 && u == NULL)
+			u = s;
+	}
+	if (u != NULL) {
+		*u = (struct upload){.id = ++up->next_id, .pipe = pipe,
+		                     .last_ns = now, .busy = 1};
+		up->n++;
+	}
+	return u;
+}
+
+/* Mark the upload the request names busy and return it, or say why not.
+ * Lock taken and released. */
+static int
+slot_claim(struct kilnd_uploads *up, uint32_t pipe,
+           const Kiln__BlobPutRequest *req, struct upload **up_out)
+{
+	struct upload *u = NULL;
+	int rv = 0;
+
+	pthread_mutex_lock(&up->mu);
+	if (req->upload == 0) {
+		if ((u = slot_take(up, pipe)) == NULL)
+			rv = KILN_EBUSY;
+	} else {
+		for (uint32_t i = 0; i < up->max && u == NULL; i++)
+			if (up->slots[i].id == req->upload && up->slots[i].pipe == pipe)
+				u = &up->slots[i];
+		if (u == NULL)
+			rv = KILN_ENOTFOUND;
+		else if (u->busy)
+			rv = KILN_EBUSY, u = NULL; /* two chunks at once */
+		else if (req->offset != u->received)
+			rv = KILN_EINVAL, slot_free(up, u), u = NULL;
+		else
+			u->busy = 1;
+	}
+	pthread_mutex_unlock(&up->mu);
+	*up_out = u;
+	return rv;
+}
+
+/* Publish u's content if it hashes to the claimed id, and name it in the
+ * index when asked. The writer is consumed. */
+static int
+commit(struct kilnd_uploads *up, struct upload *u,
+       const Kiln__BlobPutRequest *req, struct upload_done *done)
+{
+	kiln_blob_writer *w = u->w;
+	kiln_id claimed;
+	int rv;
+
+	u->w = NULL;
+	if ((rv = kiln_proto_id_get(req->id, &claimed)) != 0 ||
+	    (req->url[0] && ((rv = kiln_url_check(req->url)) != 0 ||
+	                     (rv = kiln_profile_check(req->profile)) != 0))) {
+		kiln_blob_writer_abort(w);
+		return rv;
+	}
+	if ((rv = kiln_blob_writer_commit(w, &claimed, &done->id)) != 0)
+		return rv;
+	done->committed = 1;
+	done->size = u->received;
+	if (req->url[0])
+		rv = kiln_store_index_set(up->store, req->profile, req->url,
+		                          &done->id);
+	return rv;
+}
+
+/* Write the chunk (opening the writer on the first) and commit if asked.
+ * Runs outside the lock: u is busy, so it is ours. */
+static int
+slot_work(struct kilnd_uploads *up, struct upload *u,
+          const Kiln__BlobPutRequest *req, const uint8_t *data, size_t n,
+          struct upload_done *done)
+{
+	int rv;
+
+	if (u->w == NULL && (rv = kiln_blob_writer_open(up->store, &u->w)) != 0)
+		return rv;
+	if (n > 0 && (rv = kiln_blob_writer_write(u->w, data, n)) != 0)
+		return rv;
+	u->received += n;
+	if (req->commit)
+		return commit(up, u, req, done);
+	return 0;
+}
+
+int
+uploads_put(struct kilnd_uploads *up, uint32_t pipe,
+            const Kiln__BlobPutRequest *req, const uint8_t *data, size_t n,
+            Kiln__BlobPutReply *rep, struct upload_done *done)
+{
+	struct upload *u;
+	int rv;
+
+	done->committed = 0;
+	if ((rv = slot_claim(up, pipe, req, &u)) != 0)
+		return rv;
+	rv = slot_work(up, u, req, data, n, done);
+	rep->upload = u->id;
+	rep->received = u->received;
+	if (done->committed)
+		rep->id = kiln_proto_id_ref(&done->id);
+	pthread_mutex_lock(&up->mu);
+	u->busy = 0;
+	u->last_ns = mono_ns();
+	if (rv != 0 || req->commit || u->doomed)
+		slot_free(up, u);
+	pthread_mutex_unlock(&up->mu);
+	return rv;
+}
+
+void
+uploads_pipe_closed(struct kilnd_uploads *up, uint32_t pipe)
+{
+	pthread_mutex_lock(&up->mu);
+	for (uint32_t i = 0; i < up->max; i++) {
+		struct upload *u = &up->slots[i];
+		if (u->id == 0 || u->pipe != pipe)
+			continue;
+		if (u->busy)
+			u->doomed = 1;
+		else
+			slot_free(up, u);
+	}
+	pthread_mutex_unlock(&up->mu);
+}
+
+uint32_t
+uploads_count(struct kilnd_uploads *up)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&up->mu);
+	n = up->n;
+	pthread_mutex_unlock(&up->mu);
+	return n;
+}

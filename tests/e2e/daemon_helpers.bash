@@ -1,0 +1,98 @@
+# daemon_helpers.bash — what the daemon's end-to-end tests share: a fresh
+# project folder per case, stopping its daemon afterwards, raw requests over
+# the socket with nngcat (decoded with protoc, independently of kiln's own
+# code), and reading a process's memory.
+
+setup() {
+	[ -x "${KILN:-}" ] || { echo "KILN='${KILN:-}' is not an executable" >&2; return 1; }
+	[ -x "${KILND:-}" ] || { echo "KILND='${KILND:-}' is not an executable" >&2; return 1; }
+	mkdir -p "$BATS_TEST_TMPDIR/p"
+	cd "$BATS_TEST_TMPDIR/p"
+	: >kiln.yaml
+	P=$(pwd -P)
+}
+
+teardown() {
+	local pid
+	if [ -f .kiln/kilnd.pid ]; then
+		pid=$(cat .kiln/kilnd.pid)
+		kill -TERM "$pid" 2>/dev/null
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	for f in .kiln/kilnd.log fg.log; do
+		if [ -f "$f" ] && grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$f"; then
+			echo "sanitizer report in $f:"
+			cat "$f"
+			return 1
+		fi
+	done
+	return 0
+}
+
+# daemon_pid: the pid in the project's pid file.
+daemon_pid() {
+	cat .kiln/kilnd.pid
+}
+
+# daemons_here: how many kilnd processes serve this project.
+daemons_here() {
+	pgrep -fc -- "kilnd --project $P\$" || true
+}
+
+# wait_for CMD...: run CMD every 50 ms until it succeeds (at most 10 s).
+wait_for() {
+	for _ in $(seq 1 200); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+# json_field NAME JSON: the value of a top-level field of a flat object.
+json_field() {
+	printf '%s\n' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+
+# status_field NAME: that field of 'kiln status --json'.
+status_field() {
+	json_field "$1" "$("$KILN" status --json)"
+}
+
+# vm_kb PID FIELD: a /proc/PID/status figure (VmRSS, VmHWM) in KiB.
+vm_kb() {
+	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
+}
+
+# encode_request: protobuf text format on stdin -> an encoded Request.
+encode_request() {
+	protoc --proto_path="$KILN_TOP/proto" --encode=kiln.Request kiln.proto
+}
+
+# send_raw FILE [URL]: send FILE's bytes as one request and print the reply
+# in protobuf text format (nothing when none came within 3 s).
+send_raw() {
+	local url=${2:-ipc://$P/.kiln/kilnd.sock}
+	timeout 10 nngcat --req0 --dial "$url" --file "$1" --raw \
+		--recv-timeout 3 >reply.bin 2>/dev/null || true
+	[ -s reply.bin ] || return 0
+	protoc --proto_path="$KILN_TOP/proto" --decode=kiln.Reply kiln.proto <reply.bin
+}
+
+# client_loop I END: as client I, until `date +%s` reaches END (at least
+# once), ask for status, put in.I through the daemon and cat it back.
+# Counts rounds in ops.I; any failure goes to err.I.
+client_loop() {
+	local i=$1 end=$2 n=0 h
+	: >"err.$i"
+	while :; do
+		"$KILN" status >/dev/null 2>>"err.$i" || echo "status failed" >>"err.$i"
+		h=$("$KILN" put "in.$i" 2>>"err.$i" | cut -d' ' -f1)
+		"$KILN" cat "$h" 2>>"err.$i" | cmp -s - "in.$i" ||
+			echo "cat $h differs from in.$i" >>"err.$i"
+		n=$((n + 1))
+		[ "$(date +%s)" -lt "$end" ] || break
+	done
+	echo "$n" >"ops.$i"
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# remote.bats — who may talk to kilnd: the tcp:// and tls+tcp:// listeners
+# refuse every request without the token from --token-file, and the ipc
+# socket refuses peers of another user even when its mode would let them in.
+
+bats_require_minimum_version 1.5.0
+
+load daemon_helpers
+
+# A free-looking port for this case, and a 32-character token.
+remote_setup() {
+	port=$((20000 + (RANDOM * 7 + BATS_TEST_NUMBER * 131) % 30000))
+	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >token
+	echo >>token
+	printf 'a-wrong-token-of-32-characters!!\n' >wrong
+	printf 'version: 1\nstatus {}\n' | encode_request >status.bin
+}
+
+@test "kilnd --listen needs --token-file, and plain tcp:// only on loopback" {
+	remote_setup
+	run --separate-stderr "$KILND" --project . --listen "tcp://127.0.0.1:$port"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"needs --token-file"* ]]
+	run --separate-stderr "$KILND" --project . --listen "tcp://0.0.0.0:$port" --token-file token
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"plain tcp:// only on the loopback"* ]]
+	printf 'short\n' >short
+	run --separate-stderr "$KILND" --project . --listen "tcp://127.0.0.1:$port" --token-file short
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"at least 16 characters"* ]]
+	[ ! -e .kiln/kilnd.pid ]
+}
+
+@test "over tcp:// a request without the right token is refused; with it, served" {
+	remote_setup
+	"$KILND" --project . --listen "tcp://127.0.0.1:$port" --token-file token
+	run send_raw status.bin "tcp://127.0.0.1:$port"
+	[[ "$output" == *"status: STATUS_UNAUTHENTICATED"* ]] || { echo "$output"; false; }
+	[[ "$output" != *"status_reply"* ]]
+	run --separate-stderr "$KILN" --connect "tcp://127.0.0.1:$port" status
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"refused: missing or wrong token"* ]] || { echo "$stderr"; false; }
+	run --separate-stderr "$KILN" --connect "tcp://127.0.0.1:$port" --token-file wrong status
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$KILN" --connect "tcp://127.0.0.1:$port" --token-file token status
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	[[ "$output" == *"listen    tcp://127.0.0.1:$port"* ]]
+	# The remote client can put and get blobs too.
+	head -c 100000 /dev/urandom >r.bin
+	h=$("$KILN" --connect "tcp://127.0.0.1:$port" --token-file token put r.bin | cut -d' ' -f1)
+	"$KILN" --connect "tcp://127.0.0.1:$port" --token-file token cat "$h" | cmp - r.bin
+	# The ipc socket needs no token; every refusal was counted and logged.
+	[ "$(status_field bad_requests)" -ge 3 ]
+	grep -q 'refused a status request from client [0-9]*: this listener needs the token' .kiln/kilnd.log
+}
+
+@test "over tls+tcp:// the daemon serves with its certificate, and still wants the token" {
+	remote_setup
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout key.pem -out cert.pem -days 2 -subj /CN=127.0.0.1 2>/dev/null
+	"$KILND" --project . --listen "tls+tcp://127.0.0.1:$port" --token-file token \
+		--tls-cert cert.pem --tls-key key.pem
+	url="tls+tcp://127.0.0.1:$port"
+	run --separate-stderr "$KILN" --connect "$url" --tls-ca cert.pem --token-file token status
+	[ "$status" -eq 0 ] || { echo "$stderr"; cat .kiln/kilnd.log; false; }
+	[[ "$output" == *"listen    $url"* ]]
+	run --separate-stderr "$KILN" --connect "$url" --tls-ca cert.pem status
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"refused: missing or wrong token"* ]]
+	# Plain tcp to the TLS port gets nothing at all.
+	run send_raw status.bin "tcp://127.0.0.1:$port"
+	[ -z "$output" ]
+}
+
+@test "the ipc socket is private: a peer of another uid is refused even at mode 0666" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to run a client as another user"
+	id nobody >/dev/null 2>&1 || skip "no user 'nobody'"
+	"$KILN" status >/dev/null
+	[ "$(stat -c %a .kiln/kilnd.sock)" = 600 ]
+	printf 'version: 1\nstatus {}\n' | encode_request >status.bin
+	chmod 0644 status.bin
+	# Let nobody reach the socket: open every folder on the way and the
+	# socket itself (a misconfiguration the peer-uid check still catches).
+	d=$P/.kiln
+	while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+	chmod 0666 .kiln/kilnd.sock
+	run runuser -u nobody -- timeout 10 nngcat --req0 --dial "ipc://$P/.kiln/kilnd.sock" \
+		--file "$P/status.bin" --raw --recv-timeout 2
+	[ -z "$output" ] || { echo "nobody got an answer"; false; }
+	grep -q "refused a connection from uid $(id -u nobody)" .kiln/kilnd.log
+	run "$KILN" status
+	[ "$status" -eq 0 ]
+}
