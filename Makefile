@@ -48,7 +48,7 @@ PROTO_GEN = proto/kiln.pb-c.c
 # (kiln check, kiln ls) and the daemon (libkilndesc.a).
 DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
             daemon/desc_load.c daemon/template.c daemon/srcwalk.c \
-            daemon/desc_resolve.c daemon/desc.c
+            daemon/desc_resolve.c daemon/strmap.c daemon/plan_graph.c daemon/desc.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/uploads.c daemon/events.c

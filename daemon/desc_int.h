@@ -8,6 +8,8 @@
  *   template.c     ${...} expansion and checking
  *   srcwalk.c      the list of files under the source folders
  *   desc_resolve.c files + sources -> one kiln_plan per profile
+ *   strmap.c       string -> index hash map (URLs, tool names)
+ *   plan_graph.c   cycles among a plan's prerequisite links
  *   desc.c         kiln_desc_load/reload/free and the accessors */
 #ifndef KILN_DESC_INT_H
 #define KILN_DESC_INT_H
@@ -203,5 +205,10 @@ struct plan_set {
  * KILN_ENOMEM; problems are diagnostics in ps->dg. */
 int desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
                  const srcset *src, struct plan_set *ps);
+
+/* ---- plan_graph.c ---- */
+
+/* Report (as errors in dg) every cycle among the URL-sorted steps' needs. */
+void plan_cycles(diags *dg, const kiln_step *steps, size_t n);
 
 #endif

@@ -20,72 +20,8 @@
 
 #include "desc_int.h"
 #include "glob.h"
+#include "strmap.h"
 #include "kiln_store.h"
-
-/* ---- a string -> index hash map, in an arena ---- */
-
-struct umap {
-	const char **keys;
-	uint64_t *hashes; /* compared before the keys: fewer cache misses */
-	size_t *vals;
-	size_t cap;
-};
-
-static uint64_t
-hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-static int
-umap_init(arena *a, struct umap *m, size_t n)
-{
-	m->cap = 16;
-	while (m->cap < n * 2)
-		m->cap *= 2;
-	m->keys = arena_alloc(a, m->cap * sizeof *m->keys);
-	m->hashes = arena_alloc_raw(a, m->cap * sizeof *m->hashes);
-	m->vals = arena_alloc_raw(a, m->cap * sizeof *m->vals);
-	return m->keys && m->hashes && m->vals ? 0 : KILN_ENOMEM;
-}
-
-/* The slot of key: its own, or the empty one where it would go. */
-static size_t
-umap_slot(const struct umap *m, const char *key, uint64_t h)
-{
-	size_t i = h & (m->cap - 1);
-
-	while (m->keys[i] != NULL && (m->hashes[i] != h || strcmp(m->keys[i], key) != 0))
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static int
-umap_get(const struct umap *m, const char *key, size_t *val)
-{
-	size_t i = umap_slot(m, key, hash_str(key));
-
-	if (m->keys[i] == NULL)
-		return 0;
-	*val = m->vals[i];
-	return 1;
-}
-
-/* The map never fills: callers size it for every key it will hold. */
-static void
-umap_put(struct umap *m, const char *key, size_t val)
-{
-	uint64_t h = hash_str(key);
-	size_t i = umap_slot(m, key, h);
-
-	m->keys[i] = key;
-	m->hashes[i] = h;
-	m->vals[i] = val;
-}
 
 /* ---- building steps ---- */
 
@@ -116,7 +52,7 @@ struct rs {
 	diags *dg;
 	const char *project;
 	/* tools of every file, by name */
-	struct umap tools;
+	struct strmap tools;
 	vec toolv;     /* const kiln_tool * */
 	vec toolnames; /* const char *, same order (for suggestions) */
 	int *tool_reported; /* per tool: a template error was reported (once
@@ -129,7 +65,7 @@ struct rs {
 	const char *profile;
 	vec vars; /* kiln_kv, nearest profile first */
 	vec steps; /* struct sb */
-	struct umap urls;
+	struct strmap urls;
 	const char *const *profile_names;
 	size_t nprofiles;
 	size_t nassets; /* over all files */
@@ -358,7 +294,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 			         "from '%s' is not a valid URL", url, files[i]);
 			continue;
 		}
-		if (umap_get(&r->urls, url, &idx)) {
+		if (strmap_get(&r->urls, url, &idx)) {
 			old = (struct sb *)r->steps.items + idx;
 			diag_add(r->dg, KILN_DIAG_ERROR, ru->url_loc,
 			         arena_printf(r->a, "rules[%d].url", ru->index), "URL '%s' is made "
@@ -381,7 +317,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 		s->m = m;
 		s->has_match = 1;
 		vec_push(r->a, &s->inputs, &files[i]);
-		umap_put(&r->urls, url, r->steps.n - 1);
+		strmap_put(&r->urls, url, r->steps.n - 1);
 		step_outputs(r, s, ru->outputs_loc.line ? ru->outputs_loc : ru->loc, "outputs");
 	}
 	if (nmatched == 0)
@@ -396,7 +332,7 @@ asset_step(struct rs *r, const struct desc_asset *as)
 	struct sb *s, *old;
 	size_t idx;
 
-	if (umap_get(&r->urls, as->url, &idx)) {
+	if (strmap_get(&r->urls, as->url, &idx)) {
 		old = (struct sb *)r->steps.items + idx;
 		if (!old->st.from_rule) {
 			diag_add(r->dg, KILN_DIAG_ERROR, as->url_loc,
@@ -409,7 +345,7 @@ asset_step(struct rs *r, const struct desc_asset *as)
 	}
 	if ((s = step_add(r)) == NULL)
 		return;
-	if (umap_get(&r->urls, as->url, &idx))
+	if (strmap_get(&r->urls, as->url, &idx))
 		s->st.overrides = ((struct sb *)r->steps.items)[idx].st.loc;
 	s->st.url = as->url;
 	s->st.loc = as->loc;
@@ -419,7 +355,7 @@ asset_step(struct rs *r, const struct desc_asset *as)
 	s->tool_loc = as->tool_loc;
 	s->decl_inputs = &as->inputs;
 	s->decl_outputs = &as->outputs;
-	umap_put(&r->urls, as->url, r->steps.n - 1);
+	strmap_put(&r->urls, as->url, r->steps.n - 1);
 	step_outputs(r, s, as->outputs_loc.line ? as->outputs_loc : as->loc, "outputs");
 }
 
@@ -464,7 +400,7 @@ input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
 		return;
 	}
 	if (in->text[0] == '@' && glob_is_literal(g)) {
-		if (umap_get(&r->urls, pattern, &idx) && !((struct sb *)r->steps.items)[idx].dead)
+		if (strmap_get(&r->urls, pattern, &idx) && !((struct sb *)r->steps.items)[idx].dead)
 			vec_push(r->a, &s->needs, &pattern);
 		else
 			diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "'%s' names no "
@@ -517,78 +453,6 @@ sorted_unique(vec *v, size_t *n)
 			p[w++] = p[i];
 	*n = w;
 	return p;
-}
-
-/* ---- cycles ---- */
-
-/* The step with this URL in the URL-sorted array; 0 when there is none. */
-static int
-step_find(const kiln_step *steps, size_t n, const char *url, size_t *at)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(steps[mid].url, url);
-		if (c == 0) {
-			*at = mid;
-			return 1;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
-}
-
-static void
-cycle_check(struct rs *r, kiln_step *steps, size_t n)
-{
-	unsigned char *color = calloc(n ? n : 1, 1);
-	size_t *stack = malloc((n ? n : 1) * sizeof *stack);
-	size_t *next = calloc(n ? n : 1, sizeof *next);
-
-	if (color == NULL || stack == NULL || next == NULL)
-		goto out;
-	for (size_t root = 0; root < n; root++) {
-		size_t sp = 0;
-		if (color[root])
-			continue;
-		stack[sp++] = root;
-		color[root] = 1;
-		while (sp > 0) {
-			size_t v = stack[sp - 1], w;
-			if (next[v] == steps[v].nneeds) {
-				color[v] = 2;
-				sp--;
-				continue;
-			}
-			if (!step_find(steps, n, steps[v].needs[next[v]++], &w))
-				continue;
-			if (color[w] == 0) {
-				color[w] = 1;
-				stack[sp++] = w;
-			} else if (color[w] == 1) {
-				char buf[900] = "";
-				size_t from = sp;
-				while (from > 0 && stack[from - 1] != w)
-					from--;
-				for (size_t k = from - 1; k < sp && strlen(buf) < 700; k++)
-					snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s -> ",
-					         steps[stack[k]].url);
-				snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s",
-				         steps[w].url);
-				diag_add(r->dg, KILN_DIAG_ERROR, steps[w].loc, "",
-				         "cycle between assets: %s", buf);
-				color[w] = 2; /* report each cycle once */
-			}
-		}
-	}
-out:
-	free(color);
-	free(stack);
-	free(next);
 }
 
 /* ---- tools' command lines ---- */
@@ -852,7 +716,7 @@ plan_finish(struct rs *r, kiln_plan *plan)
 			continue;
 		for (size_t j = 0; j < s->decl_inputs->n; j++)
 			input_resolve(r, s, (const struct desc_input *)s->decl_inputs->items + j);
-		if (!umap_get(&r->tools, s->toolname, &t)) {
+		if (!strmap_get(&r->tools, s->toolname, &t)) {
 			const char *hint = diag_suggest(s->toolname, r->toolnames.items,
 			                                r->toolnames.n);
 			diag_add(r->dg, KILN_DIAG_ERROR, s->tool_loc,
@@ -880,7 +744,7 @@ plan_finish(struct rs *r, kiln_plan *plan)
 	for (size_t i = 0; i < n; i++)
 		steps[i] = order[i]->st;
 	free(order);
-	cycle_check(r, steps, n);
+	plan_cycles(r->dg, steps, n);
 	plan->profile = r->profile;
 	plan->steps = steps;
 	plan->nsteps = n;
@@ -898,7 +762,7 @@ resolve_profile(struct rs *r, const struct desc_file *root, const struct desc_pr
 	if (profile_vars(r, root, p) != 0)
 		return 0;
 	vec_init(&r->steps, sizeof(struct sb));
-	if (umap_init(r->a, &r->urls, r->src->files.n + 1024) != 0 ||
+	if (strmap_init(r->a, &r->urls, r->src->files.n + 1024) != 0 ||
 	    vec_reserve(r->a, &r->steps, r->src->files.n + r->nassets + 16) != 0)
 		return KILN_ENOMEM;
 	for (size_t f = 0; f < r->nfiles; f++) {
@@ -927,12 +791,12 @@ tools_index(struct rs *r)
 	vec_init(&r->toolnames, sizeof(const char *));
 	for (size_t f = 0; f < r->nfiles; f++)
 		total += r->files[f]->tools.n;
-	if (umap_init(r->a, &r->tools, total + 1) != 0)
+	if (strmap_init(r->a, &r->tools, total + 1) != 0)
 		return KILN_ENOMEM;
 	for (size_t f = 0; f < r->nfiles; f++) {
 		const kiln_tool *t = r->files[f]->tools.items;
 		for (size_t i = 0; i < r->files[f]->tools.n; i++) {
-			if (umap_get(&r->tools, t[i].name, &idx)) {
+			if (strmap_get(&r->tools, t[i].name, &idx)) {
 				const kiln_tool *old = ((const kiln_tool *const *)r->toolv.items)[idx];
 				diag_add(r->dg, KILN_DIAG_ERROR, t[i].loc, "tools", "tool '%s' is "
 				         "already defined at %s:%d", t[i].name, old->loc.file,
@@ -940,7 +804,7 @@ tools_index(struct rs *r)
 				continue;
 			}
 			const kiln_tool *tp = &t[i];
-			umap_put(&r->tools, t[i].name, r->toolv.n);
+			strmap_put(&r->tools, t[i].name, r->toolv.n);
 			vec_push(r->a, &r->toolv, &tp);
 			vec_push(r->a, &r->toolnames, &t[i].name);
 		}
