@@ -55,8 +55,10 @@
 #include <unistd.h>
 
 #include "kiln_store.h"
+#include "../common/benchutil.h"
 
-#define MAXREPS 64
+#define PROG "bench_store"
+
 #define SMALL_LEN 4096
 #define URL_MAX 48
 #define PROFILE "pc"
@@ -69,29 +71,11 @@ struct cfg {
 };
 
 /* One timed case: a figure per run. */
-struct series {
-	const char *label; /* for KILN_BENCH_VERBOSE */
-	int n;
-	double v[MAXREPS];
-};
-
-static int verbose; /* KILN_BENCH_VERBOSE=1: print every run's figure */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 /* ---- small helpers --------------------------------------------------- */
 
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("bench_store: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
 
 static void check(int rv, const char *what)
 {
@@ -99,13 +83,6 @@ static void check(int rv, const char *what)
 		die("%s: %s", what, kiln_strerror(rv));
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static uint64_t rng_next(void)
 {
@@ -128,32 +105,8 @@ static void fill_random(void *buf, size_t len)
 	}
 }
 
-static long env_long(const char *name, long dflt, long min)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
 
-	if (s == NULL || *s == '\0')
-		return dflt;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min)
-		die("%s=%s: want an integer >= %ld", name, s, min);
-	return v;
-}
 
-static void path_join(char *buf, size_t len, const char *dir, const char *name)
-{
-	if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
-		die("path too long: %s/%s", dir, name);
-}
-
-static void make_dir(const char *path)
-{
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
-		die("mkdir %s: %s", path, strerror(errno));
-}
 
 /* fsync the folder at path, or with whole_fs, sync its whole file system
  * (before a timed run: no write-back of earlier runs under it). */
@@ -302,47 +255,10 @@ static void check_same(const char *peer_hex, const kiln_id *id, const char *what
 
 /* ---- statistics and the table ---------------------------------------- */
 
-static void series_add(struct series *s, double v)
-{
-	if (verbose)
-		fprintf(stderr, "     run %d %s: %.4g\n", s->n + 1, s->label, v);
-	if (s->n < MAXREPS)
-		s->v[s->n++] = v;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
 
-	return (x > y) - (x < y);
-}
-
-static void series_stats(const struct series *s, double *med, double *lo, double *hi)
-{
-	double v[MAXREPS];
-	int n = s->n;
-
-	memcpy(v, s->v, sizeof v[0] * n);
-	qsort(v, n, sizeof v[0], cmp_double);
-	*lo = v[0];
-	*hi = v[n - 1];
-	*med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* "1,234,567" */
-static void fmt_count(char *buf, size_t len, double x)
-{
-	char digits[32], *o = buf;
-	int i, nd;
-
-	nd = snprintf(digits, sizeof digits, "%.0f", x);
-	for (i = 0; i < nd && (size_t)(o - buf) + 2 < len; i++) {
-		if (i > 0 && (nd - i) % 3 == 0)
-			*o++ = ',';
-		*o++ = digits[i];
-	}
-	*o = '\0';
-}
 
 enum unit { UNIT_MS, UNIT_RATE };
 
@@ -366,18 +282,6 @@ static void fmt_series(char *buf, size_t len, const struct series *s, enum unit 
 
 /* Column widths; the '–' in figures is 3 bytes for 1 column, hence the
  * padding helper. */
-static void put_col(const char *s, int width)
-{
-	int cols = 0;
-	const char *p;
-
-	for (p = s; *p; p++)
-		cols += ((unsigned char)*p & 0xc0) != 0x80;
-	fputs(s, stdout);
-	for (; cols < width; cols++)
-		putchar(' ');
-	putchar(' ');
-}
 
 static void print_header(void)
 {
@@ -887,52 +791,7 @@ static void bench_index(const struct cfg *c)
 
 /* The file system type, device and mount point holding path, from the
  * longest matching mount point in /proc/self/mountinfo. */
-static void scratch_fs(const char *path, char *fs, size_t len)
-{
-	char real[4096], line[8192], mnt[4096], type[64], dev[512], best[4096 + 640] = "";
-	size_t bestlen = 0, ml;
-	FILE *f;
-	char *sep;
 
-	if (realpath(path, real) == NULL || (f = fopen("/proc/self/mountinfo", "re")) == NULL) {
-		snprintf(fs, len, "?");
-		return;
-	}
-	while (fgets(line, sizeof line, f) != NULL) {
-		sep = strstr(line, " - ");
-		if (sep == NULL || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-		    sscanf(sep + 3, "%63s %511s", type, dev) != 2)
-			continue;
-		ml = strlen(mnt);
-		if (strncmp(real, mnt, ml) != 0 || (real[ml] != '/' && real[ml] != '\0' && ml > 1))
-			continue;
-		if (ml >= bestlen) {
-			bestlen = ml;
-			snprintf(best, sizeof best, "%s (%s mounted on %s)", type, dev, mnt);
-		}
-	}
-	fclose(f);
-	snprintf(fs, len, "%s", best[0] ? best : "?");
-}
-
-static void cpu_model(char *buf, size_t len)
-{
-	char line[512], *p;
-	FILE *f = fopen("/proc/cpuinfo", "re");
-
-	snprintf(buf, len, "?");
-	if (f == NULL)
-		return;
-	while (fgets(line, sizeof line, f) != NULL) {
-		if (strncmp(line, "model name", 10) != 0 || (p = strchr(line, ':')) == NULL)
-			continue;
-		p += 1 + strspn(p + 1, " \t");
-		p[strcspn(p, "\n")] = '\0';
-		snprintf(buf, len, "%s", p);
-		break;
-	}
-	fclose(f);
-}
 
 static void print_machine(const struct cfg *c)
 {
@@ -963,7 +822,8 @@ int main(int argc, char **argv)
 	if (stat(c.scratch, &st) != 0 || !S_ISDIR(st.st_mode))
 		die("%s is not a folder", c.scratch);
 	c.reps = (int)env_long("KILN_BENCH_REPS", 5, 1);
-	verbose = (int)env_long("KILN_BENCH_VERBOSE", 0, 0);
+	bench_prog = PROG;
+	bench_verbose = (int)env_long("KILN_BENCH_VERBOSE", 0, 0);
 	c.fsync_reps = (int)env_long("KILN_BENCH_FSYNC_REPS", 3, 0);
 	c.big_len = (uint64_t)env_long("KILN_BENCH_BIG_MB", 1024, 1) << 20;
 	c.small_fsync = env_long("KILN_BENCH_SMALL_FSYNC", 2000, 1);
