@@ -171,19 +171,7 @@ kiln_blob_get_name(kiln_conn *c, const kiln_name *name, kiln_sink_fn sink,
 static int
 fd_sink(const void *buf, size_t len, void *arg)
 {
-	int fd = *(int *)arg;
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return kiln_err_from_errno(errno);
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return kiln_write_all(*(int *)arg, buf, len);
 }
 
 int

@@ -294,19 +294,8 @@ cat_failed(const struct cat_what *w, int rv, const char *where, kiln_conn *c)
 static int
 stdout_sink(const void *buf, size_t len, void *arg)
 {
-	const char *p = buf;
-
 	(void)arg;
-	while (len > 0) {
-		ssize_t n = write(STDOUT_FILENO, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return kiln_err_from_errno(errno);
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return kiln_write_all(STDOUT_FILENO, buf, len);
 }
 
 /* cat served by the daemon. */

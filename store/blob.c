@@ -198,7 +198,7 @@ kiln_blob_writer_write(kiln_blob_writer *w, const void *buf, size_t len)
 		return w->err;
 	kiln_hasher_update(w->h, buf, len);
 	w->size += len;
-	return w->err = fio_write_all(w->fd, buf, len);
+	return w->err = kiln_write_all(w->fd, buf, len);
 }
 
 void
@@ -511,7 +511,7 @@ kiln_store_copy_out(kiln_store *s, const kiln_id *id, int out)
 	if (kiln_id_cmp(&got, id) != 0)
 		rv = KILN_ECORRUPT;
 	else
-		rv = fio_write_all(out, map, (size_t)st.st_size);
+		rv = kiln_write_all(out, map, (size_t)st.st_size);
 	munmap(map, (size_t)st.st_size);
 	return rv;
 }

@@ -7,7 +7,7 @@
 #include "store_int.h"
 
 int
-fio_write_all(int fd, const void *buf, size_t len)
+kiln_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 

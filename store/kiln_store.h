@@ -69,6 +69,11 @@ void kiln_hasher_digest(const kiln_hasher *h, kiln_id *id);
 void kiln_hasher_reset(kiln_hasher *h);
 void kiln_hasher_free(kiln_hasher *h);
 
+/* Write all len bytes to fd, retrying short writes and EINTR (a helper
+ * for every writer of blob bytes: the store, libkiln, the CLI). Returns 0,
+ * KILN_ENOSPC, KILN_EIO or another errno-mapped KILN_E* code. */
+int kiln_write_all(int fd, const void *buf, size_t len);
+
 /* ---- names ----------------------------------------------------------- */
 
 /* A URL or project-relative path: 1..400 bytes (with a profile name it

@@ -129,7 +129,7 @@ marker_write(const char *dir, int durable)
 	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
 		return kiln_err_from_errno(errno);
 	fchmod(fd, 0644);
-	rv = fio_write_all(fd, text, (size_t)len);
+	rv = kiln_write_all(fd, text, (size_t)len);
 	if (rv == 0 && durable && fsync(fd) != 0)
 		rv = kiln_err_from_errno(errno);
 	close(fd);

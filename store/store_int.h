@@ -62,8 +62,6 @@ int names_profile_check(const char *profile, size_t len);
 
 /* ---- fileio.c ---- */
 
-/* Write all len bytes (retrying short writes and EINTR). 0 or KILN_E*. */
-int fio_write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes; KILN_ECORRUPT when the file is shorter. */
 int fio_read_all(int fd, void *buf, size_t len);
 /* fsync the folder at path. */
