@@ -34,6 +34,8 @@ struct gc {
 	int64_t action_cut, grace_cut;
 	struct idset roots;
 	struct idset old_actions; /* action keys to delete */
+	struct idset present;     /* every blob file found in objects/ */
+	struct idset stale;       /* use records whose blob file is gone */
 	struct candidate *c;
 	size_t nc, capc;
 	/* the batch being removed, and what it achieved */
@@ -121,7 +123,10 @@ static int
 list_blob(const struct blob_entry *e, void *arg)
 {
 	struct gc *g = arg;
+	int rv;
 
+	if ((rv = idset_add(&g->present, &e->id)) != 0)
+		return rv;
 	g->st->blobs++;
 	g->st->bytes += e->size;
 	if (idset_has(&g->roots, &e->id)) {
@@ -155,6 +160,46 @@ use_times_txn(db_txn *t, void *arg)
 		if (db_get(t, DB_BLOBS, g->c[i].id.b, 16, &v, &vlen) == 0 &&
 		    rec_blob_decode(v, vlen, &r) == 0)
 			g->c[i].used_ns = r.used_ns;
+	}
+	return 0;
+}
+
+/* Use records whose blob is not in objects/ (removed by hand, or by a
+ * crash between gc's unlink and its commit) would pile up forever. */
+static int
+find_stale(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
+           void *arg)
+{
+	struct gc *g = arg;
+	kiln_id id;
+
+	(void)t;
+	(void)v;
+	(void)vlen;
+	if (klen != sizeof id.b)
+		return 0;
+	memcpy(id.b, k, sizeof id.b);
+	return idset_has(&g->present, &id) ? 0 : idset_add(&g->stale, &id);
+}
+
+static int
+drop_stale_txn(db_txn *t, void *arg)
+{
+	struct gc *g = arg;
+	int rv;
+
+	idset_free(&g->stale);
+	g->st->removed_records = 0;
+	if ((rv = db_each(t, DB_BLOBS, NULL, 0, find_stale, g)) != 0)
+		return rv;
+	for (size_t i = 0; i < g->stale.n; i++) {
+		/* re-checked here: a put may have published it since the scan */
+		if (kiln_store_has(g->s, &g->stale.ids[i], NULL) == 0)
+			continue;
+		if ((rv = db_del(t, DB_BLOBS, g->stale.ids[i].b, 16)) != 0 &&
+		    rv != KILN_ENOTFOUND)
+			return rv;
+		g->st->removed_records++;
 	}
 	return 0;
 }
@@ -282,11 +327,15 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 				o->removed(&g.c[i].id, g.c[i].size, o->arg);
 		}
 	} else {
-		rv = gc_remove(&g);
+		idset_sort(&g.present);
+		if ((rv = gc_remove(&g)) == 0)
+			rv = db_write(s->db, drop_stale_txn, &g);
 	}
 out:
 	idset_free(&g.roots);
 	idset_free(&g.old_actions);
+	idset_free(&g.present);
+	idset_free(&g.stale);
 	free(g.c);
 	return rv;
 }

@@ -316,6 +316,7 @@ typedef struct kiln_gc_stats {
 	uint64_t rooted_blobs, rooted_bytes;  /* kept because named by a root */
 	uint64_t removed_blobs, removed_bytes;
 	uint64_t removed_actions;
+	uint64_t removed_records; /* use records of blobs gone from objects/ */
 } kiln_gc_stats;
 
 /* Collect garbage. Roots: every index entry (all profiles) and action

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "testutil.h"
@@ -557,6 +558,32 @@ gc_removed_blob_can_be_put_again(void **state)
 	kiln_store_close(s);
 }
 
+/* A blob whose file vanished outside kiln (deleted by hand) leaves a use
+ * record; gc drops it, and keeps the records of blobs that are there. */
+static void
+gc_drops_use_records_of_blobs_gone_from_objects(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id gone = tu_put_content(s, 71, 11), kept = tu_put_content(s, 72, 12);
+	char path[4096];
+	kiln_gc_stats st;
+
+	assert_kiln(0, kiln_store_blob_path(s, &gone, path, sizeof path));
+	assert_int_equal(unlink(path), 0);
+	/* a grace of years: gc removes no blob, only the stale record */
+	st = run_gc(s, 0, TU_AGE_FOREVER, TU_AGE_FOREVER, 0);
+	assert_stat(st, removed_blobs, 0);
+	assert_stat(st, removed_records, 1);
+	assert_kept(state, s, &kept, "a blob with its record");
+	st = run_gc(s, 0, TU_AGE_FOREVER, TU_AGE_FOREVER, 0);
+	assert_stat(st, removed_records, 0);
+	/* the kept blob's record still orders it: with no grace it goes */
+	st = run_gc(s, 0, TU_AGE_FOREVER, 0, 0);
+	assert_stat(st, removed_blobs, 1);
+	assert_stat(st, removed_records, 0);
+	kiln_store_close(s);
+}
+
 static void
 gc_accepts_the_largest_ages(void **state)
 {
@@ -599,6 +626,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(gc_grace_period_protects_fresh_blobs,
 		                                tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(gc_removed_blob_can_be_put_again,
+		                                tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(gc_drops_use_records_of_blobs_gone_from_objects,
 		                                tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(gc_accepts_the_largest_ages,
 		                                tu_setup_dir, tu_teardown_dir),
