@@ -11,6 +11,7 @@
  * Threads: with kiln_subscribe_cb, the thread it starts owns c->sub and
  * the events slot until kiln_unsubscribe joins it. */
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -105,6 +106,15 @@ event_take(struct kiln_sub *s, kiln_event *ev)
 	s->cur = ev->at;
 }
 
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* One long poll; on success the batch holds its reply (maybe empty). */
 static int
 poll_once(kiln_conn *c, int timeout_ms)
@@ -141,18 +151,26 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 		event_take(s, ev);
 		return 0;
 	}
-	conn_reply_free(&s->batch);
-	s->next = 0;
-	rv = poll_once(c, timeout_ms);
-	if (rv == KILN_ENOTFOUND) { /* the daemon forgot us: resume */
-		kiln_cursor cur = s->cur;
-		if ((rv = subscribe_send(c, &cur)) == 0)
-			rv = poll_once(c, timeout_ms);
+	/* A daemon holds a poll for at most KILN_POLL_MAX_WAIT_MS: longer
+	 * waits are several polls, until the caller's own deadline. */
+	for (int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);;) {
+		int64_t left = deadline - mono_ms();
+		int wait = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
+		conn_reply_free(&s->batch);
+		s->next = 0;
+		rv = poll_once(c, wait);
+		if (rv == KILN_ENOTFOUND) { /* the daemon forgot us: resume */
+			kiln_cursor cur = s->cur;
+			if ((rv = subscribe_send(c, &cur)) == 0)
+				rv = poll_once(c, wait);
+		}
+		if (rv != 0)
+			return rv;
+		if (s->batch.rep->poll_reply->n_events > 0)
+			break;
+		if (wait <= KILN_POLL_MAX_WAIT_MS)
+			return KILN_ETIMEDOUT;
 	}
-	if (rv != 0)
-		return rv;
-	if (s->batch.rep->poll_reply->n_events == 0)
-		return KILN_ETIMEDOUT;
 	event_take(s, ev);
 	return 0;
 }

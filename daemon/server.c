@@ -55,7 +55,6 @@ struct worker {
 struct kilnd_server {
 	nng_socket sock;
 	nng_listener ipc, remote;
-	int has_remote;
 	nng_tls_config *tls;
 	struct worker *workers;
 	uint32_t nworkers;
@@ -205,12 +204,16 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 
 /* ---- receiving ----------------------------------------------------------- */
 
-/* Whether the pipe came through the tcp:// or tls+tcp:// listener. */
+/* Whether the request must prove itself with the token. Fail closed: only
+ * a pipe positively known to come from the ipc listener is local. A pipe
+ * that closed before its request is handled reports listener id 0 (nng
+ * 1.5.2), and comparing against the remote listener instead let such a
+ * request from tcp:// skip the token (found in review: stop and blob put
+ * got through). */
 static int
 pipe_is_remote(const struct kilnd_server *s, nng_pipe p)
 {
-	return s->has_remote &&
-	       nng_listener_id(nng_pipe_listener(p)) == nng_listener_id(s->remote);
+	return nng_listener_id(nng_pipe_listener(p)) != nng_listener_id(s->ipc);
 }
 
 /* The answer to a message that is not a Request at all. */
@@ -474,7 +477,6 @@ listen_on(struct kilnd *d, const char *url, nng_listener *l, int ipc,
 	}
 	if (!ipc) { /* known as remote before its first connection */
 		s->remote = *l;
-		s->has_remote = 1;
 		if (strncmp(url, "tls+tcp://", 10) == 0 &&
 		    (rv = tls_setup(d, err, len)) != 0)
 			return rv;
