@@ -46,14 +46,8 @@ ref_add(struct fsck *f, enum db_name db, const void *k, size_t klen,
 {
 	struct ref *r;
 
-	if (f->nrefs == f->caprefs) {
-		size_t cap = f->caprefs ? f->caprefs * 2 : 256;
-		struct ref *n = realloc(f->refs, cap * sizeof *n);
-		if (n == NULL)
-			return KILN_ENOMEM;
-		f->refs = n;
-		f->caprefs = cap;
-	}
+	if (store_grow(&f->refs, &f->caprefs, f->nrefs, sizeof *f->refs) != 0)
+		return KILN_ENOMEM;
 	r = &f->refs[f->nrefs];
 	memset(r, 0, sizeof *r);
 	if ((r->key = malloc(klen)) == NULL)
@@ -146,14 +140,8 @@ problem_add(struct fsck *f, enum kiln_fsck_kind kind, const kiln_id *id)
 {
 	struct problem *p;
 
-	if (f->nprobs == f->capprobs) {
-		size_t cap = f->capprobs ? f->capprobs * 2 : 32;
-		struct problem *n = realloc(f->probs, cap * sizeof *n);
-		if (n == NULL)
-			return NULL;
-		f->probs = n;
-		f->capprobs = cap;
-	}
+	if (store_grow(&f->probs, &f->capprobs, f->nprobs, sizeof *f->probs) != 0)
+		return NULL;
 	p = &f->probs[f->nprobs++];
 	memset(p, 0, sizeof *p);
 	p->p.kind = kind;

@@ -134,14 +134,8 @@ list_blob(const struct blob_entry *e, void *arg)
 		g->st->rooted_bytes += e->size;
 		return 0;
 	}
-	if (g->nc == g->capc) {
-		size_t cap = g->capc ? g->capc * 2 : 256;
-		struct candidate *n = realloc(g->c, cap * sizeof *n);
-		if (n == NULL)
-			return KILN_ENOMEM;
-		g->c = n;
-		g->capc = cap;
-	}
+	if (store_grow(&g->c, &g->capc, g->nc, sizeof *g->c) != 0)
+		return KILN_ENOMEM;
 	g->c[g->nc++] = (struct candidate){e->id, e->size, e->mtime_ns, 0};
 	return 0;
 }

@@ -86,16 +86,27 @@ objects_scan(kiln_store *s, scan_fn fn, stray_fn stray, void *arg)
 }
 
 int
+store_grow(void *array_ptr, size_t *cap, size_t n, size_t size)
+{
+	size_t ncap = *cap ? *cap * 2 : 256;
+	void *old, *p;
+
+	if (n < *cap)
+		return 0;
+	/* memcpy: the pointer has the caller's type, not void * */
+	memcpy(&old, array_ptr, sizeof old);
+	if (ncap > SIZE_MAX / size || (p = realloc(old, ncap * size)) == NULL)
+		return KILN_ENOMEM;
+	memcpy(array_ptr, &p, sizeof p);
+	*cap = ncap;
+	return 0;
+}
+
+int
 idset_add(struct idset *set, const kiln_id *id)
 {
-	if (set->n == set->cap) {
-		size_t cap = set->cap ? set->cap * 2 : 256;
-		kiln_id *ids = realloc(set->ids, cap * sizeof *ids);
-		if (ids == NULL)
-			return KILN_ENOMEM;
-		set->ids = ids;
-		set->cap = cap;
-	}
+	if (store_grow(&set->ids, &set->cap, set->n, sizeof *set->ids) != 0)
+		return KILN_ENOMEM;
 	set->ids[set->n++] = *id;
 	return 0;
 }

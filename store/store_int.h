@@ -168,6 +168,12 @@ typedef int (*scan_fn)(const struct blob_entry *e, void *arg);
 typedef int (*stray_fn)(const char *relpath, void *arg);
 int objects_scan(kiln_store *s, scan_fn fn, stray_fn stray, void *arg);
 
+/* Make room for one more item in a malloc'd array of *cap items of size
+ * bytes holding n (doubling; 256 to start). array_ptr is the address of the
+ * array's pointer (e.g. &set->ids), left untouched on failure. Returns 0 or
+ * KILN_ENOMEM. */
+int store_grow(void *array_ptr, size_t *cap, size_t n, size_t size);
+
 /* Sorted, de-duplicated set of ids. */
 struct idset {
 	kiln_id *ids;
