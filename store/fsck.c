@@ -21,6 +21,7 @@ struct ref {
 	uint8_t *key;
 	size_t klen;
 	int bad;
+	size_t seq; /* walk order, so reports name the first record found */
 };
 
 struct problem {
@@ -56,6 +57,7 @@ ref_add(struct fsck *f, enum db_name db, const void *k, size_t klen,
 	r->klen = klen;
 	r->db = db;
 	r->bad = bad;
+	r->seq = f->nrefs;
 	if (id != NULL)
 		r->id = *id;
 	f->nrefs++;
@@ -150,6 +152,21 @@ problem_add(struct fsck *f, enum kiln_fsck_kind kind, const kiln_id *id)
 	return p;
 }
 
+/* Records by blob id, sound ones before undecodable ones of the same id,
+ * and in walk order (index, then actions; key order) among equals. */
+static int
+ref_order(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+	int c = kiln_id_cmp(&x->id, &y->id);
+
+	if (c != 0)
+		return c;
+	if (x->bad != y->bad)
+		return x->bad - y->bad;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 /* Where a blob is named: the first record naming it, plus a count. */
 static void
 blob_where(const struct fsck *f, const kiln_id *id, char *buf, size_t len)
@@ -158,9 +175,18 @@ blob_where(const struct fsck *f, const kiln_id *id, char *buf, size_t len)
 	size_t n = 0;
 	char hex[KILN_ID_HEX_LEN + 1];
 
-	for (size_t i = 0; i < f->nrefs; i++) {
-		if (f->refs[i].bad || kiln_id_cmp(&f->refs[i].id, id) != 0)
-			continue;
+	size_t lo = 0, hi = f->nrefs;
+
+	/* refs are sorted by id (ref_order): find the first naming id */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ref_order(&f->refs[mid], &(struct ref){.id = *id}) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < f->nrefs && !f->refs[i].bad &&
+	                    kiln_id_cmp(&f->refs[i].id, id) == 0; i++) {
 		if (first == NULL)
 			first = &f->refs[i];
 		n++;
@@ -352,6 +378,8 @@ kiln_store_fsck(kiln_store *s, int repair, kiln_fsck_fn fn, void *arg,
 	if ((rv = db_read(s->db, collect_txn, &f)) != 0 ||
 	    (rv = objects_scan(s, check_blob, check_stray, &f)) != 0)
 		goto out;
+	if (f.nrefs > 1)
+		qsort(f.refs, f.nrefs, sizeof *f.refs, ref_order);
 	idset_sort(&f.sound);
 	idset_sort(&f.corrupt);
 	if ((rv = fsck_findings(&f)) != 0)
