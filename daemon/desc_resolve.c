@@ -69,6 +69,7 @@ struct rs {
 	const char *const *profile_names;
 	size_t nprofiles;
 	size_t nassets; /* over all files */
+	char realroot[PATH_MAX]; /* "" when it could not be resolved */
 };
 
 static const char *
@@ -370,18 +371,18 @@ str_order(const void *a, const void *b)
 static int
 file_known(const struct rs *r, const char *path)
 {
-	char abs[PATH_MAX * 2], real[PATH_MAX], realroot[PATH_MAX];
+	char abs[PATH_MAX * 2], real[PATH_MAX];
+	size_t rl = strlen(r->realroot);
 	struct stat st;
 
 	if (r->src->files.n > 0 && bsearch(&path, r->src->files.items, r->src->files.n,
 	                                   sizeof(char *), str_order) != NULL)
 		return 1;
 	snprintf(abs, sizeof abs, "%s/%s", r->root, path);
-	if (realpath(abs, real) == NULL || realpath(r->root, realroot) == NULL ||
-	    stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+	if (rl == 0 || realpath(abs, real) == NULL || stat(real, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
 		return 0;
-	return strncmp(real, realroot, strlen(realroot)) == 0 &&
-	       real[strlen(realroot)] == '/';
+	return strncmp(real, r->realroot, rl) == 0 && real[rl] == '/';
 }
 
 /* One declared input of step s: files, or prerequisite steps. */
@@ -871,6 +872,8 @@ desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
 	int rv;
 
 	r.project = rootf->project ? rootf->project : "";
+	if (realpath(root, r.realroot) == NULL)
+		r.realroot[0] = '\0';
 	vec_init(&ps->plans, sizeof(kiln_plan));
 	names = arena_alloc(r.a, (rootf->profiles.n + 1) * sizeof *names);
 	if (names == NULL)
