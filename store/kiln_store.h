@@ -8,7 +8,7 @@
  *   <store>/tmp/                blobs being written; never read by anyone
  *   <store>/corrupt/            blobs fsck found damaged (kept for forensics)
  *   <store>/db/                 one LMDB environment, named databases
- *                               index, actions, files, blobs
+ *                               index, actions, files, blobs, steps
  *
  * Blobs are published atomically: written (or moved) into tmp/, hashed in
  * the same pass, optionally fsynced, then linked into objects/. A blob is on
@@ -103,6 +103,12 @@ enum kiln_durability {
 	 * after one, fsck may find records naming lost blobs (it repairs them
 	 * by dropping the records, and a rebuild puts the content back). */
 	KILN_DURABLE_NONE = 1,
+	/* Puts do not fsync; instead, before the next record is committed
+	 * (single or batch), one syncfs() of the store's filesystem makes
+	 * every blob put since the last sync durable. Records still never
+	 * name a blob that a power cut could lose, at one flush per commit
+	 * instead of two per blob: what a build daemon wants. */
+	KILN_DURABLE_BATCH = 2,
 };
 
 typedef struct kiln_store_opts {
@@ -258,6 +264,56 @@ typedef struct kiln_file_rec {
 int kiln_store_file_put(kiln_store *s, const char *path, const kiln_file_rec *r);
 int kiln_store_file_get(kiln_store *s, const char *path, kiln_file_rec *r);
 int kiln_store_file_delete(kiln_store *s, const char *path);
+
+/* ---- steps: (profile, URL) -> the last build's decision record -------- */
+
+/* The build engine keeps, per step, what it decided last time and from
+ * which inputs (`kiln why` reads it). The payload is the engine's own
+ * versioned record (at most 64 MiB); the store only keeps it. */
+int kiln_store_step_put(kiln_store *s, const char *profile, const char *url,
+                        const void *data, size_t len);
+/* Returns 0 with *data malloc'd (free() it) and *len, or KILN_ENOTFOUND. */
+int kiln_store_step_get(kiln_store *s, const char *profile, const char *url,
+                        void **data, size_t *len);
+int kiln_store_step_delete(kiln_store *s, const char *profile, const char *url);
+
+/* ---- batches: many records, one transaction -------------------------- */
+
+/* A build finishes thousands of steps a second; committing each record in
+ * its own synchronous transaction would make the disk the bottleneck. A
+ * batch collects records (copied in) and kiln_store_commit writes them all
+ * in one write transaction, in the order they were added. */
+typedef struct kiln_batch kiln_batch;
+
+/* Returns 0 or KILN_ENOMEM. */
+int kiln_batch_new(kiln_batch **b);
+/* NULL is allowed. */
+void kiln_batch_free(kiln_batch *b);
+/* Records waiting. */
+size_t kiln_batch_len(const kiln_batch *b);
+
+/* Queue a record; same arguments and checks as the single-record calls
+ * (KILN_EINVAL for a bad name, KILN_ERANGE for an oversized payload),
+ * KILN_ENOMEM. */
+int kiln_batch_index_set(kiln_batch *b, const char *profile, const char *url,
+                         const kiln_id *id);
+int kiln_batch_index_delete(kiln_batch *b, const char *profile, const char *url);
+int kiln_batch_action_put(kiln_batch *b, const kiln_id *key,
+                          const kiln_id *outputs, size_t noutputs,
+                          const void *data, size_t len);
+int kiln_batch_action_touch(kiln_batch *b, const kiln_id *key);
+int kiln_batch_file_put(kiln_batch *b, const char *path, const kiln_file_rec *r);
+int kiln_batch_file_delete(kiln_batch *b, const char *path);
+int kiln_batch_step_put(kiln_batch *b, const char *profile, const char *url,
+                        const void *data, size_t len);
+
+/* Commit every queued record in one write transaction, then empty b.
+ * A record naming a blob that is not in the store (index set, action put)
+ * is skipped, not committed, and counted in *skipped (may be NULL): the
+ * others still commit. Deleting or touching something absent is not an
+ * error. Returns 0, KILN_EREADONLY, KILN_ENOSPC, KILN_EDB; on error nothing
+ * was committed and b is left as it was. */
+int kiln_store_commit(kiln_store *s, kiln_batch *b, size_t *skipped);
 
 /* ---- checking and collecting ----------------------------------------- */
 

@@ -1,0 +1,69 @@
+/* materialize.h — the files a game reads.
+ *
+ * build/<profile>/ under the project holds every output of the profile's
+ * last build, at <folder of the URL>/<output file name>, as a hard link to
+ * the store's read-only blob (a copy when the store is on another
+ * filesystem), plus kiln-index.txt, the map a game loads to find each
+ * URL's file and hash (format below; docs/build.md repeats it).
+ *
+ * kiln-index.txt, version 1: UTF-8 text, '\n' line ends. The first line is
+ *   kiln-index 1 <profile>
+ * then one line per output, sorted by URL (byte order), four fields
+ * separated by single tabs:
+ *   <url> TAB <32 lowercase hex: XXH3-128 of the content> TAB <size in
+ *   bytes, decimal> TAB <file path relative to build/<profile>/>
+ * A step's single output is listed under the step's URL; a step with
+ * named outputs lists each as <url>#<name>. URLs never hold tabs or line
+ * ends (the loader refuses control characters). Written to a temporary
+ * file and renamed, so a reader sees the old map or the new one.
+ *
+ * Paths given here are checked: relative, no "..", and no symlink on the
+ * way that would lead outside the project (each folder is opened with
+ * O_NOFOLLOW from the project root down).
+ *
+ * Threads: any thread; two calls must not materialize the same path at
+ * once (the engine gives each output path one owner step). */
+#ifndef KILND_MATERIALIZE_H
+#define KILND_MATERIALIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln_store.h"
+
+/* Make root/relpath the blob id: nothing to do when it already is the
+ * blob's inode; otherwise replace whatever is there (a stale file, one the
+ * user edited or replaced) by a hard link to the blob, or a copy when
+ * linking fails with EXDEV (or EMLINK). Missing folders are made. *st (may
+ * be NULL) gets what the file looks like afterwards. Returns 0,
+ * KILN_ENOTFOUND (the blob is not in the store), KILN_EINVAL (bad
+ * relpath, or a symlink on the way), KILN_EEXIST (a folder stands where
+ * the file goes, or a file where a folder goes), KILN_EIO, KILN_ENOSPC. */
+int materialize_output(kiln_store *s, const char *root, const char *relpath,
+                       const kiln_id *id, kiln_file_rec *st);
+
+/* Whether root/relpath still is what rec says, judged by stat alone
+ * (size, mtime_ns, ino, ctime_ns): 1 yes, 0 no or missing. */
+int materialize_unchanged(const char *root, const char *relpath,
+                          const kiln_file_rec *rec);
+
+struct index_entry {
+	const char *url;   /* "sprites/hero", "ui/atlas#frames" */
+	kiln_id id;
+	uint64_t size;
+	const char *file;  /* relative to build/<profile>/ */
+};
+
+/* Write root/build/<profile>/kiln-index.txt (format above) from n entries
+ * in any order (sorted here). Returns 0, KILN_ENOMEM, KILN_EIO,
+ * KILN_ENOSPC. */
+int materialize_write_index(const char *root, const char *profile,
+                            struct index_entry *entries, size_t n);
+
+/* Remove files under root/build/<profile>/ that are not in keep (relative
+ * paths, sorted by strcmp) and are not kiln-index.txt, and folders left
+ * empty. Returns 0 or KILN_EIO. */
+int materialize_prune(const char *root, const char *profile,
+                      const char *const *keep, size_t nkeep);
+
+#endif

@@ -1,0 +1,80 @@
+/* spawn.h — running build tools.
+ *
+ * A tool runs by argv through posix_spawn (never a shell unless the argv
+ * itself is /bin/sh -c ...), in its own process group, with stdin from
+ * /dev/null and stdout and stderr both appended to one log file. The
+ * daemon's blocked signals are unblocked and its signal dispositions reset
+ * in the child, and no descriptor of the daemon leaks into it (closefrom).
+ *
+ * A running tool holds no thread: one reaper thread per spawner waits on
+ * every child's pidfd and calls the caller's done function when the child
+ * ends. That is what lets a step wait for its tool (or later suspend on
+ * `kiln need`) without holding a worker.
+ *
+ * Threads: every function may be called from any thread; done callbacks run
+ * on the reaper thread, one at a time, and must not block for long. */
+#ifndef KILND_SPAWN_H
+#define KILND_SPAWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct spawn_req {
+	const char *path;          /* the program, as found by spawn_find */
+	const char *const *argv;   /* argv[0] is shown to the tool as is */
+	const char *const *envp;   /* the tool's whole environment */
+	const char *cwd;           /* the folder it runs in */
+	int log_fd;                /* stdout and stderr go here */
+};
+
+struct spawn_result {
+	int exited;         /* 1: exited, status = exit code; 0: signalled */
+	int status;         /* exit code, or the signal number */
+	int64_t wall_ns;    /* from spawn to reaped */
+	int64_t cpu_ns;     /* user + system time of the child and its waited-for
+	                       children */
+	int64_t maxrss_kb;
+};
+
+typedef void (*spawn_done_fn)(void *arg, const struct spawn_result *r);
+
+struct kilnd_spawner;
+
+/* Start the reaper thread. Returns 0, KILN_ENOMEM or KILN_EIO. */
+int spawner_new(struct kilnd_spawner **sp);
+
+/* Start a child. On 0, done(arg, result) will be called exactly once, on
+ * the reaper thread, after the child has ended (and *pid, may be NULL, is
+ * its pid). On error done is never called. Returns 0, KILN_ENOTFOUND
+ * (program missing), KILN_EACCES (not executable), KILN_ENOMEM, KILN_EIO,
+ * or KILN_ECLOSED after spawner_free began. */
+int spawner_start(struct kilnd_spawner *sp, const struct spawn_req *rq,
+                  spawn_done_fn done, void *arg, pid_t *pid);
+
+/* Ask the child's whole process group to end: SIGTERM now, SIGKILL after
+ * grace_ms if it is still running. Its done callback still runs. Returns 0
+ * or KILN_ENOTFOUND (no such running child). */
+int spawner_kill(struct kilnd_spawner *sp, pid_t pid, unsigned grace_ms);
+
+/* Children running now. */
+unsigned spawner_running(struct kilnd_spawner *sp);
+
+/* Kill every child (SIGKILL to each group), wait for them, run their done
+ * callbacks, end the reaper. NULL is allowed. */
+void spawner_free(struct kilnd_spawner *sp);
+
+/* Find the program a tool names: a name with a '/' is relative to root
+ * (the project folder) unless absolute; a bare name is searched on path
+ * (a PATH-style list; NULL means the default "/usr/local/bin:/usr/bin:/bin").
+ * Writes the absolute path into out. Returns 0, KILN_ENOTFOUND (no such
+ * executable file), KILN_ERANGE (out too small). */
+int spawn_find(const char *name, const char *path, const char *root,
+               char *out, size_t outlen);
+
+/* The last max_lines lines (at most outlen - 1 bytes, NUL-terminated, from
+ * the end) of the file open at fd, for a failure message. Returns the
+ * length written. */
+size_t spawn_log_tail(int fd, unsigned max_lines, char *out, size_t outlen);
+
+#endif
