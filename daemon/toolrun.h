@@ -1,4 +1,4 @@
-/* spawn.h — running build tools.
+/* toolrun.h — running build tools.
  *
  * A tool runs by argv through posix_spawn (never a shell unless the argv
  * itself is /bin/sh -c ...), in its own process group, with stdin from
@@ -13,8 +13,8 @@
  *
  * Threads: every function may be called from any thread; done callbacks run
  * on the reaper thread, one at a time, and must not block for long. */
-#ifndef KILND_SPAWN_H
-#define KILND_SPAWN_H
+#ifndef KILND_TOOLRUN_H
+#define KILND_TOOLRUN_H
 
 #include <stddef.h>
 #include <stdint.h>
