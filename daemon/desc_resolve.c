@@ -749,6 +749,8 @@ plan_finish(struct rs *r, kiln_plan *plan)
 	plan->profile = r->profile;
 	plan->steps = steps;
 	plan->nsteps = n;
+	plan->vars = r->vars.items;
+	plan->nvars = r->vars.n;
 	bundles_resolve(r, plan, steps, n);
 	return 0;
 }

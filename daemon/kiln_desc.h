@@ -110,6 +110,11 @@ typedef struct kiln_plan {
 	size_t nsteps;
 	const kiln_bundle_plan *bundles;
 	size_t nbundles;
+	/* The profile's variables, its own first then inherited ones (nearest
+	 * first: the first of a name wins), for the engine to tell which of
+	 * them a step's tool uses. */
+	const kiln_kv *vars;
+	size_t nvars;
 } kiln_plan;
 
 /* Load the project whose root folder is root. Returns 0 when it is valid,

@@ -21,6 +21,7 @@ static const struct {
 	{KILN__STATUS__STATUS_STOPPING, KILN_ECLOSED, "stopping"},
 	{KILN__STATUS__STATUS_INTERNAL, KILN_EIO, "internal"},
 	{KILN__STATUS__STATUS_READ_ONLY, KILN_EREADONLY, "read-only"},
+	{KILN__STATUS__STATUS_BAD_PROJECT, KILN_EBADPROJECT, "bad-project"},
 };
 #define NSTATUSES (sizeof(statuses) / sizeof(statuses[0]))
 
@@ -42,6 +43,7 @@ kiln_proto_status_of(int code)
 	case KILN_ERANGE: return KILN__STATUS__STATUS_TOO_LARGE;
 	case KILN_ECLOSED: return KILN__STATUS__STATUS_STOPPING;
 	case KILN_EREADONLY: return KILN__STATUS__STATUS_READ_ONLY;
+	case KILN_EBADPROJECT: return KILN__STATUS__STATUS_BAD_PROJECT;
 	default: return KILN__STATUS__STATUS_INTERNAL;
 	}
 }
@@ -76,6 +78,10 @@ kiln_proto_request_name(Kiln__Request__BodyCase body)
 	case KILN__REQUEST__BODY_SUBSCRIBE: return "subscribe";
 	case KILN__REQUEST__BODY_UNSUBSCRIBE: return "unsubscribe";
 	case KILN__REQUEST__BODY_POLL: return "poll";
+	case KILN__REQUEST__BODY_BUILD: return "build";
+	case KILN__REQUEST__BODY_CANCEL: return "cancel";
+	case KILN__REQUEST__BODY_BUILD_STATUS: return "build-status";
+	case KILN__REQUEST__BODY_WHY: return "why";
 	default: return "unknown";
 	}
 }

@@ -29,6 +29,9 @@ static const struct {
 	{KILN_EAUTH, "refused: missing or wrong token"},
 	{KILN_ENOTSUP, "not supported by the other side"},
 	{KILN_ECLOSED, "connection closed (the daemon stopped or went away)"},
+	{KILN_EBADPROJECT, "the project's descriptions have errors"},
+	{KILN_EFAILED, "a build step failed"},
+	{KILN_ECANCELLED, "cancelled"},
 };
 
 const char *

@@ -30,6 +30,9 @@ enum kiln_err {
 	KILN_EAUTH = -20018,     /* the daemon refused the token */
 	KILN_ENOTSUP = -20019,   /* request or protocol version not supported */
 	KILN_ECLOSED = -20020,   /* connection closed, or the daemon is stopping */
+	KILN_EBADPROJECT = -20021, /* the project's descriptions have errors */
+	KILN_EFAILED = -20022,   /* a build step failed */
+	KILN_ECANCELLED = -20023, /* the work was cancelled */
 };
 
 /* A static, human-readable message for a code (0 or KILN_E*); never NULL. */
