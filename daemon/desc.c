@@ -327,3 +327,10 @@ kiln_desc_files(const kiln_desc *d, const char *const **files)
 	*files = d->file_names;
 	return d->nfiles;
 }
+
+size_t
+kiln_desc_dirs(const kiln_desc *d, const char *const **dirs)
+{
+	*dirs = d->src.dirs.items;
+	return d->src.dirs.n;
+}

@@ -189,6 +189,7 @@ char *tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char *
 typedef struct srcset {
 	vec files; /* const char * */
 	vec descs; /* const char * */
+	vec dirs;  /* const char *: every folder walked */
 } srcset;
 int srcwalk(const char *root, const char *const *folders, size_t n, arena *a,
             diags *dg, kiln_loc loc, srcset *out);

@@ -148,4 +148,9 @@ const kiln_plan *kiln_desc_plan(const kiln_desc *d, const char *profile);
 /* Description files read, relative to the root ("kiln.yaml" first). */
 size_t kiln_desc_files(const kiln_desc *d, const char *const **files);
 
+/* Every folder the source walk read, relative to the root. A file created,
+ * deleted or renamed in one changes that folder's mtime: the build engine
+ * stats these to know when to load the project again. */
+size_t kiln_desc_dirs(const kiln_desc *d, const char *const **dirs);
+
 #endif

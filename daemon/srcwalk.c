@@ -88,6 +88,13 @@ walk_dir(struct walk *w, const char *rel, int depth)
 	snprintf(abs, sizeof abs, "%s/%s", w->root, rel);
 	if ((d = opendir(abs)) == NULL)
 		return 0;
+	{
+		const char *p = arena_strdup(w->a, rel);
+		if (p == NULL || !vec_push(w->a, &w->out->dirs, &p)) {
+			closedir(d);
+			return KILN_ENOMEM;
+		}
+	}
 	while (rv == 0 && (e = readdir(d)) != NULL) {
 		unsigned char t = e->d_type;
 		struct stat st;
@@ -137,6 +144,7 @@ srcwalk(const char *root, const char *const *folders, size_t n, arena *a,
 
 	vec_init(&out->files, sizeof(const char *));
 	vec_init(&out->descs, sizeof(const char *));
+	vec_init(&out->dirs, sizeof(const char *));
 	if (realpath(root, w.realroot) == NULL)
 		return kiln_err_from_errno(errno);
 	for (size_t i = 0; i < n && rv == 0; i++) {

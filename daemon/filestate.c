@@ -1,0 +1,298 @@
+/* filestate.c — stat-first content hashing with a memory of every file
+ * seen (see filestate.h).
+ *
+ * The table maps a path to its last stat and hash; entries are never
+ * removed (a project's files number in the hundreds of thousands at most,
+ * and a missing file is worth remembering too). One mutex guards the
+ * table; stat and hashing run outside it, so two threads asking for the
+ * same changed file may both hash it, which is wasted work but harmless. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "filestate.h"
+
+struct fentry {
+	char *path;
+	uint64_t h;       /* of path, compared before the string */
+	kiln_file_rec rec;
+	int known;        /* rec holds a stat and hash (else: unknown) */
+	int missing;      /* at the last stat it did not exist */
+	int dirty;        /* rec changed since the last flush */
+	uint64_t pass;    /* stat'ed during this pass */
+};
+
+struct filestate {
+	kiln_store *s;
+	char *root;
+	pthread_mutex_t mu;
+	struct fentry **slots;
+	size_t cap, n;
+	uint64_t pass;
+	int verify;
+	atomic_uint_fast64_t nstat, nhashed;
+};
+
+static uint64_t
+str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+int
+filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
+{
+	struct filestate *fs = calloc(1, sizeof *fs);
+
+	if (fs == NULL || (fs->root = strdup(root)) == NULL ||
+	    (fs->slots = calloc(1024, sizeof *fs->slots)) == NULL) {
+		if (fs != NULL)
+			free(fs->root);
+		free(fs);
+		return KILN_ENOMEM;
+	}
+	fs->cap = 1024;
+	fs->s = s;
+	fs->pass = 1;
+	pthread_mutex_init(&fs->mu, NULL);
+	*fsp = fs;
+	return 0;
+}
+
+void
+filestate_free(struct filestate *fs)
+{
+	if (fs == NULL)
+		return;
+	for (size_t i = 0; i < fs->cap; i++)
+		if (fs->slots[i] != NULL) {
+			free(fs->slots[i]->path);
+			free(fs->slots[i]);
+		}
+	free(fs->slots);
+	free(fs->root);
+	pthread_mutex_destroy(&fs->mu);
+	free(fs);
+}
+
+void
+filestate_pass(struct filestate *fs)
+{
+	pthread_mutex_lock(&fs->mu);
+	fs->pass++;
+	pthread_mutex_unlock(&fs->mu);
+}
+
+void
+filestate_set_verify(struct filestate *fs, int verify)
+{
+	pthread_mutex_lock(&fs->mu);
+	fs->verify = verify;
+	pthread_mutex_unlock(&fs->mu);
+}
+
+void
+filestate_counts(struct filestate *fs, uint64_t *nstat, uint64_t *nhashed)
+{
+	*nstat = atomic_load(&fs->nstat);
+	*nhashed = atomic_load(&fs->nhashed);
+}
+
+/* Double the table (mu held). */
+static int
+table_grow(struct filestate *fs)
+{
+	size_t ncap = fs->cap * 2;
+	struct fentry **ns = calloc(ncap, sizeof *ns);
+
+	if (ns == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < fs->cap; i++) {
+		struct fentry *e = fs->slots[i];
+		if (e == NULL)
+			continue;
+		size_t j = e->h & (ncap - 1);
+		while (ns[j] != NULL)
+			j = (j + 1) & (ncap - 1);
+		ns[j] = e;
+	}
+	free(fs->slots);
+	fs->slots = ns;
+	fs->cap = ncap;
+	return 0;
+}
+
+/* The entry of path, made when absent (mu held). NULL: out of memory. */
+static struct fentry *
+table_get(struct filestate *fs, const char *path)
+{
+	uint64_t h = str_hash(path);
+	size_t i = h & (fs->cap - 1);
+	struct fentry *e;
+
+	for (; fs->slots[i] != NULL; i = (i + 1) & (fs->cap - 1))
+		if (fs->slots[i]->h == h && strcmp(fs->slots[i]->path, path) == 0)
+			return fs->slots[i];
+	if ((fs->n + 1) * 4 > fs->cap * 3) {
+		if (table_grow(fs) != 0)
+			return NULL;
+		return table_get(fs, path);
+	}
+	if ((e = calloc(1, sizeof *e)) == NULL || (e->path = strdup(path)) == NULL) {
+		free(e);
+		return NULL;
+	}
+	e->h = h;
+	fs->slots[i] = e;
+	fs->n++;
+	return e;
+}
+
+static int
+stat_equal(const kiln_file_rec *r, const struct stat *st)
+{
+	return r->size == (uint64_t)st->st_size && r->ino == (uint64_t)st->st_ino &&
+	       r->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec &&
+	       r->ctime_ns == (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+static void
+rec_of_stat(kiln_file_rec *r, const struct stat *st)
+{
+	r->size = (uint64_t)st->st_size;
+	r->ino = (uint64_t)st->st_ino;
+	r->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	r->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+/* Open path (relative to the root unless absolute) and fstat it. */
+static int
+file_open(struct filestate *fs, const char *path, int *fd, struct stat *st)
+{
+	char full[PATH_MAX];
+	size_t lr = strlen(fs->root), lp = strlen(path);
+
+	if (path[0] == '/') {
+		if (lp + 1 > sizeof full)
+			return KILN_ERANGE;
+		memcpy(full, path, lp + 1);
+	} else {
+		if (lr + 1 + lp + 1 > sizeof full)
+			return KILN_ERANGE;
+		memcpy(full, fs->root, lr);
+		full[lr] = '/';
+		memcpy(full + lr + 1, path, lp + 1);
+	}
+	atomic_fetch_add(&fs->nstat, 1);
+	if ((*fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
+		                                           : kiln_err_from_errno(errno);
+	if (fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		close(*fd);
+		return KILN_ENOTFOUND;
+	}
+	return 0;
+}
+
+/* Fill e from the files database once (mu not held; e->known is set
+ * only by the thread that wins). */
+static void
+load_record(struct filestate *fs, const char *path, kiln_file_rec *rec, int *found)
+{
+	*found = path[0] != '/' && kiln_store_file_get(fs->s, path, rec) == 0;
+}
+
+int
+filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
+{
+	struct fentry *e;
+	kiln_file_rec rec, db;
+	struct stat st;
+	int fd, rv, known, found = 0, verify;
+	uint64_t pass;
+
+	pthread_mutex_lock(&fs->mu);
+	if ((e = table_get(fs, path)) == NULL) {
+		pthread_mutex_unlock(&fs->mu);
+		return KILN_ENOMEM;
+	}
+	if (e->pass == fs->pass) {   /* seen this pass: answer from memory */
+		rv = e->missing ? KILN_ENOTFOUND : 0;
+		*hash = e->missing ? (kiln_id){{0}} : e->rec.hash;
+		pthread_mutex_unlock(&fs->mu);
+		return rv;
+	}
+	known = e->known;
+	rec = e->rec;
+	pass = fs->pass;
+	verify = fs->verify;
+	pthread_mutex_unlock(&fs->mu);
+
+	if (!known) {
+		load_record(fs, path, &db, &found);
+		if (found) {
+			rec = db;
+			known = 1;
+		}
+	}
+	rv = file_open(fs, path, &fd, &st);
+	if (rv == KILN_ENOTFOUND) {
+		pthread_mutex_lock(&fs->mu);
+		e->missing = 1;
+		e->pass = pass;
+		pthread_mutex_unlock(&fs->mu);
+		memset(hash, 0, sizeof *hash);
+		return rv;
+	}
+	if (rv != 0)
+		return rv;
+	if (known && !verify && stat_equal(&rec, &st)) {
+		close(fd);
+		*hash = rec.hash;
+	} else {
+		rv = kiln_id_of_fd(fd, hash, NULL);
+		close(fd);
+		if (rv != 0)
+			return rv;
+		atomic_fetch_add(&fs->nhashed, 1);
+		rec_of_stat(&rec, &st);
+		rec.hash = *hash;
+		found = 0;  /* changed: record it */
+		known = -1;
+	}
+	pthread_mutex_lock(&fs->mu);
+	e->rec = rec;
+	e->known = 1;
+	e->missing = 0;
+	e->pass = pass;
+	if (known == -1 && path[0] != '/')
+		e->dirty = 1;
+	pthread_mutex_unlock(&fs->mu);
+	return 0;
+}
+
+int
+filestate_flush(struct filestate *fs, kiln_batch *b)
+{
+	int rv = 0;
+
+	pthread_mutex_lock(&fs->mu);
+	for (size_t i = 0; i < fs->cap && rv == 0; i++) {
+		struct fentry *e = fs->slots[i];
+		if (e == NULL || !e->dirty)
+			continue;
+		if ((rv = kiln_batch_file_put(b, e->path, &e->rec)) == 0)
+			e->dirty = 0;
+	}
+	pthread_mutex_unlock(&fs->mu);
+	return rv;
+}
