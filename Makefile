@@ -51,7 +51,8 @@ DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
             daemon/desc_resolve.c daemon/strmap.c daemon/plan_graph.c daemon/desc.c
 # The build engine's parts that need no server (libkilnengine.a): running
 # tools, materializing outputs, file states, action keys, the scheduler.
-ENGINE_SRC = daemon/engine_version.c daemon/engine_key.c
+ENGINE_SRC = daemon/engine_version.c daemon/engine_key.c daemon/filestate.c \
+             daemon/engine.c daemon/engine_step.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/uploads.c daemon/events.c

@@ -1,8 +1,82 @@
-/* engine.h — kiln's build engine (docs/build.md). */
+/* engine.h — kiln's build engine (docs/build.md).
+ *
+ * The engine owns the project's loaded descriptions and, per profile, a
+ * graph of its steps. A build asks for some steps (targets and everything
+ * they need); the engine decides by content hashes which are out of date,
+ * runs those tools (at most -j at once, critical path first, higher
+ * priority builds first), publishes their outputs to the store, keeps the
+ * index and the materialized build/<profile>/ folder up to date, and
+ * reports every step and the build's end through the publish callback.
+ * Builds running at once share their common steps: each runs once.
+ *
+ * The engine knows nothing of nng or the daemon: kilnd's handlers call it,
+ * and its events go to whatever publish does (the daemon's event ring).
+ *
+ * Threads: every function may be called from any thread. The engine runs
+ * its own worker threads; publish is called from them (never with an
+ * engine lock held). */
 #ifndef KILND_ENGINE_H
 #define KILND_ENGINE_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln_proto.h"
+#include "kiln_store.h"
+
 /* The tag every action key's encoding starts with. */
 extern const char engine_key_format[];
+
+struct engine;
+
+struct engine_config {
+	const char *root;        /* the project folder, absolute */
+	kiln_store *store;
+	unsigned workers;        /* threads deciding and publishing; 0: cores */
+	unsigned default_jobs;   /* tools at once when a build says 0; 0: cores */
+	const char *tool_path;   /* PATH for finding and running tools */
+	/* Called with each event to publish (kind set; seq and time are the
+	 * callee's); the event and what it points to are valid only during
+	 * the call. */
+	void (*publish)(void *arg, Kiln__Event *ev);
+	/* A line for the daemon's log. */
+	void (*log)(void *arg, int error, const char *msg);
+	void *arg;
+};
+
+/* Start the engine (no project is read until the first build). Clears
+ * scratch folders left by a previous daemon. Returns 0, KILN_ENOMEM,
+ * KILN_EIO. */
+int engine_new(const struct engine_config *cfg, struct engine **ep);
+
+/* Cancel every build, kill running tools, wait for the workers, commit
+ * what finished, free. NULL is allowed. */
+void engine_free(struct engine *e);
+
+/* Start a build. On 0, rep is filled (its profile string stays valid for
+ * the engine's life). Errors: KILN_EBADPROJECT (the descriptions have
+ * errors: err holds them, one per line, file:line:col), KILN_EINVAL (an
+ * unknown profile, a target matching no step; err says which), KILN_EBUSY
+ * (too many builds at once), KILN_ENOMEM, KILN_ECLOSED (shutting down). */
+int engine_build(struct engine *e, const Kiln__BuildRequest *rq,
+                 Kiln__BuildReply *rep, char *err, size_t errlen);
+
+/* Cancel a build. Returns 0 or KILN_ENOTFOUND. */
+int engine_cancel(struct engine *e, uint64_t build);
+
+/* The summary of a running or recently finished build (strings valid for
+ * the engine's life). Returns 0 or KILN_ENOTFOUND. */
+int engine_build_status(struct engine *e, uint64_t build, Kiln__BuildFinished *out);
+
+/* Why the last build of profile ("" = first) ran or reused url: *rec is
+ * malloc'd (free with kiln__step_record__free_unpacked(rec, NULL)) and
+ * *this_daemon tells whether this daemon decided it. Returns 0,
+ * KILN_ENOTFOUND (no such step, or never built), KILN_EBADPROJECT,
+ * KILN_ENOMEM. */
+int engine_why(struct engine *e, const char *profile, const char *url,
+               Kiln__StepRecord **rec, int *this_daemon);
+
+/* Steps queued or running now, over all builds. */
+uint32_t engine_queued(struct engine *e);
 
 #endif

@@ -8,6 +8,7 @@
  * same changed file may both hash it, which is wasted work but harmless. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>

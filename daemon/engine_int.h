@@ -1,0 +1,222 @@
+/* engine_int.h — what engine.c (graphs, builds, scheduling, workers) and
+ * engine_step.c (deciding, running and finishing one step) share.
+ *
+ * Locking: e->mu guards every node's scheduling fields (st, wave, waiting,
+ * prio, builds, the queues) and every build. A node's result fields (have,
+ * key, outs, reason, run fields) belong to whichever worker holds the node
+ * in state N_EVAL, N_RUNNING (the reaper, then the completing worker) or
+ * N_DONE's transition; nobody else reads them until the node is done, and
+ * the publish of done happens under e->mu. e->batch_mu guards the record
+ * batch. */
+#ifndef KILND_ENGINE_INT_H
+#define KILND_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine.h"
+#include "engine_key.h"
+#include "filestate.h"
+#include "kiln_desc.h"
+#include "materialize.h"
+#include "toolrun.h"
+
+#define ENGINE_MAX_BUILDS 64   /* at once; one bit each in node.builds */
+#define ENGINE_KEEP_FINISHED 64 /* finished builds remembered for status */
+
+enum node_state {
+	N_IDLE,       /* not part of the current wave */
+	N_WAITING,    /* prerequisites unfinished */
+	N_READY,      /* on the ready heap, to be decided */
+	N_EVAL,       /* a worker is deciding it */
+	N_RUNNABLE,   /* out of date, waiting for a -j slot */
+	N_RUNNING,    /* its tool runs */
+	N_DONE,       /* finished in this wave: up to date, reused or ran */
+	N_FAILED,
+	N_SKIPPED,    /* a prerequisite failed */
+	N_CANCELLED,
+	N_WOULD_RUN,  /* dry run: out of date */
+};
+
+/* How the last decision went (StepEvent.Result where it maps). */
+enum node_outcome {
+	O_UP_TO_DATE,  /* same key as this daemon's last build, files intact */
+	O_REUSED,      /* a cached result */
+	O_RAN,
+	O_FAILED,
+};
+
+struct node_out {
+	kiln_id id;
+	uint64_t size;
+	kiln_file_rec mat;   /* the materialized file, as last seen */
+};
+
+struct engine;
+struct graph;
+struct node;
+
+/* What the reaper hands back when a node's tool ends. */
+struct run_ctx {
+	struct engine *e;
+	struct graph *g;
+	struct node *n;
+};
+
+struct node {
+	const kiln_step *ks;
+	uint32_t idx;
+	uint32_t *deps, ndeps;   /* prerequisite nodes */
+	uint32_t *rdeps, nrdeps; /* nodes that need this one */
+	uint32_t cp;             /* steps on the longest path to an end */
+
+	/* scheduling (e->mu) */
+	enum node_state st;
+	uint64_t wave;
+	uint32_t waiting;
+	uint32_t prio;
+	uint64_t builds;         /* bit per build slot that wants it */
+	uint32_t heap_prio;      /* prio when last pushed (stale entries) */
+
+	/* the last result (see the header comment) */
+	int have;                /* key and outs hold a complete result */
+	kiln_id key;
+	struct node_out *outs;   /* ks->noutputs */
+	enum node_outcome outcome;
+	char *reason;            /* malloc'd; why it ran or was reused */
+	char *error;             /* malloc'd; why it failed */
+
+	/* a run in progress */
+	struct key_parts parts;
+	kiln_id new_key;
+	Kiln__StepRecord *prev;  /* the previous decision record, if read */
+	unsigned scratch;        /* .kiln/scratch/<n> */
+	int log_fd;
+	pid_t pid;
+	struct spawn_result res;
+	int64_t start_ns;
+	uint64_t duration_ns;
+	kiln_id log_id;
+	int has_log;
+	int send_event;          /* publish a StepEvent when done */
+	struct run_ctx run;
+};
+
+struct graph {
+	char *profile;
+	const kiln_plan *plan;
+	struct node *nodes;
+	uint32_t n;
+	uint32_t *topo;          /* prerequisites before dependents */
+	struct graph *next;
+};
+
+struct build {
+	uint64_t id;
+	int slot;                /* bit in node.builds; -1 once finished */
+	struct graph *g;
+	uint32_t prio, jobs;
+	int keep_going, dry_run;
+	int stopped;             /* a failure without -k, or a cancel */
+	int cancelled;
+	int done;
+	uint32_t total, finished, ran, reused, failed, skipped, ncancelled, would_run;
+	int64_t start_ns;
+	uint64_t duration_ns;
+	char error[256];
+	char index[64];
+	struct build *next;      /* e->finished list */
+	uint32_t *targets;       /* nodes wanted (closure), until started */
+	uint32_t ntargets;
+};
+
+/* A heap of node indices of one graph ordered by (prio, cp). */
+struct heap {
+	struct heap_item { uint32_t prio, cp, idx; struct graph *g; } *v;
+	size_t n, cap;
+};
+
+struct engine {
+	struct engine_config cfg;
+	char *root;
+	char *tool_path;
+	unsigned jobs_default;
+	kiln_store *s;
+	struct filestate *fs;
+	struct kilnd_spawner *sp;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;       /* workers: work arrived, or quit */
+	pthread_cond_t idle_cv;  /* a wave ended */
+	int quit;
+	pthread_t *threads;
+	unsigned nthreads;
+
+	kiln_desc *desc;         /* NULL until the first build */
+	struct dirstamp { char *path; int64_t mtime_ns, ctime_ns; uint64_t ino; } *stamps;
+	size_t nstamps;
+	struct graph *graphs;
+
+	uint64_t wave;           /* the current wave's number */
+	int wave_dry;            /* the current wave is a dry run */
+	struct build *active[ENGINE_MAX_BUILDS];
+	unsigned nactive;
+	struct build *finished;  /* newest first, at most ENGINE_KEEP_FINISHED */
+	unsigned nfinished;
+	uint64_t next_build;
+	struct heap ready, runnable;
+	struct run_ctx **completed; /* tools that ended, to be finished */
+	size_t ncompleted, capcompleted;
+	unsigned running;        /* tools running */
+	unsigned starting;       /* workers inside step_start */
+	uint32_t queued;         /* nodes waiting, ready or running */
+	unsigned next_scratch;
+
+	pthread_mutex_t batch_mu;
+	kiln_batch *batch;
+	int64_t last_commit_ns;
+	pthread_mutex_t commit_mu;
+};
+
+/* ---- engine_step.c ---- */
+
+enum eval_result { EVAL_DONE, EVAL_RUN, EVAL_FAIL };
+
+/* Decide node n of g (unlocked; the node is N_EVAL). EVAL_DONE: its
+ * outputs are current and materialized; EVAL_RUN: its tool must run
+ * (n->parts and n->new_key are set); EVAL_FAIL: n->error says why. */
+enum eval_result step_eval(struct engine *e, struct graph *g, struct node *n,
+                           int dry_run);
+
+/* Start n's tool (unlocked). 0: running, engine_tool_done will be called;
+ * otherwise n->error is set and the step failed. */
+int step_start(struct engine *e, struct graph *g, struct node *n);
+
+/* Finish n after its tool ended (unlocked): outputs into the store,
+ * records, materialization. 0 or -1 with n->error set. */
+int step_finish(struct engine *e, struct graph *g, struct node *n);
+
+/* Record a failure (log kept, decision record) after step_* failed. */
+void step_record_failure(struct engine *e, struct graph *g, struct node *n);
+
+/* The output path relative to the project: build/<profile>/<dir>/<file>. */
+int step_output_path(const struct graph *g, const struct node *n, size_t i,
+                     char *out, size_t outlen);
+
+/* ---- engine.c, for engine_step.c ---- */
+
+/* The reaper thread's callback for a node's tool. */
+void engine_tool_done(void *arg, const struct spawn_result *r);
+
+/* Queue records for the next commit; commit when enough have waited. */
+int engine_batch_lock(struct engine *e, kiln_batch **b);
+void engine_batch_unlock(struct engine *e);
+
+/* rm -rf path, not following symlinks. */
+void engine_rmtree(const char *path);
+
+int64_t engine_now_ns(void);
+int64_t engine_wall_ns(void);
+
+#endif
