@@ -798,7 +798,11 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 		goto out;
 	snprintf(dir, sizeof dir, "%s/.kiln/scratch", e->root);
 	mkdir(dir, 0755);
-	snprintf(dir, sizeof dir, "%s/%s", e->root, p.scratch);
+	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", e->root, p.scratch) >= sizeof dir) {
+		rv = KILN_ERANGE;
+		set_error(n, "project path too long");
+		goto out;
+	}
 	snprintf(logp, sizeof logp, "%s.log", dir);
 	if (mkdir(dir, 0755) != 0 ||
 	    (n->log_fd = open(logp, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
