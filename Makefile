@@ -55,7 +55,7 @@ ENGINE_SRC = daemon/engine_version.c daemon/engine_key.c daemon/filestate.c \
              daemon/engine.c daemon/engine_step.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/verified.c daemon/jobs.c \
-             daemon/handlers.c daemon/uploads.c daemon/events.c
+             daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/events.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c \
               client/events.c

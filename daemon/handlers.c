@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "handlers.h"
 #include "verified.h"
 
@@ -63,7 +64,7 @@ h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	s->clients = atomic_load(&d->clients);
 	s->subscribers = es.subscribers;
 	s->uploads = uploads_count(d->uploads);
-	s->build_queue = 0; /* no build engine yet */
+	s->build_queue = d->engine ? engine_queued(d->engine) : 0;
 	s->event_seq = es.head;
 	s->event_epoch = es.epoch;
 	s->events_held = es.held;
@@ -309,6 +310,10 @@ static const struct handler {
 	{KILN__REQUEST__BODY_SUBSCRIBE, h_subscribe},
 	{KILN__REQUEST__BODY_UNSUBSCRIBE, h_unsubscribe},
 	{KILN__REQUEST__BODY_POLL, h_poll},
+	{KILN__REQUEST__BODY_BUILD, h_build},
+	{KILN__REQUEST__BODY_CANCEL, h_cancel},
+	{KILN__REQUEST__BODY_BUILD_STATUS, h_build_status},
+	{KILN__REQUEST__BODY_WHY, h_why},
 };
 
 /* Whether t is the daemon's token, in time independent of where they

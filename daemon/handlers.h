@@ -36,8 +36,11 @@ struct kilnd_answer {
 		Kiln__BlobGetReply get;
 		Kiln__BlobPutReply put;
 		Kiln__SubscribeReply sub;
+		Kiln__BuildReply build;
+		Kiln__BuildFinished build_status;
 	} body;
-	char error[256];      /* reply.error points here */
+	char error[8192];     /* reply.error points here (a project's errors
+	                         can take many lines) */
 	kiln_id id;           /* an id the reply refers to */
 	struct upload_done done;
 	void *heap[3];        /* freed by answer_release */
@@ -62,6 +65,16 @@ void handle_request(struct kilnd *d, const struct kilnd_call *c,
 /* Answer a parked poll after its wait (no further parking). */
 void handle_poll_again(struct kilnd *d, const struct kilnd_call *c,
                        struct kilnd_answer *a);
+
+/* handlers_build.c: build, cancel, build status, why. */
+int h_build(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+            struct ev_waiter *w);
+int h_cancel(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+             struct ev_waiter *w);
+int h_build_status(struct kilnd *d, const struct kilnd_call *c,
+                   struct kilnd_answer *a, struct ev_waiter *w);
+int h_why(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+          struct ev_waiter *w);
 
 /* Free what the answer holds (fd, heap, bytes). */
 void answer_release(struct kilnd_answer *a);

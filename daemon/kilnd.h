@@ -12,6 +12,7 @@
  *   uploads.c   blob puts in progress
  *   verified.c  blobs re-hashed lately (served without re-hashing again)
  *   events.c    the event ring, subscriptions and parked polls
+ *   handlers_build.c  build, cancel, build status and why, on engine.h
  *
  * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
  * Requests are handled on cfg.workers handler threads (jobs.c), fed by
@@ -58,6 +59,7 @@ struct kilnd_config {
 	uint32_t upload_idle_s;     /* an upload idle this long is dropped */
 	uint32_t verify_ttl_s;      /* a blob re-hashed this recently and
 	                               unchanged is not re-hashed to be served */
+	uint32_t build_workers;     /* engine threads deciding steps; 0: cores */
 };
 
 /* Fill c with the defaults. */
@@ -92,6 +94,7 @@ struct kilnd {
 	struct kilnd_uploads *uploads; /* own lock inside */
 	struct kilnd_server *server;   /* own lock inside */
 	struct kilnd_verified *verified; /* own lock inside */
+	struct engine *engine;         /* own locks inside (engine.h) */
 
 	atomic_uint_fast64_t requests;     /* answered */
 	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused */

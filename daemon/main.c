@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "events.h"
 #include "kilnd.h"
 #include "server.h"
@@ -280,7 +281,7 @@ static int
 store_open(struct kilnd *d, char *err, size_t len)
 {
 	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
-	                     .durability = KILN_DURABLE_FSYNC};
+	                     .durability = KILN_DURABLE_BATCH};
 	const char *dir = d->cfg.store ? d->cfg.store : d->paths.store;
 	int rv;
 
@@ -292,6 +293,42 @@ store_open(struct kilnd *d, char *err, size_t len)
 	if (realpath(dir, d->store_dir) == NULL)
 		snprintf(d->store_dir, sizeof(d->store_dir), "%s", dir);
 	return 0;
+}
+
+static void
+engine_publish(void *arg, Kiln__Event *ev)
+{
+	struct kilnd *d = arg;
+
+	events_publish(d->events, ev);
+}
+
+static void
+engine_log(void *arg, int error, const char *msg)
+{
+	kilnd_log(arg, error ? KILND_ERROR : KILND_INFO, "%s", msg);
+}
+
+/* The build engine, on the project and store (it reads the descriptions
+ * at the first build). */
+static int
+engine_start(struct kilnd *d, char *err, size_t len)
+{
+	const char *path = getenv("PATH");
+	struct engine_config c = {
+		.root = d->paths.project,
+		.store = d->store,
+		.workers = d->cfg.build_workers,
+		.tool_path = path && path[0] ? path : NULL,
+		.publish = engine_publish,
+		.log = engine_log,
+		.arg = d,
+	};
+	int rv = engine_new(&c, &d->engine);
+
+	if (rv != 0)
+		snprintf(err, len, "starting the build engine: %s", kiln_strerror(rv));
+	return rv;
 }
 
 /* Say what a killed daemon left behind, now that there is a log. */
@@ -339,6 +376,7 @@ start(struct kilnd *d, char *err, size_t len)
 	                       &d->verified)) != 0 ||
 	    (rv = uploads_new(d->store, d->cfg.max_uploads, d->cfg.upload_idle_s,
 	                      &d->uploads)) != 0 ||
+	    (rv = engine_start(d, err, len)) != 0 ||
 	    (rv = server_start(d, err, len)) != 0) {
 		if (err[0] == '\0')
 			snprintf(err, len, "starting: %s", kiln_strerror(rv));
@@ -373,6 +411,8 @@ stop(struct kilnd *d)
 	}
 	atomic_store(&d->stopping, 1);
 	server_stop(d);          /* no handler runs after this */
+	engine_free(d->engine);  /* running tools killed, finished work kept */
+	d->engine = NULL;
 	uploads_free(d->uploads); /* unfinished uploads leave nothing behind */
 	d->uploads = NULL;
 	kiln_store_close(d->store);

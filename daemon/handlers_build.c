@@ -1,0 +1,95 @@
+/* handlers_build.c — the build requests: start, cancel, status, why. The
+ * engine (engine.h) does the work; these turn requests into its calls and
+ * its answers into replies.
+ *
+ * Threads: run on the jobs.c pool like every handler; the engine has its
+ * own locks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "handlers.h"
+
+int
+h_build(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+        struct ev_waiter *w)
+{
+	const Kiln__BuildRequest *rq = c->req->build;
+	int rv;
+
+	(void)w;
+	if (rq->n_targets > 100000)
+		return KILN_ERANGE;
+	kiln__build_reply__init(&a->body.build);
+	rv = engine_build(d->engine, rq, &a->body.build, a->error, sizeof a->error);
+	if (rv != 0)
+		return rv;
+	kilnd_log(d, KILND_DEBUG, "build %llu of %u steps for profile %s (client %u)",
+	          (unsigned long long)a->body.build.build, a->body.build.steps,
+	          a->body.build.profile, c->pipe);
+	a->reply.body_case = KILN__REPLY__BODY_BUILD_REPLY;
+	a->reply.build_reply = &a->body.build;
+	return 0;
+}
+
+int
+h_cancel(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+         struct ev_waiter *w)
+{
+	(void)a, (void)w;
+	return engine_cancel(d->engine, c->req->cancel->build);
+}
+
+int
+h_build_status(struct kilnd *d, const struct kilnd_call *c,
+               struct kilnd_answer *a, struct ev_waiter *w)
+{
+	int rv;
+
+	(void)w;
+	rv = engine_build_status(d->engine, c->req->build_status->build,
+	                         &a->body.build_status);
+	if (rv != 0)
+		return rv;
+	a->reply.body_case = KILN__REPLY__BODY_BUILD_STATUS_REPLY;
+	a->reply.build_status_reply = &a->body.build_status;
+	return 0;
+}
+
+/* The record came from protobuf's unpack: encode the whole reply here, so
+ * it can be freed before the answer is sent. */
+int
+h_why(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+      struct ev_waiter *w)
+{
+	const Kiln__WhyRequest *q = c->req->why;
+	Kiln__WhyReply wr = KILN__WHY_REPLY__INIT;
+	Kiln__StepRecord *rec = NULL;
+	int rv, mine = 0;
+
+	(void)w;
+	if (q->url == NULL || kiln_url_check(q->url) != 0)
+		return KILN_EINVAL;
+	rv = engine_why(d->engine, q->profile, q->url, &rec, &mine);
+	if (rv == KILN_ENOTFOUND)
+		snprintf(a->error, sizeof a->error, "no build has decided %s%s%s yet",
+		         q->url, q->profile && q->profile[0] ? " for profile " : "",
+		         q->profile ? q->profile : "");
+	if (rv != 0)
+		return rv;
+	wr.record = rec;
+	wr.this_daemon = mine;
+	a->reply.body_case = KILN__REPLY__BODY_WHY_REPLY;
+	a->reply.why_reply = &wr;
+	a->nbytes = kiln__reply__get_packed_size(&a->reply);
+	if ((a->bytes = malloc(a->nbytes)) == NULL) {
+		kiln__step_record__free_unpacked(rec, NULL);
+		return KILN_ENOMEM;
+	}
+	kiln__reply__pack(&a->reply, a->bytes);
+	kiln__step_record__free_unpacked(rec, NULL);
+	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
+	a->kind = ANSWER_BYTES;
+	return 0;
+}
