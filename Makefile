@@ -57,7 +57,7 @@ DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/events.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
-LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c \
+LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/events.c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_events.c client/cmd_desc.c

@@ -64,6 +64,40 @@ kiln_subscribe(kiln_conn *c, const kiln_cursor *since)
 	return 0;
 }
 
+static void
+step_take(struct kiln_sub *s, const Kiln__StepEvent *se)
+{
+	kiln_step_event *st = &s->step;
+
+	memset(st, 0, sizeof(*st));
+	st->builds = se->builds;
+	st->nbuilds = se->n_builds;
+	st->profile = se->profile;
+	st->url = se->url;
+	st->result = se->result <= KILN__STEP_EVENT__RESULT__WOULD_RUN
+	             ? (kiln_step_result)se->result : KILN_STEP_FAILED;
+	st->reason = se->reason;
+	st->error = se->error;
+	for (size_t i = 0; i < se->n_outputs && i < 16; i++) {
+		const Kiln__StepOutput *o = se->outputs[i];
+		s->outs[i].name = o->name;
+		memset(&s->outs[i].id, 0, sizeof(s->outs[i].id));
+		kiln_proto_id_get(o->id, &s->outs[i].id);
+		s->outs[i].size = o->size;
+		s->outs[i].path = o->path;
+		st->noutputs++;
+	}
+	st->outputs = s->outs;
+	st->exit_code = se->exit_code;
+	st->signal = se->signal;
+	st->has_log = se->log.len == 16;
+	if (st->has_log)
+		kiln_proto_id_get(se->log, &st->log);
+	st->duration_ns = se->duration_ns;
+	st->done = se->done;
+	st->total = se->total;
+}
+
 /* Fill ev from the batch's next event and move the cursor past it. */
 static void
 event_take(struct kiln_sub *s, kiln_event *ev)
@@ -98,6 +132,16 @@ event_take(struct kiln_sub *s, kiln_event *ev)
 	case KILN__EVENT__KIND_STOPPING:
 		ev->type = KILN_EVENT_STOPPING;
 		ev->text = e->stopping->reason;
+		break;
+	case KILN__EVENT__KIND_STEP:
+		ev->type = KILN_EVENT_STEP;
+		step_take(s, e->step);
+		ev->step = &s->step;
+		break;
+	case KILN__EVENT__KIND_BUILD_FINISHED:
+		ev->type = KILN_EVENT_BUILD_DONE;
+		lk_summary_of(e->build_finished, &s->build);
+		ev->build = &s->build;
 		break;
 	default:
 		ev->type = KILN_EVENT_OTHER; /* newer daemon: skip, keep counting */

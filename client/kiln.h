@@ -153,7 +153,51 @@ typedef enum kiln_event_type {
 	KILN_EVENT_LOG,         /* a line of the daemon's log */
 	KILN_EVENT_BLOB_STORED, /* a blob was put */
 	KILN_EVENT_STOPPING,    /* the daemon is stopping */
+	KILN_EVENT_STEP,        /* a build step finished (see step) */
+	KILN_EVENT_BUILD_DONE,  /* a build ended (see build) */
 } kiln_event_type;
+
+typedef enum kiln_step_result {
+	KILN_STEP_RAN,          /* its tool ran and succeeded */
+	KILN_STEP_REUSED,       /* a cached result was used */
+	KILN_STEP_FAILED,
+	KILN_STEP_SKIPPED,      /* a prerequisite failed */
+	KILN_STEP_CANCELLED,
+	KILN_STEP_WOULD_RUN,    /* a dry run: out of date */
+} kiln_step_result;
+
+typedef struct kiln_step_output {
+	const char *name;       /* "out", or the output's name */
+	kiln_id id;
+	uint64_t size;
+	const char *path;       /* materialized, relative to the project */
+} kiln_step_output;
+
+typedef struct kiln_step_event {
+	const uint64_t *builds; /* the builds that wanted the step */
+	size_t nbuilds;
+	const char *profile, *url;
+	kiln_step_result result;
+	const char *reason;     /* why it ran (or would run) */
+	const char *error;      /* FAILED: what went wrong, the tool's last lines */
+	const kiln_step_output *outputs;
+	size_t noutputs;
+	int exit_code, signal;
+	int has_log;
+	kiln_id log;            /* the tool's stdout and stderr, in the store */
+	uint64_t duration_ns;
+	uint32_t done, total;   /* progress of builds[0] */
+} kiln_step_event;
+
+typedef struct kiln_build_summary {
+	uint64_t build;
+	const char *profile;
+	int done;               /* 0: still running */
+	uint32_t total, ran, reused, failed, skipped, cancelled, would_run;
+	uint64_t duration_ns;
+	const char *index;      /* the index map, relative to the project */
+	const char *error;      /* a build-wide problem ("" if none) */
+} kiln_build_summary;
 
 typedef struct kiln_event {
 	kiln_cursor at;         /* its epoch and seq */
@@ -171,6 +215,9 @@ typedef struct kiln_event {
 	kiln_id id;
 	uint64_t size;
 	const char *profile, *url;
+	/* STEP and BUILD_DONE. */
+	const kiln_step_event *step;
+	const kiln_build_summary *build;
 } kiln_event;
 
 /* Strings in a kiln_event are valid until the next events call on c. */
@@ -201,5 +248,57 @@ int kiln_subscribe_cb(kiln_conn *c, const kiln_cursor *since, kiln_event_fn fn,
 
 /* End the subscription (joining the callback thread, if any). */
 int kiln_unsubscribe(kiln_conn *c);
+
+/* ---- builds (docs/build.md) ---------------------------------------------- */
+
+typedef struct kiln_build_opts {
+	const char *const *targets; /* URLs or URL globs; none: every step */
+	size_t ntargets;
+	const char *profile;        /* NULL or "": the project's first */
+	unsigned jobs;              /* tools at once; 0: the daemon's cores */
+	int keep_going;             /* build what does not depend on a failure */
+	int dry_run;                /* say what would run, run nothing */
+	unsigned priority;          /* 0 batch; higher runs first */
+} kiln_build_opts;
+
+/* Start a build. Its progress comes as STEP events and its end as a
+ * BUILD_DONE event naming *build: subscribe before starting it. On 0,
+ * *build, *nsteps and profile (the profile built, profilelen bytes) are
+ * set. KILN_EBADPROJECT: the descriptions have errors (kiln_conn_error
+ * lists them); KILN_EINVAL: unknown profile or target; KILN_EBUSY. */
+int kiln_build_start(kiln_conn *c, const kiln_build_opts *o, uint64_t *build,
+                     uint32_t *nsteps, char *profile, size_t profilelen);
+
+/* Cancel a build (the steps no other build needs). */
+int kiln_build_cancel(kiln_conn *c, uint64_t build);
+
+/* A build's summary, running or ended (strings valid until the next call
+ * on c). KILN_ENOTFOUND once the daemon forgot it. */
+int kiln_build_status(kiln_conn *c, uint64_t build, kiln_build_summary *s);
+
+typedef struct kiln_why_change {
+	const char *label;      /* "in art/a.png", "param padding", "tool exe" */
+	char before[80], after[80]; /* shown values ("" when absent): a hash's
+	                              first 8 hex digits, or the text */
+} kiln_why_change;
+
+typedef struct kiln_why_info {
+	int decision;           /* 0 ran, 1 reused, 2 failed */
+	const char *reason;
+	const kiln_why_change *changes;
+	size_t nchanges;
+	int64_t time_ns;        /* when decided (CLOCK_REALTIME) */
+	uint64_t duration_ns;   /* the tool's run */
+	int has_log;
+	kiln_id log;
+	const kiln_step_output *outputs;
+	size_t noutputs;
+	const char *error;      /* failed: why */
+	int this_daemon;        /* decided by the running daemon's builds */
+} kiln_why_info;
+
+/* Why the last build of profile (NULL: the first) ran or reused url.
+ * Strings valid until the next call on c. KILN_ENOTFOUND: never decided. */
+int kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w);
 
 #endif

@@ -67,6 +67,13 @@ call(kiln_conn *c, const Kiln__Request *req, const void *data, size_t ndata,
 	               c->error, sizeof(c->error));
 }
 
+int
+lk_call_main(kiln_conn *c, const Kiln__Request *req, Kiln__Reply__BodyCase want,
+             struct conn_reply *r)
+{
+	return call(c, req, NULL, 0, want, r);
+}
+
 /* ---- connecting ---------------------------------------------------------- */
 
 int
@@ -111,6 +118,8 @@ kiln_close(kiln_conn *c)
 	if (c == NULL)
 		return;
 	lk_sub_end(c);
+	if (c->held.rep != NULL)
+		conn_reply_free(&c->held);
 	conn_close(c->conn);
 	free(c);
 }

@@ -23,6 +23,10 @@ struct kiln_sub {
 	kiln_event_fn fn;
 	void *arg;
 	char error[256];          /* the events slot's own error text */
+	/* the event handed out last points here */
+	kiln_step_event step;
+	kiln_step_output outs[16];
+	kiln_build_summary build;
 };
 
 struct kiln_conn {
@@ -32,8 +36,14 @@ struct kiln_conn {
 	size_t max_message;
 	uint32_t chunk;           /* blob bytes per message we ask for */
 	uint32_t put_chunk;       /* the daemon's limit, learned on first put */
-	char error[256];          /* the daemon's words for the last failure */
+	char error[8192];         /* the daemon's words for the last failure
+	                             (a project's errors take lines) */
 	struct kiln_sub sub;
+	/* kiln_build_status and kiln_why results point here */
+	struct conn_reply held;
+	kiln_build_summary summary;
+	kiln_why_change changes[64];
+	kiln_step_output why_outs[16];
 };
 
 /* A request envelope with the protocol version and the token set. */
@@ -47,6 +57,14 @@ int lk_call(kiln_conn *c, unsigned slot, const Kiln__Request *req,
             const void *data, size_t ndata, int timeout_ms,
             Kiln__Reply__BodyCase want, struct conn_reply *r, char *err,
             size_t errlen);
+
+/* Fill a summary from the wire's message (strings borrowed). */
+void lk_summary_of(const Kiln__BuildFinished *bf, kiln_build_summary *s);
+
+/* An ordinary request on the main slot, with c->error for the daemon's
+ * words. */
+int lk_call_main(kiln_conn *c, const Kiln__Request *req,
+                 Kiln__Reply__BodyCase want, struct conn_reply *r);
 
 /* Check a reply already received, as lk_call does. r is freed on error. */
 int lk_reply_check(struct conn_reply *r, Kiln__Reply__BodyCase want, char *err,
