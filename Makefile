@@ -60,7 +60,7 @@ DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/events.c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
-            client/cmd_events.c client/cmd_desc.c
+            client/cmd_events.c client/cmd_desc.c client/cmd_build.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln
 BENCHES = bench_store bench_load bench_proto

@@ -54,6 +54,15 @@ int cmd_stop(const struct cli *cli, int argc, char **argv);
 /* kiln events [...]: print the daemon's events as they come. */
 int cmd_events(const struct cli *cli, int argc, char **argv);
 
+/* ---- commands (cmd_build.c) -------------------------------------------- */
+
+/* kiln build [URL|GLOB...] [-C DIR] [-p PROFILE] [-j N] [-k] [-n] [--json] */
+int cmd_build(const struct cli *cli, int argc, char **argv);
+/* kiln why URL [-p PROFILE]: why the last build ran or reused a step. */
+int cmd_why(const struct cli *cli, int argc, char **argv);
+/* kiln log URL [-p PROFILE]: the step's tool output from its last run. */
+int cmd_log(const struct cli *cli, int argc, char **argv);
+
 /* ---- messages ---------------------------------------------------------- */
 
 /* Print "kiln: <cmd>: <what>: <kiln_strerror(code)>" on stderr. cmd may be

@@ -26,6 +26,9 @@ static const struct command {
 	{"events", cmd_events, "print the daemon's events as they happen"},
 	{"check", cmd_check, "load and validate the asset descriptions"},
 	{"ls", cmd_ls, "list the build steps of a profile"},
+	{"build", cmd_build, "build assets for a profile (only what changed)"},
+	{"why", cmd_why, "say why the last build ran or reused a step"},
+	{"log", cmd_log, "print a step's tool output from its last run"},
 	{"help", cmd_help, "show the help of kiln or of one command"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,489 @@
+/* cmd_build.c — kiln build, kiln why, kiln log: the build engine's
+ * commands, all served by the project's daemon (started when none runs). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* Work in -C DIR (the daemon is the project's, found from there). */
+static int
+enter_dir(const char *cmd, const char *dir)
+{
+	if (dir != NULL && chdir(dir) != 0) {
+		cli_errorf(cmd, "%s: %s", dir, strerror(errno));
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
+/* ---- kiln build ------------------------------------------------------------ */
+
+static const char build_usage[] =
+	"usage: kiln build [URL|GLOB...] [-C DIR] [-p PROFILE] [-j N] [-k] [-n]\n"
+	"                  [--json] [--priority N]\n";
+
+static const char build_help[] =
+	"usage: kiln build [URL|GLOB...] [-C DIR] [-p PROFILE] [-j N] [-k] [-n]\n"
+	"                  [--json] [--priority N]\n"
+	"\n"
+	"Bring the named assets (default: all) and everything they need up to\n"
+	"date for a profile, on the project's daemon (started if none runs).\n"
+	"Steps whose inputs, tool, params and variables hash as before are not\n"
+	"run again; outputs go to the store and to build/<profile>/, with the\n"
+	"index map build/<profile>/kiln-index.txt.\n"
+	"\n"
+	"  -C, --directory DIR  the project folder (default: found upward from .)\n"
+	"  -p, --profile NAME   the profile (default: the first in kiln.yaml)\n"
+	"  -j, --jobs N         tools running at once (default: the cores)\n"
+	"  -k, --keep-going     after a failure, build what does not depend on it\n"
+	"  -n, --dry-run        print what would run and why; run nothing\n"
+	"      --json           one JSON object per event on stdout\n"
+	"      --priority N     0 (default) for batch builds; higher goes first\n"
+	"\n"
+	"On a terminal one status line shows [done/total] and the last step;\n"
+	"otherwise one line per step that ran or failed. Ctrl-C cancels the\n"
+	"steps no other client needs. Exit status: 0 built, 1 a step failed (or\n"
+	"was skipped because one failed), 2 usage or description errors, 130\n"
+	"cancelled.\n";
+
+static volatile sig_atomic_t interrupted;
+
+static void
+on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+struct build_view {
+	int json, tty, dry;
+	uint64_t id;
+	int live;               /* a status line is on screen */
+};
+
+static const char *
+result_word(kiln_step_result r)
+{
+	static const char *const words[] = {"ran", "reused", "FAILED", "skipped",
+	                                    "cancelled", "would run"};
+
+	return (unsigned)r < 6 ? words[r] : "?";
+}
+
+static void
+step_json(const kiln_step_event *s)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	fputs("{\"event\":\"step\",\"url\":", stdout);
+	cli_json_str(s->url);
+	fputs(",\"profile\":", stdout);
+	cli_json_str(s->profile);
+	fputs(",\"result\":", stdout);
+	cli_json_str(s->result == KILN_STEP_FAILED ? "failed" : result_word(s->result));
+	fputs(",\"reason\":", stdout);
+	cli_json_str(s->reason);
+	printf(",\"duration_ms\":%.3f,\"done\":%u,\"total\":%u",
+	       (double)s->duration_ns / 1e6, s->done, s->total);
+	if (s->result == KILN_STEP_FAILED) {
+		fputs(",\"error\":", stdout);
+		cli_json_str(s->error);
+		printf(",\"exit_code\":%d,\"signal\":%d", s->exit_code, s->signal);
+	}
+	if (s->has_log) {
+		kiln_id_to_hex(&s->log, hex);
+		printf(",\"log\":\"%s\"", hex);
+	}
+	fputs(",\"outputs\":[", stdout);
+	for (size_t i = 0; i < s->noutputs; i++) {
+		kiln_id_to_hex(&s->outputs[i].id, hex);
+		printf("%s{\"name\":", i ? "," : "");
+		cli_json_str(s->outputs[i].name);
+		printf(",\"hash\":\"%s\",\"size\":%llu,\"path\":", hex,
+		       (unsigned long long)s->outputs[i].size);
+		cli_json_str(s->outputs[i].path);
+		fputs("}", stdout);
+	}
+	fputs("]}\n", stdout);
+	fflush(stdout);
+}
+
+static void
+step_print(struct build_view *v, const kiln_step_event *s)
+{
+	if (v->json) {
+		step_json(s);
+		return;
+	}
+	if (v->tty && (s->result == KILN_STEP_RAN || s->result == KILN_STEP_REUSED)) {
+		printf("\r\033[K[%u/%u] %s", s->done, s->total, s->url);
+		v->live = 1;
+		fflush(stdout);
+		return;
+	}
+	if (v->live) {
+		fputs("\r\033[K", stdout);
+		v->live = 0;
+	}
+	switch (s->result) {
+	case KILN_STEP_FAILED:
+		printf("FAILED %s\n", s->url);
+		for (const char *p = s->error; *p;) {
+			const char *nl = strchr(p, '\n');
+			int len = nl ? (int)(nl - p) : (int)strlen(p);
+			printf("  %.*s\n", len, p);
+			p += len + (nl != NULL);
+		}
+		if (s->has_log)
+			printf("  (whole log: kiln log -p %s %s)\n", s->profile, s->url);
+		break;
+	case KILN_STEP_WOULD_RUN:
+		printf("would run %s: %s\n", s->url, s->reason);
+		break;
+	case KILN_STEP_RAN:
+		printf("ran %s (%.2f s): %s\n", s->url, (double)s->duration_ns / 1e9,
+		       s->reason);
+		break;
+	default:
+		printf("%s %s%s%s\n", result_word(s->result), s->url,
+		       s->reason[0] ? ": " : "", s->reason);
+	}
+	fflush(stdout);
+}
+
+static int
+summary_print(struct build_view *v, const kiln_build_summary *b)
+{
+	if (v->live)
+		fputs("\r\033[K", stdout);
+	v->live = 0;
+	if (v->json) {
+		printf("{\"event\":\"build\",\"build\":%llu,\"profile\":",
+		       (unsigned long long)b->build);
+		cli_json_str(b->profile);
+		printf(",\"total\":%u,\"ran\":%u,\"reused\":%u,\"failed\":%u,"
+		       "\"skipped\":%u,\"cancelled\":%u,\"would_run\":%u,"
+		       "\"duration_ms\":%.3f,\"index\":", b->total, b->ran, b->reused,
+		       b->failed, b->skipped, b->cancelled, b->would_run,
+		       (double)b->duration_ns / 1e6);
+		cli_json_str(b->index);
+		fputs(",\"error\":", stdout);
+		cli_json_str(b->error);
+		fputs("}\n", stdout);
+	} else if (v->dry) {
+		printf("%u of %u steps of profile %s would run\n", b->would_run,
+		       b->total, b->profile);
+	} else {
+		printf("profile %s: %u steps, %u ran, %u up to date, %u failed, "
+		       "%u skipped%s%s in %.2f s\n", b->profile, b->total, b->ran,
+		       b->reused, b->failed, b->skipped,
+		       b->cancelled ? ", cancelled " : "", "",
+		       (double)b->duration_ns / 1e9);
+		if (b->index[0])
+			printf("outputs in build/%s/ (index: %s)\n", b->profile, b->index);
+	}
+	fflush(stdout);
+	if (b->failed > 0 || b->skipped > 0)
+		return CLI_PROBLEM;
+	if (b->cancelled > 0 || (b->error[0] && strcmp(b->error, "cancelled") == 0))
+		return 130;
+	return CLI_OK;
+}
+
+static int
+build_follow(kiln_conn *c, struct build_view *v)
+{
+	int cancel_sent = 0, idle_ms = 0, rv;
+	kiln_event ev;
+	kiln_build_summary bs;
+
+	for (;;) {
+		if (interrupted && !cancel_sent) {
+			kiln_build_cancel(c, v->id);
+			cancel_sent = 1;
+		}
+		rv = kiln_events_poll(c, 200, &ev);
+		if (rv == KILN_ETIMEDOUT) {
+			/* quiet for a while: is the build (and the daemon) still
+			 * there? */
+			if ((idle_ms += 200) < 2000)
+				continue;
+			idle_ms = 0;
+			if ((rv = kiln_build_status(c, v->id, &bs)) != 0) {
+				cli_daemon_error("build", "asking about the build", c, rv);
+				return CLI_PROBLEM;
+			}
+			if (bs.done)
+				return summary_print(v, &bs);
+			continue;
+		}
+		if (rv != 0) {
+			cli_daemon_error("build", "following the build", c, rv);
+			return CLI_PROBLEM;
+		}
+		idle_ms = 0;
+		if (ev.type == KILN_EVENT_OVERFLOW) {
+			/* lost events: the summary still tells the outcome */
+			if (kiln_build_status(c, v->id, &bs) == 0 && bs.done)
+				return summary_print(v, &bs);
+			continue;
+		}
+		if (ev.type == KILN_EVENT_STOPPING) {
+			cli_errorf("build", "the daemon is stopping (%s)", ev.text);
+			return CLI_PROBLEM;
+		}
+		if (ev.type == KILN_EVENT_STEP) {
+			for (size_t i = 0; i < ev.step->nbuilds; i++)
+				if (ev.step->builds[i] == v->id) {
+					step_print(v, ev.step);
+					break;
+				}
+		} else if (ev.type == KILN_EVENT_BUILD_DONE && ev.build->build == v->id) {
+			return summary_print(v, ev.build);
+		}
+	}
+}
+
+int
+cmd_build(const struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"directory", required_argument, NULL, 'C'},
+		{"profile", required_argument, NULL, 'p'},
+		{"jobs", required_argument, NULL, 'j'},
+		{"keep-going", no_argument, NULL, 'k'},
+		{"dry-run", no_argument, NULL, 'n'},
+		{"json", no_argument, NULL, 'J'},
+		{"priority", required_argument, NULL, 'P'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	kiln_build_opts o = {0};
+	struct build_view v = {0};
+	const char *dir = NULL;
+	char profile[128], *end;
+	uint32_t nsteps;
+	kiln_conn *c;
+	int ch, rv;
+	long n;
+
+	while ((ch = getopt_long(argc, argv, ":C:p:j:knh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'C': dir = optarg; break;
+		case 'p': o.profile = optarg; break;
+		case 'j':
+		case 'P':
+			n = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || n < (ch == 'j') || n > 10000)
+				return cli_usage("build", build_usage, "%s: not a number "
+				                 "in range: '%s'", ch == 'j' ? "-j" : "--priority",
+				                 optarg);
+			if (ch == 'j')
+				o.jobs = (unsigned)n;
+			else
+				o.priority = (unsigned)n;
+			break;
+		case 'k': o.keep_going = 1; break;
+		case 'n': o.dry_run = 1; break;
+		case 'J': v.json = 1; break;
+		case 'h': return cli_help(build_help);
+		default: return cli_bad_option("build", build_usage, longopts, ch, argv);
+		}
+	}
+	o.targets = (const char *const *)argv + optind;
+	o.ntargets = (size_t)(argc - optind);
+	v.dry = o.dry_run;
+	v.tty = isatty(STDOUT_FILENO) && !v.json;
+	if ((rv = enter_dir("build", dir)) != CLI_OK ||
+	    (rv = cli_connect("build", cli, 1, &c)) != CLI_OK)
+		return rv;
+	if ((rv = kiln_subscribe(c, NULL)) != 0) {
+		cli_daemon_error("build", "subscribing to events", c, rv);
+		kiln_close(c);
+		return CLI_PROBLEM;
+	}
+	rv = kiln_build_start(c, &o, &v.id, &nsteps, profile, sizeof profile);
+	if (rv == KILN_EBADPROJECT || rv == KILN_EINVAL) {
+		const char *words = kiln_conn_error(c);
+		if (rv == KILN_EBADPROJECT)
+			fprintf(stderr, "kiln: build: the project has errors:\n%s%s", words,
+			        words[0] && words[strlen(words) - 1] == '\n' ? "" : "\n");
+		else
+			cli_errorf("build", "%s", words[0] ? words : kiln_strerror(rv));
+		kiln_close(c);
+		return CLI_USAGE;
+	}
+	if (rv != 0) {
+		cli_daemon_error("build", "starting the build", c, rv);
+		kiln_close(c);
+		return CLI_PROBLEM;
+	}
+	signal(SIGINT, on_sigint);
+	signal(SIGTERM, on_sigint);
+	rv = build_follow(c, &v);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	kiln_close(c);
+	return rv;
+}
+
+/* ---- kiln why / kiln log -------------------------------------------------- */
+
+static const char why_usage[] = "usage: kiln why URL [-C DIR] [-p PROFILE]\n";
+static const char why_help[] =
+	"usage: kiln why URL [-C DIR] [-p PROFILE]\n"
+	"\n"
+	"Say why the last build ran the step URL (which input, param, tool or\n"
+	"variable changed, from which hash or value to which), or why it reused\n"
+	"a result. Hashes show their first 8 hex digits.\n";
+
+static const char log_usage[] = "usage: kiln log URL [-C DIR] [-p PROFILE]\n";
+static const char log_help[] =
+	"usage: kiln log URL [-C DIR] [-p PROFILE]\n"
+	"\n"
+	"Print what the step's tool wrote to stdout and stderr when it last ran\n"
+	"(kept in the store, for failures too).\n";
+
+static int
+why_args(const char *cmd, const char *usage, const char *help, int argc,
+         char **argv, const char **dir, const char **profile, const char **url)
+{
+	static const struct option longopts[] = {
+		{"directory", required_argument, NULL, 'C'},
+		{"profile", required_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, ":C:p:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'C': *dir = optarg; break;
+		case 'p': *profile = optarg; break;
+		case 'h': return cli_help(help) == CLI_OK ? -1 : CLI_USAGE;
+		default: return cli_bad_option(cmd, usage, longopts, ch, argv);
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage(cmd, usage, optind == argc ? "which URL?"
+		                 : "one URL at a time");
+	*url = argv[optind];
+	return CLI_OK;
+}
+
+static int
+why_get(const char *cmd, const struct cli *cli, const char *dir,
+        const char *profile, const char *url, kiln_conn **c, kiln_why_info *w)
+{
+	int rv;
+
+	if ((rv = enter_dir(cmd, dir)) != CLI_OK ||
+	    (rv = cli_connect(cmd, cli, 1, c)) != CLI_OK)
+		return rv;
+	if ((rv = kiln_why(*c, profile, url, w)) != 0) {
+		if (rv == KILN_ENOTFOUND)
+			cli_errorf(cmd, "%s", kiln_conn_error(*c)[0] ? kiln_conn_error(*c)
+			           : "no build has decided that step yet");
+		else
+			cli_daemon_error(cmd, url, *c, rv);
+		kiln_close(*c);
+		*c = NULL;
+		return CLI_PROBLEM;
+	}
+	return CLI_OK;
+}
+
+int
+cmd_why(const struct cli *cli, int argc, char **argv)
+{
+	const char *dir = NULL, *profile = NULL, *url = NULL;
+	static const char *const decisions[] = {"ran", "reused a cached result",
+	                                        "failed"};
+	kiln_why_info w;
+	kiln_conn *c;
+	char when[64] = "?", hex[KILN_ID_HEX_LEN + 1];
+	struct tm tm;
+	time_t t;
+	int rv;
+
+	if ((rv = why_args("why", why_usage, why_help, argc, argv, &dir, &profile,
+	                   &url)) != CLI_OK)
+		return rv < 0 ? CLI_OK : rv;
+	if ((rv = why_get("why", cli, dir, profile, url, &c, &w)) != CLI_OK)
+		return rv;
+	t = (time_t)(w.time_ns / 1000000000);
+	if (localtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+	printf("%s: %s\n", url, w.reason);
+	printf("last decision: %s at %s", (unsigned)w.decision < 3
+	       ? decisions[w.decision] : "?", when);
+	if (w.decision == 0)
+		printf(" (the tool took %.2f s)", (double)w.duration_ns / 1e9);
+	printf("%s\n", w.this_daemon ? "" : " (recorded by an earlier daemon)");
+	if (w.nchanges > 0)
+		printf("what changed since the decision before:\n");
+	for (size_t i = 0; i < w.nchanges; i++) {
+		const kiln_why_change *ch = &w.changes[i];
+		if (ch->before[0] && ch->after[0])
+			printf("  %s: %s -> %s\n", ch->label, ch->before, ch->after);
+		else if (ch->after[0])
+			printf("  %s: new (%s)\n", ch->label, ch->after);
+		else
+			printf("  %s: gone (was %s)\n", ch->label, ch->before);
+	}
+	if (w.decision == 2 && w.error[0])
+		printf("error: %s\n", w.error);
+	for (size_t i = 0; i < w.noutputs; i++) {
+		kiln_id_to_hex(&w.outputs[i].id, hex);
+		printf("output %s: %s %s (%llu bytes)\n", w.outputs[i].name,
+		       w.outputs[i].path, hex, (unsigned long long)w.outputs[i].size);
+	}
+	if (w.has_log)
+		printf("log: kiln log %s%s %s\n", profile ? "-p " : "",
+		       profile ? profile : "", url);
+	kiln_close(c);
+	return CLI_OK;
+}
+
+static int
+sink_stdout(const void *buf, size_t len, void *arg)
+{
+	(void)arg;
+	return kiln_write_all(STDOUT_FILENO, buf, len);
+}
+
+int
+cmd_log(const struct cli *cli, int argc, char **argv)
+{
+	const char *dir = NULL, *profile = NULL, *url = NULL;
+	kiln_why_info w;
+	kiln_conn *c;
+	int rv;
+
+	if ((rv = why_args("log", log_usage, log_help, argc, argv, &dir, &profile,
+	                   &url)) != CLI_OK)
+		return rv < 0 ? CLI_OK : rv;
+	if ((rv = why_get("log", cli, dir, profile, url, &c, &w)) != CLI_OK)
+		return rv;
+	if (!w.has_log) {
+		if (w.decision == 0 || w.decision == 2)
+			fprintf(stderr, "kiln: log: %s: the tool printed nothing\n", url);
+		else
+			fprintf(stderr, "kiln: log: %s: reused a cached result; its "
+			        "log is not kept with it\n", url);
+		kiln_close(c);
+		return CLI_OK;
+	}
+	if ((rv = kiln_blob_get(c, &w.log, sink_stdout, NULL)) != 0) {
+		cli_daemon_error("log", "reading the log", c, rv);
+		kiln_close(c);
+		return CLI_PROBLEM;
+	}
+	kiln_close(c);
+	return CLI_OK;
+}
