@@ -1,0 +1,344 @@
+#!/usr/bin/env bats
+# kiln build end to end: the real kilnd (auto-started) and kiln on a small
+# project whose tools are cp, cat and sh. Which steps ran is read from
+# `kiln build --json` (one object per step that ran, was reused from the
+# cache, failed or was skipped); outputs are checked on disk.
+
+bats_require_minimum_version 1.5.0
+
+load daemon_helpers
+
+# The test project: two sources copied one to one, concatenated many to
+# one, a first-line extractor for early cutoff and a variable-using step.
+write_project() {
+	mkdir -p src
+	printf 'alpha\nsecond line\n' >src/a.txt
+	printf 'bravo\n' >src/b.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default: { vars: { greeting: hello } }
+  other: { vars: { greeting: bye } }
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+  concat:
+    run: [sh, -c, 'out=$0; shift; cat "$@" > "$out"', "${out}", "${in...}"]
+    version: 1
+  firstline: { run: [sh, -c, 'head -n 1 "$0" > "$1"', "${in}", "${out}"] }
+  upper: { run: [sh, -c, 'tr a-z A-Z < "$0" > "$1"', "${in}", "${out}"] }
+  greet: { run: [sh, -c, 'echo "$0" > "$1"; cat "$2" >> "$1"', "${greeting}", "${out}", "${in}"] }
+  prefix: { run: [sh, -c, 'printf "%s" "$0" > "$1"; cat "$2" >> "$1"', "${param.mark}", "${out}", "${in}"] }
+rules:
+  - match: "src/*.txt"
+    url: "copy/${match.name}.txt"
+    tool: copy
+assets:
+  - url: all.txt
+    tool: concat
+    inputs: ["@copy/**"]
+  - url: first.txt
+    tool: firstline
+    inputs: [src/a.txt]
+  - url: first-upper.txt
+    tool: upper
+    inputs: ["@first.txt"]
+  - url: greet.txt
+    tool: greet
+    inputs: [src/b.txt]
+  - url: marked.txt
+    tool: prefix
+    inputs: [src/b.txt]
+    params: { mark: ">>" }
+YAML
+}
+
+# build ARGS...: kiln build --json; RAN is the sorted, space-separated URLs
+# of the steps that ran.
+build() {
+	run --separate-stderr "$KILN" build --json "$@"
+	RAN=$(printf '%s\n' "$output" | grep '"event":"step"' | grep '"result":"ran"' |
+	      sed 's/.*"url":"\([^"]*\)".*/\1/' | sort | tr '\n' ' ' | sed 's/ $//')
+}
+
+# expect_ran "URL ...": exactly those steps ran.
+expect_ran() {
+	[ "$RAN" = "$1" ] || { echo "ran: '$RAN'"; echo "expected: '$1'"; echo "$output"; echo "$stderr"; false; }
+}
+
+build_ok() {
+	build "$@"
+	[ "$status" -eq 0 ] || { echo "status $status"; echo "$output"; echo "$stderr"; false; }
+}
+
+setup_file() {
+	:
+}
+
+@test "a full build runs every step, materializes its outputs and writes the index map" {
+	write_project
+	build_ok
+	expect_ran "all.txt copy/a.txt copy/b.txt first-upper.txt first.txt greet.txt marked.txt"
+	[ "$(cat build/default/copy/a.txt)" = "$(cat src/a.txt)" ]
+	[ "$(cat build/default/all.txt)" = "$(cat src/a.txt src/b.txt)" ]
+	[ "$(cat build/default/first-upper.txt)" = "ALPHA" ]
+	[ "$(cat build/default/greet.txt)" = "$(printf 'hello\nbravo')" ]
+	[ "$(cat build/default/marked.txt)" = "$(printf '>>bravo')" ]
+	# the index map names every output with its content hash
+	head -n 1 build/default/kiln-index.txt | grep -qx 'kiln-index 1 default'
+	[ "$(grep -c . build/default/kiln-index.txt)" -eq 8 ]
+	while IFS="$(printf '\t')" read -r url hash size file; do
+		[ "$(xxh128sum "build/default/$file" | cut -d' ' -f1)" = "$hash" ]
+		[ "$(stat -c %s "build/default/$file")" = "$size" ]
+	done < <(tail -n +2 build/default/kiln-index.txt)
+	# outputs are the store's read-only blobs, hard-linked
+	[ "$(stat -c %h build/default/all.txt)" -ge 2 ]
+	printf '%s\n' "$output" | tail -n 1 | grep -q '"ran":7'
+}
+
+@test "a second build runs no tool" {
+	write_project
+	build_ok
+	build_ok
+	expect_ran ""
+	printf '%s\n' "$output" | tail -n 1 | grep -q '"ran":0,"reused":7,"failed":0'
+}
+
+@test "touching a source, or rewriting it unchanged, runs no tool" {
+	write_project
+	build_ok
+	touch -d '+1 minute' src/a.txt
+	cp src/b.txt b.tmp && mv b.tmp src/b.txt
+	build_ok
+	expect_ran ""
+}
+
+@test "changing one source reruns exactly the steps that depend on it" {
+	write_project
+	build_ok
+	printf 'BRAVO 2\n' >src/b.txt
+	build_ok
+	expect_ran "all.txt copy/b.txt greet.txt marked.txt"
+	[ "$(cat build/default/copy/b.txt)" = "BRAVO 2" ]
+}
+
+@test "early cutoff: an intermediate output that hashes as before stops the rebuild there" {
+	write_project
+	build_ok
+	printf 'alpha\nanother second line\n' >src/a.txt
+	build_ok
+	# first.txt reran (its input changed) but made the same bytes, so
+	# first-upper.txt, which needs it, did not
+	expect_ran "all.txt copy/a.txt first.txt"
+}
+
+@test "a tool version change reruns exactly that tool's steps" {
+	write_project
+	build_ok
+	sed -i 's/version: 1/version: 2/' kiln.yaml
+	build_ok
+	expect_ran "all.txt"
+	run "$KILN" why all.txt
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"tool version changed 1 -> 2"* ]] || { echo "$output"; false; }
+}
+
+@test "a param change reruns exactly the step that has it" {
+	write_project
+	build_ok
+	sed -i 's/mark: ">>"/mark: "=="/' kiln.yaml
+	build_ok
+	expect_ran "marked.txt"
+	[ "$(cat build/default/marked.txt)" = "==bravo" ]
+	run "$KILN" why marked.txt
+	[[ "$output" == *"param mark"* ]] || { echo "$output"; false; }
+}
+
+@test "a profile variable change reruns exactly the steps that use it" {
+	write_project
+	build_ok
+	sed -i 's/greeting: hello/greeting: howdy/' kiln.yaml
+	build_ok
+	expect_ran "greet.txt"
+	run "$KILN" why greet.txt
+	[[ "$output" == *"var greeting changed hello -> howdy"* ]] || { echo "$output"; false; }
+	# another profile builds its own outputs beside
+	build_ok -p other
+	[ "$(head -n 1 build/other/greet.txt)" = "bye" ]
+}
+
+@test "kiln why names the input that changed, from which hash to which" {
+	write_project
+	build_ok
+	old=$(xxh128sum src/b.txt | cut -c1-8)
+	printf 'changed\n' >src/b.txt
+	new=$(xxh128sum src/b.txt | cut -c1-8)
+	build_ok
+	run "$KILN" why copy/b.txt
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"in src/b.txt: $old -> $new"* ]] || { echo "$output"; false; }
+	run "$KILN" why copy/a.txt
+	[[ "$output" == *"up to date"* ]] || { echo "$output"; false; }
+	run "$KILN" why no/such/step
+	[ "$status" -ne 0 ]
+}
+
+@test "deleting build/ restores every output from the store without running a tool" {
+	write_project
+	build_ok
+	before=$(cat build/default/kiln-index.txt)
+	rm -rf build
+	build_ok
+	expect_ran ""
+	[ "$(cat build/default/kiln-index.txt)" = "$before" ]
+	[ "$(cat build/default/all.txt)" = "$(cat src/a.txt src/b.txt)" ]
+}
+
+@test "an output edited in build/ is detected by its hash and rebuilt" {
+	write_project
+	build_ok
+	chmod u+w build/default/first-upper.txt
+	printf 'TAMPERED\n' >build/default/first-upper.txt
+	build_ok
+	[ "$(cat build/default/first-upper.txt)" = "ALPHA" ]
+}
+
+@test "-n says what would run and why, and runs nothing" {
+	write_project
+	build_ok
+	printf 'new b\n' >src/b.txt
+	run "$KILN" build -n
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"would run copy/b.txt: in src/b.txt changed"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"would run all.txt"* ]]
+	[[ "$output" != *"would run copy/a.txt"* ]]
+	[ "$(cat build/default/copy/b.txt)" = "bravo" ]
+}
+
+add_failing_step() {
+	cat >>kiln.yaml <<'YAML'
+  - url: broken.txt
+    tool: breaks
+    inputs: [src/a.txt]
+  - url: after-broken.txt
+    tool: copy
+    inputs: ["@broken.txt"]
+YAML
+	sed -i 's/^tools:/tools:\n  breaks: { run: [sh, -c, "echo working on $0; echo cannot frobnicate >\&2; exit 3", "${in}"] }/' kiln.yaml
+}
+
+@test "a failing step fails the build with its stderr; its dependents do not run" {
+	write_project
+	add_failing_step
+	run --separate-stderr "$KILN" build -j 1
+	[ "$status" -eq 1 ] || { echo "status $status: $output"; false; }
+	[[ "$output" == *"FAILED broken.txt"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"exited with status 3"* ]]
+	[[ "$output" == *"cannot frobnicate"* ]]
+	[ ! -e build/default/after-broken.txt ]
+	[ ! -e build/default/broken.txt ]
+	# the whole log is kept
+	run "$KILN" log broken.txt
+	[[ "$output" == *"working on src/a.txt"* ]] || { echo "$output"; false; }
+	# the index has nothing of it
+	! grep -q broken build/default/kiln-index.txt
+	# the next build tries it again
+	build
+	[ "$status" -eq 1 ]
+	[[ "$RAN" != *broken* ]]
+	printf '%s\n' "$output" | grep '"url":"broken.txt"' | grep -q '"result":"failed"'
+}
+
+@test "-k keeps building what does not depend on the failure" {
+	write_project
+	add_failing_step
+	build -k -j 1
+	[ "$status" -eq 1 ]
+	expect_ran "all.txt copy/a.txt copy/b.txt first-upper.txt first.txt greet.txt marked.txt"
+	printf '%s\n' "$output" | grep '"url":"after-broken.txt"' | grep -q '"result":"skipped"'
+}
+
+@test "a tool that is not on PATH fails its steps naming the tool and where it is defined" {
+	write_project
+	sed -i 's/^tools:/tools:\n  ghost: { run: [no-such-program-kiln, "${in}", "${out}"] }/' kiln.yaml
+	cat >>kiln.yaml <<'YAML'
+  - url: ghost.txt
+    tool: ghost
+    inputs: [src/a.txt]
+YAML
+	run "$KILN" build -k
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"tool 'ghost' (kiln.yaml:"*"program 'no-such-program-kiln' not found"* ]] || { echo "$output"; false; }
+}
+
+@test "a step that does not write its declared output fails" {
+	write_project
+	sed -i 's/^tools:/tools:\n  lazy: { run: [true, "${in}"] }/' kiln.yaml
+	cat >>kiln.yaml <<'YAML'
+  - url: lazy.txt
+    tool: lazy
+    inputs: [src/a.txt]
+YAML
+	run "$KILN" build -k
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"did not write its output"* ]] || { echo "$output"; false; }
+}
+
+@test "description errors exit 2 naming file and line" {
+	write_project
+	sed -i 's/tool: greet/tool: gret/' kiln.yaml
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"kiln.yaml:"*"gret"* ]] || { echo "$stderr"; false; }
+	run "$KILN" build no/such/url
+	[ "$status" -eq 2 ]
+}
+
+@test "kill -9 of the daemon mid-build, then a build that completes correctly" {
+	write_project
+	for i in $(seq 1 12); do printf 'slow %s\n' "$i" >"src/s$i.txt"; done
+	sed -i 's/copy: { run: \[cp, "${in}", "${out}"\] }/copy: { run: [sh, -c, "sleep 0.3; cp \\"$0\\" \\"$1\\"", "${in}", "${out}"] }/' kiln.yaml
+	"$KILN" check
+	"$KILN" build -j 2 >first.log 2>&1 &
+	client=$!
+	# wait until some steps are published, then kill the daemon hard
+	wait_for grep -q 'copy/' .kiln/kilnd.log -e x 2>/dev/null || true
+	wait_for test -e build/default/copy/a.txt -o -e build/default/copy/s1.txt
+	sleep 0.5
+	kill -9 "$(daemon_pid)"
+	wait "$client" || true
+	done_before=$(find build/default/copy -type f | wc -l)
+	build_ok -j 2
+	for i in $(seq 1 12); do
+		[ "$(cat "build/default/copy/s$i.txt")" = "slow $i" ]
+	done
+	[ "$(cat build/default/all.txt)" = "$(cat build/default/copy/*.txt)" ]
+	# what was published before the kill did not run again
+	ran_copies=$(printf '%s\n' $RAN | grep -c '^copy/' || true)
+	[ "$ran_copies" -le $((14 - done_before)) ] || { echo "reran $ran_copies copies, $done_before were done"; false; }
+	build_ok
+	expect_ran ""
+}
+
+@test "two clients building at once share the work: each step runs once" {
+	write_project
+	sed -i 's/copy: { run: \[cp, "${in}", "${out}"\] }/copy: { run: [sh, -c, "sleep 0.2; cp \\"$0\\" \\"$1\\"", "${in}", "${out}"] }/' kiln.yaml
+	"$KILN" status >/dev/null
+	"$KILN" build --json >one.json 2>&1 &
+	a=$!
+	"$KILN" build --json >two.json 2>&1 &
+	b=$!
+	wait "$a"
+	wait "$b"
+	# every step ran once: one "ran" event per URL over both clients'
+	# views, each listing the builds that wanted it
+	for f in one.json two.json; do
+		grep -q '"event":"build"' "$f"
+		! grep '"event":"build"' "$f" | grep -qv '"failed":0'
+	done
+	total=$(cat one.json two.json | grep '"result":"ran"' | sed 's/.*"url":"\([^"]*\)".*/\1/' | sort -u | wc -l)
+	[ "$total" -eq 7 ]
+	[ "$(cat one.json two.json | grep '"result":"ran"' | sed 's/.*"url":"\([^"]*\)".*/\1/' | sort | uniq -d | wc -l)" -le 7 ]
+	[ "$(cat build/default/all.txt)" = "$(cat src/a.txt src/b.txt)" ]
+}
