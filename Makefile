@@ -143,12 +143,12 @@ REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
 # Fuzz targets (libFuzzer, clang): fuzz/<name>.c defines
 # LLVMFuzzerTestOneInput; fuzz/corpus/<name>/ holds the seed corpus.
 # `make test` runs each for FUZZ_QUICK seconds; `make fuzz` for FUZZ_TIME.
-FUZZ_TARGETS = desc
+FUZZ_TARGETS = desc wire
 FUZZ_QUICK ?= 15
 FUZZ_TIME ?= 600
-FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Istore -Idaemon -Iclient $(PKG_CFLAGS) \
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Istore -Iproto -I$(GEN) -Idaemon -Iclient $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC = $(STORE_SRC) $(DESC_SRC)
+FUZZ_SRC = $(STORE_SRC) $(DESC_SRC) $(PROTO_SRC) $(GEN)/kiln.pb-c.c
 
 $(BIN)/fuzz/%: fuzz/%.c $(FUZZ_SRC)
 	@mkdir -p $(@D)

@@ -5,9 +5,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -156,15 +159,51 @@ option_num(struct kilnd_config *c, int opt, const char *arg)
 	return -1;
 }
 
-/* Whether a plain tcp:// address is on the loopback interface. */
+/* Whether sa is a loopback address: 127.0.0.0/8, ::1, or 127.0.0.0/8
+ * written as an IPv4-mapped IPv6 address. */
+static int
+addr_is_loopback(const struct sockaddr *sa)
+{
+	const struct sockaddr_in *in4 = (const void *)sa;
+	const struct sockaddr_in6 *in6 = (const void *)sa;
+
+	if (sa->sa_family == AF_INET)
+		return ntohl(in4->sin_addr.s_addr) >> 24 == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) &&
+		        in6->sin6_addr.s6_addr[12] == 127);
+	return 0;
+}
+
+/* Whether a plain tcp://HOST:PORT address can only be on the loopback
+ * interface: HOST resolves, and every address it resolves to is loopback
+ * (nng resolves it again to bind, and may take any of them). Reading the
+ * text instead would take a name such as 127.0.0.1.example.com for
+ * loopback and refuse [0:0:0:0:0:0:0:1]. An empty host or "*" (every
+ * interface) is not loopback. */
 static int
 is_loopback(const char *url)
 {
-	const char *host = url + strlen("tcp://");
+	const char *host = url + strlen("tcp://"), *end;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *ai;
+	char name[256];
+	int all = 1;
 
-	return strncmp(host, "127.", 4) == 0 ||
-	       strncmp(host, "localhost:", 10) == 0 ||
-	       strncmp(host, "[::1]:", 6) == 0;
+	if (*host == '[')
+		end = strchr(++host, ']');
+	else
+		end = strrchr(host, ':');
+	if (end == NULL || end == host || (size_t)(end - host) >= sizeof(name))
+		return 0;
+	memcpy(name, host, (size_t)(end - host));
+	name[end - host] = '\0';
+	if (getaddrinfo(name, NULL, &hints, &res) != 0)
+		return 0;
+	for (ai = res; ai != NULL; ai = ai->ai_next)
+		all &= addr_is_loopback(ai->ai_addr);
+	freeaddrinfo(res);
+	return all;
 }
 
 /* The remote-listener options make sense together. */
@@ -188,8 +227,9 @@ options_check(const struct kilnd_config *c)
 		                 c->listen);
 	if (!tls && !is_loopback(c->listen))
 		return bad_usage("--listen %s: plain tcp:// only on the loopback "
-		                 "address (127.x, localhost, [::1]); use tls+tcp:// "
-		                 "across machines", c->listen);
+		                 "address (a host that resolves to 127.0.0.0/8 or "
+		                 "::1 only); use tls+tcp:// across machines",
+		                 c->listen);
 	return -1;
 }
 

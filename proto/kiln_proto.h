@@ -33,6 +33,14 @@
 #define KILN_POLL_MAX_EVENTS 256               /* events per PollReply */
 #define KILN_POLL_MAX_WAIT_MS 60000
 
+/* A decode may allocate at most RATIO times the message's size plus SLACK
+ * bytes (kiln_proto_decode_budget). A well-formed kiln message needs far
+ * less: a 2 MiB blob chunk sent before its envelope is copied once (1x), a
+ * BlobHasRequest of KILN_HAS_MAX ids (74 KB) takes about 460 KB; a message
+ * of tiny unknown or repeated fields takes 32x its size or more. */
+#define KILN_DECODE_RATIO 4
+#define KILN_DECODE_SLACK (1u << 20)
+
 /* The largest chunk that fits a message of max_message bytes. */
 uint32_t kiln_proto_chunk_max(size_t max_message);
 
@@ -47,15 +55,21 @@ void kiln_proto_reply_init(Kiln__Reply *rep);
  * are none): when the sender encoded them last (as kiln.proto asks) they
  * point into buf, uncopied, so buf must outlive their use; otherwise they
  * point into *req. Free *req with kiln_proto_request_free. Returns 0,
- * KILN_EPROTO (not a well-formed Request) or KILN_ENOMEM. */
+ * KILN_EPROTO (not a well-formed Request), KILN_ERANGE (decoding it would
+ * allocate more than kiln_proto_decode_budget(len) bytes) or KILN_ENOMEM. */
 int kiln_proto_request_unpack(const void *buf, size_t len, Kiln__Request **req,
                               const uint8_t **data, size_t *ndata);
 void kiln_proto_request_free(Kiln__Request *req);
 
-/* The same for a Reply. */
+/* The same for a Reply (with the same budget). */
 int kiln_proto_reply_unpack(const void *buf, size_t len, Kiln__Reply **rep,
                             const uint8_t **data, size_t *ndata);
 void kiln_proto_reply_free(Kiln__Reply *rep);
+
+/* The bytes a decode of a len-byte message may allocate: KILN_DECODE_RATIO
+ * * len + KILN_DECODE_SLACK, counting each block as malloc takes it (16-byte
+ * rounding plus a header), freed or not; SIZE_MAX when that overflows. */
+size_t kiln_proto_decode_budget(size_t len);
 
 /* The encoded size of a message (any Kiln__* message). */
 size_t kiln_proto_size(const ProtobufCMessage *m);

@@ -4,7 +4,13 @@
  * bulk `data` field (number 100, encoded last by protobuf-c since it has the
  * highest number): a receiver finds it by walking the top-level fields and,
  * when it is the last one, decodes only what precedes it and hands the
- * bytes back where they lie, so a 1 MiB chunk is never copied to be read. */
+ * bytes back where they lie, so a 1 MiB chunk is never copied to be read.
+ *
+ * It also bounds what a decode may allocate. protobuf-c keeps 32 bytes of
+ * scan state for every field it meets and a copy of every unknown field or
+ * repeated element, so 2 MiB of two-byte fields would cost it 64 MiB: the
+ * decode runs on a counting allocator and fails past
+ * kiln_proto_decode_budget(len). Every function here is reentrant. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +114,52 @@ data_is_last(const uint8_t *p, size_t len, size_t *head, size_t *dstart,
 	return 0;
 }
 
+size_t
+kiln_proto_decode_budget(size_t len)
+{
+	size_t slack = KILN_DECODE_SLACK;
+
+	if (len > (SIZE_MAX - slack) / KILN_DECODE_RATIO)
+		return SIZE_MAX;
+	return KILN_DECODE_RATIO * len + slack;
+}
+
+/* What one decode has allocated so far, and why it stopped if it did. */
+struct budget {
+	size_t used, limit;
+	int over;       /* an allocation would have passed the limit */
+	int oom;        /* malloc said no */
+};
+
+/* protobuf-c's allocation hook. Each block is charged as glibc's malloc
+ * would take it (a 16-byte header, 16-byte rounding) and the charges are
+ * never given back on free: what a decode touched, freed or not, is what
+ * it cost. The blocks are plain malloc'd ones, so a message decoded here
+ * is freed with protobuf-c's default allocator. */
+static void *
+budget_alloc(void *data, size_t size)
+{
+	struct budget *b = data;
+	size_t cost = size > SIZE_MAX - 31 ? SIZE_MAX : (size + 31) & ~(size_t)15;
+	void *p;
+
+	if (cost > b->limit - b->used) {
+		b->over = 1;
+		return NULL;
+	}
+	b->used += cost;
+	if ((p = malloc(size)) == NULL)
+		b->oom = 1;
+	return p;
+}
+
+static void
+budget_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
 /* Unpack a message of descriptor desc, splitting out the data field; the
  * data field of the unpacked struct lies at data_off. */
 static int
@@ -118,11 +170,13 @@ unpack_split(const ProtobufCMessageDescriptor *desc, size_t data_off,
 	const uint8_t *p = buf;
 	size_t head = len, dstart = 0, dlen = 0;
 	int split = data_is_last(p, len, &head, &dstart, &dlen);
+	struct budget b = {.limit = kiln_proto_decode_budget(len)};
+	ProtobufCAllocator a = {budget_alloc, budget_free, &b};
 	ProtobufCBinaryData *own;
 
-	*m = protobuf_c_message_unpack(desc, NULL, head, p);
+	*m = protobuf_c_message_unpack(desc, &a, head, p);
 	if (*m == NULL)
-		return KILN_EPROTO; /* protobuf-c says no more (or out of memory) */
+		return b.over ? KILN_ERANGE : b.oom ? KILN_ENOMEM : KILN_EPROTO;
 	own = (ProtobufCBinaryData *)((char *)*m + data_off);
 	if (split) {
 		*data = p + dstart;

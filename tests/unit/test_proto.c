@@ -1,5 +1,6 @@
 /* test_proto — the wire helpers of proto/: envelopes round-trip, blob bytes
- * are found where they lie, anything malformed is KILN_EPROTO, the status
+ * are found where they lie, anything malformed is KILN_EPROTO, a message
+ * whose decode would take more memory than its budget is KILN_ERANGE, the status
  * mapping is one-to-one where it must be, and both ends agree on paths. */
 #include <limits.h>
 #include <stdio.h>
@@ -212,6 +213,128 @@ unknown_request_types_are_kept_as_unknown_fields(void **state)
 	kiln_proto_request_free(got);
 }
 
+/* n bytes of one field repeated: its key (1 or 2 bytes) and, for a varint,
+ * a zero value or, for a length-delimited one, an empty value. */
+static uint8_t *
+repeat_field(const uint8_t *field, size_t nfield, size_t n)
+{
+	uint8_t *buf = malloc(n);
+
+	assert_non_null(buf);
+	for (size_t i = 0; i + nfield <= n; i += nfield)
+		memcpy(buf + i, field, nfield);
+	return buf;
+}
+
+static void
+tiny_fields_are_refused_by_the_decode_budget(void **state)
+{
+	/* Each is a legal protobuf encoding of 2 MiB that protobuf-c would
+	 * decode into 32 to 40 times its size. */
+	static const struct {
+		const char *name;
+		uint8_t field[3];
+		size_t nfield;
+	} cases[] = {
+		{"unknown field 1000, varint 0", {0xc0, 0x3e, 0x00}, 3},
+		{"version 1, again and again", {0x08, 0x01}, 2},
+		{"unknown field 1000, empty bytes", {0xc2, 0x3e, 0x00}, 3},
+	};
+	/* blob_has holding 2 MiB of empty ids: repeated elements of a
+	 * submessage count too */
+	static const uint8_t has_head[] = {0x08, 0x01, 0x62, 0xfa, 0xff, 0x7f};
+	size_t n = 2u << 20;
+	Kiln__Request *got;
+	Kiln__Reply *rep;
+	const uint8_t *data;
+	size_t nd;
+	uint8_t *buf;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t len = n - n % cases[i].nfield;
+		buf = repeat_field(cases[i].field, cases[i].nfield, len);
+		if (kiln_proto_request_unpack(buf, len, &got, &data, &nd) !=
+		    KILN_ERANGE)
+			fail_msg("%s: a request of %zu bytes was not refused", cases[i].name,
+			         len);
+		if (kiln_proto_reply_unpack(buf, len, &rep, &data, &nd) != KILN_ERANGE)
+			fail_msg("%s: a reply of %zu bytes was not refused", cases[i].name,
+			         len);
+		free(buf);
+	}
+	/* 0x1ffffa bytes of "0a 00" after a 6-byte head: 2 MiB in all */
+	buf = repeat_field((const uint8_t[]){0x0a, 0x00}, 2, n);
+	memcpy(buf, has_head, sizeof has_head);
+	assert_kiln(KILN_ERANGE, kiln_proto_request_unpack(buf, n, &got, &data, &nd));
+	free(buf);
+}
+
+static void
+large_well_formed_requests_fit_the_budget(void **state)
+{
+	Kiln__Request req, *got;
+	Kiln__BlobPutRequest put;
+	Kiln__BlobHasRequest has;
+	ProtobufCBinaryData ids[KILN_HAS_MAX];
+	uint8_t hdr[KILN_DATA_HEADER_MAX], *chunk, *buf, *first;
+	const uint8_t *data;
+	size_t n = KILN_MAX_MESSAGE_DEFAULT - 64, len, nd, head, nhdr;
+	kiln_id id;
+
+	(void)state;
+	/* A 2 MiB blob put, bytes last: decoded without them. */
+	assert_non_null(chunk = malloc(n));
+	tu_fill(chunk, n, 4);
+	put_request(&req, &put);
+	buf = pack_with_data(&req, chunk, n, &len);
+	assert_true(len <= KILN_MAX_MESSAGE_DEFAULT);
+	assert_kiln(0, kiln_proto_request_unpack(buf, len, &got, &data, &nd));
+	assert_int_equal(nd, n);
+	kiln_proto_request_free(got);
+	/* The same bytes first: protobuf-c copies them, within budget. */
+	nhdr = kiln_proto_data_header(hdr, n);
+	head = len - n - nhdr;
+	assert_non_null(first = malloc(len));
+	memcpy(first, hdr, nhdr);
+	memcpy(first + nhdr, chunk, n);
+	memcpy(first + nhdr + n, buf, head);
+	assert_kiln(0, kiln_proto_request_unpack(first, len, &got, &data, &nd));
+	assert_int_equal(nd, n);
+	assert_memory_equal(data, chunk, n);
+	assert_int_equal(got->blob_put->upload, 77);
+	kiln_proto_request_free(got);
+	free(first);
+	free(buf);
+	free(chunk);
+	/* The largest BlobHasRequest, the one with the most fields. */
+	kiln_proto_request_init(&req);
+	kiln__blob_has_request__init(&has);
+	tu_fill(id.b, sizeof id.b, 5);
+	for (size_t i = 0; i < KILN_HAS_MAX; i++)
+		ids[i] = kiln_proto_id_ref(&id);
+	has.ids = ids;
+	has.n_ids = KILN_HAS_MAX;
+	req.body_case = KILN__REQUEST__BODY_BLOB_HAS;
+	req.blob_has = &has;
+	assert_kiln(0, kiln_proto_pack_alloc(&req.base, &buf, &len));
+	assert_kiln(0, kiln_proto_request_unpack(buf, len, &got, &data, &nd));
+	assert_int_equal(got->blob_has->n_ids, KILN_HAS_MAX);
+	kiln_proto_request_free(got);
+	free(buf);
+}
+
+static void
+decode_budget_saturates(void **state)
+{
+	(void)state;
+	assert_int_equal(kiln_proto_decode_budget(0), KILN_DECODE_SLACK);
+	assert_int_equal(kiln_proto_decode_budget(1000),
+	                 KILN_DECODE_RATIO * 1000 + KILN_DECODE_SLACK);
+	assert_true(kiln_proto_decode_budget(SIZE_MAX / 2) == SIZE_MAX);
+	assert_true(kiln_proto_decode_budget(SIZE_MAX) == SIZE_MAX);
+}
+
 static void
 status_mapping(void **state)
 {
@@ -323,6 +446,9 @@ main(void)
 		cmocka_unit_test(malformed_input_is_eproto),
 		cmocka_unit_test(empty_message_decodes_without_a_version),
 		cmocka_unit_test(unknown_request_types_are_kept_as_unknown_fields),
+		cmocka_unit_test(tiny_fields_are_refused_by_the_decode_budget),
+		cmocka_unit_test(large_well_formed_requests_fit_the_budget),
+		cmocka_unit_test(decode_budget_saturates),
 		cmocka_unit_test(status_mapping),
 		cmocka_unit_test(chunks_leave_room_for_the_envelope),
 		cmocka_unit_test_setup_teardown(paths_of_a_project, tu_setup_dir,
