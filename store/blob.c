@@ -17,7 +17,15 @@
  *      time protects it for gc's grace period;
  *   5. the temp name is removed.
  * A crash at any point leaves either nothing, a temp file (swept on a later
- * open), or a complete blob without a use record (an orphan gc collects). */
+ * open), or a complete blob without a use record (an orphan gc collects).
+ *
+ * KILN_DURABLE_BATCH skips the fsyncs of 2 and 3 and counts the put
+ * instead (after 4, so the count covers every file operation of the put);
+ * store_sync_puts, called before each record commit, makes all counted
+ * puts durable with one syncfs(). Concurrent commits and puts need no lock:
+ * put_count and synced_count only grow, a commit syncs when they differ,
+ * and afterwards raises synced_count to the put_count it read before its
+ * syncfs started — a put counted later is left for the next commit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -162,9 +170,35 @@ publish(struct pending *p)
 	if (durable(p->s) && fsync(p->fd) != 0)
 		return kiln_err_from_errno(errno);
 	store_blob_path(p->s, &p->id, p->final);
-	if ((rv = place(p)) != 0)
+	if ((rv = place(p)) != 0 ||
+	    (rv = db_write(p->s->db, publish_txn, p)) != 0)
 		return rv;
-	return db_write(p->s->db, publish_txn, p);
+	if (p->s->durability == KILN_DURABLE_BATCH)
+		__atomic_add_fetch(&p->s->put_count, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+int
+store_sync_puts(kiln_store *s)
+{
+	uint64_t seen, synced;
+
+	if (s->durability != KILN_DURABLE_BATCH)
+		return 0;
+	seen = __atomic_load_n(&s->put_count, __ATOMIC_SEQ_CST);
+	synced = __atomic_load_n(&s->synced_count, __ATOMIC_SEQ_CST);
+	if (seen == synced)
+		return 0;
+	/* One flush of the whole file system: every blob and shard folder
+	 * counted in seen (and the rest of the page cache with them). */
+	if (syncfs(s->objects_fd) != 0)
+		return kiln_err_from_errno(errno);
+	/* Never lower it: a concurrent commit may have synced more. */
+	while (synced < seen &&
+	       !__atomic_compare_exchange_n(&s->synced_count, &synced, seen, 0,
+	                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+	return 0;
 }
 
 int

@@ -36,11 +36,15 @@ static const char *const db_names[DB_COUNT] = {
 	[DB_FILES] = "files",
 	[DB_BLOBS] = "blobs",
 	[DB_META] = "meta",
+	[DB_STEPS] = "steps",
 };
 
 struct kiln_db {
 	MDB_env *env;
 	MDB_dbi dbi[DB_COUNT];
+	/* 0 for a database a read-only handle found missing (an older store,
+	 * see enum db_name): it reads as empty. */
+	int have[DB_COUNT];
 	int rdonly;
 	pthread_rwlock_t resize;
 	uint64_t mapsize; /* written under resize (write), read under (read) */
@@ -83,7 +87,9 @@ env_mapsize(MDB_env *env)
 }
 
 /* Open every named database: from a read txn when they all exist (so an
- * open never waits for another process's writer), else create them. */
+ * open never waits for another process's writer), else create them. A
+ * read-only handle cannot create: it needs the first format's databases
+ * and reads later ones it lacks as empty. */
 static int
 db_open_dbis(kiln_db *db)
 {
@@ -92,9 +98,13 @@ db_open_dbis(kiln_db *db)
 		int rc = mdb_txn_begin(db->env, NULL, create ? 0 : MDB_RDONLY, &txn);
 		if (rc != 0)
 			return db_err(rc);
-		for (int i = 0; i < DB_COUNT && rc == 0; i++)
+		for (int i = 0; i < DB_COUNT && rc == 0; i++) {
 			rc = mdb_dbi_open(txn, db_names[i], create ? MDB_CREATE : 0,
 			                  &db->dbi[i]);
+			db->have[i] = rc == 0;
+			if (rc == MDB_NOTFOUND && db->rdonly && i >= DB_STEPS)
+				rc = 0;
+		}
 		if (rc == 0)
 			return db_err(mdb_txn_commit(txn));
 		mdb_txn_abort(txn);
@@ -283,9 +293,11 @@ db_get(db_txn *t, enum db_name d, const void *k, size_t klen, const void **v,
        size_t *vlen)
 {
 	MDB_val key = {klen, (void *)k}, val;
-	int rc = mdb_get(t->txn, t->db->dbi[d], &key, &val);
+	int rc;
 
-	if (rc != 0)
+	if (!t->db->have[d])
+		return KILN_ENOTFOUND;
+	if ((rc = mdb_get(t->txn, t->db->dbi[d], &key, &val)) != 0)
 		return db_err(rc);
 	*v = val.mv_data;
 	*vlen = val.mv_size;
@@ -298,6 +310,8 @@ db_put(db_txn *t, enum db_name d, const void *k, size_t klen, const void *v,
 {
 	MDB_val key = {klen, (void *)k}, val = {vlen, (void *)v};
 
+	if (!t->db->have[d])
+		return KILN_EREADONLY; /* only a read-only handle lacks one */
 	return db_err(mdb_put(t->txn, t->db->dbi[d], &key, &val, 0));
 }
 
@@ -306,6 +320,8 @@ db_del(db_txn *t, enum db_name d, const void *k, size_t klen)
 {
 	MDB_val key = {klen, (void *)k};
 
+	if (!t->db->have[d])
+		return KILN_EREADONLY;
 	return db_err(mdb_del(t->txn, t->db->dbi[d], &key, NULL));
 }
 
@@ -318,6 +334,8 @@ db_each(db_txn *t, enum db_name d, const void *prefix, size_t plen,
 	int rc, rv = 0;
 	MDB_cursor_op op = plen > 0 ? MDB_SET_RANGE : MDB_FIRST;
 
+	if (!t->db->have[d])
+		return 0;
 	if ((rc = mdb_cursor_open(t->txn, t->db->dbi[d], &c)) != 0)
 		return db_err(rc);
 	while ((rc = mdb_cursor_get(c, &key, &val, op)) == 0) {

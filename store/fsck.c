@@ -1,7 +1,7 @@
 /* fsck.c — proving the store sound, and repairing it without inventing data.
  *
  * Order: (1) read every index and action record in one snapshot, noting the
- * blobs each names; (2) re-hash every blob in objects/; (3) a named blob
+ * blobs each names (and decode every step record, which names none); (2) re-hash every blob in objects/; (3) a named blob
  * that is neither sound nor corrupt is missing. Repair then moves corrupt
  * blobs and strays to corrupt/ and, in one write transaction, drops records
  * that still name a bad or missing blob (re-checked inside the transaction,
@@ -64,17 +64,18 @@ ref_add(struct fsck *f, enum db_name db, const void *k, size_t klen,
 	return 0;
 }
 
-/* "index <profile> <url>" or "action <hex key>". */
+/* "index <profile> <url>", "step <profile> <url>" or "action <hex key>". */
 static void
 ref_where(const struct ref *r, char *buf, size_t len)
 {
 	char hex[KILN_ID_HEX_LEN + 1];
 
-	if (r->db == DB_INDEX) {
+	if (r->db == DB_INDEX || r->db == DB_STEPS) {
 		const char *k = (const char *)r->key;
 		size_t pl = strnlen(k, r->klen);
 		int ul = pl < r->klen ? (int)(r->klen - pl - 1) : 0;
-		snprintf(buf, len, "index %.*s %.*s", (int)pl, k, ul, k + pl + 1);
+		snprintf(buf, len, "%s %.*s %.*s", r->db == DB_INDEX ? "index" : "step",
+		         (int)pl, k, ul, k + pl + 1);
 		return;
 	}
 	if (r->klen == 16) {
@@ -97,6 +98,22 @@ collect_index(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
 
 	(void)t;
 	return ref_add(arg, DB_INDEX, k, klen, bad ? NULL : &r.id, bad);
+}
+
+/* Steps name no blobs: only an undecodable one is a finding. */
+static int
+collect_step(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
+             void *arg)
+{
+	const void *data;
+	size_t len;
+	int64_t set_ns;
+
+	(void)t;
+	if (rec_step_decode(v, vlen, &set_ns, &data, &len) == 0 &&
+	    memchr(k, '\0', klen) != NULL)
+		return 0;
+	return ref_add(arg, DB_STEPS, k, klen, NULL, 1);
 }
 
 struct action_walk {
@@ -134,7 +151,9 @@ collect_txn(db_txn *t, void *arg)
 {
 	int rv = db_each(t, DB_INDEX, NULL, 0, collect_index, arg);
 
-	return rv != 0 ? rv : db_each(t, DB_ACTIONS, NULL, 0, collect_action, arg);
+	if (rv == 0)
+		rv = db_each(t, DB_ACTIONS, NULL, 0, collect_action, arg);
+	return rv != 0 ? rv : db_each(t, DB_STEPS, NULL, 0, collect_step, arg);
 }
 
 static struct problem *

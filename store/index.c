@@ -1,5 +1,12 @@
 /* index.c — the records: index (profile, URL -> blob), actions (key ->
- * result), files (path -> stat + hash) and blob use times.
+ * result), files (path -> stat + hash), steps (profile, URL -> the engine's
+ * decision record) and blob use times.
+ *
+ * Every record write is a struct rec_op: built and checked from a public
+ * call's arguments (rop_index, rop_action, ...), then applied inside a write
+ * transaction by rop_apply — alone for the single-record calls here, or
+ * with many others for a kiln_batch (batch.c, rop_commit). Both paths share
+ * every check and every byte written.
  *
  * Every record that names a blob is written in a transaction that first
  * checks the blob file exists and refreshes its use time. gc deletes blob
@@ -13,8 +20,6 @@
 
 #include "store_int.h"
 
-#define ACTION_PAYLOAD_MAX (64u << 20)
-
 int
 blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, int64_t now)
 {
@@ -25,10 +30,16 @@ blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, int64_t now)
 	return db_put(t, DB_BLOBS, id->b, sizeof id->b, v, sizeof v);
 }
 
-/* Check that each blob exists and mark it used; KILN_ENOTFOUND if not. */
+/* Check that each blob exists and mark it used; KILN_ENOTFOUND if not,
+ * and then nothing was touched: a batch skips such a record and must
+ * leave no trace of it. (The touching loop checks ids[0] before writing
+ * anything, so the first pass starts at ids[1].) */
 static int
 name_blobs(db_txn *t, kiln_store *s, const kiln_id *ids, size_t n, int64_t now)
 {
+	for (size_t i = 1; i < n; i++)
+		if (kiln_store_has(s, &ids[i], NULL) != 0)
+			return KILN_ENOTFOUND;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t size;
 		int rv = kiln_store_has(s, &ids[i], &size);
@@ -73,107 +84,281 @@ kiln_store_touch(kiln_store *s, const kiln_id *ids, size_t n)
 	return db_write(s->db, touch_txn, &a);
 }
 
-/* ---- index ---- */
-
-struct index_arg {
-	kiln_store *s;
-	char key[INDEX_KEY_MAX];
-	size_t klen;
-	kiln_id id;
-};
+/* ---- building ops ---- */
 
 static int
-index_arg_init(struct index_arg *a, kiln_store *s, const char *profile,
-               const char *url)
+payload_check(const void *data, size_t len)
 {
-	int n = index_key(profile, url, a->key);
+	if (len > 0 && data == NULL)
+		return KILN_EINVAL;
+	return len > REC_PAYLOAD_MAX ? KILN_ERANGE : 0;
+}
+
+int
+rop_index(struct rec_op *op, enum rop_kind kind, char keybuf[INDEX_KEY_MAX],
+          const char *profile, const char *url, const kiln_id *id)
+{
+	int n = index_key(profile, url, keybuf);
 
 	if (n < 0)
 		return n;
-	a->s = s;
-	a->klen = (size_t)n;
+	if (kind == ROP_INDEX_SET && id == NULL)
+		return KILN_EINVAL;
+	memset(op, 0, sizeof *op);
+	op->kind = kind;
+	op->key = keybuf;
+	op->klen = (size_t)n;
+	if (id != NULL)
+		op->id = *id;
 	return 0;
 }
 
-static int
-index_set_txn(db_txn *t, void *arg)
+int
+rop_step(struct rec_op *op, enum rop_kind kind, char keybuf[INDEX_KEY_MAX],
+         const char *profile, const char *url, const void *data, size_t len)
 {
-	struct index_arg *a = arg;
-	int64_t now = store_now_ns();
-	struct rec_index r = {a->id, now};
+	int rv = rop_index(op, kind, keybuf, profile, url, NULL);
+
+	if (rv != 0 || (rv = payload_check(data, len)) != 0)
+		return rv;
+	op->data = data;
+	op->len = len;
+	return 0;
+}
+
+int
+rop_action(struct rec_op *op, enum rop_kind kind, const kiln_id *key,
+           const kiln_id *outputs, size_t noutputs, const void *data,
+           size_t len)
+{
+	int rv;
+
+	if (key == NULL || (noutputs > 0 && outputs == NULL))
+		return KILN_EINVAL;
+	if ((rv = payload_check(data, len)) != 0)
+		return rv;
+	/* The record counts outputs in 32 bits. */
+	if (noutputs > UINT32_MAX / 16)
+		return KILN_ERANGE;
+	memset(op, 0, sizeof *op);
+	op->kind = kind;
+	op->key = key->b;
+	op->klen = sizeof key->b;
+	op->outputs = outputs;
+	op->noutputs = noutputs;
+	op->data = data;
+	op->len = len;
+	return 0;
+}
+
+int
+rop_file(struct rec_op *op, enum rop_kind kind, const char *path,
+         const kiln_file_rec *r)
+{
+	if (kiln_url_check(path) != 0 || (kind == ROP_FILE_PUT && r == NULL))
+		return KILN_EINVAL;
+	memset(op, 0, sizeof *op);
+	op->kind = kind;
+	op->key = path;
+	op->klen = strlen(path);
+	if (r != NULL)
+		op->file = *r;
+	return 0;
+}
+
+int
+rop_names_blobs(const struct rec_op *op)
+{
+	return op->kind == ROP_INDEX_SET || op->kind == ROP_ACTION_PUT;
+}
+
+/* ---- applying ops ---- */
+
+static int
+index_set_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now)
+{
+	struct rec_index r = {op->id, now};
 	uint8_t v[REC_INDEX_LEN];
 	int rv;
 
-	if ((rv = name_blobs(t, a->s, &a->id, 1, now)) != 0)
+	if ((rv = name_blobs(t, s, &op->id, 1, now)) != 0)
 		return rv;
 	rec_index_encode(&r, v);
-	return db_put(t, DB_INDEX, a->key, a->klen, v, sizeof v);
+	return db_put(t, DB_INDEX, op->key, op->klen, v, sizeof v);
 }
+
+/* Encode rec and put it under op's key in the actions db. */
+static int
+action_write(db_txn *t, const struct rec_op *op, const kiln_action *rec)
+{
+	size_t size = rec_action_size(rec->noutputs, rec->len);
+	uint8_t *v = malloc(size);
+	int rv;
+
+	if (v == NULL)
+		return KILN_ENOMEM;
+	rec_action_encode(rec, v);
+	rv = db_put(t, DB_ACTIONS, op->key, op->klen, v, size);
+	free(v);
+	return rv;
+}
+
+static int
+action_put_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now)
+{
+	kiln_action rec = {{{0}}, now, now, op->noutputs, (kiln_id *)op->outputs,
+	                   op->len, (void *)op->data};
+	const void *old;
+	size_t oldlen;
+	int rv;
+
+	if ((rv = name_blobs(t, s, op->outputs, op->noutputs, now)) != 0)
+		return rv;
+	/* Keep the first creation time across replacements. */
+	if (db_get(t, DB_ACTIONS, op->key, op->klen, &old, &oldlen) == 0) {
+		kiln_action *prev;
+		if (rec_action_decode(old, oldlen, &prev) == 0) {
+			rec.created_ns = prev->created_ns;
+			kiln_action_free(prev);
+		}
+	}
+	return action_write(t, op, &rec);
+}
+
+static int
+action_touch_apply(db_txn *t, const struct rec_op *op, int64_t now)
+{
+	kiln_action *rec;
+	const void *v;
+	size_t vlen;
+	int rv;
+
+	if ((rv = db_get(t, DB_ACTIONS, op->key, op->klen, &v, &vlen)) != 0 ||
+	    (rv = rec_action_decode(v, vlen, &rec)) != 0)
+		return rv;
+	rec->used_ns = now;
+	rv = action_write(t, op, rec);
+	kiln_action_free(rec);
+	return rv;
+}
+
+static int
+step_put_apply(db_txn *t, const struct rec_op *op, int64_t now)
+{
+	size_t size = rec_step_size(op->len);
+	uint8_t *v = malloc(size);
+	int rv;
+
+	if (v == NULL)
+		return KILN_ENOMEM;
+	rec_step_encode(now, op->data, op->len, v);
+	rv = db_put(t, DB_STEPS, op->key, op->klen, v, size);
+	free(v);
+	return rv;
+}
+
+int
+rop_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now)
+{
+	uint8_t v[REC_FILE_LEN];
+
+	switch (op->kind) {
+	case ROP_INDEX_SET: return index_set_apply(t, s, op, now);
+	case ROP_INDEX_DEL: return db_del(t, DB_INDEX, op->key, op->klen);
+	case ROP_ACTION_PUT: return action_put_apply(t, s, op, now);
+	case ROP_ACTION_TOUCH: return action_touch_apply(t, op, now);
+	case ROP_ACTION_DEL: return db_del(t, DB_ACTIONS, op->key, op->klen);
+	case ROP_FILE_PUT:
+		rec_file_encode(&op->file, v);
+		return db_put(t, DB_FILES, op->key, op->klen, v, sizeof v);
+	case ROP_FILE_DEL: return db_del(t, DB_FILES, op->key, op->klen);
+	case ROP_STEP_PUT: return step_put_apply(t, op, now);
+	case ROP_STEP_DEL: return db_del(t, DB_STEPS, op->key, op->klen);
+	}
+	return KILN_EINVAL;
+}
+
+/* ---- reading ---- */
+
+/* A borrowed value by key, for the get calls. */
+struct get_arg {
+	enum db_name db;
+	const void *key;
+	size_t klen;
+	int (*decode)(const void *v, size_t vlen, void *out);
+	void *out;
+};
+
+static int
+get_txn(db_txn *t, void *arg)
+{
+	struct get_arg *a = arg;
+	const void *v;
+	size_t vlen;
+	int rv;
+
+	if ((rv = db_get(t, a->db, a->key, a->klen, &v, &vlen)) != 0)
+		return rv;
+	return a->decode(v, vlen, a->out);
+}
+
+static int
+record_get(kiln_store *s, enum db_name db, const void *key, size_t klen,
+           int (*decode)(const void *v, size_t vlen, void *out), void *out)
+{
+	struct get_arg a = {db, key, klen, decode, out};
+
+	return db_read(s->db, get_txn, &a);
+}
+
+/* ---- index ---- */
 
 int
 kiln_store_index_set(kiln_store *s, const char *profile, const char *url,
                      const kiln_id *id)
 {
-	struct index_arg a;
+	char key[INDEX_KEY_MAX];
+	struct rec_op op;
 	int rv;
 
-	if ((rv = index_arg_init(&a, s, profile, url)) != 0)
+	if ((rv = rop_index(&op, ROP_INDEX_SET, key, profile, url, id)) != 0)
 		return rv;
-	if ((rv = store_writable(s)) != 0)
-		return rv;
-	a.id = *id;
-	return db_write(s->db, index_set_txn, &a);
+	return rop_commit(s, &op, 1, NULL);
 }
 
 static int
-index_get_txn(db_txn *t, void *arg)
+index_decode(const void *v, size_t vlen, void *out)
 {
-	struct index_arg *a = arg;
 	struct rec_index r;
-	const void *v;
-	size_t vlen;
-	int rv;
+	int rv = rec_index_decode(v, vlen, &r);
 
-	if ((rv = db_get(t, DB_INDEX, a->key, a->klen, &v, &vlen)) != 0 ||
-	    (rv = rec_index_decode(v, vlen, &r)) != 0)
-		return rv;
-	a->id = r.id;
-	return 0;
+	if (rv == 0)
+		*(kiln_id *)out = r.id;
+	return rv;
 }
 
 int
 kiln_store_index_get(kiln_store *s, const char *profile, const char *url,
                      kiln_id *id)
 {
-	struct index_arg a;
-	int rv;
+	char key[INDEX_KEY_MAX];
+	int n = index_key(profile, url, key);
 
-	if ((rv = index_arg_init(&a, s, profile, url)) != 0)
-		return rv;
-	if ((rv = db_read(s->db, index_get_txn, &a)) == 0)
-		*id = a.id;
-	return rv;
-}
-
-static int
-index_del_txn(db_txn *t, void *arg)
-{
-	struct index_arg *a = arg;
-
-	return db_del(t, DB_INDEX, a->key, a->klen);
+	if (n < 0)
+		return n;
+	return record_get(s, DB_INDEX, key, (size_t)n, index_decode, id);
 }
 
 int
 kiln_store_index_delete(kiln_store *s, const char *profile, const char *url)
 {
-	struct index_arg a;
+	char key[INDEX_KEY_MAX];
+	struct rec_op op;
 	int rv;
 
-	if ((rv = index_arg_init(&a, s, profile, url)) != 0)
+	if ((rv = rop_index(&op, ROP_INDEX_DEL, key, profile, url, NULL)) != 0)
 		return rv;
-	if ((rv = store_writable(s)) != 0)
-		return rv;
-	return db_write(s->db, index_del_txn, &a);
+	return rop_commit(s, &op, 1, NULL);
 }
 
 struct list_arg {
@@ -251,84 +436,43 @@ kiln_store_index_list(kiln_store *s, const char *profile, const char *url_prefix
 
 /* ---- actions ---- */
 
-struct action_arg {
-	kiln_store *s;
-	const kiln_id *key;
-	const kiln_id *outputs;
-	size_t noutputs;
-	const void *data;
-	size_t len;
-	kiln_action *out;
-};
-
+/* The single-record action calls other than get. */
 static int
-action_put_txn(db_txn *t, void *arg)
+action_commit(kiln_store *s, enum rop_kind kind, const kiln_id *key,
+              const kiln_id *outputs, size_t noutputs, const void *data,
+              size_t len)
 {
-	struct action_arg *a = arg;
-	int64_t now = store_now_ns();
-	kiln_action rec = {*a->key, now, now, a->noutputs, (kiln_id *)a->outputs,
-	                   a->len, (void *)a->data};
-	const void *old;
-	size_t oldlen, size = rec_action_size(a->noutputs, a->len);
-	uint8_t *v;
+	struct rec_op op;
 	int rv;
 
-	if ((rv = name_blobs(t, a->s, a->outputs, a->noutputs, now)) != 0)
+	if ((rv = rop_action(&op, kind, key, outputs, noutputs, data, len)) != 0)
 		return rv;
-	/* Keep the first creation time across replacements. */
-	if (db_get(t, DB_ACTIONS, a->key->b, 16, &old, &oldlen) == 0) {
-		kiln_action *prev;
-		if (rec_action_decode(old, oldlen, &prev) == 0) {
-			rec.created_ns = prev->created_ns;
-			kiln_action_free(prev);
-		}
-	}
-	if ((v = malloc(size)) == NULL)
-		return KILN_ENOMEM;
-	rec_action_encode(&rec, v);
-	rv = db_put(t, DB_ACTIONS, a->key->b, 16, v, size);
-	free(v);
-	return rv;
+	return rop_commit(s, &op, 1, NULL);
 }
 
 int
 kiln_store_action_put(kiln_store *s, const kiln_id *key, const kiln_id *outputs,
                       size_t noutputs, const void *data, size_t len)
 {
-	struct action_arg a = {s, key, outputs, noutputs, data, len, NULL};
-	int rv;
-
-	if (len > ACTION_PAYLOAD_MAX || noutputs > UINT32_MAX / 16 ||
-	    (len > 0 && data == NULL) || (noutputs > 0 && outputs == NULL))
-		return KILN_EINVAL;
-	if ((rv = store_writable(s)) != 0)
-		return rv;
-	return db_write(s->db, action_put_txn, &a);
+	return action_commit(s, ROP_ACTION_PUT, key, outputs, noutputs, data, len);
 }
 
 static int
-action_get_txn(db_txn *t, void *arg)
+action_decode(const void *v, size_t vlen, void *out)
 {
-	struct action_arg *a = arg;
-	const void *v;
-	size_t vlen;
-	int rv;
-
-	if ((rv = db_get(t, DB_ACTIONS, a->key->b, 16, &v, &vlen)) != 0)
-		return rv;
-	return rec_action_decode(v, vlen, &a->out);
+	return rec_action_decode(v, vlen, out);
 }
 
 int
 kiln_store_action_get(kiln_store *s, const kiln_id *key, kiln_action **ap)
 {
-	struct action_arg a = {s, key, NULL, 0, NULL, 0, NULL};
-	int rv = db_read(s->db, action_get_txn, &a);
+	kiln_action *a;
+	int rv = record_get(s, DB_ACTIONS, key->b, sizeof key->b, action_decode, &a);
 
 	if (rv != 0)
 		return rv;
-	a.out->key = *key;
-	*ap = a.out;
+	a->key = *key;
+	*ap = a;
 	return 0;
 }
 
@@ -338,134 +482,127 @@ kiln_action_free(kiln_action *a)
 	free(a); /* one allocation: see rec_action_decode */
 }
 
-static int
-action_touch_txn(db_txn *t, void *arg)
-{
-	struct action_arg *a = arg;
-	kiln_action *rec;
-	const void *v;
-	size_t vlen;
-	uint8_t *buf;
-	int rv;
-
-	if ((rv = db_get(t, DB_ACTIONS, a->key->b, 16, &v, &vlen)) != 0 ||
-	    (rv = rec_action_decode(v, vlen, &rec)) != 0)
-		return rv;
-	rec->used_ns = store_now_ns();
-	if ((buf = malloc(vlen)) == NULL) {
-		kiln_action_free(rec);
-		return KILN_ENOMEM;
-	}
-	rec_action_encode(rec, buf);
-	rv = db_put(t, DB_ACTIONS, a->key->b, 16, buf, vlen);
-	free(buf);
-	kiln_action_free(rec);
-	return rv;
-}
-
 int
 kiln_store_action_touch(kiln_store *s, const kiln_id *key)
 {
-	struct action_arg a = {s, key, NULL, 0, NULL, 0, NULL};
-	int rv;
-
-	if ((rv = store_writable(s)) != 0)
-		return rv;
-	return db_write(s->db, action_touch_txn, &a);
-}
-
-static int
-action_del_txn(db_txn *t, void *arg)
-{
-	struct action_arg *a = arg;
-
-	return db_del(t, DB_ACTIONS, a->key->b, 16);
+	return action_commit(s, ROP_ACTION_TOUCH, key, NULL, 0, NULL, 0);
 }
 
 int
 kiln_store_action_delete(kiln_store *s, const kiln_id *key)
 {
-	struct action_arg a = {s, key, NULL, 0, NULL, 0, NULL};
-	int rv;
-
-	if ((rv = store_writable(s)) != 0)
-		return rv;
-	return db_write(s->db, action_del_txn, &a);
+	return action_commit(s, ROP_ACTION_DEL, key, NULL, 0, NULL, 0);
 }
 
 /* ---- files ---- */
 
-struct file_arg {
-	const char *path;
-	kiln_file_rec rec;
-};
-
 static int
-file_put_txn(db_txn *t, void *arg)
+file_commit(kiln_store *s, enum rop_kind kind, const char *path,
+            const kiln_file_rec *r)
 {
-	struct file_arg *a = arg;
-	uint8_t v[REC_FILE_LEN];
+	struct rec_op op;
+	int rv;
 
-	rec_file_encode(&a->rec, v);
-	return db_put(t, DB_FILES, a->path, strlen(a->path), v, sizeof v);
+	if ((rv = rop_file(&op, kind, path, r)) != 0)
+		return rv;
+	return rop_commit(s, &op, 1, NULL);
 }
 
 int
 kiln_store_file_put(kiln_store *s, const char *path, const kiln_file_rec *r)
 {
-	struct file_arg a = {path, *r};
-	int rv;
-
-	if (kiln_url_check(path) != 0)
-		return KILN_EINVAL;
-	if ((rv = store_writable(s)) != 0)
-		return rv;
-	return db_write(s->db, file_put_txn, &a);
+	return file_commit(s, ROP_FILE_PUT, path, r);
 }
 
 static int
-file_get_txn(db_txn *t, void *arg)
+file_decode(const void *v, size_t vlen, void *out)
 {
-	struct file_arg *a = arg;
-	const void *v;
-	size_t vlen;
-	int rv;
-
-	if ((rv = db_get(t, DB_FILES, a->path, strlen(a->path), &v, &vlen)) != 0)
-		return rv;
-	return rec_file_decode(v, vlen, &a->rec);
+	return rec_file_decode(v, vlen, out);
 }
 
 int
 kiln_store_file_get(kiln_store *s, const char *path, kiln_file_rec *r)
 {
-	struct file_arg a = {path, {0}};
+	kiln_file_rec got;
 	int rv;
 
 	if (kiln_url_check(path) != 0)
 		return KILN_EINVAL;
-	if ((rv = db_read(s->db, file_get_txn, &a)) == 0)
-		*r = a.rec;
+	rv = record_get(s, DB_FILES, path, strlen(path), file_decode, &got);
+	if (rv == 0)
+		*r = got;
 	return rv;
-}
-
-static int
-file_del_txn(db_txn *t, void *arg)
-{
-	struct file_arg *a = arg;
-
-	return db_del(t, DB_FILES, a->path, strlen(a->path));
 }
 
 int
 kiln_store_file_delete(kiln_store *s, const char *path)
 {
-	struct file_arg a = {path, {0}};
+	return file_commit(s, ROP_FILE_DEL, path, NULL);
+}
+
+/* ---- steps ---- */
+
+static int
+step_commit(kiln_store *s, enum rop_kind kind, const char *profile,
+            const char *url, const void *data, size_t len)
+{
+	char key[INDEX_KEY_MAX];
+	struct rec_op op;
 	int rv;
 
-	if (kiln_url_check(path) != 0)
-		return KILN_EINVAL;
-	if ((rv = store_writable(s)) != 0)
+	if ((rv = rop_step(&op, kind, key, profile, url, data, len)) != 0)
 		return rv;
-	return db_write(s->db, file_del_txn, &a);
+	return rop_commit(s, &op, 1, NULL);
+}
+
+int
+kiln_store_step_put(kiln_store *s, const char *profile, const char *url,
+                    const void *data, size_t len)
+{
+	return step_commit(s, ROP_STEP_PUT, profile, url, data, len);
+}
+
+struct step_out {
+	void *data;
+	size_t len;
+};
+
+/* Copies the payload out of the transaction's borrowed value. */
+static int
+step_decode(const void *v, size_t vlen, void *out)
+{
+	struct step_out *o = out;
+	const void *data;
+	int64_t set_ns;
+	int rv = rec_step_decode(v, vlen, &set_ns, &data, &o->len);
+
+	if (rv != 0)
+		return rv;
+	if ((o->data = malloc(o->len + 1)) == NULL)
+		return KILN_ENOMEM;
+	memcpy(o->data, data, o->len);
+	return 0;
+}
+
+int
+kiln_store_step_get(kiln_store *s, const char *profile, const char *url,
+                    void **data, size_t *len)
+{
+	char key[INDEX_KEY_MAX];
+	struct step_out o = {NULL, 0};
+	int rv, n = index_key(profile, url, key);
+
+	if (n < 0)
+		return n;
+	if ((rv = record_get(s, DB_STEPS, key, (size_t)n, step_decode, &o)) != 0)
+		return rv;
+	*data = o.data;
+	*len = o.len;
+	return 0;
+}
+
+int
+kiln_store_step_delete(kiln_store *s, const char *profile, const char *url)
+{
+	return step_commit(s, ROP_STEP_DEL, profile, url, NULL, 0);
 }

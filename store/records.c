@@ -13,6 +13,11 @@
  *   actions key action key [16]
  *           value: ver u8 | created_ns i64 | used_ns i64 | noutputs u32 |
  *                  len u32 | outputs [16 * noutputs] | payload [len]
+ *   steps   key "<profile>\0<url>"
+ *           value: ver u8 | set_ns i64 | payload [rest, <= 64 MiB]
+ *           The payload is the build engine's own record, opaque here
+ *           and versioned by the engine; it names no blobs the store
+ *           knows of (gc and fsck's blob checks ignore steps).
  *
  * Changing a layout: give the new one the next version number, keep the
  * decoder of every older version (or have store.c upgrade stores on open
@@ -223,6 +228,36 @@ rec_action_outputs(const void *v, size_t len, int64_t *used_ns,
 		if ((rv = fn(&id, arg)) != 0)
 			return rv;
 	}
+	return 0;
+}
+
+size_t
+rec_step_size(size_t len)
+{
+	return REC_STEP_HEAD + len;
+}
+
+void
+rec_step_encode(int64_t set_ns, const void *data, size_t len, uint8_t *out)
+{
+	out[0] = REC_VERSION;
+	put_u64(out + 1, (uint64_t)set_ns);
+	if (len > 0)
+		memcpy(out + REC_STEP_HEAD, data, len);
+}
+
+int
+rec_step_decode(const void *v, size_t vlen, int64_t *set_ns, const void **data,
+                size_t *len)
+{
+	const uint8_t *p = v;
+	int rv = rec_check(v, vlen, REC_STEP_HEAD);
+
+	if (rv != 0)
+		return rv;
+	*set_ns = (int64_t)get_u64(p + 1);
+	*data = p + REC_STEP_HEAD;
+	*len = vlen - REC_STEP_HEAD;
 	return 0;
 }
 

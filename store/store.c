@@ -260,6 +260,17 @@ store_layout(kiln_store *s, char **dbdir, char **corrupt)
 	return 0;
 }
 
+/* KILN_DURABLE_BATCH syncs through a held fd of objects/ (store_sync_puts);
+ * a read-only handle never puts. */
+static int
+store_open_objects(kiln_store *s)
+{
+	if (s->durability != KILN_DURABLE_BATCH || (s->flags & KILN_STORE_RDONLY))
+		return 0;
+	s->objects_fd = open(s->objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return s->objects_fd >= 0 ? 0 : kiln_err_from_errno(errno);
+}
+
 int
 kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 {
@@ -280,6 +291,7 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 		return KILN_ENOMEM;
 	s->flags = opts->flags;
 	s->durability = opts->durability;
+	s->objects_fd = -1;
 	s->dir = strdup(dir);
 	s->objects = path_join(dir, "objects");
 	s->tmp = path_join(dir, "tmp");
@@ -287,14 +299,15 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 		rv = KILN_ENOMEM;
 		goto fail;
 	}
-	if ((rv = store_layout(s, &dbdir, &corrupt)) != 0)
+	if ((rv = store_layout(s, &dbdir, &corrupt)) != 0 ||
+	    (rv = store_open_objects(s)) != 0)
 		goto fail;
 	rv = db_open(dbdir, opts->map_size ? opts->map_size : DEFAULT_MAP_SIZE,
 	             (opts->flags & KILN_STORE_RDONLY) != 0,
 	             opts->durability == KILN_DURABLE_NONE, &s->db);
 	if (rv != 0)
 		goto fail;
-	if (fresh && (rv = marker_write(dir, opts->durability == KILN_DURABLE_FSYNC)) != 0)
+	if (fresh && (rv = marker_write(dir, opts->durability != KILN_DURABLE_NONE)) != 0)
 		goto fail;
 	if (!(s->flags & KILN_STORE_RDONLY))
 		tmp_sweep(s->tmp);
@@ -315,6 +328,8 @@ kiln_store_close(kiln_store *s)
 	if (s == NULL)
 		return;
 	db_close(s->db);
+	if (s->objects_fd >= 0)
+		close(s->objects_fd);
 	free(s->dir);
 	free(s->objects);
 	free(s->tmp);

@@ -6,7 +6,10 @@
  *              transactions, map growth, reader pool
  *   records.c  versioned binary encodings of database values
  *   blob.c     writing, publishing and reading blobs
- *   index.c    index, action, file and blob-use records
+ *   index.c    index, action, file, step and blob-use records: each
+ *              record write is one struct rec_op, applied in a write txn
+ *   batch.c    committing rec_ops (one, or a kiln_batch of many) in one
+ *              write transaction
  *   fsck.c     checking and repairing
  *   gc.c       garbage collection
  *   fileio.c   small POSIX helpers (full writes, fsync of folders)
@@ -33,6 +36,13 @@ struct kiln_store {
 	unsigned flags;       /* KILN_STORE_* */
 	enum kiln_durability durability;
 	kiln_db *db;
+	/* KILN_DURABLE_BATCH only (else -1): the objects folder, for syncfs. */
+	int objects_fd;
+	/* KILN_DURABLE_BATCH: puts published without an fsync, and how many of
+	 * them the last completed syncfs covered. Both only grow (atomics);
+	 * put_count > synced_count means a record commit must sync first. */
+	uint64_t put_count;
+	uint64_t synced_count;
 };
 
 /* The layout version written to <dir>/kiln-store. Bump it when the folder
@@ -49,6 +59,14 @@ void store_blob_path(const kiln_store *s, const kiln_id *id, char *buf);
 
 /* Returns 0 when s may be written, else KILN_EREADONLY. */
 int store_writable(const kiln_store *s);
+
+/* ---- blob.c: KILN_DURABLE_BATCH ---- */
+
+/* Before a record commit: when puts were published without an fsync since
+ * the last sync, syncfs() the store's file system once, so no record can
+ * name a blob a power cut would lose. A no-op for the other durabilities.
+ * Safe from any thread. Returns 0 or the errno-mapped KILN_E* of syncfs. */
+int store_sync_puts(kiln_store *s);
 
 /* Make a unique named temp file "<tmp>/<kind>-<pid>-XXXXXX" (path into
  * name, PATH_MAX) and return its fd in *fd. The pid lets an open tell a
@@ -70,9 +88,13 @@ int fio_fsync_dir(const char *path);
  * was created now. */
 int fio_mkdir(const char *path, mode_t mode, int *made);
 
-/* ---- db.c: one LMDB environment, five named databases ---- */
+/* ---- db.c: one LMDB environment, six named databases ---- */
 
-enum db_name { DB_INDEX, DB_ACTIONS, DB_FILES, DB_BLOBS, DB_META, DB_COUNT };
+/* Databases from DB_STEPS on came after the first store format: a writable
+ * open creates them; a read-only handle on an older store reads them as
+ * empty. New databases go at the end. */
+enum db_name { DB_INDEX, DB_ACTIONS, DB_FILES, DB_BLOBS, DB_META, DB_STEPS,
+	       DB_COUNT };
 
 typedef struct db_txn db_txn;
 
@@ -127,6 +149,10 @@ struct rec_blob {
 #define REC_BLOB_LEN 17
 #define REC_FILE_LEN 49
 #define REC_ACTION_HEAD 25
+#define REC_STEP_HEAD 9
+
+/* The largest opaque payload of an action or step record. */
+#define REC_PAYLOAD_MAX (64u << 20)
 
 void rec_index_encode(const struct rec_index *r, uint8_t out[REC_INDEX_LEN]);
 int rec_index_decode(const void *v, size_t len, struct rec_index *r);
@@ -144,6 +170,13 @@ int rec_action_decode(const void *v, size_t len, kiln_action **a);
 int rec_action_outputs(const void *v, size_t len, int64_t *used_ns,
                        int (*fn)(const kiln_id *id, void *arg), void *arg);
 
+/* steps: key "<profile>\0<url>" -> set time and the engine's payload. */
+size_t rec_step_size(size_t len);
+void rec_step_encode(int64_t set_ns, const void *data, size_t len, uint8_t *out);
+/* *data points into v (valid as long as v is). */
+int rec_step_decode(const void *v, size_t vlen, int64_t *set_ns,
+                    const void **data, size_t *len);
+
 /* index keys */
 #define INDEX_KEY_MAX (64 + 1 + 400)
 /* Build "<profile>\0<url>"; returns its length, or KILN_EINVAL. */
@@ -153,6 +186,68 @@ int index_key(const char *profile, const char *url, char out[INDEX_KEY_MAX]);
 
 /* In a write txn: record that blob id (size bytes) was used now. */
 int blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, int64_t now);
+
+/* ---- index.c: record writes, shared by the single-record calls and
+ * batches ---- */
+
+enum rop_kind {
+	ROP_INDEX_SET, ROP_INDEX_DEL,
+	ROP_ACTION_PUT, ROP_ACTION_TOUCH, ROP_ACTION_DEL,
+	ROP_FILE_PUT, ROP_FILE_DEL,
+	ROP_STEP_PUT, ROP_STEP_DEL,
+};
+
+/* One record write, checked and ready to apply. The pointers are borrowed
+ * (a batch keeps copies: rop_copy). */
+struct rec_op {
+	enum rop_kind kind;
+	const void *key;         /* the database key, klen >= 1 bytes */
+	size_t klen;
+	kiln_id id;              /* INDEX_SET: the blob */
+	kiln_file_rec file;      /* FILE_PUT */
+	const kiln_id *outputs;  /* ACTION_PUT */
+	size_t noutputs;
+	const void *data;        /* ACTION_PUT, STEP_PUT: the payload */
+	size_t len;
+};
+
+/* Build an op from the public calls' arguments, with their checks:
+ * KILN_EINVAL for a bad name or a NULL with a count, KILN_ERANGE for a
+ * payload over REC_PAYLOAD_MAX. keybuf holds the key the op points at. */
+int rop_index(struct rec_op *op, enum rop_kind kind, char keybuf[INDEX_KEY_MAX],
+              const char *profile, const char *url, const kiln_id *id);
+int rop_action(struct rec_op *op, enum rop_kind kind, const kiln_id *key,
+               const kiln_id *outputs, size_t noutputs, const void *data,
+               size_t len);
+int rop_file(struct rec_op *op, enum rop_kind kind, const char *path,
+             const kiln_file_rec *r);
+int rop_step(struct rec_op *op, enum rop_kind kind, char keybuf[INDEX_KEY_MAX],
+             const char *profile, const char *url, const void *data,
+             size_t len);
+
+/* 1 for the kinds that name blobs (INDEX_SET, ACTION_PUT). */
+int rop_names_blobs(const struct rec_op *op);
+
+/* Apply op in a write txn at time now. A record naming blobs first checks
+ * that they all exist (else KILN_ENOTFOUND, and nothing was written) and
+ * refreshes their use times, as gc relies on. Deleting or touching an
+ * absent record gives KILN_ENOTFOUND. */
+int rop_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now);
+
+/* ---- batch.c ---- */
+
+/* Copy op's key, outputs and payload into one allocation that out owns
+ * (free with rop_free). Returns 0 or KILN_ENOMEM. */
+int rop_copy(const struct rec_op *op, struct rec_op *out);
+void rop_free(struct rec_op *op);
+
+/* Commit n ops in one write transaction, in order, after store_sync_puts.
+ * With skipped == NULL any error (KILN_ENOTFOUND included) aborts
+ * everything: the single-record calls. Otherwise (a batch) an op naming a
+ * missing blob is left out and counted in *skipped, and deleting or
+ * touching an absent or undecodable record is no error. */
+int rop_commit(kiln_store *s, const struct rec_op *ops, size_t n,
+               size_t *skipped);
 
 /* ---- scanning objects/ (fsck.c, gc.c) ---- */
 

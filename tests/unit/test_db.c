@@ -1,7 +1,11 @@
 /* test_db — the content database: index, actions, file records, map growth,
- * record versions, and opening folders that are or are not stores. */
+ * record versions, and opening folders that are or are not stores.
+ *
+ * Like bench_store, this reaches below the store once with lmdb.h: to make
+ * a store look like one written before a database was added. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +244,8 @@ records_of_a_newer_version_are_refused_not_misread(void **state)
 	struct raw r = {DB_INDEX, "pc\0new", 6, v, sizeof v};
 	kiln_id got, key;
 	kiln_action *a;
+	void *data;
+	size_t len;
 
 	assert_kiln(0, db_write(s->db, raw_put, &r));
 	assert_kiln(KILN_EVERSION, kiln_store_index_get(s, "pc", "new", &got));
@@ -250,6 +256,70 @@ records_of_a_newer_version_are_refused_not_misread(void **state)
 	r = (struct raw){DB_ACTIONS, key.b, 16, v, sizeof v};
 	assert_kiln(0, db_write(s->db, raw_put, &r));
 	assert_kiln(KILN_EVERSION, kiln_store_action_get(s, &key, &a));
+	r = (struct raw){DB_STEPS, "pc\0new", 6, v, sizeof v};
+	assert_kiln(0, db_write(s->db, raw_put, &r));
+	assert_kiln(KILN_EVERSION, kiln_store_step_get(s, "pc", "new", &data, &len));
+	r = (struct raw){DB_STEPS, "pc\0short", 8, shortv, 2};
+	assert_kiln(0, db_write(s->db, raw_put, &r));
+	assert_kiln(KILN_ECORRUPT, kiln_store_step_get(s, "pc", "short", &data, &len));
+	kiln_store_close(s);
+}
+
+/* Make the store at dir look like one written before the steps database
+ * existed, by dropping it below the store (LMDB directly). */
+static void
+drop_steps_db(const char *dbdir)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 16), 0);
+	assert_int_equal(mdb_env_open(env, dbdir, 0, 0644), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, "steps", 0, &dbi), 0);
+	assert_int_equal(mdb_drop(txn, dbi, 1), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, "steps", 0, &dbi), MDB_NOTFOUND);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
+static void
+a_store_from_before_the_steps_db_opens(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id a = put_text(s, "old"), got;
+	void *data = NULL;
+	size_t len = 0;
+
+	assert_kiln(0, kiln_store_index_set(s, "pc", "x", &a));
+	kiln_store_close(s);
+	drop_steps_db(tu_path(state, "store/db"));
+
+	/* Read-only: no steps yet, everything else as it was. */
+	s = tu_open_store_at(tu_path(state, "store"), KILN_STORE_RDONLY,
+	                     KILN_DURABLE_NONE, "read-only, old store");
+	assert_kiln(KILN_ENOTFOUND, kiln_store_step_get(s, "pc", "x", &data, &len));
+	assert_kiln(0, kiln_store_index_get(s, "pc", "x", &got));
+	assert_memory_equal(got.b, a.b, 16);
+	tu_assert_fsck_clean(s, "read-only, old store", 1, 3);
+	kiln_store_close(s);
+
+	/* Writable: the database is added, and a read-only handle sees it. */
+	s = tu_open_store_at(tu_path(state, "store"), 0, KILN_DURABLE_NONE,
+	                     "writable, old store");
+	assert_kiln(KILN_ENOTFOUND, kiln_store_step_get(s, "pc", "x", &data, &len));
+	assert_kiln(0, kiln_store_step_put(s, "pc", "x", "why", 3));
+	kiln_store_close(s);
+	s = tu_open_store_at(tu_path(state, "store"), KILN_STORE_RDONLY,
+	                     KILN_DURABLE_NONE, "read-only, upgraded store");
+	assert_kiln(0, kiln_store_step_get(s, "pc", "x", &data, &len));
+	assert_int_equal(len, 3);
+	assert_memory_equal(data, "why", 3);
+	free(data);
 	kiln_store_close(s);
 }
 
@@ -432,6 +502,7 @@ main(void)
 		T(file_records_round_trip),
 		T(map_grows_past_its_initial_size),
 		T(records_of_a_newer_version_are_refused_not_misread),
+		T(a_store_from_before_the_steps_db_opens),
 		T(data_survives_close_and_reopen),
 		T(database_fd_is_not_inherited_by_tools),
 		T(opening_folders_that_are_not_stores),
