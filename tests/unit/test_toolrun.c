@@ -396,6 +396,23 @@ kill_ends_the_whole_process_group_with_sigterm(void **state)
 		fail_msg("the background sleep %d survived its group", (int)bg);
 }
 
+/* The tool survives SIGTERM and waits for its child: only a SIGTERM to the
+ * whole group lets it finish before the grace ends. */
+static void
+sigterm_reaches_the_tools_children(void **state)
+{
+	int64_t took;
+	struct spawn_result r = kill_tool(
+		state, "trap 'echo term' TERM; sleep 100 & echo $!; wait; wait; echo after",
+		5000, &took);
+
+	if (!r.exited || r.status != 0 || took > 2000)
+		fail_msg("expected exit 0 soon after the kill, got %s %d after "
+		         "%lld ms; log:\n%s", r.exited ? "exit" : "signal",
+		         r.status, (long long)took, read_log(state, "log"));
+	assert_non_null(strstr(read_log(state, "log"), "\nterm\nafter\n"));
+}
+
 static void
 a_tool_ignoring_sigterm_gets_sigkill_after_the_grace(void **state)
 {
@@ -613,6 +630,7 @@ main(void)
 		T(signals_ignored_in_the_parent_are_default_in_the_tool),
 		T(fifty_children_at_once_each_done_exactly_once),
 		T(kill_ends_the_whole_process_group_with_sigterm),
+		T(sigterm_reaches_the_tools_children),
 		T(a_tool_ignoring_sigterm_gets_sigkill_after_the_grace),
 		T(what_a_tool_leaves_running_is_killed_when_it_exits),
 		T(free_with_running_children_kills_them_and_returns_promptly),
