@@ -49,8 +49,8 @@ int spawner_new(struct kilnd_spawner **sp);
 /* Start a child. On 0, done(arg, result) will be called exactly once, on
  * the reaper thread, after the child has ended (and *pid, may be NULL, is
  * its pid). On error done is never called. Returns 0, KILN_ENOTFOUND
- * (program missing), KILN_EACCES (not executable), KILN_ENOMEM, KILN_EIO,
- * or KILN_ECLOSED after spawner_free began. */
+ * (program or cwd missing), KILN_EACCES (not executable), KILN_ENOMEM,
+ * KILN_EIO, or KILN_ECLOSED after spawner_free began. */
 int spawner_start(struct kilnd_spawner *sp, const struct spawn_req *rq,
                   spawn_done_fn done, void *arg, pid_t *pid);
 
