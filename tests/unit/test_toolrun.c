@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -473,6 +474,51 @@ free_with_running_children_kills_them_and_returns_promptly(void **state)
 	spawner_free(NULL);
 }
 
+/* With no descriptor free, pidfd_open fails (EMFILE) while posix_spawn still
+ * works: such children are looked at by timer, and killing them works. */
+static void
+children_without_a_pidfd_are_reaped_and_killed_too(void **state)
+{
+	const char *exit5[] = {"/bin/sh", "-c", "exit 5", NULL};
+	const char *sleep100[] = {"/bin/sleep", "100", NULL};
+	struct spawn_req rq5 = {"/bin/sh", exit5, no_env, NULL, open_log(state, "log")};
+	struct spawn_req rqs = {"/bin/sleep", sleep100, no_env, NULL, rq5.log_fd};
+	struct kilnd_spawner *sp;
+	struct seen seen;
+	struct slot sl[3];
+	struct rlimit old, tight;
+	pid_t pid;
+	int lowest, rv[3];
+
+	seen_init(&seen);
+	for (int i = 0; i < 3; i++)
+		sl[i] = (struct slot){.seen = &seen};
+	assert_kiln(0, spawner_new(&sp));
+	assert_true((lowest = dup(0)) >= 0);
+	close(lowest);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	tight = old;
+	tight.rlim_cur = (rlim_t)lowest;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+	rv[0] = spawner_start(sp, &rq5, on_done, &sl[0], NULL);
+	rv[1] = spawner_start(sp, &rq5, on_done, &sl[1], NULL);
+	rv[2] = spawner_start(sp, &rqs, on_done, &sl[2], &pid);
+	setrlimit(RLIMIT_NOFILE, &old);
+	for (int i = 0; i < 3; i++)
+		assert_kiln(0, rv[i]);
+	if (seen_wait(&seen, 2, 10000) != 2)
+		fail_msg("%u of 2 exited children reported", seen.ncalls);
+	assert_kiln(0, spawner_kill(sp, pid, 1000));
+	if (seen_wait(&seen, 3, 10000) != 3)
+		fail_msg("the killed sleep was not reported");
+	spawner_free(sp);
+	close(rq5.log_fd);
+	for (int i = 0; i < 2; i++)
+		assert_true(sl[i].ncalls == 1 && sl[i].r.exited && sl[i].r.status == 5);
+	assert_int_equal(sl[2].ncalls, 1);
+	assert_signalled(&sl[2].r, SIGTERM, "sleep without a pidfd");
+}
+
 static void
 start_errors_call_no_done(void **state)
 {
@@ -634,6 +680,7 @@ main(void)
 		T(a_tool_ignoring_sigterm_gets_sigkill_after_the_grace),
 		T(what_a_tool_leaves_running_is_killed_when_it_exits),
 		T(free_with_running_children_kills_them_and_returns_promptly),
+		T(children_without_a_pidfd_are_reaped_and_killed_too),
 		T(start_errors_call_no_done),
 		T(spawn_find_cases),
 		T(log_tail_cases),
