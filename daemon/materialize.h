@@ -33,12 +33,17 @@
 
 /* Make root/relpath the blob id: nothing to do when it already is the
  * blob's inode; otherwise replace whatever is there (a stale file, one the
- * user edited or replaced) by a hard link to the blob, or a copy when
- * linking fails with EXDEV (or EMLINK). Missing folders are made. *st (may
- * be NULL) gets what the file looks like afterwards. Returns 0,
+ * user edited or replaced, a symlink) by a hard link to the blob, or a
+ * copy (mode 0444, checked against id as it is written) when linking
+ * fails with EXDEV, EMLINK or EPERM. Missing folders are made. *st (may be
+ * NULL) gets what the file looks like afterwards. Returns 0,
  * KILN_ENOTFOUND (the blob is not in the store), KILN_EINVAL (bad
  * relpath, or a symlink on the way), KILN_EEXIST (a folder stands where
- * the file goes, or a file where a folder goes), KILN_EIO, KILN_ENOSPC. */
+ * the file goes, or a file where a folder goes), KILN_ECORRUPT (copying,
+ * the blob did not match id), KILN_EACCES, KILN_EIO, KILN_ENOSPC.
+ * Note that every new hard link to a blob changes the ctime of all its
+ * links: materializing the same content at a second path makes
+ * materialize_unchanged say 0 for the first. */
 int materialize_output(kiln_store *s, const char *root, const char *relpath,
                        const kiln_id *id, kiln_file_rec *st);
 
@@ -55,14 +60,21 @@ struct index_entry {
 };
 
 /* Write root/build/<profile>/kiln-index.txt (format above) from n entries
- * in any order (sorted here). Returns 0, KILN_ENOMEM, KILN_EIO,
- * KILN_ENOSPC. */
+ * in any order (entries is sorted in place). Returns 0, KILN_EINVAL (a bad
+ * profile, a URL or file with a control character, a file path that is
+ * not plainly relative, two entries with one URL, or a symlink on the
+ * way), KILN_EEXIST (a folder named kiln-index.txt, or a file where a
+ * folder goes), KILN_ENOMEM, KILN_EACCES, KILN_EIO, KILN_ENOSPC. */
 int materialize_write_index(const char *root, const char *profile,
                             struct index_entry *entries, size_t n);
 
-/* Remove files under root/build/<profile>/ that are not in keep (relative
- * paths, sorted by strcmp) and are not kiln-index.txt, and folders left
- * empty. Returns 0 or KILN_EIO. */
+/* Remove files (and symlinks, never followed) under root/build/<profile>/
+ * that are not in keep (relative paths, sorted by strcmp) and are not
+ * kiln-index.txt, and folders left empty (not build/<profile> itself). A
+ * missing folder is nothing to prune. Returns 0, KILN_EINVAL (a bad
+ * profile, or build/ or build/<profile> is a symlink), KILN_EEXIST (one of
+ * them is not a folder), KILN_ENOMEM or KILN_EIO (something could not be
+ * removed; the rest was). */
 int materialize_prune(const char *root, const char *profile,
                       const char *const *keep, size_t nkeep);
 

@@ -9,7 +9,9 @@
  * A running tool holds no thread: one reaper thread per spawner waits on
  * every child's pidfd and calls the caller's done function when the child
  * ends. That is what lets a step wait for its tool (or later suspend on
- * `kiln need`) without holding a worker.
+ * `kiln need`) without holding a worker. When the tool itself ends, what
+ * is left of its process group (background processes it started) is
+ * SIGKILLed before it is reaped: nothing of a step outlives it.
  *
  * Threads: every function may be called from any thread; done callbacks run
  * on the reaper thread, one at a time, and must not block for long. */
@@ -24,7 +26,7 @@ struct spawn_req {
 	const char *path;          /* the program, as found by spawn_find */
 	const char *const *argv;   /* argv[0] is shown to the tool as is */
 	const char *const *envp;   /* the tool's whole environment */
-	const char *cwd;           /* the folder it runs in */
+	const char *cwd;           /* the folder it runs in (NULL: the daemon's) */
 	int log_fd;                /* stdout and stderr go here */
 };
 
@@ -47,8 +49,8 @@ int spawner_new(struct kilnd_spawner **sp);
 /* Start a child. On 0, done(arg, result) will be called exactly once, on
  * the reaper thread, after the child has ended (and *pid, may be NULL, is
  * its pid). On error done is never called. Returns 0, KILN_ENOTFOUND
- * (program missing), KILN_EACCES (not executable), KILN_ENOMEM, KILN_EIO,
- * or KILN_ECLOSED after spawner_free began. */
+ * (program or cwd missing), KILN_EACCES (not executable), KILN_ENOMEM,
+ * KILN_EIO, or KILN_ECLOSED after spawner_free began. */
 int spawner_start(struct kilnd_spawner *sp, const struct spawn_req *rq,
                   spawn_done_fn done, void *arg, pid_t *pid);
 
@@ -67,8 +69,11 @@ void spawner_free(struct kilnd_spawner *sp);
 /* Find the program a tool names: a name with a '/' is relative to root
  * (the project folder) unless absolute; a bare name is searched on path
  * (a PATH-style list; NULL means the default "/usr/local/bin:/usr/bin:/bin").
- * Writes the absolute path into out. Returns 0, KILN_ENOTFOUND (no such
- * executable file), KILN_ERANGE (out too small). */
+ * Empty and relative entries of path are skipped. Writes the absolute path
+ * (root/name when root is absolute) into out. Returns 0, KILN_ENOTFOUND (no
+ * such regular file), KILN_EACCES (there is one, but it may not be run:
+ * like execvp, the first executable match on path wins), KILN_ERANGE (out
+ * too small). */
 int spawn_find(const char *name, const char *path, const char *root,
                char *out, size_t outlen);
 

@@ -1,0 +1,442 @@
+/* materialize.c — outputs under build/<profile>/ and kiln-index.txt (see
+ * materialize.h for the index format).
+ *
+ * Every path is walked from the project root one folder at a time with
+ * openat(O_NOFOLLOW | O_DIRECTORY), so a symlink a user (or a tool) left in
+ * build/ cannot send a write outside the project; the last step then works
+ * on names relative to that folder's fd. A file is put in place by making
+ * it under a temporary name in its own folder (a hard link to the blob, or
+ * a copy) and renaming it over the old one: a game reading build/ sees the
+ * old file or the new one, never none.
+ *
+ * Threads: no state of its own but the temporary-name counter (atomic). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kiln_error.h"
+#include "materialize.h"
+
+#define INDEX_NAME "kiln-index.txt"
+
+static atomic_uint tmp_counter;
+
+/* A fresh temporary name for this process in a folder. */
+static void
+tmp_name(char *buf, size_t len)
+{
+	snprintf(buf, len, ".kiln-tmp-%ld-%u", (long)getpid(),
+	         atomic_fetch_add(&tmp_counter, 1));
+}
+
+static int64_t
+ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+/* relpath is relative, and each of its '/'-separated parts is a real name:
+ * not empty, ".", ".." or longer than NAME_MAX. */
+static int
+rel_check(const char *relpath)
+{
+	const char *p = relpath, *end;
+
+	if (relpath == NULL || relpath[0] == '\0' || relpath[0] == '/' ||
+	    strlen(relpath) >= PATH_MAX)
+		return KILN_EINVAL;
+	for (; *p != '\0'; p = *end == '/' ? end + 1 : end) {
+		end = strchrnul(p, '/');
+		if (end == p || end - p > NAME_MAX ||
+		    (end - p == 1 && p[0] == '.') ||
+		    (end - p == 2 && p[0] == '.' && p[1] == '.'))
+			return KILN_EINVAL;
+		if (*end == '/' && end[1] == '\0')
+			return KILN_EINVAL; /* a trailing '/' names no file */
+	}
+	return 0;
+}
+
+/* Why openat(dfd, name, O_DIRECTORY | O_NOFOLLOW) failed with err: a
+ * symlink is refused (KILN_EINVAL), anything else but a folder is in the
+ * way (KILN_EEXIST). */
+static int
+open_dir_err(int dfd, const char *name, int err)
+{
+	struct stat st;
+
+	if (err == ELOOP || err == ENOTDIR) {
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISLNK(st.st_mode))
+			return KILN_EEXIST;
+		return KILN_EINVAL;
+	}
+	return kiln_err_from_errno(err);
+}
+
+/* Open the folder name in dfd, without following a symlink; when create,
+ * make it first if it is missing. */
+static int
+open_dir_at(int dfd, const char *name, int create, int *fd)
+{
+	*fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd < 0 && errno == ENOENT && create) {
+		if (mkdirat(dfd, name, 0777) != 0 && errno != EEXIST)
+			return kiln_err_from_errno(errno);
+		*fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	return *fd < 0 ? open_dir_err(dfd, name, errno) : 0;
+}
+
+/* Open the folder of root/relpath (relpath checked) walking down from root,
+ * making missing folders when create. *dfd is that folder, *name the last
+ * part of relpath (a pointer into it). */
+static int
+walk_parents(const char *root, const char *relpath, int create, int *dfd,
+             const char **name)
+{
+	char part[NAME_MAX + 1];
+	const char *p = relpath, *end;
+	int fd, sub, rv;
+
+	if ((fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return kiln_err_from_errno(errno);
+	while ((end = strchr(p, '/')) != NULL) {
+		memcpy(part, p, (size_t)(end - p));
+		part[end - p] = '\0';
+		rv = open_dir_at(fd, part, create, &sub);
+		close(fd);
+		if (rv != 0)
+			return rv;
+		fd = sub;
+		p = end + 1;
+	}
+	*dfd = fd;
+	*name = p;
+	return 0;
+}
+
+static void
+rec_of_stat(const struct stat *st, const kiln_id *id, kiln_file_rec *rec)
+{
+	rec->size = (uint64_t)st->st_size;
+	rec->mtime_ns = ts_ns(&st->st_mtim);
+	rec->ino = (uint64_t)st->st_ino;
+	rec->ctime_ns = ts_ns(&st->st_ctim);
+	rec->hash = *id;
+}
+
+/* Make tmp in dfd a copy of blob id (0444, like the blob). */
+static int
+copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
+{
+	int fd, rv;
+
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return kiln_err_from_errno(errno);
+	rv = kiln_store_copy_out(s, id, fd);
+	if (close(fd) != 0 && rv == 0)
+		rv = kiln_err_from_errno(errno);
+	if (rv != 0)
+		unlinkat(dfd, tmp, 0);
+	return rv;
+}
+
+/* Put blob id (its file at blob) at name in dfd, replacing what is there. */
+static int
+place_blob(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
+           const char *name)
+{
+	char tmp[64];
+	int rv = 0, tries;
+
+	for (tries = 0;; tries++) {
+		tmp_name(tmp, sizeof(tmp));
+		if (linkat(AT_FDCWD, blob, dfd, tmp, 0) == 0)
+			break;
+		if (errno == EEXIST && tries < 100)
+			continue; /* left by a crashed daemon of our pid */
+		if (errno == EXDEV || errno == EMLINK || errno == EPERM) {
+			rv = copy_blob_at(s, id, dfd, tmp);
+			break;
+		}
+		return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
+	}
+	if (rv != 0)
+		return rv;
+	if (renameat(dfd, tmp, dfd, name) != 0) {
+		rv = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST
+		             ? KILN_EEXIST : kiln_err_from_errno(errno);
+		unlinkat(dfd, tmp, 0);
+	}
+	return rv;
+}
+
+int
+materialize_output(kiln_store *s, const char *root, const char *relpath,
+                   const kiln_id *id, kiln_file_rec *st)
+{
+	char blob[PATH_MAX];
+	struct stat bst, cur;
+	const char *name;
+	int dfd, rv;
+
+	if ((rv = rel_check(relpath)) != 0 ||
+	    (rv = kiln_store_blob_path(s, id, blob, sizeof(blob))) != 0)
+		return rv;
+	if (stat(blob, &bst) != 0)
+		return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
+	if ((rv = walk_parents(root, relpath, 1, &dfd, &name)) != 0)
+		return rv;
+	if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISDIR(cur.st_mode))
+			rv = KILN_EEXIST;
+		else if (!S_ISREG(cur.st_mode) || cur.st_ino != bst.st_ino ||
+		         cur.st_dev != bst.st_dev)
+			rv = place_blob(s, id, blob, dfd, name);
+	} else {
+		rv = errno == ENOENT ? place_blob(s, id, blob, dfd, name)
+		                     : kiln_err_from_errno(errno);
+	}
+	if (rv == 0 && st != NULL) {
+		if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0)
+			rec_of_stat(&cur, id, st);
+		else
+			rv = kiln_err_from_errno(errno);
+	}
+	close(dfd);
+	return rv;
+}
+
+int
+materialize_unchanged(const char *root, const char *relpath,
+                      const kiln_file_rec *rec)
+{
+	struct stat st;
+	const char *name;
+	int dfd, ok;
+
+	if (rel_check(relpath) != 0 ||
+	    walk_parents(root, relpath, 0, &dfd, &name) != 0)
+		return 0;
+	ok = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	     S_ISREG(st.st_mode) && (uint64_t)st.st_size == rec->size &&
+	     ts_ns(&st.st_mtim) == rec->mtime_ns &&
+	     (uint64_t)st.st_ino == rec->ino && ts_ns(&st.st_ctim) == rec->ctime_ns;
+	close(dfd);
+	return ok;
+}
+
+/* ---- the index ---------------------------------------------------------- */
+
+static int
+entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct index_entry *)a)->url,
+	              ((const struct index_entry *)b)->url);
+}
+
+/* A field of an index line: no tab, line end or other control character. */
+static int
+field_check(const char *s)
+{
+	if (s == NULL || s[0] == '\0')
+		return KILN_EINVAL;
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return KILN_EINVAL;
+	return 0;
+}
+
+static int
+index_check(struct index_entry *e, size_t n)
+{
+	size_t i;
+	int rv;
+
+	for (i = 0; i < n; i++)
+		if ((rv = field_check(e[i].url)) != 0 ||
+		    (rv = field_check(e[i].file)) != 0 || (rv = rel_check(e[i].file)) != 0)
+			return rv;
+	qsort(e, n, sizeof(*e), entry_cmp);
+	for (i = 1; i < n; i++)
+		if (strcmp(e[i - 1].url, e[i].url) == 0)
+			return KILN_EINVAL; /* a game could not tell them apart */
+	return 0;
+}
+
+/* Write the index text into the new file fd (taken over, closed). */
+static int
+index_write_fd(int fd, const char *profile, const struct index_entry *e,
+               size_t n)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+	FILE *f;
+	int rv = 0;
+
+	if ((f = fdopen(fd, "w")) == NULL) {
+		close(fd);
+		return KILN_ENOMEM;
+	}
+	fprintf(f, "kiln-index 1 %s\n", profile);
+	for (size_t i = 0; i < n; i++) {
+		kiln_id_to_hex(&e[i].id, hex);
+		fprintf(f, "%s\t%s\t%llu\t%s\n", e[i].url, hex,
+		        (unsigned long long)e[i].size, e[i].file);
+	}
+	if (fflush(f) != 0 || ferror(f))
+		rv = kiln_err_from_errno(errno);
+	if (fclose(f) != 0 && rv == 0)
+		rv = kiln_err_from_errno(errno);
+	return rv;
+}
+
+int
+materialize_write_index(const char *root, const char *profile,
+                        struct index_entry *entries, size_t n)
+{
+	char rel[PATH_MAX], tmp[64];
+	const char *name;
+	int dfd, fd, rv;
+
+	if ((rv = kiln_profile_check(profile)) != 0 ||
+	    (rv = index_check(entries, n)) != 0)
+		return rv;
+	snprintf(rel, sizeof(rel), "build/%s/" INDEX_NAME, profile);
+	if ((rv = walk_parents(root, rel, 1, &dfd, &name)) != 0)
+		return rv;
+	/* O_EXCL: a name left by a crash may be a hard link to a blob. */
+	for (int tries = 0; tries < 100; tries++) {
+		tmp_name(tmp, sizeof(tmp));
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		rv = kiln_err_from_errno(errno);
+	else if ((rv = index_write_fd(fd, profile, entries, n)) == 0 &&
+	         renameat(dfd, tmp, dfd, name) != 0)
+		rv = errno == EISDIR ? KILN_EEXIST : kiln_err_from_errno(errno);
+	if (fd >= 0 && rv != 0)
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
+	return rv;
+}
+
+/* ---- pruning ------------------------------------------------------------ */
+
+struct prune {
+	const char *const *keep;
+	size_t nkeep;
+	char rel[PATH_MAX]; /* the folder being read, relative, '/'-ended */
+	int rv;
+};
+
+static int
+keep_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
+static int
+prune_keeps(struct prune *pr, size_t len, const char *name)
+{
+	if (len == 0 && strcmp(name, INDEX_NAME) == 0)
+		return 1;
+	if (pr->nkeep == 0)
+		return 0;
+	snprintf(pr->rel + len, sizeof(pr->rel) - len, "%s", name);
+	return bsearch(pr->rel, pr->keep, pr->nkeep, sizeof(*pr->keep),
+	               keep_cmp) != NULL;
+}
+
+/* Remove what pr does not keep in the folder fd (taken over, closed), whose
+ * path relative to build/<profile>/ is pr->rel[0..len). Errors are noted in
+ * pr->rv and the rest is pruned all the same. */
+static void
+prune_dir(struct prune *pr, int fd, size_t len)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int sub, isdir;
+
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		pr->rv = KILN_EIO;
+		return;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		size_t nlen = strlen(de->d_name);
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		isdir = de->d_type == DT_DIR;
+		if (de->d_type == DT_UNKNOWN)
+			isdir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			        S_ISDIR(st.st_mode);
+		if (len + nlen + 2 > sizeof(pr->rel)) {
+			pr->rv = KILN_EIO;
+			continue;
+		}
+		if (!isdir) {
+			if (!prune_keeps(pr, len, de->d_name) &&
+			    unlinkat(dirfd(d), de->d_name, 0) != 0 && errno != ENOENT)
+				pr->rv = KILN_EIO;
+			continue;
+		}
+		sub = openat(dirfd(d), de->d_name,
+		             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0) {
+			pr->rv = KILN_EIO;
+			continue;
+		}
+		memcpy(pr->rel + len, de->d_name, nlen);
+		pr->rel[len + nlen] = '/';
+		prune_dir(pr, sub, len + nlen + 1);
+		/* Only an empty one goes; one holding kept files stays. */
+		if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) != 0 &&
+		    errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+			pr->rv = KILN_EIO;
+	}
+	if (errno != 0)
+		pr->rv = KILN_EIO;
+	closedir(d);
+}
+
+int
+materialize_prune(const char *root, const char *profile,
+                  const char *const *keep, size_t nkeep)
+{
+	struct prune *pr;
+	char rel[PATH_MAX];
+	const char *name;
+	int dfd, fd, rv;
+
+	if ((rv = kiln_profile_check(profile)) != 0)
+		return rv;
+	snprintf(rel, sizeof(rel), "build/%s", profile);
+	if ((rv = walk_parents(root, rel, 0, &dfd, &name)) != 0)
+		return rv == KILN_ENOTFOUND ? 0 : rv;
+	rv = open_dir_at(dfd, name, 0, &fd);
+	close(dfd);
+	if (rv != 0)
+		return rv == KILN_ENOTFOUND ? 0 : rv;
+	if ((pr = malloc(sizeof(*pr))) == NULL) {
+		close(fd);
+		return KILN_ENOMEM;
+	}
+	*pr = (struct prune){.keep = keep, .nkeep = nkeep};
+	prune_dir(pr, fd, 0);
+	rv = pr->rv;
+	free(pr);
+	return rv;
+}
