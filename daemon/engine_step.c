@@ -947,8 +947,10 @@ out:
 		snprintf(dep, sizeof dep, "%s.d", dir);
 		unlink(dep);
 	}
-	prev_drop(n);
-	key_parts_free(&n->parts);
+	if (rv == 0) {   /* a failure keeps them for step_record_failure */
+		prev_drop(n);
+		key_parts_free(&n->parts);
+	}
 	return rv;
 }
 

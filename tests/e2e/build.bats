@@ -24,7 +24,7 @@ profiles:
 tools:
   copy: { run: [cp, "${in}", "${out}"] }
   concat:
-    run: [sh, -c, 'out=$0; shift; cat "$@" > "$out"', "${out}", "${in...}"]
+    run: [sh, -c, 'cat "$@" > "$0"', "${out}", "${in...}"]
     version: 1
   firstline: { run: [sh, -c, 'head -n 1 "$0" > "$1"', "${in}", "${out}"] }
   upper: { run: [sh, -c, 'tr a-z A-Z < "$0" > "$1"', "${in}", "${out}"] }
