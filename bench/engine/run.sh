@@ -18,8 +18,11 @@
 #                                                 builds run once to set up
 #                                                 (ninja ~5 min, make more)
 #                  KILN_BENCH_VERBOSE [0]         1: every run's figure on stderr
-# The default run takes about 4 minutes on 2 cores; a quick one:
+#                  KILN_BENCH_ENGINE_BIG_N [100000] --big's N (to try --big fast)
+# The default run takes 2-3 minutes on 2 cores; a quick one:
 #   bench/engine/run.sh bin -n 1000
+# To look at the generated projects (kiln.yaml, build.ninja, Makefile):
+#   mkdir /tmp/p && bin/bench/bench_engine --kiln bin/kiln -n 100 --gen-only /tmp/p
 set -eu
 
 if [ $# -lt 1 ]; then
