@@ -418,7 +418,7 @@ static void gen_project(const struct cfg *c, struct proj *p)
 	int s;
 
 	for (s = 0; s < NSIDES; s++) {
-		if (s == S_FLOOR && p->reps[C_FULL] == 0)
+		if (s == S_FLOOR && p->big)
 			continue;
 		snprintf(p->root[s], sizeof p->root[s], "%s/n%ld-%s", c->scratch, p->n,
 		         side_names[s]);
