@@ -345,13 +345,25 @@ spawn_err(int err)
 	}
 }
 
+static int find_check(const char *path);
+
 /* posix_spawn rq; *pid on 0. */
 static int
 spawn_one(const struct spawn_req *rq, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
+	struct stat st;
 	int log_fd = rq->log_fd, tmp_fd = -1, rv, err;
+
+	/* posix_spawn reports these too, but only where the child shares our
+	 * memory until exec (not under valgrind, where it would be exit 127
+	 * instead); checked first, a missing program is the same error
+	 * everywhere. */
+	if ((rv = find_check(rq->path)) != 0)
+		return rv;
+	if (rq->cwd != NULL && (stat(rq->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
+		return KILN_ENOTFOUND;
 
 	/* dup2 onto 1 and 2 would be undone by the open onto 0, or be a
 	 * no-op that keeps close-on-exec: give the log a higher number. */

@@ -552,23 +552,32 @@ start_errors_call_no_done(void **state)
 		{"nope/missing", KILN_ENOTFOUND},
 		{"data.txt", KILN_EACCES},
 	};
+	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	const char *sh[] = {"/bin/sh", "-c", "exit 0", NULL};
 	struct kilnd_spawner *sp;
 	struct seen seen;
 	struct slot sl = {.seen = &seen};
+	int rv[N + 1], log_fd = open_log(state, "log");
+	struct spawn_req nocwd = {"/bin/sh", sh, no_env, tu_path(state, "nx"), log_fd};
 
 	seen_init(&seen);
 	tu_write_file(tu_path(state, "data.txt"), "x\n", 2);
 	assert_kiln(0, spawner_new(&sp));
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < N; i++) {
 		const char *path = tu_path(state, "%s", cases[i].path);
 		const char *argv[] = {path, NULL};
-		struct spawn_req rq = {path, argv, no_env, NULL, open_log(state, "log")};
+		struct spawn_req rq = {path, argv, no_env, NULL, log_fd};
 
-		assert_kiln(cases[i].err, spawner_start(sp, &rq, on_done, &sl, NULL));
-		close(rq.log_fd);
+		rv[i] = spawner_start(sp, &rq, on_done, &sl, NULL);
 	}
-	assert_int_equal(spawner_running(sp), 0);
+	rv[N] = spawner_start(sp, &nocwd, on_done, &sl, NULL);
+	/* Freed before any assertion: a child started by mistake must not
+	 * call back into this frame once it is gone. */
 	spawner_free(sp);
+	close(log_fd);
+	for (size_t i = 0; i < N; i++)
+		assert_kiln(cases[i].err, rv[i]);
+	assert_kiln(KILN_ENOTFOUND, rv[N]);
 	assert_int_equal(seen.ncalls, 0);
 }
 
