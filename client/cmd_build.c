@@ -444,8 +444,8 @@ cmd_why(const struct cli *cli, int argc, char **argv)
 		       w.outputs[i].path, hex, (unsigned long long)w.outputs[i].size);
 	}
 	if (w.has_log)
-		printf("log: kiln log %s%s %s\n", profile ? "-p " : "",
-		       profile ? profile : "", url);
+		printf("log: kiln log %s%s%s%s\n", profile ? "-p " : "",
+		       profile ? profile : "", profile ? " " : "", url);
 	kiln_close(c);
 	return CLI_OK;
 }

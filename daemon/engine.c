@@ -1349,8 +1349,7 @@ engine_why(struct engine *e, const char *profile, const char *url,
 	pthread_mutex_lock(&e->mu);
 	if (g != NULL) {
 		uint32_t at;
-		if (step_index(g->plan, url, &at) && g->nodes[at].have &&
-		    g->nodes[at].wave != 0) {
+		if (step_index(g->plan, url, &at) && g->nodes[at].wave != 0) {
 			struct node *n = &g->nodes[at];
 			*this_daemon = 1;
 			/* up to date since the record: say so, keep the record's
