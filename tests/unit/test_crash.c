@@ -200,7 +200,9 @@ child_run(const char *store, const char *src, int logfd, int readyfd,
 	close(readyfd);
 	for (uint32_t seq = 0; seq < 100000; seq++) {
 		uint64_t cs = seed ^ ((uint64_t)iter << 32 | seq) * 0xff51afd7ed558ccdULL;
-		size_t len = sizes[tu_rand_next(&cs) % NSIZES];
+		/* Batch iterations keep to the small sizes, so that many
+		 * commits happen before the kill (and some are cut by it). */
+		size_t len = sizes[tu_rand_next(&cs) % (q.b != NULL ? 6 : NSIZES)];
 		struct rec r = {.iter = iter, .seq = seq};
 		kiln_id want;
 
