@@ -105,9 +105,11 @@ enum kiln_durability {
 	KILN_DURABLE_NONE = 1,
 	/* Puts do not fsync; instead, before the next record is committed
 	 * (single or batch), one syncfs() of the store's filesystem makes
-	 * every blob put since the last sync durable. Records still never
-	 * name a blob that a power cut could lose, at one flush per commit
-	 * instead of two per blob: what a build daemon wants. */
+	 * every blob put through this handle since the last sync durable,
+	 * and the record commits synchronously. Records still never name a
+	 * blob that a power cut could lose, and a blob costs no fsync of its
+	 * own or of its folder (a put still commits its use time to the
+	 * database synchronously, as with FSYNC): what a build daemon wants. */
 	KILN_DURABLE_BATCH = 2,
 };
 
@@ -234,8 +236,8 @@ typedef struct kiln_action {
 } kiln_action;
 
 /* Store a result: the blobs it names (each must exist, else
- * KILN_ENOTFOUND) and an opaque payload of at most 64 MiB. Replaces any
- * previous result under key. */
+ * KILN_ENOTFOUND) and an opaque payload of at most 64 MiB (KILN_ERANGE
+ * beyond). Replaces any previous result under key. */
 int kiln_store_action_put(kiln_store *s, const kiln_id *key,
                           const kiln_id *outputs, size_t noutputs,
                           const void *data, size_t len);
@@ -269,12 +271,18 @@ int kiln_store_file_delete(kiln_store *s, const char *path);
 
 /* The build engine keeps, per step, what it decided last time and from
  * which inputs (`kiln why` reads it). The payload is the engine's own
- * versioned record (at most 64 MiB); the store only keeps it. */
+ * versioned record (at most 64 MiB); the store only keeps it. It names no
+ * blobs as far as the store knows: gc roots nothing by it and fsck only
+ * checks that it decodes. Replaces any previous record. Returns 0,
+ * KILN_EINVAL (bad name), KILN_ERANGE (payload too big), KILN_EREADONLY. */
 int kiln_store_step_put(kiln_store *s, const char *profile, const char *url,
                         const void *data, size_t len);
-/* Returns 0 with *data malloc'd (free() it) and *len, or KILN_ENOTFOUND. */
+/* Returns 0 with *data malloc'd (free() it; len may be 0) and *len,
+ * KILN_ENOTFOUND (also from a read-only handle on a store made before
+ * steps existed), or KILN_ECORRUPT / KILN_EVERSION. */
 int kiln_store_step_get(kiln_store *s, const char *profile, const char *url,
                         void **data, size_t *len);
+/* Returns 0 or KILN_ENOTFOUND. */
 int kiln_store_step_delete(kiln_store *s, const char *profile, const char *url);
 
 /* ---- batches: many records, one transaction -------------------------- */
@@ -310,9 +318,13 @@ int kiln_batch_step_put(kiln_batch *b, const char *profile, const char *url,
 /* Commit every queued record in one write transaction, then empty b.
  * A record naming a blob that is not in the store (index set, action put)
  * is skipped, not committed, and counted in *skipped (may be NULL): the
- * others still commit. Deleting or touching something absent is not an
- * error. Returns 0, KILN_EREADONLY, KILN_ENOSPC, KILN_EDB; on error nothing
- * was committed and b is left as it was. */
+ * others still commit, and a skipped record leaves no trace (not even its
+ * present blobs' use times). Deleting or touching something absent is not
+ * an error, nor touching an action record this kiln cannot decode (fsck
+ * reports it). Returns 0, KILN_EREADONLY, KILN_ENOSPC, KILN_ENOMEM,
+ * KILN_EDB, or KILN_EIO (the sync of KILN_DURABLE_BATCH failed); on error
+ * nothing was committed, *skipped is 0, and b is left as it was, for a
+ * retry. Committing an empty batch writes nothing. */
 int kiln_store_commit(kiln_store *s, kiln_batch *b, size_t *skipped);
 
 /* ---- checking and collecting ----------------------------------------- */
@@ -340,9 +352,9 @@ typedef struct kiln_fsck_stats {
 	uint64_t repaired;
 } kiln_fsck_stats;
 
-/* Check that every blob re-hashes to its name and every index and action
- * record names an existing, sound blob; report each problem to fn (may be
- * NULL). With repair, corrupt blobs move to <store>/corrupt/, records
+/* Check that every blob re-hashes to its name, every index and action
+ * record names an existing, sound blob, and every step record decodes;
+ * report each problem to fn (may be NULL). With repair, corrupt blobs move to <store>/corrupt/, records
  * naming bad or missing blobs are dropped, undecodable records are
  * dropped, and strays move to corrupt/ — nothing is ever invented.
  * Returns 0 when the walk completed (problems are counted in *st), or an

@@ -4,7 +4,9 @@
  * A child process opens the store and puts blobs of many sizes through every
  * put path (buf, fd, move, path, blob writer), naming them by index entries
  * and action results, and appends a record of every call that returned to a
- * log file. Once the child has opened the store, the parent waits a random
+ * log file. Iterations cycle through the three durabilities; with
+ * KILN_DURABLE_BATCH the records go through kiln_batch commits of a few
+ * puts' records each, logged once the commit returned. Once the child has opened the store, the parent waits a random
  * 0-50 ms, SIGKILLs it, and checks the store from outside (every file under
  * objects/ re-hashes to its name) and through a fresh handle (every logged
  * call is still in effect, every record names a sound blob, fsck is clean). The store is kept across iterations,
@@ -130,20 +132,67 @@ child_log(int logfd, const struct rec *r)
 		child_die(r->seq, "write log", kiln_err_from_errno(errno));
 }
 
+/* Records queued in a kiln_batch (KILN_DURABLE_BATCH iterations): logged
+ * only once committed. */
+struct queue {
+	kiln_batch *b; /* NULL: name records one call each */
+	struct rec r[8];
+	size_t n;
+};
+
+/* Name r (an index entry or action result) now, or queue it. */
+static void
+child_name(kiln_store *s, struct queue *q, int logfd, const struct rec *r)
+{
+	int rv;
+
+	if (r->kind == REC_INDEX)
+		rv = q->b ? kiln_batch_index_set(q->b, r->profile, r->url, &r->id)
+		          : kiln_store_index_set(s, r->profile, r->url, &r->id);
+	else
+		rv = q->b ? kiln_batch_action_put(q->b, &r->id, r->out, 2, "result", 6)
+		          : kiln_store_action_put(s, &r->id, r->out, 2, "result", 6);
+	if (rv != 0)
+		child_die(r->seq, r->kind == REC_INDEX ? "index_set" : "action_put", rv);
+	if (q->b == NULL)
+		child_log(logfd, r);
+	else
+		q->r[q->n++] = *r;
+}
+
+static void
+child_commit(kiln_store *s, struct queue *q, int logfd, uint32_t seq)
+{
+	size_t skipped;
+	int rv;
+
+	if ((rv = kiln_store_commit(s, q->b, &skipped)) != 0)
+		child_die(seq, "commit", rv);
+	if (skipped != 0)
+		child_die(seq, "commit skipped records naming blobs just put", 0);
+	for (size_t i = 0; i < q->n; i++)
+		child_log(logfd, &q->r[i]);
+	q->n = 0;
+}
+
 /* Put, name and log until killed. */
 static void __attribute__((noreturn))
 child_run(const char *store, const char *src, int logfd, int readyfd,
           uint32_t iter, uint64_t seed)
 {
-	kiln_store_opts o = {
-		.durability = iter % 2 ? KILN_DURABLE_FSYNC : KILN_DURABLE_NONE};
+	static const enum kiln_durability durs[3] = {
+		KILN_DURABLE_FSYNC, KILN_DURABLE_NONE, KILN_DURABLE_BATCH};
+	kiln_store_opts o = {.durability = durs[iter % 3]};
 	uint8_t *buf = malloc(MAX_LEN);
 	kiln_id prev = {{0}};
+	struct queue q = {NULL, {{0}}, 0};
 	kiln_store *s;
 	int rv;
 
 	if (buf == NULL)
 		child_die(0, "malloc", KILN_ENOMEM);
+	if (o.durability == KILN_DURABLE_BATCH && kiln_batch_new(&q.b) != 0)
+		child_die(0, "kiln_batch_new", KILN_ENOMEM);
 	if ((rv = kiln_store_open(store, &o, &s)) != 0)
 		child_die(0, "kiln_store_open", rv);
 	if (write(readyfd, "r", 1) != 1)
@@ -151,7 +200,9 @@ child_run(const char *store, const char *src, int logfd, int readyfd,
 	close(readyfd);
 	for (uint32_t seq = 0; seq < 100000; seq++) {
 		uint64_t cs = seed ^ ((uint64_t)iter << 32 | seq) * 0xff51afd7ed558ccdULL;
-		size_t len = sizes[tu_rand_next(&cs) % NSIZES];
+		/* Batch iterations keep to the small sizes, so that many
+		 * commits happen before the kill (and some are cut by it). */
+		size_t len = sizes[tu_rand_next(&cs) % (q.b != NULL ? 6 : NSIZES)];
 		struct rec r = {.iter = iter, .seq = seq};
 		kiln_id want;
 
@@ -166,24 +217,23 @@ child_run(const char *store, const char *src, int logfd, int readyfd,
 
 		snprintf(r.profile, sizeof r.profile, "%s", seq % 2 ? "ps5" : "pc");
 		snprintf(r.url, sizeof r.url, "it%u/%u", iter, seq);
-		if ((rv = kiln_store_index_set(s, r.profile, r.url, &r.id)) != 0)
-			child_die(seq, "index_set", rv);
 		r.kind = REC_INDEX;
-		child_log(logfd, &r);
+		child_name(s, &q, logfd, &r);
 
 		if (seq % 3 == 2) {
 			r.out[0] = r.id;
 			r.out[1] = prev;
 			r.nout = 2;
 			r.id = action_key(iter, seq);
-			if ((rv = kiln_store_action_put(s, &r.id, r.out, 2, "result", 6)) != 0)
-				child_die(seq, "action_put", rv);
 			r.kind = REC_ACTION;
-			child_log(logfd, &r);
+			child_name(s, &q, logfd, &r);
 			r.id = r.out[0];
 		}
+		if (q.b != NULL && seq % 2 == 1)
+			child_commit(s, &q, logfd, seq);
 		prev = r.id;
 	}
+	kiln_batch_free(q.b);
 	kiln_store_close(s);
 	_exit(0);
 }
