@@ -123,6 +123,9 @@ graph_free(struct graph *g)
 		free(n->deps);
 		free(n->rdeps);
 		free(n->outs);
+		for (size_t k = 0; n->outpaths && k < n->ks->noutputs; k++)
+			free(n->outpaths[k]);
+		free(n->outpaths);
 		free(n->reason);
 		free(n->error);
 		key_parts_free(&n->parts);
@@ -236,9 +239,18 @@ graph_new(const kiln_plan *plan, struct graph **gp)
 		n->idx = i;
 		n->log_fd = -1;
 		key_parts_init(&n->parts);
-		if ((n->outs = calloc(n->ks->noutputs + 1, sizeof *n->outs)) == NULL) {
+		if ((n->outs = calloc(n->ks->noutputs + 1, sizeof *n->outs)) == NULL ||
+		    (n->outpaths = calloc(n->ks->noutputs + 1, sizeof *n->outpaths)) == NULL) {
 			graph_free(g);
 			return KILN_ENOMEM;
+		}
+		for (size_t k = 0; k < n->ks->noutputs; k++) {
+			char path[PATH_MAX];
+			if (step_output_path(g, n, k, path, sizeof path) != 0 ||
+			    (n->outpaths[k] = strdup(path)) == NULL) {
+				graph_free(g);
+				return KILN_ENOMEM;
+			}
 		}
 	}
 	if ((rv = graph_link(g)) != 0) {
@@ -530,6 +542,8 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 	for (;;) {
 		int was_queued = !done_state(n->st) && n->st != N_IDLE;
 		n->st = st;
+		if (st != N_DONE || n->outcome != O_UP_TO_DATE)
+			g->index_dirty = 1;
 		if (was_queued && e->queued > 0)
 			e->queued--;
 		for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
@@ -675,7 +689,17 @@ write_index(struct engine *e, struct build *b)
 	struct index_entry *v;
 	char (*urls)[512], (*files)[PATH_MAX];
 	size_t n = 0, cap = 0;
+	char path[PATH_MAX];
+	struct stat st;
 
+	/* nothing changed and the map is there: keep it (a no-op build of a
+	 * big project should not rewrite megabytes) */
+	snprintf(path, sizeof path, "build/%s/kiln-index.txt", g->profile);
+	if (!g->index_dirty && fstatat(e->rootfd, path, &st, 0) == 0) {
+		snprintf(b->index, sizeof b->index, "build/%.40s/kiln-index.txt", g->profile);
+		return;
+	}
+	g->index_dirty = 0;
 	for (uint32_t i = 0; i < g->n; i++)
 		cap += g->nodes[i].ks->noutputs;
 	v = calloc(cap + 1, sizeof *v);
@@ -690,13 +714,11 @@ write_index(struct engine *e, struct build *b)
 		for (size_t k = 0; k < nd->ks->noutputs; k++) {
 			const char *name = nd->ks->outputs[k].name;
 			int single = nd->ks->noutputs == 1 && strcmp(name, "out") == 0;
-			char path[PATH_MAX];
 			snprintf(urls[n], sizeof urls[n], "%s%s%s", nd->ks->url,
 			         single ? "" : "#", single ? "" : name);
-			step_output_path(g, nd, k, path, sizeof path);
 			/* relative to build/<profile>/ */
 			snprintf(files[n], sizeof files[n], "%s",
-			         path + strlen("build/") + strlen(g->profile) + 1);
+			         nd->outpaths[k] + strlen("build/") + strlen(g->profile) + 1);
 			v[n].url = urls[n];
 			v[n].id = nd->outs[k].id;
 			v[n].size = nd->outs[k].size;
@@ -1228,6 +1250,8 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_mutex_init(&e->batch_mu, NULL);
 	pthread_mutex_init(&e->commit_mu, NULL);
+	pthread_mutex_init(&e->tools_mu, NULL);
+	e->rootfd = -1;
 	pthread_cond_init(&e->cv, NULL);
 	pthread_cond_init(&e->idle_cv, NULL);
 	e->jobs_default = cfg->default_jobs ? cfg->default_jobs : ncores();
@@ -1235,6 +1259,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	    (e->tool_path = strdup(cfg->tool_path ? cfg->tool_path
 	                                          : "/usr/local/bin:/usr/bin:/bin")) == NULL ||
 	    kiln_batch_new(&e->batch) != 0 ||
+	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    filestate_new(e->s, e->root, &e->fs) != 0)
 		goto fail;
 	snprintf(scratch, sizeof scratch, "%s/.kiln/scratch", e->root);
@@ -1299,6 +1324,10 @@ engine_free(struct engine *e)
 	free(e->ready.v);
 	free(e->runnable.v);
 	free(e->completed);
+	free(e->tools);
+	if (e->rootfd >= 0)
+		close(e->rootfd);
+	pthread_mutex_destroy(&e->tools_mu);
 	free(e->threads);
 	free(e->root);
 	free(e->tool_path);

@@ -11,6 +11,7 @@
 #ifndef KILND_ENGINE_INT_H
 #define KILND_ENGINE_INT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -82,6 +83,8 @@ struct node {
 	/* the last result (see the header comment) */
 	int have;                /* key and outs hold a complete result */
 	kiln_id key;
+	kiln_id quick;           /* quick_key() when key was last computed */
+	char **outpaths;         /* build/<profile>/..., per output */
 	struct node_out *outs;   /* ks->noutputs */
 	enum node_outcome outcome;
 	char *reason;            /* malloc'd; why it ran or was reused */
@@ -109,6 +112,7 @@ struct graph {
 	struct node *nodes;
 	uint32_t n;
 	uint32_t *topo;          /* prerequisites before dependents */
+	int index_dirty;         /* an output changed since kiln-index.txt */
 	struct graph *next;
 };
 
@@ -172,6 +176,18 @@ struct engine {
 	unsigned starting;       /* workers inside step_start */
 	uint32_t queued;         /* nodes waiting, ready or running */
 	unsigned next_scratch;
+
+	int rootfd;              /* the project folder (O_PATH) */
+	/* Each tool's program found and hashed once per wave (tools_mu). */
+	pthread_mutex_t tools_mu;
+	struct tool_seen {
+		const kiln_tool *t;
+		uint64_t wave;
+		int rv;
+		char exe[PATH_MAX];
+		kiln_id hash;
+	} *tools;
+	size_t ntools, captools;
 
 	pthread_mutex_t batch_mu;
 	kiln_batch *batch;

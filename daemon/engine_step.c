@@ -171,20 +171,81 @@ tool_uses(const kiln_tool *t, const char *name)
 	return 0;
 }
 
-/* The program the step runs, found on the tool path (absolute in exe). */
+/* The program the step runs, found on the tool path (absolute in exe),
+ * and its content hash (h may be NULL): looked up once per tool per wave,
+ * since a PATH search is several syscalls and a build has many steps per
+ * tool. */
 static int
-step_program(struct engine *e, struct node *n, char *exe, size_t len)
+step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h)
 {
 	const kiln_tool *t = n->ks->tool;
 	const char *prog = t->shell ? "/bin/sh" : n->ks->nargv ? n->ks->argv[0] : "";
-	int rv = spawn_find(prog, e->tool_path, e->root, exe, len);
+	struct tool_seen *ts = NULL;
+	kiln_id hash;
+	int rv;
 
+	/* argv[0] may hold variables: cache only tools whose program is the
+	 * template's own first word */
+	int cacheable = t->shell || (t->nrun > 0 && strcmp(t->run[0], prog) == 0);
+	pthread_mutex_lock(&e->tools_mu);
+	for (size_t i = 0; cacheable && i < e->ntools; i++)
+		if (e->tools[i].t == t)
+			ts = &e->tools[i];
+	if (ts != NULL && ts->wave == n->wave) {
+		rv = ts->rv;
+		snprintf(exe, len, "%s", ts->exe);
+		hash = ts->hash;
+		pthread_mutex_unlock(&e->tools_mu);
+		goto done;
+	}
+	pthread_mutex_unlock(&e->tools_mu);
+	rv = spawn_find(prog, e->tool_path, e->root, exe, len);
+	if (rv == 0)
+		rv = filestate_hash(e->fs, exe, &hash);
+	if (cacheable) {
+		pthread_mutex_lock(&e->tools_mu);
+		if (ts == NULL && e->ntools == e->captools) {
+			size_t ncap = e->captools ? e->captools * 2 : 16;
+			struct tool_seen *nv = realloc(e->tools, ncap * sizeof *nv);
+			if (nv != NULL) {
+				e->tools = nv;
+				e->captools = ncap;
+			}
+		}
+		if (ts == NULL && e->ntools < e->captools)
+			ts = &e->tools[e->ntools++];
+		if (ts != NULL) {
+			ts->t = t;
+			ts->wave = n->wave;
+			ts->rv = rv;
+			snprintf(ts->exe, sizeof ts->exe, "%s", exe);
+			ts->hash = hash;
+		}
+		pthread_mutex_unlock(&e->tools_mu);
+	}
+done:
 	if (rv != 0)
 		set_error(n, "tool '%s' (%s:%d): program '%s' %s (PATH=%s)", t->name,
 		          t->loc.file ? t->loc.file : "?", t->loc.line, prog,
 		          rv == KILN_ENOTFOUND ? "not found or not executable"
 		                               : kiln_strerror(rv), e->tool_path);
+	else if (h != NULL)
+		*h = hash;
 	return rv;
+}
+
+/* Whether root/path is still the file rec describes. ctime is left out:
+ * every hard link made to a blob (another output with the same bytes)
+ * moves the ctime of all its links; an edit moves the mtime. */
+static int
+mat_unchanged(struct engine *e, const char *path, const kiln_file_rec *rec)
+{
+	struct stat st;
+
+	return fstatat(e->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && (uint64_t)st.st_size == rec->size &&
+	       (uint64_t)st.st_ino == rec->ino &&
+	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == rec->mtime_ns;
 }
 
 static int
@@ -198,12 +259,8 @@ parts_tool(struct engine *e, const struct graph *g, struct node *n,
 	struct sbuf b = {0};
 	int rv;
 
-	if ((rv = step_program(e, n, exe, sizeof exe)) != 0)
+	if ((rv = step_program(e, n, exe, sizeof exe, &h)) != 0)
 		return rv;
-	if ((rv = filestate_hash(e->fs, exe, &h)) != 0) {
-		set_error(n, "tool '%s': cannot read %s: %s", t->name, exe, kiln_strerror(rv));
-		return rv;
-	}
 	rv = key_parts_text(kp, "tool", t->name);
 	if (rv == 0 && t->version && t->version[0])
 		rv = key_parts_text(kp, "tool version", t->version);
@@ -420,14 +477,11 @@ outputs_record(struct engine *e, const struct graph *g, struct node *n)
 
 /* Whether every materialized output is as this daemon left it. */
 static int
-outputs_intact(struct engine *e, const struct graph *g, const struct node *n)
+outputs_intact(struct engine *e, const struct node *n)
 {
-	for (size_t i = 0; i < n->ks->noutputs; i++) {
-		char path[PATH_MAX];
-		if (step_output_path(g, n, i, path, sizeof path) != 0 ||
-		    !materialize_unchanged(e->root, path, &n->outs[i].mat))
+	for (size_t i = 0; i < n->ks->noutputs; i++)
+		if (!mat_unchanged(e, n->outpaths[i], &n->outs[i].mat))
 			return 0;
-	}
 	return 1;
 }
 
@@ -441,7 +495,7 @@ blob_still_good(struct engine *e, const char *path, const kiln_id *id)
 	char blob[PATH_MAX];
 
 	if (kiln_store_file_get(e->s, path, &rec) == 0 && id_eq(&rec.hash, id) &&
-	    materialize_unchanged(e->root, path, &rec))
+	    mat_unchanged(e, path, &rec))
 		return 1;
 	if (kiln_store_verify(e->s, id) != KILN_ECORRUPT)
 		return 1;
@@ -518,12 +572,59 @@ materialize_all(struct engine *e, const struct graph *g, struct node *n)
 	return 0;
 }
 
+/* A cheap fingerprint of what can change between two builds of one loaded
+ * description: the tool's program and the content of every input. The
+ * rest of the key (argv, env, params, variables, outputs) comes from the
+ * description, which a reload replaces together with the graph. Equal to
+ * the last one, the full key needs no computing. 0, or an error (the slow
+ * path then says which input is missing). */
+static int
+quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
+{
+	kiln_id small[64], *v = small;
+	size_t nv = 1, cap = 64;
+	char exe[PATH_MAX];
+	int rv;
+
+	for (uint32_t k = 0; k < n->ndeps; k++)
+		cap += g->nodes[n->deps[k]].ks->noutputs;
+	cap += n->ks->ninputs;
+	if (cap > 64 && (v = malloc(cap * sizeof *v)) == NULL)
+		return KILN_ENOMEM;
+	if ((rv = step_program(e, n, exe, sizeof exe, &v[0])) != 0)
+		goto out;
+	for (size_t i = 0; i < n->ks->ninputs; i++)
+		if ((rv = filestate_hash(e->fs, n->ks->inputs[i], &v[nv++])) != 0)
+			goto out;
+	for (uint32_t k = 0; k < n->ndeps; k++) {
+		const struct node *d = &g->nodes[n->deps[k]];
+		for (size_t i = 0; i < d->ks->noutputs; i++)
+			v[nv++] = d->outs[i].id;
+	}
+	kiln_id_of_buf(v, nv * sizeof *v, q);
+out:
+	if (v != small)
+		free(v);
+	return rv;
+}
+
 enum eval_result
 step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 {
+	kiln_id quick;
+	int have_quick;
 	char reason[1200];
 	int missing_blob, rv;
 
+	have_quick = quick_key(e, g, n, &quick) == 0;
+	if (have_quick && n->have && id_eq(&quick, &n->quick) && outputs_intact(e, n)) {
+		n->outcome = O_UP_TO_DATE;
+		return EVAL_DONE;
+	}
+	if (n->error != NULL) {  /* from quick_key's tool lookup */
+		free(n->error);
+		n->error = NULL;
+	}
 	key_parts_free(&n->parts);
 	prev_drop(n);
 	n->has_log = 0;
@@ -537,7 +638,10 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		n->have = 0;
 		return EVAL_FAIL;
 	}
-	if (n->have && id_eq(&n->key, &n->new_key) && outputs_intact(e, g, n)) {
+	n->quick = quick;
+	if (!have_quick)
+		memset(&n->quick, 0, sizeof n->quick);
+	if (n->have && id_eq(&n->key, &n->new_key) && outputs_intact(e, n)) {
 		n->outcome = O_UP_TO_DATE;
 		key_parts_free(&n->parts);
 		return EVAL_DONE;
@@ -794,7 +898,7 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 		goto out;
 	}
-	if ((rv = step_program(e, n, exe, sizeof exe)) != 0)
+	if ((rv = step_program(e, n, exe, sizeof exe, NULL)) != 0)
 		goto out;
 	snprintf(dir, sizeof dir, "%s/.kiln/scratch", e->root);
 	mkdir(dir, 0755);

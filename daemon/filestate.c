@@ -31,6 +31,7 @@ struct fentry {
 struct filestate {
 	kiln_store *s;
 	char *root;
+	int rootfd;       /* O_PATH: short path walks from the root */
 	pthread_mutex_t mu;
 	struct fentry **slots;
 	size_t cap, n;
@@ -61,6 +62,13 @@ filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 		free(fs);
 		return KILN_ENOMEM;
 	}
+	if ((fs->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		int rv = kiln_err_from_errno(errno);
+		free(fs->slots);
+		free(fs->root);
+		free(fs);
+		return rv;
+	}
 	fs->cap = 1024;
 	fs->s = s;
 	fs->pass = 1;
@@ -81,6 +89,7 @@ filestate_free(struct filestate *fs)
 		}
 	free(fs->slots);
 	free(fs->root);
+	close(fs->rootfd);
 	pthread_mutex_destroy(&fs->mu);
 	free(fs);
 }
@@ -175,33 +184,39 @@ rec_of_stat(kiln_file_rec *r, const struct stat *st)
 	r->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 }
 
-/* Open path (relative to the root unless absolute) and fstat it. */
+/* Stat path (relative to the root unless absolute): one syscall, with
+ * no open, because most files have not changed. */
 static int
-file_open(struct filestate *fs, const char *path, int *fd, struct stat *st)
+file_stat(struct filestate *fs, const char *path, struct stat *st)
 {
-	char full[PATH_MAX];
-	size_t lr = strlen(fs->root), lp = strlen(path);
-
-	if (path[0] == '/') {
-		if (lp + 1 > sizeof full)
-			return KILN_ERANGE;
-		memcpy(full, path, lp + 1);
-	} else {
-		if (lr + 1 + lp + 1 > sizeof full)
-			return KILN_ERANGE;
-		memcpy(full, fs->root, lr);
-		full[lr] = '/';
-		memcpy(full + lr + 1, path, lp + 1);
-	}
 	atomic_fetch_add(&fs->nstat, 1);
-	if ((*fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+	if (fstatat(path[0] == '/' ? AT_FDCWD : fs->rootfd, path, st, 0) != 0)
 		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
 		                                           : kiln_err_from_errno(errno);
-	if (fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
-		close(*fd);
+	return S_ISREG(st->st_mode) ? 0 : KILN_ENOTFOUND;
+}
+
+/* Hash the file's content, and stat it again through the open file so the
+ * stat recorded is the one of the bytes hashed. */
+static int
+file_hash(struct filestate *fs, const char *path, struct stat *st, kiln_id *hash)
+{
+	int fd = openat(path[0] == '/' ? AT_FDCWD : fs->rootfd, path,
+	                O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	int rv;
+
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
+		                                           : kiln_err_from_errno(errno);
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
 		return KILN_ENOTFOUND;
 	}
-	return 0;
+	rv = kiln_id_of_fd(fd, hash, NULL);
+	close(fd);
+	if (rv == 0)
+		atomic_fetch_add(&fs->nhashed, 1);
+	return rv;
 }
 
 /* Fill e from the files database once (mu not held; e->known is set
@@ -218,7 +233,7 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	struct fentry *e;
 	kiln_file_rec rec, db;
 	struct stat st;
-	int fd, rv, known, found = 0, verify;
+	int rv, known, found = 0, verify;
 	uint64_t pass;
 
 	pthread_mutex_lock(&fs->mu);
@@ -245,7 +260,15 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 			known = 1;
 		}
 	}
-	rv = file_open(fs, path, &fd, &st);
+	rv = file_stat(fs, path, &st);
+	if (rv == 0 && known && !verify && stat_equal(&rec, &st)) {
+		*hash = rec.hash;
+	} else if (rv == 0) {
+		rv = file_hash(fs, path, &st, hash);
+		rec_of_stat(&rec, &st);
+		rec.hash = *hash;
+		known = -1;  /* changed: record it */
+	}
 	if (rv == KILN_ENOTFOUND) {
 		pthread_mutex_lock(&fs->mu);
 		e->missing = 1;
@@ -256,20 +279,6 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	}
 	if (rv != 0)
 		return rv;
-	if (known && !verify && stat_equal(&rec, &st)) {
-		close(fd);
-		*hash = rec.hash;
-	} else {
-		rv = kiln_id_of_fd(fd, hash, NULL);
-		close(fd);
-		if (rv != 0)
-			return rv;
-		atomic_fetch_add(&fs->nhashed, 1);
-		rec_of_stat(&rec, &st);
-		rec.hash = *hash;
-		found = 0;  /* changed: record it */
-		known = -1;
-	}
 	pthread_mutex_lock(&fs->mu);
 	e->rec = rec;
 	e->known = 1;
