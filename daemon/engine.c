@@ -226,6 +226,7 @@ graph_new(const kiln_plan *plan, struct graph **gp)
 		return KILN_ENOMEM;
 	g->plan = plan;
 	g->n = (uint32_t)plan->nsteps;
+	g->index_dirty = 1;  /* a new description: the map may list old steps */
 	g->profile = strdup(plan->profile);
 	g->nodes = calloc(g->n + 1, sizeof *g->nodes);
 	g->topo = calloc(g->n + 1, sizeof *g->topo);
@@ -625,6 +626,12 @@ jobs_limit(const struct engine *e)
 /* ---- builds --------------------------------------------------------------- */
 
 static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int
 index_entry_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct index_entry *)a)->url,
@@ -729,6 +736,18 @@ write_index(struct engine *e, struct build *b)
 	qsort(v, n, sizeof *v, index_entry_cmp);
 	if (materialize_write_index(e->root, g->profile, v, n) == 0)
 		snprintf(b->index, sizeof b->index, "build/%.40s/kiln-index.txt", g->profile);
+	/* after a whole-profile build, build/<profile>/ holds exactly the
+	 * profile's outputs: files of steps no longer described go */
+	if (b->full && b->failed == 0 && b->skipped == 0 && !b->cancelled) {
+		const char **keep = calloc(n + 1, sizeof *keep);
+		if (keep != NULL) {
+			for (size_t i = 0; i < n; i++)
+				keep[i] = v[i].file;
+			qsort(keep, n, sizeof *keep, str_cmp);
+			materialize_prune(e->root, g->profile, keep, n);
+			free(keep);
+		}
+	}
 out:
 	free(v);
 	free(urls);
@@ -959,6 +978,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	b->jobs = rq->jobs;
 	b->keep_going = rq->keep_going;
 	b->dry_run = rq->dry_run;
+	b->full = rq->n_targets == 0;
 	b->start_ns = engine_now_ns();
 	for (uint32_t i = 0; i < g->n; i++)
 		b->total += mark[i];

@@ -122,6 +122,7 @@ struct build {
 	struct graph *g;
 	uint32_t prio, jobs;
 	int keep_going, dry_run;
+	int full;                /* every step of the profile (no targets) */
 	int stopped;             /* a failure without -k, or a cancel */
 	int cancelled;
 	int done;

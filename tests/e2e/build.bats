@@ -349,3 +349,44 @@ YAML
 	[ "$(cat one.json two.json | grep '"result":"ran"' | sed 's/.*"url":"\([^"]*\)".*/\1/' | sort | uniq -d | wc -l)" -le 7 ]
 	[ "$(cat build/default/all.txt)" = "$(cat src/a.txt src/b.txt)" ]
 }
+
+@test "a missing source file is an error naming the asset's file and line" {
+	write_project
+	build_ok
+	cat >>kiln.yaml <<'YAML'
+  - url: gone.txt
+    tool: copy
+    inputs: [src/gone.txt]
+YAML
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"kiln.yaml:"*"src/gone.txt"*"does not exist"* ]] || { echo "$stderr"; false; }
+	# a source deleted between builds: the project is loaded again
+	rm src/b.txt
+	sed -i '/gone.txt/,+2d' kiln.yaml
+	sed -i 's/inputs: \[src\/b.txt\]/inputs: [src\/a.txt]/' kiln.yaml
+	build_ok
+	# a full build leaves only the profile's outputs in build/
+	[ ! -e build/default/copy/b.txt ]
+	! grep -q 'copy/b.txt' build/default/kiln-index.txt
+	! printf '%s\n' "$output" | grep -q '"url":"copy/b.txt"'
+}
+
+@test "Ctrl-C on the client cancels its build and kills its running tools" {
+	write_project
+	sed -i 's/^tools:/tools:\n  slow: { run: [sh, -c, "echo started > \\"$1\\".started; sleep 31; cp \\"$0\\" \\"$1\\"", "${in}", "${out}"] }/' kiln.yaml
+	sed -i 's/tool: firstline/tool: slow/' kiln.yaml
+	"$KILN" status >/dev/null
+	"$KILN" build -j 2 first.txt first-upper.txt >ctrlc.log 2>&1 &
+	client=$!
+	wait_for sh -c 'ls .kiln/scratch/*/first.txt.started >/dev/null 2>&1'
+	kill -INT "$client"
+	status=0
+	wait "$client" || status=$?
+	[ "$status" -eq 130 ] || { echo "exit $status"; cat ctrlc.log; false; }
+	# the tool is gone, nothing is queued, and the daemon still serves
+	wait_for sh -c '! pgrep -f "sleep 3[1]" >/dev/null'
+	[ "$(status_field build_queue)" = "0" ]
+	[ ! -e build/default/first.txt ]
+	build_ok copy/a.txt
+}
