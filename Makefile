@@ -63,7 +63,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_events.c client/cmd_desc.c client/cmd_build.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
-             test_batch test_toolrun test_materialize
+             test_batch test_toolrun test_materialize test_engine_key
 BENCHES = bench_store bench_load bench_proto bench_engine
 
 VARIANTS = release asan

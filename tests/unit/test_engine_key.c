@@ -1,0 +1,229 @@
+/* test_engine_key.c — action keys (engine_key.c) and stat-first file
+ * hashing (filestate.c): the two things every rebuild decision rests on. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "engine_key.h"
+#include "filestate.h"
+
+static void
+key_of(const char *const *labels, const char *const *texts, size_t n, kiln_id *k)
+{
+	struct key_parts kp;
+
+	key_parts_init(&kp);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(key_parts_text(&kp, labels[i], texts[i]), 0);
+	assert_int_equal(key_parts_key(&kp, k), 0);
+	key_parts_free(&kp);
+}
+
+static void
+key_ignores_the_order_parts_are_added_in(void **state)
+{
+	const char *l1[] = {"tool", "argv", "param x"}, *t1[] = {"cp", "a", "1"};
+	const char *l2[] = {"param x", "tool", "argv"}, *t2[] = {"1", "cp", "a"};
+	kiln_id a, b;
+
+	(void)state;
+	key_of(l1, t1, 3, &a);
+	key_of(l2, t2, 3, &b);
+	assert_int_equal(kiln_id_cmp(&a, &b), 0);
+}
+
+static void
+key_separates_labels_from_values(void **state)
+{
+	/* the encoding carries lengths: moving a byte from the label to the
+	 * value (or a text that looks like a hash) gives another key */
+	const char *l1[] = {"ab"}, *t1[] = {"c"};
+	const char *l2[] = {"a"}, *t2[] = {"bc"};
+	kiln_id a, b, h;
+	struct key_parts kp;
+
+	(void)state;
+	key_of(l1, t1, 1, &a);
+	key_of(l2, t2, 1, &b);
+	assert_int_not_equal(kiln_id_cmp(&a, &b), 0);
+	key_parts_init(&kp);
+	kiln_id_of_buf("x", 1, &h);
+	key_parts_hash(&kp, "in f", &h);
+	key_parts_key(&kp, &a);
+	key_parts_free(&kp);
+	char raw[17] = {0};
+	memcpy(raw, h.b, 16);
+	key_parts_init(&kp);
+	/* the same 16 bytes as text (if they had no NUL) must still differ
+	 * by the type byte; use a text of 16 'a' against a hash of them */
+	key_parts_text(&kp, "in f", "aaaaaaaaaaaaaaaa");
+	key_parts_key(&kp, &b);
+	key_parts_free(&kp);
+	memset(h.b, 'a', 16);
+	key_parts_init(&kp);
+	key_parts_hash(&kp, "in f", &h);
+	key_parts_key(&kp, &a);
+	key_parts_free(&kp);
+	assert_int_not_equal(kiln_id_cmp(&a, &b), 0);
+}
+
+static void
+key_changes_with_every_part(void **state)
+{
+	const char *l[] = {"tool", "tool version", "argv", "var tex"};
+	const char *t[] = {"convert", "1", "convert\x1f${in}", "512"};
+	const char *t2[4];
+	kiln_id base, k;
+
+	(void)state;
+	key_of(l, t, 4, &base);
+	for (size_t i = 0; i < 4; i++) {
+		memcpy(t2, t, sizeof t2);
+		t2[i] = "other";
+		key_of(l, t2, 4, &k);
+		if (kiln_id_cmp(&k, &base) == 0)
+			fail_msg("changing part '%s' left the key unchanged", l[i]);
+	}
+	/* a part gone changes it too */
+	key_of(l, t, 3, &k);
+	assert_int_not_equal(kiln_id_cmp(&k, &base), 0);
+}
+
+static void
+diff_says_what_changed_from_what_to_what(void **state)
+{
+	struct key_parts old, now;
+	Kiln__KeyPart **pb;
+	Kiln__KeyChange **ch;
+	size_t npb, nch;
+	char reason[512];
+	kiln_id k, h1, h2;
+	int total;
+
+	(void)state;
+	key_parts_init(&old);
+	key_parts_init(&now);
+	kiln_id_of_buf("one", 3, &h1);
+	kiln_id_of_buf("two", 3, &h2);
+	key_parts_text(&old, "tool version", "1");
+	key_parts_hash(&old, "in a.png", &h1);
+	key_parts_text(&old, "param gone", "x");
+	key_parts_text(&now, "tool version", "2");
+	key_parts_hash(&now, "in a.png", &h2);
+	key_parts_text(&now, "param new", "y");
+	key_parts_key(&old, &k);
+	key_parts_key(&now, &k);
+	assert_int_equal(key_parts_to_pb(&old, &pb, &npb), 0);
+	total = key_parts_diff(pb, npb, &now, 16, &ch, &nch, reason, sizeof reason);
+	assert_int_equal(total, 4);
+	assert_int_equal(nch, 4);
+	char hex1[KILN_ID_HEX_LEN + 1], hex2[KILN_ID_HEX_LEN + 1], want[128];
+	kiln_id_to_hex(&h1, hex1);
+	kiln_id_to_hex(&h2, hex2);
+	snprintf(want, sizeof want, "in a.png changed %.8s -> %.8s", hex1, hex2);
+	if (strstr(reason, want) == NULL || strstr(reason, "param gone removed") == NULL ||
+	    strstr(reason, "new param new (y)") == NULL)
+		fail_msg("reason '%s' lacks '%s' or the param changes", reason, want);
+	/* the version change is past the third: summarized */
+	key_changes_free(ch);
+	key_parts_pb_free(pb);
+	key_parts_free(&old);
+	key_parts_free(&now);
+}
+
+/* ---- filestate ---- */
+
+static void
+filestate_hashes_only_what_stat_says_changed(void **state)
+{
+	kiln_store *s;
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE, .durability = KILN_DURABLE_NONE};
+	struct filestate *fs;
+	kiln_id h1, h2, want;
+	uint64_t nstat, nhashed;
+	const char *root = tu_dir(state);
+
+	assert_int_equal(kiln_store_open(tu_path(state, "store"), &o, &s), 0);
+	tu_write_file(tu_path(state, "a.txt"), "hello", 5);
+	assert_int_equal(filestate_new(s, root, &fs), 0);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h1), 0);
+	kiln_id_of_buf("hello", 5, &want);
+	assert_int_equal(kiln_id_cmp(&h1, &want), 0);
+	/* same pass: answered from memory, no stat */
+	filestate_counts(fs, &nstat, &nhashed);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h2), 0);
+	uint64_t nstat2, nhashed2;
+	filestate_counts(fs, &nstat2, &nhashed2);
+	assert_int_equal(nstat2, nstat);
+	/* a new pass, the file only touched... same inode, new mtime: its
+	 * stat changed, so it is hashed again, and hashes the same */
+	filestate_pass(fs);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h2), 0);
+	filestate_counts(fs, &nstat2, &nhashed2);
+	assert_int_equal(nstat2, nstat + 1);
+	assert_int_equal(nhashed2, nhashed);   /* stat unchanged: no read */
+	assert_int_equal(tu_sh("touch -d '+1 minute' '%s/a.txt'", root), 0);
+	filestate_pass(fs);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h2), 0);
+	filestate_counts(fs, &nstat2, &nhashed2);
+	assert_int_equal(nhashed2, nhashed + 1);
+	assert_int_equal(kiln_id_cmp(&h2, &want), 0);
+	/* same size, new content: found by its stat, new hash */
+	tu_write_file(tu_path(state, "a.txt"), "HELLO", 5);
+	filestate_pass(fs);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h2), 0);
+	assert_int_not_equal(kiln_id_cmp(&h2, &want), 0);
+	/* missing files are answers too */
+	assert_int_equal(filestate_hash(fs, "nope.txt", &h2), KILN_ENOTFOUND);
+	filestate_free(fs);
+	kiln_store_close(s);
+}
+
+static void
+filestate_remembers_across_daemons_through_the_store(void **state)
+{
+	kiln_store *s;
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE, .durability = KILN_DURABLE_NONE};
+	struct filestate *fs;
+	kiln_batch *b;
+	kiln_id h;
+	uint64_t nstat, nhashed;
+
+	assert_int_equal(kiln_store_open(tu_path(state, "store"), &o, &s), 0);
+	tu_write_file(tu_path(state, "a.txt"), "hello", 5);
+	assert_int_equal(filestate_new(s, tu_dir(state), &fs), 0);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h), 0);
+	assert_int_equal(kiln_batch_new(&b), 0);
+	assert_int_equal(filestate_flush(fs, b), 0);
+	assert_int_equal(kiln_batch_len(b), 1);
+	assert_int_equal(kiln_store_commit(s, b, NULL), 0);
+	kiln_batch_free(b);
+	filestate_free(fs);
+	/* a new filestate (a restarted daemon) reads the record: no hashing */
+	assert_int_equal(filestate_new(s, tu_dir(state), &fs), 0);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h), 0);
+	filestate_counts(fs, &nstat, &nhashed);
+	assert_int_equal(nhashed, 0);
+	filestate_free(fs);
+	kiln_store_close(s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(key_ignores_the_order_parts_are_added_in),
+		cmocka_unit_test(key_separates_labels_from_values),
+		cmocka_unit_test(key_changes_with_every_part),
+		cmocka_unit_test(diff_says_what_changed_from_what_to_what),
+		cmocka_unit_test_setup_teardown(filestate_hashes_only_what_stat_says_changed,
+		                                tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(filestate_remembers_across_daemons_through_the_store,
+		                                tu_setup_dir, tu_teardown_dir),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
