@@ -26,6 +26,8 @@ struct commit {
 	kiln_store *s;
 	const struct rec_op *ops;
 	size_t n;
+	const struct pending_use *uses; /* deferred use records of puts */
+	size_t nuses;
 	int lenient; /* a batch: tolerate what rop_commit documents */
 	size_t skipped;
 };
@@ -49,6 +51,13 @@ commit_txn(db_txn *t, void *arg)
 	int64_t now = store_now_ns();
 
 	c->skipped = 0;
+	for (size_t i = 0; i < c->nuses; i++) {
+		int rv;
+		if (kiln_store_has(c->s, &c->uses[i].id, NULL) != 0)
+			continue;  /* gc took it meanwhile */
+		if ((rv = blobrec_touch(t, &c->uses[i].id, c->uses[i].size, now)) != 0)
+			return rv;
+	}
 	for (size_t i = 0; i < c->n; i++) {
 		int rv = rop_apply(t, c->s, &c->ops[i], now);
 		if (rv == 0)
@@ -64,18 +73,26 @@ commit_txn(db_txn *t, void *arg)
 int
 rop_commit(kiln_store *s, const struct rec_op *ops, size_t n, size_t *skipped)
 {
-	struct commit c = {s, ops, n, skipped != NULL, 0};
+	struct commit c = {s, ops, n, NULL, 0, skipped != NULL, 0};
+	struct pending_use *uses;
 	int rv;
 
 	if (skipped != NULL)
 		*skipped = 0;
-	if ((rv = store_writable(s)) != 0 || n == 0)
+	if ((rv = store_writable(s)) != 0)
 		return rv;
+	store_uses_take(s, &uses, &c.nuses);
+	c.uses = uses;
+	if (n == 0 && c.nuses == 0)
+		return 0;
 	/* Data before pointer: every blob put so far is on disk before any
 	 * record that may name it commits (synchronously: see db_open). */
 	if ((rv = store_sync_puts(s)) != 0 ||
-	    (rv = db_write(s->db, commit_txn, &c)) != 0)
+	    (rv = db_write(s->db, commit_txn, &c)) != 0) {
+		store_uses_return(s, uses, c.nuses);
 		return rv;
+	}
+	free(uses);
 	if (skipped != NULL)
 		*skipped = c.skipped;
 	return 0;

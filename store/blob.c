@@ -170,11 +170,21 @@ publish(struct pending *p)
 	if (durable(p->s) && fsync(p->fd) != 0)
 		return kiln_err_from_errno(errno);
 	store_blob_path(p->s, &p->id, p->final);
+	if (p->s->durability == KILN_DURABLE_BATCH) {
+		/* No transaction per put: the use record waits for the next
+		 * record commit. Until then gc goes by the file's mtime, so make
+		 * it now (a moved file keeps its writer's). */
+		if ((rv = place(p)) != 0)
+			return rv;
+		utimensat(AT_FDCWD, p->final, NULL, AT_SYMLINK_NOFOLLOW);
+		if ((rv = store_use_defer(p->s, &p->id, p->size)) != 0)
+			return rv;
+		__atomic_add_fetch(&p->s->put_count, 1, __ATOMIC_SEQ_CST);
+		return 0;
+	}
 	if ((rv = place(p)) != 0 ||
 	    (rv = db_write(p->s->db, publish_txn, p)) != 0)
 		return rv;
-	if (p->s->durability == KILN_DURABLE_BATCH)
-		__atomic_add_fetch(&p->s->put_count, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -548,4 +558,46 @@ kiln_store_copy_out(kiln_store *s, const kiln_id *id, int out)
 		rv = kiln_write_all(out, map, (size_t)st.st_size);
 	munmap(map, (size_t)st.st_size);
 	return rv;
+}
+
+int
+store_use_defer(kiln_store *s, const kiln_id *id, uint64_t size)
+{
+	int rv = 0;
+
+	pthread_mutex_lock(&s->uses_mu);
+	if (s->nuses == s->capuses) {
+		size_t ncap = s->capuses ? s->capuses * 2 : 256;
+		struct pending_use *nv = realloc(s->uses, ncap * sizeof *nv);
+		if (nv == NULL)
+			rv = KILN_ENOMEM;
+		else {
+			s->uses = nv;
+			s->capuses = ncap;
+		}
+	}
+	if (rv == 0)
+		s->uses[s->nuses++] = (struct pending_use){*id, size};
+	pthread_mutex_unlock(&s->uses_mu);
+	return rv;
+}
+
+void
+store_uses_take(kiln_store *s, struct pending_use **uses, size_t *n)
+{
+	pthread_mutex_lock(&s->uses_mu);
+	*uses = s->uses;
+	*n = s->nuses;
+	s->uses = NULL;
+	s->nuses = s->capuses = 0;
+	pthread_mutex_unlock(&s->uses_mu);
+}
+
+void
+store_uses_return(kiln_store *s, struct pending_use *uses, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (store_use_defer(s, &uses[i].id, uses[i].size) != 0)
+			break; /* lost use times only make gc judge by mtime */
+	free(uses);
 }

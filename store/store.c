@@ -292,6 +292,7 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 	s->flags = opts->flags;
 	s->durability = opts->durability;
 	s->objects_fd = -1;
+	pthread_mutex_init(&s->uses_mu, NULL);
 	s->dir = strdup(dir);
 	s->objects = path_join(dir, "objects");
 	s->tmp = path_join(dir, "tmp");
@@ -327,7 +328,11 @@ kiln_store_close(kiln_store *s)
 {
 	if (s == NULL)
 		return;
+	if (s->nuses > 0)   /* deferred use records: commit them */
+		rop_commit(s, NULL, 0, NULL);
 	db_close(s->db);
+	free(s->uses);
+	pthread_mutex_destroy(&s->uses_mu);
 	if (s->objects_fd >= 0)
 		close(s->objects_fd);
 	free(s->dir);

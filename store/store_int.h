@@ -20,6 +20,7 @@
 #define KILN_STORE_INT_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -43,6 +44,12 @@ struct kiln_store {
 	 * put_count > synced_count means a record commit must sync first. */
 	uint64_t put_count;
 	uint64_t synced_count;
+	/* KILN_DURABLE_BATCH: use records of blobs put since the last record
+	 * commit, written by that commit (a put costs no transaction; gc
+	 * judges such a blob by its file's mtime, which put refreshes). */
+	pthread_mutex_t uses_mu;
+	struct pending_use { kiln_id id; uint64_t size; } *uses;
+	size_t nuses, capuses;
 };
 
 /* The layout version written to <dir>/kiln-store. Bump it when the folder
@@ -186,6 +193,14 @@ int index_key(const char *profile, const char *url, char out[INDEX_KEY_MAX]);
 
 /* In a write txn: record that blob id (size bytes) was used now. */
 int blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, int64_t now);
+
+/* KILN_DURABLE_BATCH: remember a put's use record for the next commit.
+ * Returns 0 or KILN_ENOMEM. */
+int store_use_defer(kiln_store *s, const kiln_id *id, uint64_t size);
+/* Take the deferred use records (the caller owns *uses, frees it), and
+ * put them back after a failed commit. */
+void store_uses_take(kiln_store *s, struct pending_use **uses, size_t *n);
+void store_uses_return(kiln_store *s, struct pending_use *uses, size_t n);
 
 /* ---- index.c: record writes, shared by the single-record calls and
  * batches ---- */
