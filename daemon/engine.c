@@ -1067,13 +1067,15 @@ engine_tool_done(void *arg, const struct spawn_result *r)
 
 	pthread_mutex_lock(&e->mu);
 	n->res = *r;
+	/* the tool's slot is free now: finishing the step is our work */
+	e->running--;
+	pthread_cond_broadcast(&e->cv);
 	if (e->ncompleted == e->capcompleted) {
 		size_t ncap = e->capcompleted ? e->capcompleted * 2 : 64;
 		struct run_ctx **nv = realloc(e->completed, ncap * sizeof *nv);
 		if (nv == NULL) {
 			/* cannot queue it: finish it here as failed, which at
 			 * least ends its build */
-			e->running--;
 			free(n->error);
 			n->error = strdup("out of memory after the tool ended");
 			node_finish(e, rc->g, n, N_FAILED);
@@ -1108,7 +1110,6 @@ work_complete(struct engine *e, struct run_ctx *rc)
 	if (rv != 0)
 		step_record_failure(e, rc->g, n);
 	pthread_mutex_lock(&e->mu);
-	e->running--;
 	if (rv != 0 && cancelled)
 		node_finish(e, rc->g, n, N_CANCELLED);
 	else if (rv != 0)
@@ -1286,7 +1287,9 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	engine_rmtree(scratch);
 	if ((rv = spawner_new(&e->sp)) != 0)
 		goto fail;
-	e->nthreads = cfg->workers ? cfg->workers : ncores();
+	/* deciding and finishing steps is file-system work that waits on the
+	 * kernel more than it computes: twice the cores keeps -j slots fed */
+	e->nthreads = cfg->workers ? cfg->workers : 2 * ncores() < 4 ? 4 : 2 * ncores();
 	if ((e->threads = calloc(e->nthreads, sizeof *e->threads)) == NULL) {
 		rv = KILN_ENOMEM;
 		goto fail;
