@@ -216,6 +216,59 @@ nomem:
 	return KILN_ENOMEM;
 }
 
+struct outref {
+	const char *path;
+	const struct node *n;
+};
+
+static int
+outref_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct outref *)a)->path, ((const struct outref *)b)->path);
+}
+
+/* Two outputs materialized at one path, or one where another needs a
+ * folder, or one on the index map's name, would overwrite each other in
+ * build/: a description error, found once per graph. */
+static int
+graph_collisions(const struct graph *g, char *err, size_t errlen)
+{
+	size_t n = 0, cap = 0;
+	struct outref *v;
+	char index[128];
+	int rv = 0;
+
+	for (uint32_t i = 0; i < g->n; i++)
+		cap += g->nodes[i].ks->noutputs;
+	if ((v = calloc(cap + 1, sizeof *v)) == NULL)
+		return KILN_ENOMEM;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (size_t k = 0; k < g->nodes[i].ks->noutputs; k++)
+			v[n++] = (struct outref){g->nodes[i].outpaths[k], &g->nodes[i]};
+	qsort(v, n, sizeof *v, outref_cmp);
+	snprintf(index, sizeof index, "build/%s/kiln-index.txt", g->profile);
+	for (size_t i = 0; i < n && rv == 0; i++) {
+		const struct outref *a = &v[i], *b = i + 1 < n ? &v[i + 1] : NULL;
+		size_t la = strlen(a->path);
+		if (strcmp(a->path, index) == 0) {
+			snprintf(err, errlen, "%s:%d: %s: its output would be %s, the "
+			         "index map's own file", a->n->ks->loc.file, a->n->ks->loc.line,
+			         a->n->ks->url, a->path);
+			rv = KILN_EBADPROJECT;
+		} else if (b != NULL && (strcmp(a->path, b->path) == 0 ||
+		           (strncmp(a->path, b->path, la) == 0 && b->path[la] == '/'))) {
+			snprintf(err, errlen, "%s:%d: %s and %s:%d: %s: outputs collide in "
+			         "build/ (%s and %s); rename an output or a URL",
+			         a->n->ks->loc.file, a->n->ks->loc.line, a->n->ks->url,
+			         b->n->ks->loc.file, b->n->ks->loc.line, b->n->ks->url,
+			         a->path, b->path);
+			rv = KILN_EBADPROJECT;
+		}
+	}
+	free(v);
+	return rv;
+}
+
 static int
 graph_new(const kiln_plan *plan, struct graph **gp)
 {
@@ -317,6 +370,8 @@ stamps_take(struct engine *e)
 static int
 stamps_changed(struct engine *e)
 {
+	if (e->stamps_suspect)
+		return 1;
 	for (size_t i = 0; i < e->nstamps; i++) {
 		struct dirstamp now;
 		stamp_of(e->root, e->stamps[i].path, &now);
@@ -365,11 +420,13 @@ static int
 project_fresh(struct engine *e, char *err, size_t errlen)
 {
 	kiln_desc *d = NULL;
+	int64_t load_ns;
 	int rv;
 
 	if (e->desc != NULL && !stamps_changed(e))
 		return kiln_desc_nerrors(e->desc) ? (diags_text(e->desc, err, errlen),
 		                                     KILN_EBADPROJECT) : 0;
+	load_ns = engine_wall_ns();
 	rv = kiln_desc_load(e->root, &d);
 	if (rv == KILN_ENOTFOUND) {
 		snprintf(err, errlen, "%s/kiln.yaml: no such file", e->root);
@@ -382,6 +439,12 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 	e->desc = d;
 	if ((rv = stamps_take(e)) != 0)
 		return rv;
+	/* an edit saved while we were loading may be missing from what was
+	 * read yet already in the stamps: load again next time */
+	e->stamps_suspect = 0;
+	for (size_t i = 0; i < e->nstamps; i++)
+		if (e->stamps[i].ctime_ns >= load_ns || e->stamps[i].mtime_ns >= load_ns)
+			e->stamps_suspect = 1;
 	if (kiln_desc_nerrors(d)) {
 		diags_text(d, err, errlen);
 		return KILN_EBADPROJECT;
@@ -390,7 +453,8 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 }
 
 static int
-graph_get(struct engine *e, const char *profile, struct graph **gp)
+graph_get(struct engine *e, const char *profile, struct graph **gp, char *err,
+          size_t errlen)
 {
 	const kiln_plan *plan;
 	struct graph *g;
@@ -405,6 +469,10 @@ graph_get(struct engine *e, const char *profile, struct graph **gp)
 		return KILN_EINVAL;
 	if ((rv = graph_new(plan, &g)) != 0)
 		return rv;
+	if ((rv = graph_collisions(g, err, errlen)) != 0) {
+		graph_free(g);
+		return rv;
+	}
 	g->next = e->graphs;
 	e->graphs = g;
 	*gp = g;
@@ -427,8 +495,7 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	Kiln__Event ev = KILN__EVENT__INIT;
 	Kiln__StepEvent se = KILN__STEP_EVENT__INIT;
 	uint64_t ids[ENGINE_MAX_BUILDS];
-	Kiln__StepOutput outs[16], *pouts[16];
-	char paths[16][PATH_MAX];
+	struct pb_outputs *po = NULL;
 	const struct build *first = NULL;
 	size_t nids = 0;
 
@@ -453,19 +520,9 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	}
 	se.reason = n->reason ? n->reason : (char *)"";
 	se.error = n->st == N_FAILED && n->error ? n->error : (char *)"";
-	if (n->st == N_DONE && n->have) {
-		for (size_t i = 0; i < n->ks->noutputs && i < 16; i++) {
-			kiln__step_output__init(&outs[i]);
-			outs[i].name = (char *)n->ks->outputs[i].name;
-			outs[i].id.data = n->outs[i].id.b;
-			outs[i].id.len = 16;
-			outs[i].size = n->outs[i].size;
-			step_output_path(g, n, i, paths[i], sizeof paths[i]);
-			outs[i].path = paths[i];
-			pouts[i] = &outs[i];
-			se.n_outputs++;
-		}
-		se.outputs = pouts;
+	if (n->st == N_DONE && n->have && (po = step_outputs_pb(n, 1)) != NULL) {
+		se.outputs = po->p;
+		se.n_outputs = po->n;
 	}
 	if (n->has_log) {
 		se.log.data = n->log_id.b;
@@ -483,6 +540,7 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	ev.kind_case = KILN__EVENT__KIND_STEP;
 	ev.step = &se;
 	e->cfg.publish(e->cfg.arg, &ev);
+	free(po);
 }
 
 static void
@@ -490,7 +548,7 @@ summary_fill(const struct build *b, Kiln__BuildFinished *bf)
 {
 	kiln__build_finished__init(bf);
 	bf->build = b->id;
-	bf->profile = b->g ? b->g->profile : (char *)"";
+	bf->profile = (char *)b->profile;
 	bf->done = b->done;
 	bf->total = b->total;
 	bf->ran = b->ran;
@@ -686,72 +744,100 @@ engine_batch_unlock(struct engine *e)
 		batch_commit(e);
 }
 
-/* Write build/<profile>/kiln-index.txt from every step of the graph with
- * a known result (e->mu not held: called when the build's steps are done
- * and before the wave can end, so no node of this graph changes). */
+/* The index map to write when a build ends: gathered with e->mu held (other
+ * builds of the wave may be finishing nodes of this graph), written
+ * without it. */
+struct index_job {
+	struct index_entry *v;
+	size_t n;
+	char *strs;              /* every url and file, NUL-separated */
+	char profile[65];
+	int prune;               /* a clean whole-profile build: prune build/ */
+};
+
 static void
-write_index(struct engine *e, struct build *b)
+index_job_free(struct index_job *j)
+{
+	free(j->v);
+	free(j->strs);
+	memset(j, 0, sizeof *j);
+}
+
+/* 1: there is a map to write (j filled); 0: nothing changed, or no memory
+ * (the map stays as it is and is written by a later build). */
+static int
+index_gather(struct engine *e, struct build *b, struct index_job *j)
 {
 	struct graph *g = b->g;
-	struct index_entry *v;
-	char (*urls)[512], (*files)[PATH_MAX];
-	size_t n = 0, cap = 0;
+	size_t cap = 0, slen = 0, at = 0;
 	char path[PATH_MAX];
 	struct stat st;
 
-	/* nothing changed and the map is there: keep it (a no-op build of a
-	 * big project should not rewrite megabytes) */
+	memset(j, 0, sizeof *j);
 	snprintf(path, sizeof path, "build/%s/kiln-index.txt", g->profile);
-	if (!g->index_dirty && fstatat(e->rootfd, path, &st, 0) == 0) {
-		snprintf(b->index, sizeof b->index, "build/%.40s/kiln-index.txt", g->profile);
-		return;
-	}
-	g->index_dirty = 0;
-	for (uint32_t i = 0; i < g->n; i++)
-		cap += g->nodes[i].ks->noutputs;
-	v = calloc(cap + 1, sizeof *v);
-	urls = calloc(cap + 1, sizeof *urls);
-	files = calloc(cap + 1, sizeof *files);
-	if (v == NULL || urls == NULL || files == NULL)
-		goto out;
+	if (!g->index_dirty && fstatat(e->rootfd, path, &st, 0) == 0)
+		return 0;
 	for (uint32_t i = 0; i < g->n; i++) {
-		struct node *nd = &g->nodes[i];
+		const struct node *nd = &g->nodes[i];
+		if (!nd->have)
+			continue;
+		cap += nd->ks->noutputs;
+		for (size_t k = 0; k < nd->ks->noutputs; k++)
+			slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) +
+			        strlen(nd->outpaths[k]) + 4;
+	}
+	if ((j->v = calloc(cap + 1, sizeof *j->v)) == NULL ||
+	    (j->strs = malloc(slen + 1)) == NULL) {
+		index_job_free(j);
+		return 0;
+	}
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct node *nd = &g->nodes[i];
 		if (!nd->have)
 			continue;
 		for (size_t k = 0; k < nd->ks->noutputs; k++) {
 			const char *name = nd->ks->outputs[k].name;
 			int single = nd->ks->noutputs == 1 && strcmp(name, "out") == 0;
-			snprintf(urls[n], sizeof urls[n], "%s%s%s", nd->ks->url,
-			         single ? "" : "#", single ? "" : name);
+			struct index_entry *x = &j->v[j->n++];
+			x->url = j->strs + at;
+			at += (size_t)sprintf(j->strs + at, "%s%s%s", nd->ks->url,
+			                      single ? "" : "#", single ? "" : name) + 1;
 			/* relative to build/<profile>/ */
-			snprintf(files[n], sizeof files[n], "%s",
-			         nd->outpaths[k] + strlen("build/") + strlen(g->profile) + 1);
-			v[n].url = urls[n];
-			v[n].id = nd->outs[k].id;
-			v[n].size = nd->outs[k].size;
-			v[n].file = files[n];
-			n++;
+			x->file = j->strs + at;
+			at += (size_t)sprintf(j->strs + at, "%s", nd->outpaths[k] +
+			                      strlen("build/") + strlen(g->profile) + 1) + 1;
+			x->id = nd->outs[k].id;
+			x->size = nd->outs[k].size;
 		}
 	}
-	qsort(v, n, sizeof *v, index_entry_cmp);
-	if (materialize_write_index(e->root, g->profile, v, n) == 0)
-		snprintf(b->index, sizeof b->index, "build/%.40s/kiln-index.txt", g->profile);
-	/* after a whole-profile build, build/<profile>/ holds exactly the
-	 * profile's outputs: files of steps no longer described go */
-	if (b->full && b->failed == 0 && b->skipped == 0 && !b->cancelled) {
-		const char **keep = calloc(n + 1, sizeof *keep);
+	g->index_dirty = 0;
+	snprintf(j->profile, sizeof j->profile, "%s", g->profile);
+	j->prune = b->full && b->failed == 0 && b->skipped == 0 && !b->cancelled;
+	return 1;
+}
+
+/* Returns 0 or the error writing the map. */
+static int
+index_write(struct engine *e, struct index_job *j)
+{
+	int rv;
+
+	qsort(j->v, j->n, sizeof *j->v, index_entry_cmp);
+	if ((rv = materialize_write_index(e->root, j->profile, j->v, j->n)) != 0)
+		return rv;
+	/* after a clean whole-profile build, build/<profile>/ holds exactly
+	 * the profile's outputs: files of steps no longer described go */
+	if (j->prune) {
+		const char **keep = calloc(j->n + 1, sizeof *keep);
 		if (keep != NULL) {
-			for (size_t i = 0; i < n; i++)
-				keep[i] = v[i].file;
-			qsort(keep, n, sizeof *keep, str_cmp);
-			materialize_prune(e->root, g->profile, keep, n);
+			for (size_t i = 0; i < j->n; i++)
+				keep[i] = j->v[i].file;
+			qsort(keep, j->n, sizeof *keep, str_cmp);
+			materialize_prune(e->root, j->profile, keep, j->n);
 			free(keep);
 		}
 	}
-out:
-	free(v);
-	free(urls);
-	free(files);
+	return 0;
 }
 
 /* The build's last step finished (e->mu held, dropped and retaken). */
@@ -761,12 +847,25 @@ build_end(struct engine *e, struct build *b)
 	Kiln__Event ev = KILN__EVENT__INIT;
 	Kiln__BuildFinished bf;
 
+	struct index_job job;
+	int have_job, index_rv = 0;
+
 	b->done = -1; /* ending: nobody ends it twice */
+	have_job = !b->dry_run && index_gather(e, b, &job);
+	if (!b->dry_run)
+		snprintf(b->index, sizeof b->index, "build/%.40s/kiln-index.txt", b->profile);
 	pthread_mutex_unlock(&e->mu);
 	batch_commit(e);
-	if (!b->dry_run)
-		write_index(e, b);
+	if (have_job) {
+		index_rv = index_write(e, &job);
+		index_job_free(&job);
+	}
 	pthread_mutex_lock(&e->mu);
+	if (index_rv != 0) {
+		b->index[0] = '\0';
+		snprintf(b->error, sizeof b->error, "writing build/%s/kiln-index.txt: %s",
+		         b->profile, kiln_strerror(index_rv));
+	}
 	b->done = 1;
 	b->duration_ns = (uint64_t)(engine_now_ns() - b->start_ns);
 	if (b->cancelled && b->error[0] == '\0')
@@ -780,6 +879,7 @@ build_end(struct engine *e, struct build *b)
 		b->g->nodes[i].builds &= ~(1ULL << b->slot);
 	e->active[b->slot] = NULL;
 	b->slot = -1;
+	b->g = NULL;  /* graphs go when the project is loaded again */
 	e->nactive--;
 	b->next = e->finished;
 	e->finished = b;
@@ -951,7 +1051,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 		goto out;
 	}
 	profile = rq->profile && rq->profile[0] ? rq->profile : profiles[0];
-	if ((rv = graph_get(e, profile, &g)) != 0) {
+	if ((rv = graph_get(e, profile, &g, err, errlen)) != 0) {
 		if (rv == KILN_EINVAL)
 			snprintf(err, errlen, "unknown profile '%s'", profile);
 		goto out;
@@ -974,6 +1074,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	b->id = ++e->next_build;
 	b->slot = slot;
 	b->g = g;
+	snprintf(b->profile, sizeof b->profile, "%s", g->profile);
 	b->prio = rq->priority;
 	b->jobs = rq->jobs;
 	b->keep_going = rq->keep_going;
@@ -1013,12 +1114,29 @@ engine_cancel(struct engine *e, uint64_t id)
 		return KILN_ENOTFOUND;
 	}
 	b->cancelled = b->stopped = 1;
+	/* The build ends now: each of its unfinished steps counts as
+	 * cancelled for it and stops being its. What no other build wants is
+	 * dropped (queued) or killed (running); a shared step goes on for the
+	 * builds that still want it. */
 	for (uint32_t i = 0; i < b->g->n; i++) {
 		struct node *n = &b->g->nodes[i];
-		if (n->st == N_RUNNING && (n->builds >> b->slot & 1) &&
-		    !node_wanted(e, n) && n->pid > 0)
-			spawner_kill(e->sp, n->pid, 2000);
+		if (!(n->builds >> b->slot & 1) || n->wave != e->wave ||
+		    done_state(n->st) || n->st == N_IDLE)
+			continue;
+		n->builds &= ~(1ULL << b->slot);
+		b->finished++;
+		b->ncancelled++;
+		if (node_wanted(e, n))
+			continue;
+		if (n->st == N_RUNNING) {
+			if (n->pid > 0)
+				spawner_kill(e->sp, n->pid, 2000);
+		} else if (n->st == N_WAITING || n->st == N_READY || n->st == N_RUNNABLE) {
+			n->send_event = 0;
+			node_finish(e, b->g, n, N_CANCELLED);
+		}
 	}
+	builds_check(e);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
 	return 0;
@@ -1107,8 +1225,10 @@ work_complete(struct engine *e, struct run_ctx *rc)
 
 	pthread_mutex_unlock(&e->mu);
 	rv = step_finish(e, rc->g, n);
-	if (rv != 0)
+	if (rv != 0 && !cancelled)
 		step_record_failure(e, rc->g, n);
+	else if (rv != 0)
+		step_forget(n);  /* cancelled is not failed: no record */
 	pthread_mutex_lock(&e->mu);
 	if (rv != 0 && cancelled)
 		node_finish(e, rc->g, n, N_CANCELLED);
@@ -1218,6 +1338,7 @@ worker_main(void *arg)
 			else
 				node_finish(e, g, n, N_CANCELLED);
 		} else if (e->quit && e->running == 0) {
+			pthread_cond_broadcast(&e->cv); /* the others leave too */
 			break;
 		} else {
 			pthread_cond_wait(&e->cv, &e->mu);
@@ -1373,7 +1494,9 @@ engine_why(struct engine *e, const char *profile, const char *url,
 	void *data = NULL;
 	size_t len = 0;
 	char err[256];
-	int rv;
+	uint32_t at;
+	int rv, decided = 0, up_to_date = 0;
+	kiln_id key;
 
 	*rec = NULL;
 	*this_daemon = 0;
@@ -1391,6 +1514,12 @@ engine_why(struct engine *e, const char *profile, const char *url,
 	}
 	for (g = e->graphs; g != NULL && strcmp(g->profile, profile) != 0; g = g->next)
 		;
+	/* what this daemon knows, copied now: a reload may free g */
+	if (g != NULL && step_index(g->plan, url, &at) && g->nodes[at].wave != 0) {
+		decided = 1;
+		up_to_date = g->nodes[at].outcome == O_UP_TO_DATE && g->nodes[at].have;
+		key = g->nodes[at].key;
+	}
 	pthread_mutex_unlock(&e->mu);
 	if ((rv = kiln_store_step_get(e->s, profile, url, &data, &len)) != 0)
 		return rv;
@@ -1398,32 +1527,20 @@ engine_why(struct engine *e, const char *profile, const char *url,
 	free(data);
 	if (*rec == NULL)
 		return KILN_ECORRUPT;
-	pthread_mutex_lock(&e->mu);
-	if (g != NULL) {
-		uint32_t at;
-		if (step_index(g->plan, url, &at) && g->nodes[at].wave != 0) {
-			struct node *n = &g->nodes[at];
-			*this_daemon = 1;
-			/* up to date since the record: say so, keep the record's
-			 * story of the last run */
-			if (n->outcome == O_UP_TO_DATE && (*rec)->key.len == 16 &&
-			    memcmp((*rec)->key.data, n->key.b, 16) == 0) {
-				(*rec)->decision = KILN__STEP_RECORD__DECISION__REUSED;
-				char *why = malloc(strlen((*rec)->reason) + 64);
-				if (why != NULL) {
-					sprintf(why, "up to date (nothing changed since it %s: %s)",
-					        (*rec)->decision == KILN__STEP_RECORD__DECISION__RAN ?
-					        "ran" : "was decided", (*rec)->reason);
-				}
-				/* the record's strings belong to protobuf's allocation:
-				 * swap in ours and free it when the record is freed */
-				if (why != NULL) {
-					free((*rec)->reason == protobuf_c_empty_string ? NULL : (*rec)->reason);
-					(*rec)->reason = why;
-				}
-			}
+	*this_daemon = decided;
+	/* up to date since the record: say so, and keep the record's story
+	 * of the decision before (its decision field stays what it was) */
+	if (up_to_date && (*rec)->key.len == 16 && memcmp((*rec)->key.data, key.b, 16) == 0) {
+		char *why = malloc(strlen((*rec)->reason) + 64);
+		if (why != NULL) {
+			sprintf(why, "up to date (nothing changed since it %s: %s)",
+			        (*rec)->decision == KILN__STEP_RECORD__DECISION__RAN ?
+			        "ran" : "was decided", (*rec)->reason);
+			/* unpack allocated the string with malloc: swap in ours */
+			if ((*rec)->reason != protobuf_c_empty_string)
+				free((*rec)->reason);
+			(*rec)->reason = why;
 		}
 	}
-	pthread_mutex_unlock(&e->mu);
 	return 0;
 }

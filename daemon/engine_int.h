@@ -131,6 +131,7 @@ struct build {
 	uint64_t duration_ns;
 	char error[256];
 	char index[64];
+	char profile[65];        /* b->g is NULL once the build ended */
 	struct build *next;      /* e->finished list */
 	uint32_t *targets;       /* nodes wanted (closure), until started */
 	uint32_t ntargets;
@@ -161,6 +162,7 @@ struct engine {
 	kiln_desc *desc;         /* NULL until the first build */
 	struct dirstamp { char *path; int64_t mtime_ns, ctime_ns; uint64_t ino; } *stamps;
 	size_t nstamps;
+	int stamps_suspect;      /* something changed during the last load */
 	struct graph *graphs;
 
 	uint64_t wave;           /* the current wave's number */
@@ -216,6 +218,18 @@ int step_finish(struct engine *e, struct graph *g, struct node *n);
 
 /* Record a failure (log kept, decision record) after step_* failed. */
 void step_record_failure(struct engine *e, struct graph *g, struct node *n);
+
+/* A node's outputs as protobuf messages (strings borrowed from the node);
+ * one malloc'd block: free() it. NULL: out of memory. */
+struct pb_outputs {
+	Kiln__StepOutput *v;
+	Kiln__StepOutput **p;
+	size_t n;
+};
+struct pb_outputs *step_outputs_pb(const struct node *n, int with_paths);
+
+/* Drop what a run left (a cancelled step: no record). */
+void step_forget(struct node *n);
 
 /* The output path relative to the project: build/<profile>/<dir>/<file>. */
 int step_output_path(const struct graph *g, const struct node *n, size_t i,

@@ -102,6 +102,30 @@ step_output_path(const struct graph *g, const struct node *n, size_t i,
 	return w < 0 || (size_t)w >= outlen ? KILN_ERANGE : 0;
 }
 
+struct pb_outputs *
+step_outputs_pb(const struct node *n, int with_paths)
+{
+	size_t no = n->ks->noutputs;
+	struct pb_outputs *o = malloc(sizeof *o + no * (sizeof *o->v + sizeof *o->p));
+
+	if (o == NULL)
+		return NULL;
+	o->v = (Kiln__StepOutput *)(o + 1);
+	o->p = (Kiln__StepOutput **)(o->v + no);
+	o->n = no;
+	for (size_t i = 0; i < no; i++) {
+		kiln__step_output__init(&o->v[i]);
+		o->v[i].name = (char *)n->ks->outputs[i].name;
+		o->v[i].id.data = (uint8_t *)n->outs[i].id.b;
+		o->v[i].id.len = 16;
+		o->v[i].size = n->outs[i].size;
+		if (with_paths)
+			o->v[i].path = n->outpaths[i];
+		o->p[i] = &o->v[i];
+	}
+	return o;
+}
+
 /* The index URL of output i: the step's URL, or URL#name for a step with
  * named outputs. */
 static void
@@ -387,8 +411,8 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
            Kiln__StepRecord__Decision decision)
 {
 	Kiln__StepRecord r = KILN__STEP_RECORD__INIT;
-	Kiln__StepOutput outs[16], *pouts[16];
-	char paths[16][PATH_MAX];
+	struct pb_outputs *po = NULL;
+	char what[600];
 	Kiln__KeyPart **parts = NULL;
 	Kiln__KeyChange **ch = NULL;
 	size_t nparts = 0, nch = 0, len;
@@ -400,7 +424,7 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 		return rv;
 	if (n->prev != NULL &&
 	    key_parts_diff(n->prev->parts, n->prev->n_parts, &n->parts, 64,
-	                   &ch, &nch, paths[0], sizeof paths[0]) < 0) {
+	                   &ch, &nch, what, sizeof what) < 0) {
 		key_parts_pb_free(parts);
 		return KILN_ENOMEM;
 	}
@@ -413,18 +437,13 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 	r.parts = parts;
 	r.n_parts = nparts;
 	if (decision != KILN__STEP_RECORD__DECISION__FAILED) {
-		for (size_t i = 0; i < n->ks->noutputs && i < 16; i++) {
-			kiln__step_output__init(&outs[i]);
-			outs[i].name = (char *)n->ks->outputs[i].name;
-			outs[i].id.data = n->outs[i].id.b;
-			outs[i].id.len = 16;
-			outs[i].size = n->outs[i].size;
-			step_output_path(g, n, i, paths[i], sizeof paths[i]);
-			outs[i].path = paths[i];
-			pouts[i] = &outs[i];
-			r.n_outputs++;
+		if ((po = step_outputs_pb(n, 1)) == NULL) {
+			key_parts_pb_free(parts);
+			key_changes_free(ch);
+			return KILN_ENOMEM;
 		}
-		r.outputs = pouts;
+		r.outputs = po->p;
+		r.n_outputs = po->n;
 	}
 	if (n->has_log) {
 		r.log.data = n->log_id.b;
@@ -449,6 +468,7 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 	}
 	key_parts_pb_free(parts);
 	key_changes_free(ch);
+	free(po);
 	return rv;
 }
 
@@ -661,8 +681,13 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 			         "build of this step for profile %s)", g->profile);
 		set_reason(n, reason);
 		n->key = n->new_key;
-		n->have = 1;
-		n->outcome = n->have && prev_same_key(n) ? O_UP_TO_DATE : O_REUSED;
+		n->outcome = prev_same_key(n) ? O_UP_TO_DATE : O_REUSED;
+		/* a dry run materializes nothing: its dependents may use the
+		 * output ids, but the next real build must not think build/
+		 * holds them */
+		n->have = !dry_run;
+		if (dry_run)
+			memset(&n->quick, 0, sizeof n->quick);
 		if (!dry_run) {
 			kiln_batch *b;
 			outputs_record(e, g, n);
@@ -773,6 +798,19 @@ sh_quote(struct sbuf *b, const char *s)
 	sb_str(b, "'");
 }
 
+/* A path into a command: as it is in an argv item; single-quoted in a
+ * shell command, so that a file named "x'$(rm -rf ~)'.png" stays a name
+ * (quotes the description adds around it still work for ordinary names:
+ * '' is empty). */
+static void
+put_path(struct sbuf *b, const char *path, int shell)
+{
+	if (shell)
+		sh_quote(b, path);
+	else
+		sb_str(b, path);
+}
+
 /* Expand ${in}, ${out}, ${out.NAME}, ${depfile} (and, in a shell command,
  * ${in...} as quoted words) in one template item. */
 static char *
@@ -791,7 +829,7 @@ expand(const struct node *n, const struct paths *p, const char *s, int shell)
 		const char *name = s + 2;
 		char path[PATH_MAX * 2];
 		if (len == 2 && strncmp(name, "in", 2) == 0) {
-			sb_str(&b, p->in.n ? p->in.v[0] : "");
+			put_path(&b, p->in.n ? p->in.v[0] : "", shell);
 		} else if (len == 5 && strncmp(name, "in...", 5) == 0 && shell) {
 			for (size_t i = 0; i < p->in.n; i++) {
 				if (i)
@@ -799,7 +837,7 @@ expand(const struct node *n, const struct paths *p, const char *s, int shell)
 				sh_quote(&b, p->in.v[i]);
 			}
 		} else if (len == 7 && strncmp(name, "depfile", 7) == 0) {
-			sb_str(&b, p->depfile);
+			put_path(&b, p->depfile, shell);
 		} else if ((len == 3 && strncmp(name, "out", 3) == 0) ||
 		           (len > 4 && strncmp(name, "out.", 4) == 0)) {
 			const char *want = len == 3 ? NULL : name + 4;
@@ -810,7 +848,7 @@ expand(const struct node *n, const struct paths *p, const char *s, int shell)
 				    strncmp(n->ks->outputs[i].name, want, wl) == 0)
 					file = n->ks->outputs[i].file;
 			snprintf(path, sizeof path, "%s/%s", p->scratch, file);
-			sb_str(&b, path);
+			put_path(&b, path, shell);
 		} else {
 			sb_add(&b, s, len + 3);  /* not ours: as written */
 		}
@@ -962,7 +1000,6 @@ int
 step_finish(struct engine *e, struct graph *g, struct node *n)
 {
 	char dir[PATH_MAX], logp[PATH_MAX + 16], tail[2048] = "";
-	kiln_id ids[64];
 	int rv = 0;
 
 	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n->scratch);
@@ -1005,20 +1042,21 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		rv = -1;
 	if (rv == 0) {
 		Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
-		Kiln__StepOutput outs[64], *pouts[64];
-		size_t len, no = n->ks->noutputs < 64 ? n->ks->noutputs : 64;
-		uint8_t *buf;
+		struct pb_outputs *po = step_outputs_pb(n, 0);
+		kiln_id *ids = calloc(n->ks->noutputs + 1, sizeof *ids);
+		size_t len, no = n->ks->noutputs;
+		uint8_t *buf = NULL;
 		kiln_batch *b;
-		for (size_t i = 0; i < no; i++) {
-			kiln__step_output__init(&outs[i]);
-			outs[i].name = (char *)n->ks->outputs[i].name;
-			outs[i].id.data = n->outs[i].id.b;
-			outs[i].id.len = 16;
-			outs[i].size = n->outs[i].size;
-			pouts[i] = &outs[i];
-			ids[i] = n->outs[i].id;
+		if (po == NULL || ids == NULL) {
+			free(po);
+			free(ids);
+			set_error(n, "%s: out of memory", n->ks->url);
+			rv = -1;
+			goto out;
 		}
-		ar.outputs = pouts;
+		for (size_t i = 0; i < no; i++)
+			ids[i] = n->outs[i].id;
+		ar.outputs = po->p;
 		ar.n_outputs = no;
 		if (n->has_log) {
 			ar.log.data = n->log_id.b;
@@ -1027,6 +1065,8 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		ar.duration_ns = n->duration_ns;
 		len = kiln__action_result__get_packed_size(&ar);
 		if ((buf = malloc(len ? len : 1)) == NULL) {
+			free(po);
+			free(ids);
 			set_error(n, "%s: out of memory", n->ks->url);
 			rv = -1;
 			goto out;
@@ -1036,6 +1076,8 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		kiln_batch_action_put(b, &n->new_key, ids, no, buf, len);
 		engine_batch_unlock(e);
 		free(buf);
+		free(po);
+		free(ids);
 		n->key = n->new_key;
 		n->have = 1;
 		n->outcome = O_RAN;
@@ -1068,6 +1110,14 @@ step_record_failure(struct engine *e, struct graph *g, struct node *n)
 			prev_load(e, g, n);
 		record_put(e, g, n, KILN__STEP_RECORD__DECISION__FAILED);
 	}
+	prev_drop(n);
+	key_parts_free(&n->parts);
+}
+
+void
+step_forget(struct node *n)
+{
+	n->have = 0;
 	prev_drop(n);
 	key_parts_free(&n->parts);
 }

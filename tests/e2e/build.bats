@@ -390,3 +390,57 @@ YAML
 	[ ! -e build/default/first.txt ]
 	build_ok copy/a.txt
 }
+
+@test "kiln stop during a build stops the daemon promptly, killing its tools" {
+	write_project
+	sed -i 's/copy: { run: \[cp, "${in}", "${out}"\] }/copy: { run: [sh, -c, "sleep 3; cp \\"$0\\" \\"$1\\"", "${in}", "${out}"] }/' kiln.yaml
+	"$KILN" build >stopped.log 2>&1 &
+	client=$!
+	wait_for sh -c 'ls -d .kiln/scratch/*/ >/dev/null 2>&1'
+	pid=$(daemon_pid)
+	run timeout 20 "$KILN" stop
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	! kill -0 "$pid" 2>/dev/null
+	wait "$client" || true
+	# the next build finishes the work
+	build_ok
+	[ "$(cat build/default/all.txt)" = "$(cat src/a.txt src/b.txt)" ]
+}
+
+@test "file names reach a shell command quoted: a name cannot inject commands" {
+	write_project
+	printf 'x\n' >"src/q'\$(touch PWNED)'.txt"
+	sed -i "s/^tools:/tools:\n  shcopy: { shell: true, run: \"cat '\${in}' > '\${out}'\" }/" kiln.yaml
+	sed -i 's/    tool: copy$/    tool: shcopy/' kiln.yaml
+	"$KILN" check
+	build -k
+	[ ! -e PWNED ]
+	[ "$(cat build/default/copy/a.txt)" = "$(cat src/a.txt)" ]
+}
+
+@test "a dry run leaves the next build's decisions and build/ right" {
+	write_project
+	printf 'v1\n' >src/b.txt
+	build_ok
+	printf 'v2\n' >src/b.txt
+	build_ok
+	printf 'v1\n' >src/b.txt
+	run "$KILN" build -n
+	[ "$status" -eq 0 ]
+	build_ok
+	[ "$(cat build/default/copy/b.txt)" = "v1" ]
+	grep -q "$(xxh128sum build/default/copy/b.txt | cut -d' ' -f1)" build/default/kiln-index.txt
+}
+
+@test "two outputs that would land on one file in build/ are a description error" {
+	write_project
+	cat >>kiln.yaml <<'YAML'
+  - url: copy/x
+    tool: copy
+    inputs: [src/a.txt]
+    outputs: a.txt
+YAML
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"outputs collide in build/"* ]] || { echo "$stderr"; false; }
+}
