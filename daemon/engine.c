@@ -280,6 +280,7 @@ graph_new(const kiln_plan *plan, struct graph **gp)
 	g->plan = plan;
 	g->n = (uint32_t)plan->nsteps;
 	g->index_dirty = 1;  /* a new description: the map may list old steps */
+	g->prune_due = 1;
 	g->profile = strdup(plan->profile);
 	g->nodes = calloc(g->n + 1, sizeof *g->nodes);
 	g->topo = calloc(g->n + 1, sizeof *g->topo);
@@ -812,7 +813,12 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 	}
 	g->index_dirty = 0;
 	snprintf(j->profile, sizeof j->profile, "%s", g->profile);
-	j->prune = b->full && b->failed == 0 && b->skipped == 0 && !b->cancelled;
+	/* steps only disappear with a new description (a new graph): walking
+	 * all of build/ once after each load is enough */
+	j->prune = g->prune_due && b->full && b->failed == 0 && b->skipped == 0 &&
+	           !b->cancelled;
+	if (j->prune)
+		g->prune_due = 0;
 	return 1;
 }
 

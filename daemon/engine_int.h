@@ -113,6 +113,7 @@ struct graph {
 	uint32_t n;
 	uint32_t *topo;          /* prerequisites before dependents */
 	int index_dirty;         /* an output changed since kiln-index.txt */
+	int prune_due;           /* build/<profile>/ not pruned since loaded */
 	struct graph *next;
 };
 
