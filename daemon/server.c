@@ -752,6 +752,14 @@ server_stop(struct kilnd *d)
 	atomic_store(&s->closing, 1);
 	if (s->jobs != NULL)
 		jobs_stop(s->jobs);
+	/* Take back the replies still queued behind another on their
+	 * connection (on_sent frees them). Left queued, nng 1.5.2 may hand
+	 * one to a connection nng_close is closing, which then never frees
+	 * it: rep0's send callback starts the next reply while rep0's pipe
+	 * close has already closed the pipe's send aio. */
+	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++)
+		if (s->workers[i].aio != NULL)
+			nng_aio_cancel(s->workers[i].aio);
 	nng_close(s->sock);
 	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
