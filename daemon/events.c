@@ -1,7 +1,9 @@
 /* events.c — the event ring, subscriptions and parked polls.
  *
- * Threads: every function may be called from any nng worker thread and
- * from the main thread; one mutex (ev->mu) guards everything below,
+ * Threads: every function may be called from any thread: the handler
+ * threads (jobs.c), nng's threads (server.c's callbacks: a connection
+ * closed, a parked poll's sleep ended) and the main thread; one mutex
+ * (ev->mu) guards everything below,
  * including the waiters while they are parked. Waiters' wake callbacks run
  * under it and only cancel an nng timer (which never calls back in place).
  *

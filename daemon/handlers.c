@@ -2,9 +2,11 @@
  * one. The build engine's requests (build, cancel, query, need) will be
  * rows of the same table.
  *
- * Threads: called on nng worker threads, several at once. Handlers touch
- * the daemon only through thread-safe parts: the store, events.c and
- * uploads.c (each locked inside), atomics, and fields fixed at start. */
+ * Threads: called on the handler threads of jobs.c, several at once (never
+ * on nng's own threads, so a handler may read, write and fsync). Handlers
+ * touch the daemon only through thread-safe parts: the store, events.c and
+ * uploads.c (each locked inside), the server's peer table, atomics, and
+ * fields fixed at start. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +219,12 @@ h_blob_put(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	rv = uploads_put(d->uploads, c->pipe, q, c->data, c->ndata, r, &a->done);
 	if (a->done.committed)
 		blob_stored(d, q, &a->done);
+	if (rv == 0 && !q->commit && !server_pipe_open(d, c->pipe)) {
+		/* The client left while we wrote: its upload would wait out
+		 * --upload-idle otherwise (server_pipe_open says why here). */
+		uploads_pipe_closed(d->uploads, c->pipe);
+		return KILN_ECLOSED;
+	}
 	if (rv == KILN_ECORRUPT)
 		return refuse(a, rv, "the uploaded bytes do not hash to the claimed "
 		              "id; nothing was stored");
@@ -243,6 +251,10 @@ h_subscribe(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 		              d->cfg.max_subscribers);
 	if (rv != 0)
 		return rv;
+	if (!server_pipe_open(d, c->pipe)) { /* nobody would ever close it */
+		events_pipe_closed(d->events, c->pipe);
+		return KILN_ECLOSED;
+	}
 	a->reply.body_case = KILN__REPLY__BODY_SUBSCRIBE_REPLY;
 	a->reply.subscribe_reply = &a->body.sub;
 	return 0;
@@ -371,9 +383,11 @@ reply_status(struct kilnd *d, const struct kilnd_call *c,
 	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
 	if (rv == KILN_EAUTH || rv == KILN_EVERSION || rv == KILN_ENOTSUP) {
 		atomic_fetch_add(&d->bad_requests, 1);
-		kilnd_log(d, KILND_WARNING, "refused a %s request from client %u: %s",
-		          kiln_proto_request_name(c->req->body_case), c->pipe,
-		          a->error);
+		/* Anyone who can connect can cause these: a line a second. */
+		kilnd_log_limited(d, &d->refused_log, KILND_WARNING, "refused a "
+		                  "%s request from client %u: %s",
+		                  kiln_proto_request_name(c->req->body_case), c->pipe,
+		                  a->error);
 	}
 }
 

@@ -56,6 +56,12 @@ struct kilnd_answer {
 /* The listen addresses the status reply reports (server.c). */
 size_t server_listen_urls(struct kilnd *d, const char **urls, size_t max);
 
+/* Whether the connection pipe is still open (server.c). A connection
+ * counts as closed before its subscriptions and uploads are dropped, so a
+ * handler that made one and then finds its connection closed must drop
+ * it itself. */
+int server_pipe_open(struct kilnd *d, uint32_t pipe);
+
 /* Answer c into a (which the caller zeroes). w is the caller's waiter, for
  * a poll that must wait. Counts the request and, when refused, the bad
  * request. */

@@ -70,6 +70,15 @@ struct kilnd_uploads;
 struct kilnd_server;
 struct kilnd_verified;
 
+/* A budget of one log line per second for a line a client can cause at
+ * will (a refused request or connection): without it, a remote peer
+ * could fill the disk and the event ring. All zero is ready to use;
+ * guarded by log_mu. */
+struct kilnd_ratelimit {
+	int64_t next_ns;      /* CLOCK_MONOTONIC: lines before it are counted */
+	uint64_t suppressed;  /* counted since the last line written */
+};
+
 struct kilnd {
 	struct kilnd_config cfg;
 	struct kiln_paths paths;
@@ -87,8 +96,9 @@ struct kilnd {
 	int sig_fd;                 /* signalfd: SIGTERM, SIGINT */
 	int verbose;                /* log DEBUG lines too */
 
-	pthread_mutex_t log_mu;     /* guards log_fd writes */
+	pthread_mutex_t log_mu;     /* guards log_fd writes, the limiters */
 	int log_fd;
+	struct kilnd_ratelimit refused_log; /* refused requests */
 
 	struct kilnd_events *events;   /* own lock inside */
 	struct kilnd_uploads *uploads; /* own lock inside */
@@ -97,8 +107,9 @@ struct kilnd {
 	struct engine *engine;         /* own locks inside (engine.h) */
 
 	atomic_uint_fast64_t requests;     /* answered */
-	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused */
-	atomic_uint clients;               /* pipes open now */
+	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused,
+	                                      dropped unanswered */
+	atomic_uint clients;               /* pipes admitted and open now */
 	atomic_int stopping;               /* set once shutdown begins */
 	atomic_int stop_asked;             /* a stop request is on its way */
 	char stop_reason[64];              /* written by the first asker */
@@ -151,5 +162,12 @@ void kilnd_log_close(struct kilnd *d);
  * LogLine event. Any thread. */
 void kilnd_log(struct kilnd *d, enum kilnd_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* kilnd_log, at most once a second per rl: a line within a second of the
+ * last one rl let through is only counted, and the next line written says
+ * how many were left out. Any thread. */
+void kilnd_log_limited(struct kilnd *d, struct kilnd_ratelimit *rl,
+                       enum kilnd_level level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

@@ -3,9 +3,15 @@
  * foreground), and the same text published as a LogLine event so that
  * editors see it too.
  *
- * Threads: any. log_mu orders the writes; events.c locks itself. */
+ * A line a client can cause at will goes through kilnd_log_limited: at
+ * most one a second per kind, the others counted and the count told with
+ * the next one.
+ *
+ * Threads: any. log_mu orders the writes and guards the limiters; events.c
+ * locks itself. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -68,20 +74,15 @@ log_event(struct kilnd *d, enum kilnd_level level, char *text)
 	events_publish(d->events, &e); /* a full ring drops old events, not this */
 }
 
-void
-kilnd_log(struct kilnd *d, enum kilnd_level level, const char *fmt, ...)
+/* Write text as one log line, and publish it unless it is DEBUG. */
+static void
+log_text(struct kilnd *d, enum kilnd_level level, char *text)
 {
-	char text[900], line[1024], stamp[32];
+	char line[1024], stamp[32];
 	struct timespec ts;
 	struct tm tm;
-	va_list ap;
 	int n;
 
-	if (level == KILND_DEBUG && !d->verbose)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
@@ -98,4 +99,59 @@ kilnd_log(struct kilnd *d, enum kilnd_level level, const char *fmt, ...)
 	}
 	if (d->events != NULL && level != KILND_DEBUG)
 		log_event(d, level, text);
+}
+
+void
+kilnd_log(struct kilnd *d, enum kilnd_level level, const char *fmt, ...)
+{
+	char text[900];
+	va_list ap;
+
+	if (level == KILND_DEBUG && !d->verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	log_text(d, level, text);
+}
+
+/* Whether rl lets a line through now; if so, *left_out is how many it
+ * counted instead since the last one. */
+static int
+limit_pass(struct kilnd *d, struct kilnd_ratelimit *rl, uint64_t *left_out)
+{
+	int64_t now = kilnd_now_ns();
+	int pass;
+
+	pthread_mutex_lock(&d->log_mu);
+	if ((pass = now >= rl->next_ns)) {
+		*left_out = rl->suppressed;
+		rl->suppressed = 0;
+		rl->next_ns = now + 1000000000;
+	} else {
+		rl->suppressed++;
+	}
+	pthread_mutex_unlock(&d->log_mu);
+	return pass;
+}
+
+void
+kilnd_log_limited(struct kilnd *d, struct kilnd_ratelimit *rl,
+                  enum kilnd_level level, const char *fmt, ...)
+{
+	char text[900];
+	uint64_t left_out = 0;
+	va_list ap;
+	int n;
+
+	if ((level == KILND_DEBUG && !d->verbose) ||
+	    !limit_pass(d, rl, &left_out))
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (left_out > 0 && n >= 0 && (size_t)n < sizeof(text))
+		snprintf(text + n, sizeof(text) - (size_t)n, " (and %" PRIu64
+		         " more like it, not logged)", left_out);
+	log_text(d, level, text);
 }

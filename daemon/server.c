@@ -13,13 +13,29 @@
  * on a pool of cfg.workers threads (jobs.c), never on nng's own threads:
  * those stay free to move bytes while a handler reads, writes or fsyncs.
  *
+ * One connection must not be able to hold every worker: rep0 queues a
+ * connection's replies one behind the other, so a client that sends
+ * requests and never reads the replies would park each worker that took
+ * one of them in a send that never ends. Hence a connection may have at
+ * most PEER_MAX_IN_PROGRESS requests in progress (received, and not yet
+ * sent or given up); past that its requests are dropped unanswered; and
+ * a send that cannot leave within SEND_TIMEOUT_MS is given up.
+ *
+ * The peer table holds the connections admitted (at most cfg.max_clients:
+ * a slot is taken when a connection is admitted, and given back only when
+ * that connection closes) and their requests in progress. It also tells a
+ * handler whether its request's connection is still open, so that a
+ * subscription or upload made for one that closed meanwhile is dropped.
+ *
  * Threads: worker callbacks and pipe notifications run on nng's threads,
  * several at once; a callback either finishes its work at once (a send
  * completed) or queues the worker as a job. A worker is touched by one
  * thread at a time — its callback or the job it queued — except `waiter`,
- * which events.c owns while parked. server_start/stop run on the main
- * thread, before any callback and after the last. */
+ * which events.c owns while parked. peers_mu guards the peer table (any
+ * thread; never held while calling out). server_start/stop run on the
+ * main thread, before any callback and after the last. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +48,14 @@
 #include "handlers.h"
 #include "jobs.h"
 #include "server.h"
+
+/* Requests one connection may have in progress: libkiln uses at most 6
+ * (a call, a poll, four chunks), and a reply handed to nng is counted
+ * until its send callback runs, after the client may have sent again. */
+#define PEER_MAX_IN_PROGRESS 16
+/* How long a reply may wait behind the connection's earlier replies: long
+ * enough for five 2 MiB chunks ahead of it at 1 MB/s. */
+#define SEND_TIMEOUT_MS 10000
 
 enum wstate { W_RECV, W_SEND, W_PARK };
 enum wjob { JOB_REQUEST, JOB_WAKE }; /* what a queued worker does next */
@@ -50,6 +74,14 @@ struct worker {
 	int after_stop;
 	struct job job;        /* queued on the handler pool */
 	enum wjob next;
+	uint32_t peer;         /* the connection msg came on */
+	int counted;           /* msg is one of peer's requests in progress */
+};
+
+/* An admitted connection. */
+struct peer {
+	uint32_t id;           /* nng's pipe id; 0: free slot */
+	uint32_t in_progress;  /* requests received and not yet done with */
 };
 
 struct kilnd_server {
@@ -62,6 +94,10 @@ struct kilnd_server {
 	atomic_int closing;    /* workers send nothing more */
 	const char *urls[2];
 	size_t nurls;
+	pthread_mutex_t peers_mu;
+	struct peer *peers;    /* maxpeers (cfg.max_clients) slots */
+	uint32_t maxpeers, npeers;
+	struct kilnd_ratelimit conn_log, drop_log, send_log;
 };
 
 /* The KILN_E* code for an nng error. */
@@ -82,12 +118,111 @@ err_of_nng(int rv)
 
 static void worker_cb(void *arg);
 
+/* ---- the peer table ------------------------------------------------------ */
+
+/* The slot holding id (0: a free slot), looked for from where id's own
+ * slot would be, so that a connection is usually found at once. Lock
+ * held. */
+static struct peer *
+peer_slot(struct kilnd_server *s, uint32_t id, uint32_t want)
+{
+	uint32_t n = s->maxpeers;
+
+	for (uint32_t i = 0, j = id % n; i < n; i++, j = j + 1 < n ? j + 1 : 0)
+		if (s->peers[j].id == want)
+			return &s->peers[j];
+	return NULL;
+}
+
+/* Admit connection id, if a slot is free. Returns 0 or KILN_EBUSY. */
+static int
+peer_add(struct kilnd *d, uint32_t id)
+{
+	struct kilnd_server *s = d->server;
+	struct peer *p;
+
+	pthread_mutex_lock(&s->peers_mu);
+	if ((p = peer_slot(s, id, 0)) != NULL) {
+		*p = (struct peer){.id = id};
+		atomic_store(&d->clients, ++s->npeers);
+	}
+	pthread_mutex_unlock(&s->peers_mu);
+	return p != NULL ? 0 : KILN_EBUSY;
+}
+
+/* Give back the slot of connection id. Returns 0, or KILN_ENOTFOUND when
+ * it was never admitted. */
+static int
+peer_remove(struct kilnd *d, uint32_t id)
+{
+	struct kilnd_server *s = d->server;
+	struct peer *p;
+
+	pthread_mutex_lock(&s->peers_mu);
+	if ((p = peer_slot(s, id, id)) != NULL) {
+		*p = (struct peer){0};
+		atomic_store(&d->clients, --s->npeers);
+	}
+	pthread_mutex_unlock(&s->peers_mu);
+	return p != NULL ? 0 : KILN_ENOTFOUND;
+}
+
+/* Count w's request in its connection's requests in progress. Returns 0,
+ * KILN_ECLOSED (the connection is gone) or KILN_EBUSY (it has
+ * PEER_MAX_IN_PROGRESS already). */
+static int
+peer_take(struct kilnd_server *s, struct worker *w)
+{
+	struct peer *p;
+	int rv = 0;
+
+	pthread_mutex_lock(&s->peers_mu);
+	if ((p = peer_slot(s, w->peer, w->peer)) == NULL)
+		rv = KILN_ECLOSED;
+	else if (p->in_progress >= PEER_MAX_IN_PROGRESS)
+		rv = KILN_EBUSY;
+	else
+		p->in_progress++;
+	pthread_mutex_unlock(&s->peers_mu);
+	w->counted = rv == 0;
+	return rv;
+}
+
+/* w is done with its request (answered, given up or dropped). */
+static void
+peer_done(struct kilnd_server *s, struct worker *w)
+{
+	struct peer *p;
+
+	if (!w->counted)
+		return;
+	w->counted = 0;
+	pthread_mutex_lock(&s->peers_mu);
+	if ((p = peer_slot(s, w->peer, w->peer)) != NULL && p->in_progress > 0)
+		p->in_progress--;
+	pthread_mutex_unlock(&s->peers_mu);
+}
+
+int
+server_pipe_open(struct kilnd *d, uint32_t pipe)
+{
+	struct kilnd_server *s = d->server;
+	int open;
+
+	pthread_mutex_lock(&s->peers_mu);
+	open = peer_slot(s, pipe, pipe) != NULL;
+	pthread_mutex_unlock(&s->peers_mu);
+	return open;
+}
+
 /* ---- sending ------------------------------------------------------------- */
 
 static void
 recv_next(struct worker *w)
 {
+	peer_done(w->d->server, w);
 	w->state = W_RECV;
+	nng_aio_set_timeout(w->aio, NNG_DURATION_INFINITE);
 	nng_ctx_recv(w->ctx, w->aio);
 }
 
@@ -199,6 +334,7 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 	}
 	w->state = W_SEND;
 	nng_aio_set_msg(w->aio, out);
+	nng_aio_set_timeout(w->aio, SEND_TIMEOUT_MS);
 	nng_ctx_send(w->ctx, w->aio);
 }
 
@@ -224,8 +360,9 @@ answer_malformed(struct worker *w, struct kilnd_answer *a)
 
 	atomic_fetch_add(&d->requests, 1);
 	atomic_fetch_add(&d->bad_requests, 1);
-	kilnd_log(d, KILND_WARNING, "refused a malformed request of %zu bytes "
-	          "from client %u", nng_msg_len(w->msg), w->call.pipe);
+	kilnd_log_limited(d, &d->refused_log, KILND_WARNING, "refused a "
+	                  "malformed request of %zu bytes from client %u",
+	                  nng_msg_len(w->msg), w->call.pipe);
 	a->fd = -1;
 	a->kind = ANSWER_REPLY;
 	kiln_proto_reply_init(&a->reply);
@@ -266,6 +403,25 @@ job_queue(struct worker *w, enum wjob next)
 		request_drop(w);
 }
 
+/* Let go of a request unanswered (an nng callback): its connection is
+ * gone (no one to answer), or has too many requests in progress (an
+ * answer would only queue behind theirs). */
+static void
+request_refuse(struct worker *w, int why)
+{
+	struct kilnd *d = w->d;
+
+	if (why == KILN_EBUSY) {
+		atomic_fetch_add(&d->bad_requests, 1);
+		kilnd_log_limited(d, &d->server->drop_log, KILND_WARNING,
+		                  "dropped a request from client %u: %d of its "
+		                  "requests are in progress already (does it read "
+		                  "the replies?)", w->peer, PEER_MAX_IN_PROGRESS);
+	}
+	request_drop(w);
+	recv_next(w);
+}
+
 /* A receive ended (an nng callback). */
 static void
 on_recv(struct worker *w, int rv)
@@ -277,6 +433,11 @@ on_recv(struct worker *w, int rv)
 		return;
 	}
 	w->msg = nng_aio_get_msg(w->aio);
+	w->peer = (uint32_t)nng_pipe_id(nng_msg_get_pipe(w->msg));
+	if ((rv = peer_take(w->d->server, w)) != 0) {
+		request_refuse(w, rv);
+		return;
+	}
 	job_queue(w, JOB_REQUEST);
 }
 
@@ -285,6 +446,11 @@ on_sent(struct worker *w, int rv)
 {
 	if (rv != 0)
 		nng_msg_free(nng_aio_get_msg(w->aio));
+	if (rv == NNG_ETIMEDOUT)
+		kilnd_log_limited(w->d, &w->d->server->send_log, KILND_WARNING,
+		                  "gave up a reply to client %u after %d s: its "
+		                  "earlier replies are still not read", w->peer,
+		                  SEND_TIMEOUT_MS / 1000);
 	if (w->after_stop)
 		kilnd_request_stop(w->d, "stop request");
 	w->after_stop = 0;
@@ -353,8 +519,9 @@ waiter_wake(struct ev_waiter *ew)
 
 /* ---- connections --------------------------------------------------------- */
 
-/* Refuse a connection before it is used: an ipc peer of another user
- * (defence in depth behind the socket's mode 0600), or one too many. */
+/* Admit a connection before it is used, taking one of cfg.max_clients
+ * slots; refuse an ipc peer of another user (defence in depth behind the
+ * socket's mode 0600), or one connection too many. */
 static void
 pipe_admit(struct kilnd *d, nng_pipe p)
 {
@@ -364,37 +531,41 @@ pipe_admit(struct kilnd *d, nng_pipe p)
 	if (nng_listener_id(nng_pipe_listener(p)) == nng_listener_id(s->ipc) &&
 	    (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) != 0 ||
 	     uid != (uint64_t)geteuid())) {
-		kilnd_log(d, KILND_WARNING, "refused a connection from uid %lld "
-		          "(the daemon's uid is %u)", (long long)uid, geteuid());
+		kilnd_log_limited(d, &s->conn_log, KILND_WARNING, "refused a "
+		                  "connection from uid %lld (the daemon's uid is "
+		                  "%u)", (long long)uid, geteuid());
 		nng_pipe_close(p);
 		return;
 	}
-	if (atomic_load(&d->clients) >= d->cfg.max_clients) {
-		kilnd_log(d, KILND_WARNING, "refused a connection: %u clients "
-		          "connected already (--max-clients)", d->cfg.max_clients);
+	if (peer_add(d, (uint32_t)nng_pipe_id(p)) != 0) {
+		kilnd_log_limited(d, &s->conn_log, KILND_WARNING, "refused a "
+		                  "connection: %u clients connected already "
+		                  "(--max-clients)", d->cfg.max_clients);
 		nng_pipe_close(p);
 	}
 }
 
+/* Connections come and go (nng's pipe notifications). A refused one is
+ * notified of its removal too, but never held a slot. */
 static void
 pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	struct kilnd *d = arg;
 	uint32_t id = (uint32_t)nng_pipe_id(p);
-	unsigned n;
 
 	switch (ev) {
 	case NNG_PIPE_EV_ADD_PRE:
 		pipe_admit(d, p);
 		break;
 	case NNG_PIPE_EV_ADD_POST:
-		n = atomic_fetch_add(&d->clients, 1) + 1;
-		kilnd_log(d, KILND_DEBUG, "client %u connected (%u now)", id, n);
+		kilnd_log(d, KILND_DEBUG, "client %u connected (%u now)", id,
+		          atomic_load(&d->clients));
 		break;
 	case NNG_PIPE_EV_REM_POST:
-		n = atomic_load(&d->clients);
-		while (n > 0 && !atomic_compare_exchange_weak(&d->clients, &n, n - 1))
-			;
+		if (peer_remove(d, id) != 0)
+			break;
+		/* After the slot is gone: a handler that registers something
+		 * for this connection later sees it closed (server_pipe_open). */
 		uploads_pipe_closed(d->uploads, id);
 		events_pipe_closed(d->events, id);
 		kilnd_log(d, KILND_DEBUG, "client %u disconnected", id);
@@ -532,6 +703,10 @@ server_start(struct kilnd *d, char *err, size_t len)
 
 	if ((s = d->server = calloc(1, sizeof(*s))) == NULL)
 		return KILN_ENOMEM;
+	pthread_mutex_init(&s->peers_mu, NULL);
+	s->maxpeers = d->cfg.max_clients ? d->cfg.max_clients : 1;
+	if ((s->peers = calloc(s->maxpeers, sizeof(*s->peers))) == NULL)
+		return KILN_ENOMEM;
 	if ((rv = nng_rep0_open(&s->sock)) != 0 ||
 	    (rv = nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ,
 	                              d->cfg.max_message)) != 0 ||
@@ -577,6 +752,14 @@ server_stop(struct kilnd *d)
 	atomic_store(&s->closing, 1);
 	if (s->jobs != NULL)
 		jobs_stop(s->jobs);
+	/* Take back the replies still queued behind another on their
+	 * connection (on_sent frees them). Left queued, nng 1.5.2 may hand
+	 * one to a connection nng_close is closing, which then never frees
+	 * it: rep0's send callback starts the next reply while rep0's pipe
+	 * close has already closed the pipe's send aio. */
+	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++)
+		if (s->workers[i].aio != NULL)
+			nng_aio_cancel(s->workers[i].aio);
 	nng_close(s->sock);
 	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
@@ -591,6 +774,8 @@ server_stop(struct kilnd *d)
 	free(s->workers);
 	if (s->tls != NULL)
 		nng_tls_config_free(s->tls);
+	pthread_mutex_destroy(&s->peers_mu);
+	free(s->peers);
 	free(s);
 	d->server = NULL;
 }

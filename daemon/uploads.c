@@ -1,10 +1,11 @@
 /* uploads.c — blob puts in progress.
  *
- * Threads: any nng worker thread. The table is guarded by up->mu; a slot
- * being written to is marked busy and its writer is used outside the lock
- * by the one worker that marked it, so a slow disk never holds the lock.
- * A pipe that closes meanwhile marks the slot doomed; the busy worker then
- * discards it. */
+ * Threads: the handler threads (jobs.c) put; nng's threads report closed
+ * connections (server.c's pipe notification); the main thread frees. The
+ * table is guarded by up->mu; a slot being written to is marked busy and
+ * its writer is used outside the lock by the one handler that marked it,
+ * so a slow disk never holds the lock. A pipe that closes meanwhile marks
+ * the slot doomed; the busy handler then discards it. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/random.h>

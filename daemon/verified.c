@@ -1,8 +1,8 @@
 /* verified.c — the table of recently verified blobs (see verified.h).
  *
- * Threads: any nng worker; one mutex guards the table, never held while
- * hashing. A direct-mapped table: a blob's slot is picked by its id, and a
- * newer entry simply replaces an older one. */
+ * Threads: any handler thread (jobs.c); one mutex guards the table, never
+ * held while hashing. A direct-mapped table: a blob's slot is picked by
+ * its id, and a newer entry simply replaces an older one. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

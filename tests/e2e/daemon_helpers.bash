@@ -96,3 +96,26 @@ client_loop() {
 	done
 	echo "$n" >"ops.$i"
 }
+
+# be64 N: N as 8 big-endian bytes.
+be64() {
+	local i s=""
+	for i in 56 48 40 32 24 16 8 0; do
+		s="$s$(printf '\\x%02x' $(($1 >> i & 255)))"
+	done
+	printf "$s"
+}
+
+# sp_header: the 8 bytes a req0 peer opens a stream with (nng's SP
+# framing, for ipc:// and tcp:// alike): "\0SP\0", protocol 0x30, 0.
+sp_header() {
+	printf '\x00SP\x00\x00\x30\x00\x00'
+}
+
+# sp_tcp_msg FILE: FILE's bytes as one request on a tcp:// stream: a
+# 64-bit big-endian length, a request id, the body.
+sp_tcp_msg() {
+	be64 $(($(stat -c %s "$1") + 4))
+	printf '\x80\x00\x00\x01'
+	cat "$1"
+}
