@@ -81,6 +81,8 @@ for t in ${FUZZ_TARGETS:-}; do
 done
 
 export KILN_TOP="$top"
+# Known leaks inside Debian's libraries, each explained in the file.
+export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 for f in tests/e2e/*.bats; do
 	[ -f "$f" ] || continue
 	name=e2e/$(basename "$f" .bats)
