@@ -18,6 +18,7 @@
  *
  * Threads: see engine_int.h for what e->mu guards. Events are published
  * with e->mu held, which keeps a build's step events before its end. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -348,6 +349,63 @@ stamp_of(const char *root, const char *rel, struct dirstamp *ds)
 
 /* Remember how every description file and source folder looks now. */
 static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A hash of the names in folder rel (not those starting with '.', which
+ * the source walk skips, nor the root's build/, which builds make): a
+ * folder whose mtime moved but whose names did not (an editor saving by
+ * rename, a build creating build/) needs no reload. */
+static void
+dir_names(const char *root, const char *rel, kiln_id *id)
+{
+	char path[PATH_MAX];
+	char **v = NULL;
+	size_t n = 0, cap = 0, len = 0;
+	struct dirent *de;
+	kiln_hasher *h = NULL;
+	DIR *d;
+
+	memset(id, 0, sizeof *id);
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' ||
+		    (strcmp(rel, ".") == 0 && strcmp(de->d_name, "build") == 0))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			char **nv = realloc(v, ncap * sizeof *nv);
+			if (nv == NULL)
+				goto out;
+			v = nv;
+			cap = ncap;
+		}
+		if ((v[n] = strdup(de->d_name)) == NULL)
+			goto out;
+		len += strlen(v[n++]) + 1;
+	}
+	qsort(v, n, sizeof *v, name_cmp);
+	if (kiln_hasher_new(&h) != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		kiln_hasher_update(h, v[i], strlen(v[i]) + 1);
+	kiln_hasher_digest(h, id);
+	kiln_hasher_free(h);
+out:
+	(void)len;
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	closedir(d);
+}
+
+/* Remember how every description file and source folder looks now (and
+ * the project folder, where a source folder may yet appear). */
+static int
 stamps_take(struct engine *e)
 {
 	const char *const *files, *const *dirs;
@@ -363,6 +421,8 @@ stamps_take(struct engine *e)
 		if ((ds->path = strdup(rel)) == NULL)
 			return KILN_ENOMEM;
 		stamp_of(e->root, rel, ds);
+		if ((ds->is_dir = i >= nf))
+			dir_names(e->root, rel, &ds->names);
 		e->nstamps++;
 	}
 	return 0;
@@ -374,11 +434,19 @@ stamps_changed(struct engine *e)
 	if (e->stamps_suspect)
 		return 1;
 	for (size_t i = 0; i < e->nstamps; i++) {
-		struct dirstamp now;
-		stamp_of(e->root, e->stamps[i].path, &now);
-		if (now.mtime_ns != e->stamps[i].mtime_ns ||
-		    now.ctime_ns != e->stamps[i].ctime_ns || now.ino != e->stamps[i].ino)
+		struct dirstamp *ds = &e->stamps[i], now;
+		kiln_id names;
+		stamp_of(e->root, ds->path, &now);
+		if (now.mtime_ns == ds->mtime_ns && now.ctime_ns == ds->ctime_ns &&
+		    now.ino == ds->ino)
+			continue;
+		if (!ds->is_dir || now.ino != ds->ino)
 			return 1;
+		dir_names(e->root, ds->path, &names);
+		if (kiln_id_cmp(&names, &ds->names) != 0)
+			return 1;
+		ds->mtime_ns = now.mtime_ns;   /* same names: nothing to load */
+		ds->ctime_ns = now.ctime_ns;
 	}
 	return 0;
 }

@@ -161,7 +161,13 @@ struct engine {
 	unsigned nthreads;
 
 	kiln_desc *desc;         /* NULL until the first build */
-	struct dirstamp { char *path; int64_t mtime_ns, ctime_ns; uint64_t ino; } *stamps;
+	struct dirstamp {
+		char *path;
+		int64_t mtime_ns, ctime_ns;
+		uint64_t ino;
+		int is_dir;
+		kiln_id names;   /* dir_names() of a folder */
+	} *stamps;
 	size_t nstamps;
 	int stamps_suspect;      /* something changed during the last load */
 	struct graph *graphs;
