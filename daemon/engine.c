@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -965,8 +966,11 @@ build_end(struct engine *e, struct build *b)
 		p->next = NULL;
 		e->nfinished--;
 	}
-	if (e->nactive == 0)
+	if (e->nactive == 0) {
 		pthread_cond_broadcast(&e->idle_cv);
+		/* a wave's temporary records are freed: give the pages back */
+		malloc_trim(0);
+	}
 }
 
 /* End every build whose steps are all finished (e->mu held). */

@@ -3,6 +3,7 @@
  * daemon/ that exits; everything else returns codes. */
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netdb.h>
@@ -509,6 +510,10 @@ main(int argc, char **argv)
 	 * open for the daemon's whole life. */
 	closefrom(STDERR_FILENO + 1);
 	umask(077);
+	/* Many worker threads each making and freeing small records would
+	 * otherwise get a malloc arena each, every one keeping its own free
+	 * memory: two arenas hold a 100,000-step project's working set. */
+	mallopt(M_ARENA_MAX, 2);
 	pthread_mutex_init(&d.log_mu, NULL);
 	kilnd_config_defaults(&d.cfg);
 	if ((status = options_parse(&d, argc, argv)) >= 0)
