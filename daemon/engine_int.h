@@ -242,7 +242,64 @@ void step_forget(struct node *n);
 int step_output_path(const struct graph *g, const struct node *n, size_t i,
                      char *out, size_t outlen);
 
+/* ---- engine_step.c, shared with engine_run.c ---- */
+
+/* A growing string; oom set once an allocation failed. */
+struct sbuf {
+	char *p;
+	size_t n, cap;
+	int oom;
+};
+void sb_add(struct sbuf *b, const char *s, size_t n);
+void sb_str(struct sbuf *b, const char *s);
+
+/* Set n->error (malloc'd) from the format. */
+void set_error(struct node *n, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The program n's tool runs (absolute, into exe) and its hash (h may be
+ * NULL), looked up once per tool per wave. 0, or an error with n->error
+ * set. */
+int step_program(struct engine *e, struct node *n, char *exe, size_t len,
+                 kiln_id *h);
+
+/* Hard-link n's outputs into build/<profile>/ (n->outs[].mat updated). */
+int materialize_all(struct engine *e, const struct graph *g, struct node *n);
+
+/* Queue n's index entries and materialized-file records. */
+int outputs_record(struct engine *e, const struct graph *g, struct node *n);
+
+/* Queue n's decision record (against n->prev, with n->parts). */
+int record_put(struct engine *e, const struct graph *g, struct node *n,
+               Kiln__StepRecord__Decision decision);
+
+/* Read (prev_load) or drop (prev_drop) n's previous decision record. */
+void prev_load(struct engine *e, const struct graph *g, struct node *n);
+void prev_drop(struct node *n);
+
+/* ---- engine_graph.c (e->mu held) ---- */
+
+/* Load the project, or load it again when a description file or a source
+ * folder changed; no build may be active. 0, KILN_EBADPROJECT (err lists
+ * the errors) or another error. */
+int project_fresh(struct engine *e, char *err, size_t errlen);
+/* The graph of a profile, made on first use. KILN_EINVAL: no such
+ * profile; KILN_EBADPROJECT: outputs collide (err says which). */
+int graph_get(struct engine *e, const char *profile, struct graph **gp,
+              char *err, size_t errlen);
+void graph_free(struct graph *g);
+void graphs_free(struct engine *e);
+void stamps_free(struct engine *e);
+/* The index of the step with this URL in the URL-sorted plan: 1 found. */
+int step_index(const kiln_plan *p, const char *url, uint32_t *at);
+
 /* ---- engine.c, for engine_step.c ---- */
+
+/* A worker thread (engine_new starts them). */
+void *worker_main(void *arg);
+
+/* Commit what waits in the record batch (e->mu not held). */
+void batch_commit(struct engine *e);
 
 /* The reaper thread's callback for a node's tool. */
 void engine_tool_done(void *arg, const struct spawn_result *r);

@@ -32,13 +32,7 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-struct sbuf {
-	char *p;
-	size_t n, cap;
-	int oom;
-};
-
-static void
+void
 sb_add(struct sbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
@@ -58,16 +52,16 @@ sb_add(struct sbuf *b, const char *s, size_t n)
 	b->p[b->n] = '\0';
 }
 
-static void
+void
 sb_str(struct sbuf *b, const char *s)
 {
 	sb_add(b, s, strlen(s));
 }
 
-static void
+void
 set_error(struct node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void
+void
 set_error(struct node *n, const char *fmt, ...)
 {
 	va_list ap;
@@ -199,7 +193,7 @@ tool_uses(const kiln_tool *t, const char *name)
  * and its content hash (h may be NULL): looked up once per tool per wave,
  * since a PATH search is several syscalls and a build has many steps per
  * tool. */
-static int
+int
 step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h)
 {
 	const kiln_tool *t = n->ks->tool;
@@ -358,7 +352,7 @@ parts_step(struct engine *e, const struct graph *g, struct node *n,
 
 /* ---- records -------------------------------------------------------------- */
 
-static void
+void
 prev_load(struct engine *e, const struct graph *g, struct node *n)
 {
 	void *data;
@@ -372,7 +366,7 @@ prev_load(struct engine *e, const struct graph *g, struct node *n)
 	free(data);
 }
 
-static void
+void
 prev_drop(struct node *n)
 {
 	if (n->prev != NULL)
@@ -406,7 +400,7 @@ reason_of_changes(struct node *n, const char *lead, char *out, size_t outlen)
 }
 
 /* Queue the decision record of n (outputs and log as they are now). */
-static int
+int
 record_put(struct engine *e, const struct graph *g, struct node *n,
            Kiln__StepRecord__Decision decision)
 {
@@ -473,7 +467,7 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 }
 
 /* Queue the index entries and materialized-file records of n's outputs. */
-static int
+int
 outputs_record(struct engine *e, const struct graph *g, struct node *n)
 {
 	kiln_batch *b;
@@ -575,7 +569,7 @@ out:
 	return ok;
 }
 
-static int
+int
 materialize_all(struct engine *e, const struct graph *g, struct node *n)
 {
 	for (size_t i = 0; i < n->ks->noutputs; i++) {
@@ -717,407 +711,3 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	return EVAL_RUN;
 }
 
-/* ---- running -------------------------------------------------------------- */
-
-struct argvec {
-	char **v;
-	size_t n, cap;
-	int oom;
-};
-
-static void
-av_push(struct argvec *a, char *s)
-{
-	if (a->oom || s == NULL) {
-		a->oom = 1;
-		free(s);
-		return;
-	}
-	if (a->n + 2 > a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 32;
-		char **nv = realloc(a->v, ncap * sizeof *nv);
-		if (nv == NULL) {
-			a->oom = 1;
-			free(s);
-			return;
-		}
-		a->v = nv;
-		a->cap = ncap;
-	}
-	a->v[a->n++] = s;
-	a->v[a->n] = NULL;
-}
-
-static void
-av_free(struct argvec *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-}
-
-/* Paths a step's templates can name: inputs, outputs, the depfile. */
-struct paths {
-	struct argvec in;   /* sources, then prerequisites' outputs */
-	char scratch[PATH_MAX];   /* relative to the root */
-	char depfile[PATH_MAX];
-};
-
-static int
-paths_make(struct engine *e, const struct graph *g, const struct node *n,
-           struct paths *p)
-{
-	memset(&p->in, 0, sizeof p->in);
-	snprintf(p->scratch, sizeof p->scratch, ".kiln/scratch/%u", n->scratch);
-	snprintf(p->depfile, sizeof p->depfile, ".kiln/scratch/%u.d", n->scratch);
-	for (size_t i = 0; i < n->ks->ninputs; i++)
-		av_push(&p->in, strdup(n->ks->inputs[i]));
-	for (uint32_t k = 0; k < n->ndeps; k++) {
-		const struct node *d = &g->nodes[n->deps[k]];
-		for (size_t i = 0; i < d->ks->noutputs; i++) {
-			char path[PATH_MAX];
-			step_output_path(g, d, i, path, sizeof path);
-			av_push(&p->in, strdup(path));
-		}
-	}
-	(void)e;
-	return p->in.oom ? KILN_ENOMEM : 0;
-}
-
-/* Single-quote s for /bin/sh. */
-static void
-sh_quote(struct sbuf *b, const char *s)
-{
-	sb_str(b, "'");
-	for (; *s; s++) {
-		if (*s == '\'')
-			sb_str(b, "'\\''");
-		else
-			sb_add(b, s, 1);
-	}
-	sb_str(b, "'");
-}
-
-/* A path into a command: as it is in an argv item; single-quoted in a
- * shell command, so that a file named "x'$(rm -rf ~)'.png" stays a name
- * (quotes the description adds around it still work for ordinary names:
- * '' is empty). */
-static void
-put_path(struct sbuf *b, const char *path, int shell)
-{
-	if (shell)
-		sh_quote(b, path);
-	else
-		sb_str(b, path);
-}
-
-/* Expand ${in}, ${out}, ${out.NAME}, ${depfile} (and, in a shell command,
- * ${in...} as quoted words) in one template item. */
-static char *
-expand(const struct node *n, const struct paths *p, const char *s, int shell)
-{
-	struct sbuf b = {0};
-
-	sb_str(&b, "");
-	while (*s) {
-		const char *close;
-		if (s[0] != '$' || s[1] != '{' || (close = strchr(s, '}')) == NULL) {
-			sb_add(&b, s++, 1);
-			continue;
-		}
-		size_t len = (size_t)(close - s - 2);
-		const char *name = s + 2;
-		char path[PATH_MAX * 2];
-		if (len == 2 && strncmp(name, "in", 2) == 0) {
-			put_path(&b, p->in.n ? p->in.v[0] : "", shell);
-		} else if (len == 5 && strncmp(name, "in...", 5) == 0 && shell) {
-			for (size_t i = 0; i < p->in.n; i++) {
-				if (i)
-					sb_str(&b, " ");
-				sh_quote(&b, p->in.v[i]);
-			}
-		} else if (len == 7 && strncmp(name, "depfile", 7) == 0) {
-			put_path(&b, p->depfile, shell);
-		} else if ((len == 3 && strncmp(name, "out", 3) == 0) ||
-		           (len > 4 && strncmp(name, "out.", 4) == 0)) {
-			const char *want = len == 3 ? NULL : name + 4;
-			size_t wl = len == 3 ? 0 : len - 4;
-			const char *file = n->ks->noutputs ? n->ks->outputs[0].file : "";
-			for (size_t i = 0; want && i < n->ks->noutputs; i++)
-				if (strlen(n->ks->outputs[i].name) == wl &&
-				    strncmp(n->ks->outputs[i].name, want, wl) == 0)
-					file = n->ks->outputs[i].file;
-			snprintf(path, sizeof path, "%s/%s", p->scratch, file);
-			put_path(&b, path, shell);
-		} else {
-			sb_add(&b, s, len + 3);  /* not ours: as written */
-		}
-		s = close + 1;
-	}
-	if (b.oom) {
-		free(b.p);
-		return NULL;
-	}
-	return b.p;
-}
-
-static int
-argv_make(struct engine *e, const struct node *n, const struct paths *p,
-          struct argvec *av)
-{
-	const kiln_step *ks = n->ks;
-
-	memset(av, 0, sizeof *av);
-	if (ks->tool->shell) {
-		av_push(av, strdup("/bin/sh"));
-		av_push(av, strdup("-c"));
-		av_push(av, expand(n, p, ks->nargv ? ks->argv[0] : "", 1));
-	} else {
-		for (size_t i = 0; i < ks->nargv; i++) {
-			if (strcmp(ks->argv[i], "${in...}") == 0) {
-				for (size_t k = 0; k < p->in.n; k++)
-					av_push(av, strdup(p->in.v[k]));
-				continue;
-			}
-			av_push(av, expand(n, p, ks->argv[i], 0));
-		}
-	}
-	(void)e;
-	return av->oom || av->n == 0 ? KILN_ENOMEM : 0;
-}
-
-static int
-env_make(struct engine *e, const struct graph *g, const struct node *n,
-         const struct paths *p, struct argvec *env)
-{
-	const char *home = getenv("HOME");
-	char buf[PATH_MAX * 2];
-
-	memset(env, 0, sizeof *env);
-	snprintf(buf, sizeof buf, "PATH=%s", e->tool_path);
-	av_push(env, strdup(buf));
-	snprintf(buf, sizeof buf, "HOME=%s", home ? home : e->root);
-	av_push(env, strdup(buf));
-	av_push(env, strdup("LANG=C.UTF-8"));
-	snprintf(buf, sizeof buf, "TMPDIR=%s/%s", e->root, p->scratch);
-	av_push(env, strdup(buf));
-	snprintf(buf, sizeof buf, "KILN_PROFILE=%s", g->profile);
-	av_push(env, strdup(buf));
-	snprintf(buf, sizeof buf, "KILN_PROJECT=%s", e->root);
-	av_push(env, strdup(buf));
-	snprintf(buf, sizeof buf, "KILN_URL=%s", n->ks->url);
-	av_push(env, strdup(buf));
-	for (size_t i = 0; i < n->ks->nenv; i++) {
-		char *v = expand(n, p, n->ks->env[i].value, 0);
-		if (v == NULL) {
-			env->oom = 1;
-			break;
-		}
-		snprintf(buf, sizeof buf, "%s=%s", n->ks->env[i].key, v);
-		free(v);
-		av_push(env, strdup(buf));
-	}
-	return env->oom ? KILN_ENOMEM : 0;
-}
-
-int
-step_start(struct engine *e, struct graph *g, struct node *n)
-{
-	struct paths p;
-	struct argvec av = {0}, env = {0};
-	struct spawn_req rq;
-	char exe[PATH_MAX], dir[PATH_MAX], logp[PATH_MAX + 16];
-	int rv;
-
-	n->scratch = __atomic_add_fetch(&e->next_scratch, 1, __ATOMIC_RELAXED);
-	n->log_fd = -1;
-	if ((rv = paths_make(e, g, n, &p)) != 0 || (rv = argv_make(e, n, &p, &av)) != 0 ||
-	    (rv = env_make(e, g, n, &p, &env)) != 0) {
-		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
-		goto out;
-	}
-	if ((rv = step_program(e, n, exe, sizeof exe, NULL)) != 0)
-		goto out;
-	snprintf(dir, sizeof dir, "%s/.kiln/scratch", e->root);
-	mkdir(dir, 0755);
-	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", e->root, p.scratch) >= sizeof dir) {
-		rv = KILN_ERANGE;
-		set_error(n, "project path too long");
-		goto out;
-	}
-	snprintf(logp, sizeof logp, "%s.log", dir);
-	if (mkdir(dir, 0755) != 0 ||
-	    (n->log_fd = open(logp, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
-		rv = kiln_err_from_errno(errno);
-		set_error(n, "cannot make the scratch folder %s: %s", dir, kiln_strerror(rv));
-		goto out;
-	}
-	rq.path = exe;
-	rq.argv = (const char *const *)av.v;
-	rq.envp = (const char *const *)env.v;
-	rq.cwd = e->root;
-	rq.log_fd = n->log_fd;
-	n->start_ns = engine_now_ns();
-	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->run, &n->pid)) != 0)
-		set_error(n, "cannot start '%s' for %s: %s", exe, n->ks->url, kiln_strerror(rv));
-out:
-	av_free(&av);
-	av_free(&env);
-	av_free(&p.in);
-	if (rv != 0 && n->log_fd >= 0) {
-		close(n->log_fd);
-		n->log_fd = -1;
-	}
-	return rv;
-}
-
-/* Move the log into the store (kept for failures too: `kiln log`). */
-static void
-log_publish(struct engine *e, struct node *n, const char *logp)
-{
-	struct stat st;
-
-	n->has_log = 0;
-	if (n->log_fd >= 0) {
-		if (fstat(n->log_fd, &st) == 0 && st.st_size > 0 &&
-		    kiln_store_put_move(e->s, logp, &n->log_id) == 0)
-			n->has_log = 1;
-		close(n->log_fd);
-		n->log_fd = -1;
-	}
-	unlink(logp);
-}
-
-static const char *
-signal_name(int sig)
-{
-	const char *s = sigabbrev_np(sig);
-
-	return s ? s : "?";
-}
-
-int
-step_finish(struct engine *e, struct graph *g, struct node *n)
-{
-	char dir[PATH_MAX], logp[PATH_MAX + 16], tail[2048] = "";
-	int rv = 0;
-
-	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n->scratch);
-	snprintf(logp, sizeof logp, "%s.log", dir);
-	n->duration_ns = (uint64_t)n->res.wall_ns;
-	n->pid = 0;
-	if (n->log_fd >= 0)
-		spawn_log_tail(n->log_fd, 8, tail, sizeof tail);
-	log_publish(e, n, logp);
-	if (!n->res.exited || n->res.status != 0) {
-		if (n->res.exited)
-			set_error(n, "%s: the tool exited with status %d%s%s", n->ks->url,
-			          n->res.status, tail[0] ? "; its last lines:\n" : "", tail);
-		else
-			set_error(n, "%s: the tool was killed by signal %d (SIG%s)%s%s",
-			          n->ks->url, n->res.status, signal_name(n->res.status),
-			          tail[0] ? "; its last lines:\n" : "", tail);
-		rv = -1;
-		goto out;
-	}
-	for (size_t i = 0; i < n->ks->noutputs && rv == 0; i++) {
-		char out[PATH_MAX * 3];
-		struct stat st;
-		snprintf(out, sizeof out, "%s/%s", dir, n->ks->outputs[i].file);
-		if (lstat(out, &st) != 0 || !S_ISREG(st.st_mode)) {
-			set_error(n, "%s: the tool did not write its output '%s' "
-			          "(%s, expected at %s)", n->ks->url, n->ks->outputs[i].name,
-			          n->ks->outputs[i].file, out + strlen(e->root) + 1);
-			rv = -1;
-			break;
-		}
-		n->outs[i].size = (uint64_t)st.st_size;
-		if ((rv = kiln_store_put_move(e->s, out, &n->outs[i].id)) != 0) {
-			set_error(n, "%s: cannot store output '%s': %s", n->ks->url,
-			          n->ks->outputs[i].name, kiln_strerror(rv));
-			rv = -1;
-		}
-	}
-	if (rv == 0 && (rv = materialize_all(e, g, n)) != 0)
-		rv = -1;
-	if (rv == 0) {
-		Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
-		struct pb_outputs *po = step_outputs_pb(n, 0);
-		kiln_id *ids = calloc(n->ks->noutputs + 1, sizeof *ids);
-		size_t len, no = n->ks->noutputs;
-		uint8_t *buf = NULL;
-		kiln_batch *b;
-		if (po == NULL || ids == NULL) {
-			free(po);
-			free(ids);
-			set_error(n, "%s: out of memory", n->ks->url);
-			rv = -1;
-			goto out;
-		}
-		for (size_t i = 0; i < no; i++)
-			ids[i] = n->outs[i].id;
-		ar.outputs = po->p;
-		ar.n_outputs = no;
-		if (n->has_log) {
-			ar.log.data = n->log_id.b;
-			ar.log.len = 16;
-		}
-		ar.duration_ns = n->duration_ns;
-		len = kiln__action_result__get_packed_size(&ar);
-		if ((buf = malloc(len ? len : 1)) == NULL) {
-			free(po);
-			free(ids);
-			set_error(n, "%s: out of memory", n->ks->url);
-			rv = -1;
-			goto out;
-		}
-		kiln__action_result__pack(&ar, buf);
-		engine_batch_lock(e, &b);
-		kiln_batch_action_put(b, &n->new_key, ids, no, buf, len);
-		engine_batch_unlock(e);
-		free(buf);
-		free(po);
-		free(ids);
-		n->key = n->new_key;
-		n->have = 1;
-		n->outcome = O_RAN;
-		outputs_record(e, g, n);
-		record_put(e, g, n, KILN__STEP_RECORD__DECISION__RAN);
-		n->send_event = 1;
-	}
-out:
-	engine_rmtree(dir);
-	unlink(logp);
-	{
-		char dep[PATH_MAX + 16];
-		snprintf(dep, sizeof dep, "%s.d", dir);
-		unlink(dep);
-	}
-	if (rv == 0) {   /* a failure keeps them for step_record_failure */
-		prev_drop(n);
-		key_parts_free(&n->parts);
-	}
-	return rv;
-}
-
-void
-step_record_failure(struct engine *e, struct graph *g, struct node *n)
-{
-	n->have = 0;
-	n->outcome = O_FAILED;
-	if (n->parts.n > 0) {
-		if (n->prev == NULL)
-			prev_load(e, g, n);
-		record_put(e, g, n, KILN__STEP_RECORD__DECISION__FAILED);
-	}
-	prev_drop(n);
-	key_parts_free(&n->parts);
-}
-
-void
-step_forget(struct node *n)
-{
-	n->have = 0;
-	prev_drop(n);
-	key_parts_free(&n->parts);
-}

@@ -1,0 +1,453 @@
+/* engine_graph.c — the project as the engine sees it: the loaded
+ * descriptions (loaded again when a description file or a source folder
+ * changed) and, per profile, the graph of its steps with prerequisite
+ * links, a topological order and critical-path lengths.
+ *
+ * Threads: every function here runs with e->mu held (engine_int.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+/* ---- graphs --------------------------------------------------------------- */
+
+void
+graph_free(struct graph *g)
+{
+	if (g == NULL)
+		return;
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct node *n = &g->nodes[i];
+		free(n->deps);
+		free(n->rdeps);
+		free(n->outs);
+		for (size_t k = 0; n->outpaths && k < n->ks->noutputs; k++)
+			free(n->outpaths[k]);
+		free(n->outpaths);
+		free(n->reason);
+		free(n->error);
+		key_parts_free(&n->parts);
+		if (n->prev != NULL)
+			kiln__step_record__free_unpacked(n->prev, NULL);
+	}
+	free(g->nodes);
+	free(g->topo);
+	free(g->profile);
+	free(g);
+}
+
+int
+step_index(const kiln_plan *p, const char *url, uint32_t *at)
+{
+	size_t lo = 0, hi = p->nsteps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(p->steps[mid].url, url);
+		if (c == 0) {
+			*at = (uint32_t)mid;
+			return 1;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* Links, a topological order and critical-path lengths. The loader has
+ * refused cycles, so Kahn's walk reaches every node. */
+static int
+graph_link(struct graph *g)
+{
+	uint32_t *indeg = calloc(g->n + 1, sizeof *indeg), head = 0, tail = 0;
+
+	if (indeg == NULL)
+		return KILN_ENOMEM;
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct node *n = &g->nodes[i];
+		const kiln_step *ks = n->ks;
+		if ((n->deps = calloc(ks->nneeds + 1, sizeof *n->deps)) == NULL)
+			goto nomem;
+		for (size_t k = 0; k < ks->nneeds; k++) {
+			uint32_t d;
+			if (step_index(g->plan, ks->needs[k], &d))
+				n->deps[n->ndeps++] = d;
+		}
+		for (uint32_t k = 0; k < n->ndeps; k++)
+			g->nodes[n->deps[k]].nrdeps++;
+	}
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct node *n = &g->nodes[i];
+		if ((n->rdeps = calloc(n->nrdeps + 1, sizeof *n->rdeps)) == NULL)
+			goto nomem;
+		n->nrdeps = 0;
+	}
+	for (uint32_t i = 0; i < g->n; i++)
+		for (uint32_t k = 0; k < g->nodes[i].ndeps; k++) {
+			struct node *d = &g->nodes[g->nodes[i].deps[k]];
+			d->rdeps[d->nrdeps++] = i;
+		}
+	for (uint32_t i = 0; i < g->n; i++)
+		if ((indeg[i] = g->nodes[i].ndeps) == 0)
+			g->topo[tail++] = i;
+	while (head < tail) {
+		struct node *n = &g->nodes[g->topo[head++]];
+		for (uint32_t k = 0; k < n->nrdeps; k++)
+			if (--indeg[n->rdeps[k]] == 0)
+				g->topo[tail++] = n->rdeps[k];
+	}
+	free(indeg);
+	if (tail != g->n)
+		return KILN_EINVAL;
+	for (uint32_t i = g->n; i-- > 0;) {
+		struct node *n = &g->nodes[g->topo[i]];
+		n->cp = 1;
+		for (uint32_t k = 0; k < n->nrdeps; k++)
+			if (g->nodes[n->rdeps[k]].cp + 1 > n->cp)
+				n->cp = g->nodes[n->rdeps[k]].cp + 1;
+	}
+	return 0;
+nomem:
+	free(indeg);
+	return KILN_ENOMEM;
+}
+
+struct outref {
+	const char *path;
+	const struct node *n;
+};
+
+static int
+outref_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct outref *)a)->path, ((const struct outref *)b)->path);
+}
+
+/* Two outputs materialized at one path, or one where another needs a
+ * folder, or one on the index map's name, would overwrite each other in
+ * build/: a description error, found once per graph. */
+static int
+graph_collisions(const struct graph *g, char *err, size_t errlen)
+{
+	size_t n = 0, cap = 0;
+	struct outref *v;
+	char index[128];
+	int rv = 0;
+
+	for (uint32_t i = 0; i < g->n; i++)
+		cap += g->nodes[i].ks->noutputs;
+	if ((v = calloc(cap + 1, sizeof *v)) == NULL)
+		return KILN_ENOMEM;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (size_t k = 0; k < g->nodes[i].ks->noutputs; k++)
+			v[n++] = (struct outref){g->nodes[i].outpaths[k], &g->nodes[i]};
+	qsort(v, n, sizeof *v, outref_cmp);
+	snprintf(index, sizeof index, "build/%s/kiln-index.txt", g->profile);
+	for (size_t i = 0; i < n && rv == 0; i++) {
+		const struct outref *a = &v[i], *b = i + 1 < n ? &v[i + 1] : NULL;
+		size_t la = strlen(a->path);
+		if (strcmp(a->path, index) == 0) {
+			snprintf(err, errlen, "%s:%d: %s: its output would be %s, the "
+			         "index map's own file", a->n->ks->loc.file, a->n->ks->loc.line,
+			         a->n->ks->url, a->path);
+			rv = KILN_EBADPROJECT;
+		} else if (b != NULL && (strcmp(a->path, b->path) == 0 ||
+		           (strncmp(a->path, b->path, la) == 0 && b->path[la] == '/'))) {
+			snprintf(err, errlen, "%s:%d: %s and %s:%d: %s: outputs collide in "
+			         "build/ (%s and %s); rename an output or a URL",
+			         a->n->ks->loc.file, a->n->ks->loc.line, a->n->ks->url,
+			         b->n->ks->loc.file, b->n->ks->loc.line, b->n->ks->url,
+			         a->path, b->path);
+			rv = KILN_EBADPROJECT;
+		}
+	}
+	free(v);
+	return rv;
+}
+
+static int
+graph_new(const kiln_plan *plan, struct graph **gp)
+{
+	struct graph *g = calloc(1, sizeof *g);
+	int rv;
+
+	if (g == NULL)
+		return KILN_ENOMEM;
+	g->plan = plan;
+	g->n = (uint32_t)plan->nsteps;
+	g->index_dirty = 1;  /* a new description: the map may list old steps */
+	g->prune_due = 1;
+	g->profile = strdup(plan->profile);
+	g->nodes = calloc(g->n + 1, sizeof *g->nodes);
+	g->topo = calloc(g->n + 1, sizeof *g->topo);
+	if (g->profile == NULL || g->nodes == NULL || g->topo == NULL) {
+		graph_free(g);
+		return KILN_ENOMEM;
+	}
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct node *n = &g->nodes[i];
+		n->ks = &plan->steps[i];
+		n->idx = i;
+		n->log_fd = -1;
+		key_parts_init(&n->parts);
+		if ((n->outs = calloc(n->ks->noutputs + 1, sizeof *n->outs)) == NULL ||
+		    (n->outpaths = calloc(n->ks->noutputs + 1, sizeof *n->outpaths)) == NULL) {
+			graph_free(g);
+			return KILN_ENOMEM;
+		}
+		for (size_t k = 0; k < n->ks->noutputs; k++) {
+			char path[PATH_MAX];
+			if (step_output_path(g, n, k, path, sizeof path) != 0 ||
+			    (n->outpaths[k] = strdup(path)) == NULL) {
+				graph_free(g);
+				return KILN_ENOMEM;
+			}
+		}
+	}
+	if ((rv = graph_link(g)) != 0) {
+		graph_free(g);
+		return rv;
+	}
+	*gp = g;
+	return 0;
+}
+
+/* ---- the project ---------------------------------------------------------- */
+
+void
+stamps_free(struct engine *e)
+{
+	for (size_t i = 0; i < e->nstamps; i++)
+		free(e->stamps[i].path);
+	free(e->stamps);
+	e->stamps = NULL;
+	e->nstamps = 0;
+}
+
+static int
+stamp_of(const char *root, const char *rel, struct dirstamp *ds)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	if (stat(path, &st) != 0) {
+		ds->mtime_ns = ds->ctime_ns = -1;
+		ds->ino = 0;
+		return 0;
+	}
+	ds->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	ds->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	ds->ino = st.st_ino;
+	return 0;
+}
+
+/* Remember how every description file and source folder looks now. */
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A hash of the names in folder rel (not those starting with '.', which
+ * the source walk skips, nor the root's build/, which builds make): a
+ * folder whose mtime moved but whose names did not (an editor saving by
+ * rename, a build creating build/) needs no reload. */
+static void
+dir_names(const char *root, const char *rel, kiln_id *id)
+{
+	char path[PATH_MAX];
+	char **v = NULL;
+	size_t n = 0, cap = 0, len = 0;
+	struct dirent *de;
+	kiln_hasher *h = NULL;
+	DIR *d;
+
+	memset(id, 0, sizeof *id);
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' ||
+		    (strcmp(rel, ".") == 0 && strcmp(de->d_name, "build") == 0))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			char **nv = realloc(v, ncap * sizeof *nv);
+			if (nv == NULL)
+				goto out;
+			v = nv;
+			cap = ncap;
+		}
+		if ((v[n] = strdup(de->d_name)) == NULL)
+			goto out;
+		len += strlen(v[n++]) + 1;
+	}
+	qsort(v, n, sizeof *v, name_cmp);
+	if (kiln_hasher_new(&h) != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		kiln_hasher_update(h, v[i], strlen(v[i]) + 1);
+	kiln_hasher_digest(h, id);
+	kiln_hasher_free(h);
+out:
+	(void)len;
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	closedir(d);
+}
+
+/* Remember how every description file and source folder looks now (and
+ * the project folder, where a source folder may yet appear). */
+static int
+stamps_take(struct engine *e)
+{
+	const char *const *files, *const *dirs;
+	size_t nf = kiln_desc_files(e->desc, &files);
+	size_t nd = kiln_desc_dirs(e->desc, &dirs);
+
+	stamps_free(e);
+	if ((e->stamps = calloc(nf + nd + 2, sizeof *e->stamps)) == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < nf + nd + 1; i++) {
+		const char *rel = i < nf ? files[i] : i < nf + nd ? dirs[i - nf] : ".";
+		struct dirstamp *ds = &e->stamps[e->nstamps];
+		if ((ds->path = strdup(rel)) == NULL)
+			return KILN_ENOMEM;
+		stamp_of(e->root, rel, ds);
+		if ((ds->is_dir = i >= nf))
+			dir_names(e->root, rel, &ds->names);
+		e->nstamps++;
+	}
+	return 0;
+}
+
+static int
+stamps_changed(struct engine *e)
+{
+	if (e->stamps_suspect)
+		return 1;
+	for (size_t i = 0; i < e->nstamps; i++) {
+		struct dirstamp *ds = &e->stamps[i], now;
+		kiln_id names;
+		stamp_of(e->root, ds->path, &now);
+		if (now.mtime_ns == ds->mtime_ns && now.ctime_ns == ds->ctime_ns &&
+		    now.ino == ds->ino)
+			continue;
+		if (!ds->is_dir || now.ino != ds->ino)
+			return 1;
+		dir_names(e->root, ds->path, &names);
+		if (kiln_id_cmp(&names, &ds->names) != 0)
+			return 1;
+		ds->mtime_ns = now.mtime_ns;   /* same names: nothing to load */
+		ds->ctime_ns = now.ctime_ns;
+	}
+	return 0;
+}
+
+void
+graphs_free(struct engine *e)
+{
+	while (e->graphs != NULL) {
+		struct graph *g = e->graphs;
+		e->graphs = g->next;
+		graph_free(g);
+	}
+}
+
+/* Write the project's errors into err, one per line. */
+static void
+diags_text(const kiln_desc *d, char *err, size_t errlen)
+{
+	const kiln_diag *dg;
+	size_t n = kiln_desc_diags(d, &dg), used = 0;
+
+	if (errlen > 0)
+		err[0] = '\0';
+	for (size_t i = 0; i < n && used + 1 < errlen; i++) {
+		if (dg[i].level != KILN_DIAG_ERROR)
+			continue;
+		int w = snprintf(err + used, errlen - used, "%s:%d:%d: %s%s%s\n",
+		                 dg[i].loc.file ? dg[i].loc.file : "?", dg[i].loc.line,
+		                 dg[i].loc.col, dg[i].field && *dg[i].field ? dg[i].field : "",
+		                 dg[i].field && *dg[i].field ? ": " : "", dg[i].msg);
+		if (w < 0)
+			break;
+		used += (size_t)w < errlen - used ? (size_t)w : errlen - used - 1;
+	}
+}
+
+/* Load the project, or load it again when a description file or a source
+ * folder changed (e->mu held, no build active). */
+int
+project_fresh(struct engine *e, char *err, size_t errlen)
+{
+	kiln_desc *d = NULL;
+	int64_t load_ns;
+	int rv;
+
+	if (e->desc != NULL && !stamps_changed(e))
+		return kiln_desc_nerrors(e->desc) ? (diags_text(e->desc, err, errlen),
+		                                     KILN_EBADPROJECT) : 0;
+	load_ns = engine_wall_ns();
+	rv = kiln_desc_load(e->root, &d);
+	if (rv == KILN_ENOTFOUND) {
+		snprintf(err, errlen, "%s/kiln.yaml: no such file", e->root);
+		return KILN_EBADPROJECT;
+	}
+	if (d == NULL)
+		return rv;
+	graphs_free(e);
+	kiln_desc_free(e->desc);
+	e->desc = d;
+	if ((rv = stamps_take(e)) != 0)
+		return rv;
+	/* an edit saved while we were loading may be missing from what was
+	 * read yet already in the stamps: load again next time */
+	e->stamps_suspect = 0;
+	for (size_t i = 0; i < e->nstamps; i++)
+		if (e->stamps[i].ctime_ns >= load_ns || e->stamps[i].mtime_ns >= load_ns)
+			e->stamps_suspect = 1;
+	if (kiln_desc_nerrors(d)) {
+		diags_text(d, err, errlen);
+		return KILN_EBADPROJECT;
+	}
+	return 0;
+}
+
+int
+graph_get(struct engine *e, const char *profile, struct graph **gp, char *err,
+          size_t errlen)
+{
+	const kiln_plan *plan;
+	struct graph *g;
+	int rv;
+
+	for (g = e->graphs; g != NULL; g = g->next)
+		if (strcmp(g->profile, profile) == 0) {
+			*gp = g;
+			return 0;
+		}
+	if ((plan = kiln_desc_plan(e->desc, profile)) == NULL)
+		return KILN_EINVAL;
+	if ((rv = graph_new(plan, &g)) != 0)
+		return rv;
+	if ((rv = graph_collisions(g, err, errlen)) != 0) {
+		graph_free(g);
+		return rv;
+	}
+	g->next = e->graphs;
+	e->graphs = g;
+	*gp = g;
+	return 0;
+}
+

@@ -1,0 +1,210 @@
+/* engine_life.c — starting and stopping the engine, and `kiln why`.
+ *
+ * Threads: engine_new and engine_free from the daemon's main thread;
+ * engine_why from handler threads (it takes e->mu like everything else). */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+/* ---- life ----------------------------------------------------------------- */
+
+static unsigned
+ncores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void
+engine_rmtree(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int
+engine_new(const struct engine_config *cfg, struct engine **ep)
+{
+	struct engine *e = calloc(1, sizeof *e);
+	char scratch[PATH_MAX];
+	int rv = KILN_ENOMEM;
+
+	if (e == NULL)
+		return KILN_ENOMEM;
+	e->cfg = *cfg;
+	e->s = cfg->store;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_mutex_init(&e->batch_mu, NULL);
+	pthread_mutex_init(&e->commit_mu, NULL);
+	pthread_mutex_init(&e->tools_mu, NULL);
+	e->rootfd = -1;
+	pthread_cond_init(&e->cv, NULL);
+	pthread_cond_init(&e->idle_cv, NULL);
+	e->jobs_default = cfg->default_jobs ? cfg->default_jobs : ncores();
+	if ((e->root = strdup(cfg->root)) == NULL ||
+	    (e->tool_path = strdup(cfg->tool_path ? cfg->tool_path
+	                                          : "/usr/local/bin:/usr/bin:/bin")) == NULL ||
+	    kiln_batch_new(&e->batch) != 0 ||
+	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    filestate_new(e->s, e->root, &e->fs) != 0)
+		goto fail;
+	snprintf(scratch, sizeof scratch, "%s/.kiln/scratch", e->root);
+	engine_rmtree(scratch);
+	if ((rv = spawner_new(&e->sp)) != 0)
+		goto fail;
+	/* deciding and finishing steps is file-system work that waits on the
+	 * kernel more than it computes: twice the cores keeps -j slots fed */
+	e->nthreads = cfg->workers ? cfg->workers : 2 * ncores() < 4 ? 4 : 2 * ncores();
+	if ((e->threads = calloc(e->nthreads, sizeof *e->threads)) == NULL) {
+		rv = KILN_ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < e->nthreads; i++)
+		if (pthread_create(&e->threads[i], NULL, worker_main, e) != 0) {
+			e->nthreads = i;
+			rv = KILN_EIO;
+			goto fail;
+		}
+	e->last_commit_ns = engine_now_ns();
+	*ep = e;
+	return 0;
+fail:
+	engine_free(e);
+	return rv;
+}
+
+void
+engine_free(struct engine *e)
+{
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->quit = 1;
+	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
+		if (e->active[i] != NULL)
+			e->active[i]->cancelled = e->active[i]->stopped = 1;
+	pthread_cond_broadcast(&e->cv);
+	while (e->starting > 0)
+		pthread_cond_wait(&e->idle_cv, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+	/* kills what still runs; the completions finish those steps */
+	spawner_free(e->sp);
+	e->sp = NULL;
+	pthread_mutex_lock(&e->mu);
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	for (unsigned i = 0; i < e->nthreads; i++)
+		pthread_join(e->threads[i], NULL);
+	if (e->batch != NULL)
+		batch_commit(e);
+	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
+		free(e->active[i]);
+	while (e->finished != NULL) {
+		struct build *b = e->finished;
+		e->finished = b->next;
+		free(b);
+	}
+	graphs_free(e);
+	kiln_desc_free(e->desc);
+	stamps_free(e);
+	filestate_free(e->fs);
+	kiln_batch_free(e->batch);
+	free(e->ready.v);
+	free(e->runnable.v);
+	free(e->completed);
+	free(e->tools);
+	if (e->rootfd >= 0)
+		close(e->rootfd);
+	pthread_mutex_destroy(&e->tools_mu);
+	free(e->threads);
+	free(e->root);
+	free(e->tool_path);
+	pthread_mutex_destroy(&e->mu);
+	pthread_mutex_destroy(&e->batch_mu);
+	pthread_mutex_destroy(&e->commit_mu);
+	pthread_cond_destroy(&e->cv);
+	pthread_cond_destroy(&e->idle_cv);
+	free(e);
+}
+
+/* ---- why ------------------------------------------------------------------ */
+
+int
+engine_why(struct engine *e, const char *profile, const char *url,
+           Kiln__StepRecord **rec, int *this_daemon)
+{
+	const char *const *profiles;
+	struct graph *g = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	char err[256];
+	uint32_t at;
+	int rv, decided = 0, up_to_date = 0;
+	kiln_id key;
+
+	*rec = NULL;
+	*this_daemon = 0;
+	pthread_mutex_lock(&e->mu);
+	if (e->desc == NULL && (rv = project_fresh(e, err, sizeof err)) != 0) {
+		pthread_mutex_unlock(&e->mu);
+		return rv;
+	}
+	if (profile == NULL || profile[0] == '\0') {
+		if (kiln_desc_profiles(e->desc, &profiles) == 0) {
+			pthread_mutex_unlock(&e->mu);
+			return KILN_ENOTFOUND;
+		}
+		profile = profiles[0];
+	}
+	for (g = e->graphs; g != NULL && strcmp(g->profile, profile) != 0; g = g->next)
+		;
+	/* what this daemon knows, copied now: a reload may free g */
+	if (g != NULL && step_index(g->plan, url, &at) && g->nodes[at].wave != 0) {
+		decided = 1;
+		up_to_date = g->nodes[at].outcome == O_UP_TO_DATE && g->nodes[at].have;
+		key = g->nodes[at].key;
+	}
+	pthread_mutex_unlock(&e->mu);
+	if ((rv = kiln_store_step_get(e->s, profile, url, &data, &len)) != 0)
+		return rv;
+	*rec = kiln__step_record__unpack(NULL, len, data);
+	free(data);
+	if (*rec == NULL)
+		return KILN_ECORRUPT;
+	*this_daemon = decided;
+	/* up to date since the record: say so, and keep the record's story
+	 * of the decision before (its decision field stays what it was) */
+	if (up_to_date && (*rec)->key.len == 16 && memcmp((*rec)->key.data, key.b, 16) == 0) {
+		char *why = malloc(strlen((*rec)->reason) + 64);
+		if (why != NULL) {
+			sprintf(why, "up to date (nothing changed since it %s: %s)",
+			        (*rec)->decision == KILN__STEP_RECORD__DECISION__RAN ?
+			        "ran" : "was decided", (*rec)->reason);
+			/* unpack allocated the string with malloc: swap in ours */
+			if ((*rec)->reason != protobuf_c_empty_string)
+				free((*rec)->reason);
+			(*rec)->reason = why;
+		}
+	}
+	return 0;
+}
+
