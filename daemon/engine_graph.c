@@ -30,6 +30,9 @@ graph_free(struct graph *g)
 		for (size_t k = 0; n->outpaths && k < n->ks->noutputs; k++)
 			free(n->outpaths[k]);
 		free(n->outpaths);
+		for (size_t k = 0; k < n->ndisc; k++)
+			free(n->disc[k]);
+		free(n->disc);
 		free(n->reason);
 		free(n->error);
 		key_parts_free(&n->parts);

@@ -85,6 +85,9 @@ struct node {
 	kiln_id key;
 	kiln_id quick;           /* quick_key() when key was last computed */
 	char **outpaths;         /* build/<profile>/..., per output */
+	char **disc;             /* files the last result discovered (its
+	                            depfile): checked like inputs */
+	size_t ndisc;
 	struct node_out *outs;   /* ks->noutputs */
 	enum node_outcome outcome;
 	char *reason;            /* malloc'd; why it ran or was reused */
@@ -234,6 +237,9 @@ struct pb_outputs {
 	size_t n;
 };
 struct pb_outputs *step_outputs_pb(const struct node *n, int with_paths);
+
+/* Replace n->disc with a copy of paths (n of them). 0 or KILN_ENOMEM. */
+int step_set_disc(struct node *n, char *const *paths, size_t count);
 
 /* Drop what a run left (a cancelled step: no record). */
 void step_forget(struct node *n);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "depfile.h"
 #include "engine_int.h"
 
 /* ---- running -------------------------------------------------------------- */
@@ -299,6 +300,85 @@ signal_name(int sig)
 	return s ? s : "?";
 }
 
+/* Whether a depfile names a file kiln should watch: a project file
+ * outside kiln's own folders (system headers, the scratch folder and
+ * build/ outputs are not the step's sources). Writes the project-relative
+ * form into rel. */
+static int
+dep_keep(const struct engine *e, const char *p, char *rel, size_t len)
+{
+	size_t lr = strlen(e->root);
+
+	if (p[0] == '/') {
+		if (strncmp(p, e->root, lr) != 0 || p[lr] != '/')
+			return 0;
+		p += lr + 1;
+	}
+	while (strncmp(p, "./", 2) == 0)
+		p += 2;
+	if (strncmp(p, ".kiln/", 6) == 0 || strncmp(p, "build/", 6) == 0 ||
+	    kiln_url_check(p) != 0 || strlen(p) + 1 > len)
+		return 0;
+	memcpy(rel, p, strlen(p) + 1);
+	return 1;
+}
+
+/* Read the step's depfile (.kiln/scratch/<n>.d) into n->disc. 0, or -1
+ * with n->error set. */
+static int
+depfile_read(struct engine *e, struct node *n, const char *dir)
+{
+	char path[PATH_MAX + 16], **deps = NULL, **keep = NULL;
+	size_t ndeps = 0, nkeep = 0;
+	void *buf = NULL;
+	size_t len = 0;
+	int rv, fd;
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s.d", dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
+	    st.st_size > (64 << 20)) {
+		if (fd >= 0)
+			close(fd);
+		set_error(n, "%s: the tool did not write its depfile (${depfile}, "
+		          "%s)", n->ks->url, path + strlen(e->root) + 1);
+		return -1;
+	}
+	len = (size_t)st.st_size;
+	if ((buf = malloc(len + 1)) == NULL || (size_t)read(fd, buf, len) != len) {
+		close(fd);
+		free(buf);
+		set_error(n, "%s: cannot read its depfile", n->ks->url);
+		return -1;
+	}
+	close(fd);
+	rv = depfile_parse(buf, len, &deps, &ndeps);
+	free(buf);
+	if (rv != 0) {
+		set_error(n, "%s: its depfile is not make syntax (%s)", n->ks->url,
+		          kiln_strerror(rv));
+		return -1;
+	}
+	if ((keep = calloc(ndeps + 1, sizeof *keep)) == NULL)
+		rv = KILN_ENOMEM;
+	for (size_t i = 0; rv == 0 && i < ndeps; i++) {
+		char rel[PATH_MAX];
+		if (dep_keep(e, deps[i], rel, sizeof rel) && (keep[nkeep] = strdup(rel)) != NULL)
+			nkeep++;
+	}
+	if (rv == 0)
+		rv = step_set_disc(n, keep, nkeep);
+	for (size_t i = 0; keep && i < nkeep; i++)
+		free(keep[i]);
+	free(keep);
+	depfile_free(deps, ndeps);
+	if (rv != 0) {
+		set_error(n, "%s: out of memory reading its depfile", n->ks->url);
+		return -1;
+	}
+	return 0;
+}
+
 int
 step_finish(struct engine *e, struct graph *g, struct node *n)
 {
@@ -343,8 +423,12 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 	}
 	if (rv == 0 && (rv = materialize_all(e, g, n)) != 0)
 		rv = -1;
+	if (rv == 0 && n->ks->tool->depfile && depfile_read(e, n, dir) != 0)
+		rv = -1;
 	if (rv == 0) {
 		Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
+		Kiln__FileDep *fdv = NULL, **fdp = NULL;
+		kiln_id *fdh = NULL;
 		struct pb_outputs *po = step_outputs_pb(n, 0);
 		kiln_id *ids = calloc(n->ks->noutputs + 1, sizeof *ids);
 		size_t len, no = n->ks->noutputs;
@@ -361,6 +445,31 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			ids[i] = n->outs[i].id;
 		ar.outputs = po->p;
 		ar.n_outputs = no;
+		/* the discovered files, with what they held after the run */
+		if (n->ndisc > 0 &&
+		    ((fdv = calloc(n->ndisc, sizeof *fdv)) == NULL ||
+		     (fdp = calloc(n->ndisc, sizeof *fdp)) == NULL ||
+		     (fdh = calloc(n->ndisc, sizeof *fdh)) == NULL)) {
+			free(fdv);
+			free(fdp);
+			free(po);
+			free(ids);
+			set_error(n, "%s: out of memory", n->ks->url);
+			rv = -1;
+			goto out;
+		}
+		for (size_t i = 0; i < n->ndisc; i++) {
+			kiln__file_dep__init(&fdv[i]);
+			fdv[i].path = n->disc[i];
+			fdv[i].source = KILN__FILE_DEP__SOURCE__DEPFILE;
+			if (filestate_hash(e->fs, n->disc[i], &fdh[i]) == 0) {
+				fdv[i].hash.data = fdh[i].b;
+				fdv[i].hash.len = 16;
+			}
+			fdp[i] = &fdv[i];
+		}
+		ar.files = fdp;
+		ar.n_files = n->ndisc;
 		if (n->has_log) {
 			ar.log.data = n->log_id.b;
 			ar.log.len = 16;
@@ -368,6 +477,9 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		ar.duration_ns = n->duration_ns;
 		len = kiln__action_result__get_packed_size(&ar);
 		if ((buf = malloc(len ? len : 1)) == NULL) {
+			free(fdv);
+			free(fdp);
+			free(fdh);
 			free(po);
 			free(ids);
 			set_error(n, "%s: out of memory", n->ks->url);
@@ -379,6 +491,9 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		kiln_batch_action_put(b, &n->new_key, ids, no, buf, len);
 		engine_batch_unlock(e);
 		free(buf);
+		free(fdv);
+		free(fdp);
+		free(fdh);
 		free(po);
 		free(ids);
 		n->key = n->new_key;

@@ -520,8 +520,33 @@ blob_still_good(struct engine *e, const char *path, const kiln_id *id)
 }
 
 /* Look the key up; on a usable result fill n->outs (not materialized). */
+int
+step_set_disc(struct node *n, char *const *paths, size_t count)
+{
+	char **v = count ? calloc(count, sizeof *v) : NULL;
+
+	if (count && v == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		if ((v[i] = strdup(paths[i])) == NULL) {
+			for (size_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
+			return KILN_ENOMEM;
+		}
+	for (size_t i = 0; i < n->ndisc; i++)
+		free(n->disc[i]);
+	free(n->disc);
+	n->disc = v;
+	n->ndisc = count;
+	return 0;
+}
+
+/* Look the key up; on a usable result fill n->outs (not materialized) and
+ * n->disc. When a discovered dependency no longer holds, why says which. */
 static int
-cache_lookup(struct engine *e, const struct graph *g, struct node *n, int *missing_blob)
+cache_lookup(struct engine *e, const struct graph *g, struct node *n, int *missing_blob,
+             char *why, size_t whylen)
 {
 	kiln_action *a = NULL;
 	Kiln__ActionResult *res = NULL;
@@ -552,10 +577,34 @@ cache_lookup(struct engine *e, const struct graph *g, struct node *n, int *missi
 	}
 	/* discovered dependencies must still hold */
 	for (size_t i = 0; i < res->n_files; i++) {
+		const Kiln__FileDep *f = res->files[i];
 		kiln_id h;
-		int rv = filestate_hash(e->fs, res->files[i]->path, &h);
-		if (res->files[i]->hash.len == 0 ? rv != KILN_ENOTFOUND
-		    : rv != 0 || memcmp(h.b, res->files[i]->hash.data, 16) != 0)
+		int rv = filestate_hash(e->fs, f->path, &h);
+		if (f->hash.len == 0 ? rv != KILN_ENOTFOUND
+		    : rv != 0 || memcmp(h.b, f->hash.data, 16) != 0) {
+			char was[KILN_ID_HEX_LEN + 1] = "missing", now[KILN_ID_HEX_LEN + 1] = "missing";
+			kiln_id old;
+			if (f->hash.len == 16) {
+				memcpy(old.b, f->hash.data, 16);
+				kiln_id_to_hex(&old, was);
+			}
+			if (rv == 0)
+				kiln_id_to_hex(&h, now);
+			snprintf(why, whylen, "discovered dependency %s (%s) changed %.8s -> %.8s",
+			         f->path, f->source == KILN__FILE_DEP__SOURCE__DEPFILE ?
+			         "depfile" : "trace", was, now);
+			goto out;
+		}
+	}
+	{
+		char **paths = calloc(res->n_files + 1, sizeof *paths);
+		if (paths == NULL)
+			goto out;
+		for (size_t i = 0; i < res->n_files; i++)
+			paths[i] = res->files[i]->path;
+		int rv = step_set_disc(n, paths, res->n_files);
+		free(paths);
+		if (rv != 0)
 			goto out;
 	}
 	n->has_log = res->log.len == 16;
@@ -602,7 +651,7 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 
 	for (uint32_t k = 0; k < n->ndeps; k++)
 		cap += g->nodes[n->deps[k]].ks->noutputs;
-	cap += n->ks->ninputs;
+	cap += n->ks->ninputs + n->ndisc;
 	if (cap > 64 && (v = malloc(cap * sizeof *v)) == NULL)
 		return KILN_ENOMEM;
 	if ((rv = step_program(e, n, exe, sizeof exe, &v[0])) != 0)
@@ -615,6 +664,15 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 		for (size_t i = 0; i < d->ks->noutputs; i++)
 			v[nv++] = d->outs[i].id;
 	}
+	/* discovered files: a missing one hashes as zeros, which no content
+	 * has in practice */
+	for (size_t i = 0; i < n->ndisc; i++) {
+		int r = filestate_hash(e->fs, n->disc[i], &v[nv++]);
+		if (r != 0 && r != KILN_ENOTFOUND) {
+			rv = r;
+			goto out;
+		}
+	}
 	kiln_id_of_buf(v, nv * sizeof *v, q);
 out:
 	if (v != small)
@@ -626,6 +684,7 @@ enum eval_result
 step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 {
 	kiln_id quick;
+	char dep_why[600];
 	int have_quick;
 	char reason[1200];
 	int missing_blob, rv;
@@ -655,13 +714,17 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	n->quick = quick;
 	if (!have_quick)
 		memset(&n->quick, 0, sizeof n->quick);
-	if (n->have && id_eq(&n->key, &n->new_key) && outputs_intact(e, n)) {
+	/* the same key with files discovered last time (a depfile) still
+	 * needs them checked: the cache lookup below does */
+	if (n->ndisc == 0 && n->have && id_eq(&n->key, &n->new_key) &&
+	    outputs_intact(e, n)) {
 		n->outcome = O_UP_TO_DATE;
 		key_parts_free(&n->parts);
 		return EVAL_DONE;
 	}
 	prev_load(e, g, n);
-	if (cache_lookup(e, g, n, &missing_blob)) {
+	dep_why[0] = '\0';
+	if (cache_lookup(e, g, n, &missing_blob, dep_why, sizeof dep_why)) {
 		if (!dry_run && materialize_all(e, g, n) != 0)
 			return EVAL_FAIL;
 		if (prev_same_key(n))
@@ -699,6 +762,8 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	}
 	if (n->prev == NULL)
 		snprintf(reason, sizeof reason, "never built for profile %s", g->profile);
+	else if (prev_same_key(n) && dep_why[0])
+		snprintf(reason, sizeof reason, "%s", dep_why);
 	else if (prev_same_key(n))
 		snprintf(reason, sizeof reason, "%s", missing_blob ?
 		         "its cached outputs are gone from the store (or were edited in build/)" :

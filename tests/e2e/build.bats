@@ -444,3 +444,35 @@ YAML
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == *"outputs collide in build/"* ]] || { echo "$stderr"; false; }
 }
+
+@test "files a step's depfile names are dependencies: editing one reruns it, warm or after a restart" {
+	write_project
+	mkdir -p inc
+	printf 'part one\n' >inc/part.h
+	printf 'inc/part.h\n' >src/list.lst
+	sed -i 's/^tools:/tools:\n  incl: { run: [sh, -c, "f=$(cat \\"$0\\"); cat \\"$f\\" > \\"$1\\"; printf \\"%s: %s %s\\\\n\\" \\"$1\\" \\"$0\\" \\"$f\\" > \\"$2\\"", "${in}", "${out}", "${depfile}"], depfile: true }/' kiln.yaml
+	cat >>kiln.yaml <<'YAML'
+  - url: included.txt
+    tool: incl
+    inputs: [src/list.lst]
+YAML
+	"$KILN" check
+	build_ok
+	[ "$(cat build/default/included.txt)" = "part one" ]
+	build_ok
+	expect_ran ""
+	printf 'part two\n' >inc/part.h
+	build_ok
+	expect_ran "included.txt"
+	[ "$(cat build/default/included.txt)" = "part two" ]
+	run "$KILN" why included.txt
+	[[ "$output" == *"discovered dependency inc/part.h (depfile) changed"* ]] || { echo "$output"; false; }
+	# a fresh daemon checks them from the action cache's records
+	"$KILN" stop
+	printf 'part three\n' >inc/part.h
+	build_ok
+	expect_ran "included.txt"
+	[ "$(cat build/default/included.txt)" = "part three" ]
+	build_ok
+	expect_ran ""
+}
