@@ -270,7 +270,7 @@ int step_program(struct engine *e, struct node *n, char *exe, size_t len,
                  kiln_id *h);
 
 /* Hard-link n's outputs into build/<profile>/ (n->outs[].mat updated). */
-int materialize_all(struct engine *e, const struct graph *g, struct node *n);
+int materialize_all(struct engine *e, struct node *n);
 
 /* Queue n's index entries and materialized-file records. */
 int outputs_record(struct engine *e, const struct graph *g, struct node *n);

@@ -78,11 +78,8 @@ paths_make(struct engine *e, const struct graph *g, const struct node *n,
 		av_push(&p->in, strdup(n->ks->inputs[i]));
 	for (uint32_t k = 0; k < n->ndeps; k++) {
 		const struct node *d = &g->nodes[n->deps[k]];
-		for (size_t i = 0; i < d->ks->noutputs; i++) {
-			char path[PATH_MAX];
-			step_output_path(g, d, i, path, sizeof path);
-			av_push(&p->in, strdup(path));
-		}
+		for (size_t i = 0; i < d->ks->noutputs; i++)
+			av_push(&p->in, strdup(d->outpaths[i]));
 	}
 	(void)e;
 	return p->in.oom ? KILN_ENOMEM : 0;
@@ -421,7 +418,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			rv = -1;
 		}
 	}
-	if (rv == 0 && (rv = materialize_all(e, g, n)) != 0)
+	if (rv == 0 && (rv = materialize_all(e, n)) != 0)
 		rv = -1;
 	if (rv == 0 && n->ks->tool->depfile && depfile_read(e, n, dir) != 0)
 		rv = -1;

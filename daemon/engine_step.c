@@ -475,13 +475,13 @@ outputs_record(struct engine *e, const struct graph *g, struct node *n)
 
 	engine_batch_lock(e, &b);
 	for (size_t i = 0; i < n->ks->noutputs && rv == 0; i++) {
-		char url[600], path[PATH_MAX];
+		char url[600];
 		kiln_file_rec fr = n->outs[i].mat;
 		output_url(n, i, url, sizeof url);
 		rv = kiln_batch_index_set(b, g->profile, url, &n->outs[i].id);
 		fr.hash = n->outs[i].id;
-		if (rv == 0 && step_output_path(g, n, i, path, sizeof path) == 0)
-			rv = kiln_batch_file_put(b, path, &fr);
+		if (rv == 0)
+			rv = kiln_batch_file_put(b, n->outpaths[i], &fr);
 	}
 	engine_batch_unlock(e);
 	return rv;
@@ -545,8 +545,8 @@ step_set_disc(struct node *n, char *const *paths, size_t count)
 /* Look the key up; on a usable result fill n->outs (not materialized) and
  * n->disc. When a discovered dependency no longer holds, why says which. */
 static int
-cache_lookup(struct engine *e, const struct graph *g, struct node *n, int *missing_blob,
-             char *why, size_t whylen)
+cache_lookup(struct engine *e, struct node *n, int *missing_blob, char *why,
+             size_t whylen)
 {
 	kiln_action *a = NULL;
 	Kiln__ActionResult *res = NULL;
@@ -560,7 +560,6 @@ cache_lookup(struct engine *e, const struct graph *g, struct node *n, int *missi
 		goto out;
 	for (size_t i = 0; i < res->n_outputs; i++) {
 		Kiln__StepOutput *o = res->outputs[i];
-		char path[PATH_MAX];
 		if (o->id.len != 16 || strcmp(o->name, n->ks->outputs[i].name) != 0)
 			goto out;
 		memcpy(n->outs[i].id.b, o->id.data, 16);
@@ -569,8 +568,7 @@ cache_lookup(struct engine *e, const struct graph *g, struct node *n, int *missi
 			*missing_blob = 1;
 			goto out;
 		}
-		if (step_output_path(g, n, i, path, sizeof path) == 0 &&
-		    !blob_still_good(e, path, &n->outs[i].id)) {
+		if (!blob_still_good(e, n->outpaths[i], &n->outs[i].id)) {
 			*missing_blob = 1;
 			goto out;
 		}
@@ -619,16 +617,13 @@ out:
 }
 
 int
-materialize_all(struct engine *e, const struct graph *g, struct node *n)
+materialize_all(struct engine *e, struct node *n)
 {
 	for (size_t i = 0; i < n->ks->noutputs; i++) {
-		char path[PATH_MAX];
-		int rv = step_output_path(g, n, i, path, sizeof path);
-		if (rv == 0)
-			rv = materialize_output(e->s, e->root, path, &n->outs[i].id,
-			                        &n->outs[i].mat);
+		int rv = materialize_output(e->s, e->root, n->outpaths[i], &n->outs[i].id,
+		                            &n->outs[i].mat);
 		if (rv != 0) {
-			set_error(n, "cannot write %s: %s", path, kiln_strerror(rv));
+			set_error(n, "cannot write %s: %s", n->outpaths[i], kiln_strerror(rv));
 			return rv;
 		}
 	}
@@ -724,8 +719,8 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	}
 	prev_load(e, g, n);
 	dep_why[0] = '\0';
-	if (cache_lookup(e, g, n, &missing_blob, dep_why, sizeof dep_why)) {
-		if (!dry_run && materialize_all(e, g, n) != 0)
+	if (cache_lookup(e, n, &missing_blob, dep_why, sizeof dep_why)) {
+		if (!dry_run && materialize_all(e, n) != 0)
 			return EVAL_FAIL;
 		if (prev_same_key(n))
 			snprintf(reason, sizeof reason, "%s", n->have ?
