@@ -269,7 +269,7 @@ dir_names(const char *root, const char *rel, kiln_id *id)
 {
 	char path[PATH_MAX];
 	char **v = NULL;
-	size_t n = 0, cap = 0, len = 0;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
 	kiln_hasher *h = NULL;
 	DIR *d;
@@ -292,7 +292,7 @@ dir_names(const char *root, const char *rel, kiln_id *id)
 		}
 		if ((v[n] = strdup(de->d_name)) == NULL)
 			goto out;
-		len += strlen(v[n++]) + 1;
+		n++;
 	}
 	qsort(v, n, sizeof *v, name_cmp);
 	if (kiln_hasher_new(&h) != 0)
@@ -302,7 +302,6 @@ dir_names(const char *root, const char *rel, kiln_id *id)
 	kiln_hasher_digest(h, id);
 	kiln_hasher_free(h);
 out:
-	(void)len;
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);

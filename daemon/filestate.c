@@ -24,7 +24,8 @@ struct fentry {
 	kiln_file_rec rec;
 	int known;        /* rec holds a stat and hash (else: unknown) */
 	int missing;      /* at the last stat it did not exist */
-	int dirty;        /* rec changed since the last flush */
+	int dirty;        /* rec changed since the last flush (on the list) */
+	struct fentry *next_dirty;
 	uint64_t pass;    /* stat'ed during this pass */
 };
 
@@ -35,6 +36,7 @@ struct filestate {
 	pthread_mutex_t mu;
 	struct fentry **slots;
 	size_t cap, n;
+	struct fentry *dirty;  /* records to write at the next flush */
 	uint64_t pass;
 	int verify;
 	atomic_uint_fast64_t nstat, nhashed;
@@ -219,21 +221,13 @@ file_hash(struct filestate *fs, const char *path, struct stat *st, kiln_id *hash
 	return rv;
 }
 
-/* Fill e from the files database once (mu not held; e->known is set
- * only by the thread that wins). */
-static void
-load_record(struct filestate *fs, const char *path, kiln_file_rec *rec, int *found)
-{
-	*found = path[0] != '/' && kiln_store_file_get(fs->s, path, rec) == 0;
-}
-
 int
 filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 {
 	struct fentry *e;
 	kiln_file_rec rec, db;
 	struct stat st;
-	int rv, known, found = 0, verify;
+	int rv, known, verify;
 	uint64_t pass;
 
 	pthread_mutex_lock(&fs->mu);
@@ -254,8 +248,8 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	pthread_mutex_unlock(&fs->mu);
 
 	if (!known) {
-		load_record(fs, path, &db, &found);
-		if (found) {
+		/* a restarted daemon: what the last one recorded */
+		if (path[0] != '/' && kiln_store_file_get(fs->s, path, &db) == 0) {
 			rec = db;
 			known = 1;
 		}
@@ -284,8 +278,11 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	e->known = 1;
 	e->missing = 0;
 	e->pass = pass;
-	if (known == -1 && path[0] != '/')
+	if (known == -1 && path[0] != '/' && !e->dirty) {
 		e->dirty = 1;
+		e->next_dirty = fs->dirty;
+		fs->dirty = e;
+	}
 	pthread_mutex_unlock(&fs->mu);
 	return 0;
 }
@@ -296,12 +293,13 @@ filestate_flush(struct filestate *fs, kiln_batch *b)
 	int rv = 0;
 
 	pthread_mutex_lock(&fs->mu);
-	for (size_t i = 0; i < fs->cap && rv == 0; i++) {
-		struct fentry *e = fs->slots[i];
-		if (e == NULL || !e->dirty)
-			continue;
-		if ((rv = kiln_batch_file_put(b, e->path, &e->rec)) == 0)
+	while (fs->dirty != NULL && rv == 0) {
+		struct fentry *e = fs->dirty;
+		if ((rv = kiln_batch_file_put(b, e->path, &e->rec)) == 0) {
+			fs->dirty = e->next_dirty;
 			e->dirty = 0;
+			e->next_dirty = NULL;
+		}
 	}
 	pthread_mutex_unlock(&fs->mu);
 	return rv;
