@@ -40,7 +40,7 @@ static void
 key_separates_labels_from_values(void **state)
 {
 	/* the encoding carries lengths: moving a byte from the label to the
-	 * value (or a text that looks like a hash) gives another key */
+	 * value gives another key */
 	const char *l1[] = {"ab"}, *t1[] = {"c"};
 	const char *l2[] = {"a"}, *t2[] = {"bc"};
 	kiln_id a, b, h;
@@ -50,23 +50,15 @@ key_separates_labels_from_values(void **state)
 	key_of(l1, t1, 1, &a);
 	key_of(l2, t2, 1, &b);
 	assert_int_not_equal(kiln_id_cmp(&a, &b), 0);
+	/* and a type byte: 16 bytes of text are not the hash of those bytes */
 	key_parts_init(&kp);
-	kiln_id_of_buf("x", 1, &h);
-	key_parts_hash(&kp, "in f", &h);
-	key_parts_key(&kp, &a);
-	key_parts_free(&kp);
-	char raw[17] = {0};
-	memcpy(raw, h.b, 16);
-	key_parts_init(&kp);
-	/* the same 16 bytes as text (if they had no NUL) must still differ
-	 * by the type byte; use a text of 16 'a' against a hash of them */
 	key_parts_text(&kp, "in f", "aaaaaaaaaaaaaaaa");
-	key_parts_key(&kp, &b);
+	key_parts_key(&kp, &a);
 	key_parts_free(&kp);
 	memset(h.b, 'a', 16);
 	key_parts_init(&kp);
 	key_parts_hash(&kp, "in f", &h);
-	key_parts_key(&kp, &a);
+	key_parts_key(&kp, &b);
 	key_parts_free(&kp);
 	assert_int_not_equal(kiln_id_cmp(&a, &b), 0);
 }
