@@ -160,3 +160,22 @@ void cpu_model(char *buf, size_t len)
 	}
 	fclose(f);
 }
+
+FILE *
+open_out(const char *root, const char *rel)
+{
+	char path[4096];
+	FILE *f;
+
+	path_join(path, sizeof path, root, rel);
+	if ((f = fopen(path, "we")) == NULL)
+		die("create %s: %s", path, strerror(errno));
+	return f;
+}
+
+void
+close_out(FILE *f, const char *what)
+{
+	if (ferror(f) || fclose(f) != 0)
+		die("write %s: %s", what, strerror(errno));
+}

@@ -6,6 +6,7 @@
 #define KILN_BENCHUTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define MAXREPS 64
 
@@ -22,6 +23,11 @@ long env_long(const char *name, long dflt, long min);
 void path_join(char *buf, size_t len, const char *dir, const char *name);
 /* mkdir, dying on any error but EEXIST. */
 void make_dir(const char *path);
+
+/* Create root/rel for writing (die on failure); close_out checks every
+ * write made to it, naming what in the message. */
+FILE *open_out(const char *root, const char *rel);
+void close_out(FILE *f, const char *what);
 
 /* The figures of one timed case. */
 struct series {

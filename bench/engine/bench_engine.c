@@ -260,23 +260,6 @@ static void rm_rf(const struct cfg *c, const char *cwd, ...)
 
 /* ---- the generated project ------------------------------------------------ */
 
-static FILE *open_out(const char *root, const char *rel)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	path_join(path, sizeof path, root, rel);
-	if ((f = fopen(path, "we")) == NULL)
-		die("create %s: %s", path, strerror(errno));
-	return f;
-}
-
-static void close_out(FILE *f, const char *what)
-{
-	if (ferror(f) || fclose(f) != 0)
-		die("write %s: %s", what, strerror(errno));
-}
-
 /* Source i's text at revision rev; returns its length. */
 static int src_text(char *buf, size_t len, long i, int rev)
 {
