@@ -39,7 +39,7 @@ asan_LDFLAGS = -fsanitize=address,undefined
 asan_BIN     = $(BIN)/asan
 
 STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
-            store/blob.c store/records.c store/db.c store/index.c store/batch.c \
+            store/blob.c store/records.c store/db.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c
 # The wire schema's generated code plus its helpers (libkilnproto.a).
 PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
@@ -63,7 +63,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_events.c client/cmd_desc.c client/cmd_build.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
-             test_batch test_toolrun test_materialize test_engine_key test_depfile
+             test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile
 BENCHES = bench_store bench_load bench_proto bench_engine
 
 VARIANTS = release asan

@@ -247,6 +247,37 @@ kiln_batch_step_put(kiln_batch *b, const char *profile, const char *url,
 }
 
 int
+kiln_batch_deps_set(kiln_batch *b, const char *profile, const char *url,
+                    const char *const *deps, size_t n)
+{
+	char key[INDEX_KEY_MAX + 1];
+	struct rec_op op;
+	size_t len = 0, at = 0;
+	char *list = NULL;
+	int rv;
+
+	if (n > 0 && deps == NULL)
+		return KILN_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (deps[i] == NULL || deps[i][0] == '\0')
+			return KILN_EINVAL;
+		len += strlen(deps[i]) + 1;
+	}
+	if (len > 0 && (list = malloc(len)) == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(deps[i]) + 1;
+		memcpy(list + at, deps[i], l);
+		at += l;
+	}
+	rv = rop_deps(&op, key, profile, url, list, len);
+	if (rv == 0)
+		rv = batch_add(b, 0, &op);
+	free(list);
+	return rv;
+}
+
+int
 kiln_store_commit(kiln_store *s, kiln_batch *b, size_t *skipped)
 {
 	size_t n = 0;

@@ -37,6 +37,7 @@ static const char *const db_names[DB_COUNT] = {
 	[DB_BLOBS] = "blobs",
 	[DB_META] = "meta",
 	[DB_STEPS] = "steps",
+	[DB_DEPS] = "deps",
 };
 
 struct kiln_db {

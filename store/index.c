@@ -274,6 +274,7 @@ rop_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now)
 	case ROP_FILE_DEL: return db_del(t, DB_FILES, op->key, op->klen);
 	case ROP_STEP_PUT: return step_put_apply(t, op, now);
 	case ROP_STEP_DEL: return db_del(t, DB_STEPS, op->key, op->klen);
+	case ROP_DEPS_SET: return deps_set_apply(t, op);
 	}
 	return KILN_EINVAL;
 }

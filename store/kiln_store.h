@@ -8,7 +8,7 @@
  *   <store>/tmp/                blobs being written; never read by anyone
  *   <store>/corrupt/            blobs fsck found damaged (kept for forensics)
  *   <store>/db/                 one LMDB environment, named databases
- *                               index, actions, files, blobs, steps
+ *                               index, actions, files, blobs, steps, deps
  *
  * Blobs are published atomically: written (or moved) into tmp/, hashed in
  * the same pass, optionally fsynced, then linked into objects/. A blob is on
@@ -326,6 +326,31 @@ int kiln_batch_step_put(kiln_batch *b, const char *profile, const char *url,
  * nothing was committed, *skipped is 0, and b is left as it was, for a
  * retry. Committing an empty batch writes nothing. */
 int kiln_store_commit(kiln_store *s, kiln_batch *b, size_t *skipped);
+
+/* ---- deps: what each step's last result discovered, and the reverse --- */
+
+/* The build engine records, per (profile, URL), the dependencies its last
+ * result discovered (strings of its own: "f:PATH" a file, "u:URL" a needed
+ * step), and the store keeps the reverse too, so that every step depending
+ * on one of them is one lookup. Setting a list replaces the previous one
+ * (an empty list removes it) and its reverse records, atomically at commit.
+ * Returns 0, KILN_EINVAL (bad name, an empty string), KILN_ENOMEM. */
+int kiln_batch_deps_set(kiln_batch *b, const char *profile, const char *url,
+                        const char *const *deps, size_t n);
+
+/* Called with each string found; non-zero stops the walk and is returned. */
+typedef int (*kiln_dep_fn)(const char *s, void *arg);
+
+/* Every step URL of profile whose recorded list holds dep (in no useful
+ * order). Returns 0 (none found is 0), KILN_EINVAL, KILN_ECORRUPT, or
+ * what fn returned. */
+int kiln_store_rdeps(kiln_store *s, const char *profile, const char *dep,
+                     kiln_dep_fn fn, void *arg);
+
+/* The list recorded for (profile, url), in recorded order. Returns 0,
+ * KILN_ENOTFOUND (none), KILN_EINVAL, KILN_ECORRUPT, or what fn returned. */
+int kiln_store_deps(kiln_store *s, const char *profile, const char *url,
+                    kiln_dep_fn fn, void *arg);
 
 /* ---- checking and collecting ----------------------------------------- */
 

@@ -8,6 +8,7 @@
  *   blob.c     writing, publishing and reading blobs
  *   index.c    index, action, file, step and blob-use records: each
  *              record write is one struct rec_op, applied in a write txn
+ *   deps.c     discovered dependencies per step, and the reverse
  *   batch.c    committing rec_ops (one, or a kiln_batch of many) in one
  *              write transaction
  *   fsck.c     checking and repairing
@@ -95,13 +96,13 @@ int fio_fsync_dir(const char *path);
  * was created now. */
 int fio_mkdir(const char *path, mode_t mode, int *made);
 
-/* ---- db.c: one LMDB environment, six named databases ---- */
+/* ---- db.c: one LMDB environment, seven named databases ---- */
 
 /* Databases from DB_STEPS on came after the first store format: a writable
  * open creates them; a read-only handle on an older store reads them as
  * empty. New databases go at the end. */
 enum db_name { DB_INDEX, DB_ACTIONS, DB_FILES, DB_BLOBS, DB_META, DB_STEPS,
-	       DB_COUNT };
+	       DB_DEPS, DB_COUNT };
 
 typedef struct db_txn db_txn;
 
@@ -210,6 +211,7 @@ enum rop_kind {
 	ROP_ACTION_PUT, ROP_ACTION_TOUCH, ROP_ACTION_DEL,
 	ROP_FILE_PUT, ROP_FILE_DEL,
 	ROP_STEP_PUT, ROP_STEP_DEL,
+	ROP_DEPS_SET,
 };
 
 /* One record write, checked and ready to apply. The pointers are borrowed
@@ -239,6 +241,15 @@ int rop_file(struct rec_op *op, enum rop_kind kind, const char *path,
 int rop_step(struct rec_op *op, enum rop_kind kind, char keybuf[INDEX_KEY_MAX],
              const char *profile, const char *url, const void *data,
              size_t len);
+
+/* ---- deps.c: a step's discovered dependencies, both ways ---- */
+
+/* DEPS_SET: key "<profile>\0<url>" (rop_step's), data the new list (each
+ * dependency NUL-terminated, one after the other; empty: none). */
+int rop_deps(struct rec_op *op, char keybuf[INDEX_KEY_MAX + 1], const char *profile,
+             const char *url, const void *list, size_t len);
+/* Replace the step's list and its reverse records, in a write txn. */
+int deps_set_apply(db_txn *t, const struct rec_op *op);
 
 /* 1 for the kinds that name blobs (INDEX_SET, ACTION_PUT). */
 int rop_names_blobs(const struct rec_op *op);
