@@ -2,6 +2,7 @@
  * through the event subscription (events.c turns StepEvent and
  * BuildFinished into kiln_event). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "libkiln_int.h"
@@ -74,11 +75,15 @@ kiln_build_cancel(kiln_conn *c, uint64_t build)
 }
 
 /* Keep r as the reply the caller's strings point into. */
-static void
-hold(kiln_conn *c, struct conn_reply *r)
+void
+lk_hold(kiln_conn *c, struct conn_reply *r)
 {
 	if (c->held.rep != NULL)
 		conn_reply_free(&c->held);
+	for (size_t i = 0; i < sizeof c->held_arrays / sizeof c->held_arrays[0]; i++) {
+		free(c->held_arrays[i]);
+		c->held_arrays[i] = NULL;
+	}
 	c->held = *r;
 }
 
@@ -96,7 +101,7 @@ kiln_build_status(kiln_conn *c, uint64_t build, kiln_build_summary *s)
 	req.build_status = &q;
 	if ((rv = lk_call_main(c, &req, KILN__REPLY__BODY_BUILD_STATUS_REPLY, &r)) != 0)
 		return rv;
-	hold(c, &r);
+	lk_hold(c, &r);
 	lk_summary_of(c->held.rep->build_status_reply, s);
 	return 0;
 }
@@ -140,7 +145,7 @@ kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w)
 	req.why = &q;
 	if ((rv = lk_call_main(c, &req, KILN__REPLY__BODY_WHY_REPLY, &r)) != 0)
 		return rv;
-	hold(c, &r);
+	lk_hold(c, &r);
 	memset(w, 0, sizeof(*w));
 	if ((rec = c->held.rep->why_reply->record) == NULL)
 		return KILN_EPROTO;

@@ -62,6 +62,10 @@ int cmd_build(const struct cli *cli, int argc, char **argv);
 int cmd_why(const struct cli *cli, int argc, char **argv);
 /* kiln log URL [-p PROFILE]: the step's tool output from its last run. */
 int cmd_log(const struct cli *cli, int argc, char **argv);
+/* kiln deps URL: a step's declared and discovered dependencies. */
+int cmd_deps(const struct cli *cli, int argc, char **argv);
+/* kiln rdeps PATH|URL [--all]: the steps depending on a file or step. */
+int cmd_rdeps(const struct cli *cli, int argc, char **argv);
 
 /* ---- messages ---------------------------------------------------------- */
 

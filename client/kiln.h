@@ -301,4 +301,53 @@ typedef struct kiln_why_info {
  * Strings valid until the next call on c. KILN_ENOTFOUND: never decided. */
 int kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w);
 
+/* ---- dependencies ------------------------------------------------------ */
+
+typedef struct kiln_dep_file {
+	const char *path;       /* project-relative */
+	int missing;            /* it did not exist when the step ran */
+	int traced;             /* found by tracing (else: the depfile) */
+	kiln_id hash;           /* zero when missing */
+} kiln_dep_file;
+
+typedef struct kiln_dep_need {
+	const char *url;
+	const char *output;     /* "" when the step has one output */
+	kiln_id hash;
+} kiln_dep_need;
+
+typedef struct kiln_deps_info {
+	const char *profile;
+	char *const *inputs;    /* declared source files */
+	size_t ninputs;
+	char *const *prerequisites; /* declared steps (URLs) */
+	size_t nprerequisites;
+	int built;              /* a successful run is recorded (else the
+	                           discovered lists are empty) */
+	int traced;             /* that run's file accesses were traced */
+	const kiln_dep_file *files; /* discovered files */
+	size_t nfiles;
+	const kiln_dep_need *needs; /* URLs it asked for (kiln need) */
+	size_t nneeds;
+} kiln_deps_info;
+
+/* What step url of profile (NULL: the first) depends on. Strings and
+ * arrays valid until the next call on c. KILN_ENOTFOUND: no such step. */
+int kiln_deps(kiln_conn *c, const char *profile, const char *url,
+              kiln_deps_info *d);
+
+typedef struct kiln_rdep {
+	const char *url;
+	const char *via;        /* "input PATH", "discovered PATH",
+	                           "prerequisite URL", "needs URL" */
+	unsigned depth;         /* 1: directly */
+} kiln_rdep;
+
+/* The steps of profile (NULL: the first) that depend on target — a step
+ * URL, else a project-relative path — directly, or with all through any
+ * chain; sorted by depth, then URL. *is_step (may be NULL) says whether
+ * target named a step. Valid until the next call on c. */
+int kiln_rdeps(kiln_conn *c, const char *profile, const char *target, int all,
+               const kiln_rdep **v, size_t *n, int *is_step);
+
 #endif

@@ -118,8 +118,10 @@ kiln_close(kiln_conn *c)
 	if (c == NULL)
 		return;
 	lk_sub_end(c);
-	if (c->held.rep != NULL)
-		conn_reply_free(&c->held);
+	if (c->held.rep != NULL) {
+		struct conn_reply none = {0};
+		lk_hold(c, &none);
+	}
 	conn_close(c->conn);
 	free(c);
 }

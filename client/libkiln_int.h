@@ -44,7 +44,12 @@ struct kiln_conn {
 	kiln_build_summary summary;
 	kiln_why_change changes[64];
 	kiln_step_output why_outs[16];
+	/* kiln_deps and kiln_rdeps arrays (malloc'd; freed with held) */
+	void *held_arrays[3];
 };
+
+/* Free what c holds for the last call's results, and hold r instead. */
+void lk_hold(kiln_conn *c, struct conn_reply *r);
 
 /* A request envelope with the protocol version and the token set. */
 void lk_request_init(const kiln_conn *c, Kiln__Request *req);

@@ -29,6 +29,8 @@ static const struct command {
 	{"build", cmd_build, "build assets for a profile (only what changed)"},
 	{"why", cmd_why, "say why the last build ran or reused a step"},
 	{"log", cmd_log, "print a step's tool output from its last run"},
+	{"deps", cmd_deps, "print what a step depends on, declared and discovered"},
+	{"rdeps", cmd_rdeps, "print the steps that depend on a file or a step"},
 	{"help", cmd_help, "show the help of kiln or of one command"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

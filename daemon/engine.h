@@ -76,6 +76,22 @@ int engine_build_status(struct engine *e, uint64_t build, Kiln__BuildFinished *o
 int engine_why(struct engine *e, const char *profile, const char *url,
                Kiln__StepRecord **rec, int *this_daemon);
 
+/* What the step url of profile ("" = first) depends on: declared inputs
+ * and prerequisites, and what its last successful run discovered. *out is
+ * the engine's (free with engine_deps_free). Returns 0, KILN_ENOTFOUND (no
+ * such step: err says so), KILN_EBADPROJECT (err lists the errors),
+ * KILN_EINVAL (unknown profile), KILN_ENOMEM. */
+int engine_deps(struct engine *e, const char *profile, const char *url,
+                Kiln__DepsReply **out, char *err, size_t errlen);
+void engine_deps_free(Kiln__DepsReply *r);
+
+/* Every step that depends on target — a step URL, else a project-relative
+ * path — directly, or with all through any chain of steps; sorted by
+ * depth then URL. Same returns as engine_deps. */
+int engine_rdeps(struct engine *e, const char *profile, const char *target,
+                 int all, Kiln__RdepsReply **out, char *err, size_t errlen);
+void engine_rdeps_free(Kiln__RdepsReply *r);
+
 /* Steps queued or running now, over all builds. */
 uint32_t engine_queued(struct engine *e);
 

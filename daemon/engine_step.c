@@ -399,6 +399,33 @@ reason_of_changes(struct node *n, const char *lead, char *out, size_t outlen)
 		snprintf(out, outlen, "%s%s", lead, what);
 }
 
+/* Queue n's discovered dependencies for the store's deps records ("f:"
+ * files; `kiln rdeps` and the live recompile look them up in reverse). */
+static int
+deps_queue(kiln_batch *b, const struct graph *g, const struct node *n)
+{
+	char **v = calloc(n->ndisc + 1, sizeof *v);
+	size_t nv = 0;
+	int rv = 0;
+
+	if (v == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < n->ndisc && rv == 0; i++) {
+		size_t len = strlen(n->disc[i]) + 3;
+		if ((v[nv] = malloc(len)) == NULL)
+			rv = KILN_ENOMEM;
+		else
+			snprintf(v[nv++], len, "f:%s", n->disc[i]);
+	}
+	if (rv == 0)
+		rv = kiln_batch_deps_set(b, g->profile, n->ks->url,
+		                         (const char *const *)v, nv);
+	for (size_t i = 0; i < nv; i++)
+		free(v[i]);
+	free(v);
+	return rv;
+}
+
 /* Queue the decision record of n (outputs and log as they are now). */
 int
 record_put(struct engine *e, const struct graph *g, struct node *n,
@@ -457,6 +484,10 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 		kiln__step_record__pack(&r, buf);
 		engine_batch_lock(e, &b);
 		rv = kiln_batch_step_put(b, g->profile, n->ks->url, buf, len);
+		/* a failure keeps the last success's dependencies: the files it
+		 * read are still what the next attempt will likely read */
+		if (rv == 0 && decision != KILN__STEP_RECORD__DECISION__FAILED)
+			rv = deps_queue(b, g, n);
 		engine_batch_unlock(e);
 		free(buf);
 	}

@@ -93,3 +93,63 @@ h_why(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	a->kind = ANSWER_BYTES;
 	return 0;
 }
+
+/* Pack a reply whose body the caller set into a, then clear the body (it
+ * points at memory the caller frees). */
+static int
+answer_pack(struct kilnd_answer *a)
+{
+	a->nbytes = kiln__reply__get_packed_size(&a->reply);
+	if ((a->bytes = malloc(a->nbytes ? a->nbytes : 1)) == NULL) {
+		a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
+		return KILN_ENOMEM;
+	}
+	kiln__reply__pack(&a->reply, a->bytes);
+	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
+	a->kind = ANSWER_BYTES;
+	return 0;
+}
+
+int
+h_deps(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+       struct ev_waiter *w)
+{
+	const Kiln__DepsRequest *q = c->req->deps;
+	Kiln__DepsReply *r = NULL;
+	int rv;
+
+	(void)w;
+	if (q->url == NULL || kiln_url_check(q->url) != 0)
+		return KILN_EINVAL;
+	if ((rv = engine_deps(d->engine, q->profile, q->url, &r, a->error,
+	                      sizeof a->error)) != 0)
+		return rv;
+	a->reply.body_case = KILN__REPLY__BODY_DEPS_REPLY;
+	a->reply.deps_reply = r;
+	rv = answer_pack(a);
+	engine_deps_free(r);
+	return rv;
+}
+
+int
+h_rdeps(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+        struct ev_waiter *w)
+{
+	const Kiln__RdepsRequest *q = c->req->rdeps;
+	Kiln__RdepsReply *r = NULL;
+	int rv;
+
+	(void)w;
+	/* a URL or a project-relative path: both are relative names that
+	 * never leave the project, which kiln_url_check enforces */
+	if (q->target == NULL || kiln_url_check(q->target) != 0)
+		return KILN_EINVAL;
+	if ((rv = engine_rdeps(d->engine, q->profile, q->target, q->all, &r,
+	                       a->error, sizeof a->error)) != 0)
+		return rv;
+	a->reply.body_case = KILN__REPLY__BODY_RDEPS_REPLY;
+	a->reply.rdeps_reply = r;
+	rv = answer_pack(a);
+	engine_rdeps_free(r);
+	return rv;
+}

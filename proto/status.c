@@ -82,6 +82,8 @@ kiln_proto_request_name(Kiln__Request__BodyCase body)
 	case KILN__REQUEST__BODY_CANCEL: return "cancel";
 	case KILN__REQUEST__BODY_BUILD_STATUS: return "build-status";
 	case KILN__REQUEST__BODY_WHY: return "why";
+	case KILN__REQUEST__BODY_DEPS: return "deps";
+	case KILN__REQUEST__BODY_RDEPS: return "rdeps";
 	default: return "unknown";
 	}
 }

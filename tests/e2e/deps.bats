@@ -66,3 +66,58 @@ ran() {
 	run "$KILN" build --json
 	[ "$(ran)" = "shaders/main.spv" ]
 }
+
+@test "kiln deps lists declared inputs and depfile discoveries; kiln rdeps finds the shader from its inner include in one lookup" {
+	command -v glslangValidator >/dev/null || skip "glslangValidator is not installed (Debian: glslang-tools)"
+	write_shaders
+	# a second stage that takes the compiled shader: a declared dependent
+	sed -i 's/^tools:$/tools:\n  copyspv: { run: [cp, "${in}", "${out}"] }/' kiln.yaml
+	cat >>kiln.yaml <<'YAML'
+assets:
+  - url: pack/main.bin
+    tool: copyspv
+    inputs: ["@shaders/main.spv"]
+YAML
+	run "$KILN" deps shaders/main.spv
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[[ "$output" == *"no successful run recorded"* ]]
+	[[ "$output" == *"input shaders/main.frag"* ]]
+	[[ "$output" != *"discovered shaders"* ]]
+	run "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	run "$KILN" deps shaders/main.spv
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	inner=$(xxh128sum shaders/lib/inner.glsl | cut -c1-8)
+	[[ "$output" == *"discovered shaders/lib/inner.glsl (depfile) $inner"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"discovered shaders/lib/common.glsl (depfile)"* ]]
+	run "$KILN" deps pack/main.bin
+	[[ "$output" == *"prerequisite shaders/main.spv"* ]] || { echo "$output"; false; }
+	# reverse: the inner include (relative to the current folder, too)
+	run "$KILN" rdeps shaders/lib/inner.glsl
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$output" = "shaders/main.spv  (discovered shaders/lib/inner.glsl)" ] || { echo "$output"; false; }
+	(cd shaders/lib && "$KILN" rdeps inner.glsl) | grep -qx 'shaders/main.spv  (discovered shaders/lib/inner.glsl)'
+	run "$KILN" rdeps --all shaders/lib/inner.glsl
+	[ "${lines[0]}" = "shaders/main.spv  (discovered shaders/lib/inner.glsl)" ] || { echo "$output"; false; }
+	[ "${lines[1]}" = "  pack/main.bin  (prerequisite shaders/main.spv)" ] || { echo "$output"; false; }
+	run "$KILN" rdeps shaders/main.frag
+	[ "$output" = "shaders/main.spv  (input shaders/main.frag)" ] || { echo "$output"; false; }
+	run "$KILN" rdeps shaders/main.spv
+	[ "$output" = "pack/main.bin  (prerequisite shaders/main.spv)" ] || { echo "$output"; false; }
+	# a restarted daemon answers from the store's records
+	"$KILN" stop >/dev/null
+	run "$KILN" rdeps shaders/lib/inner.glsl
+	[ "$output" = "shaders/main.spv  (discovered shaders/lib/inner.glsl)" ] || { echo "$output"; false; }
+	# the include chain changes: the old include leaves the reverse records
+	printf '#version 450\nlayout(location = 0) out vec4 color;\nvoid main() { color = vec4(1.0); }\n' >shaders/main.frag
+	run "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	run --separate-stderr "$KILN" rdeps shaders/lib/inner.glsl
+	[ "$status" -eq 0 ] && [ "$output" = "" ] || { echo "$output"; false; }
+	[[ "$stderr" == *"no step depends on file shaders/lib/inner.glsl"* ]]
+	run "$KILN" deps shaders/main.spv
+	[[ "$output" != *"discovered shaders/lib"* ]] || { echo "$output"; false; }
+	run "$KILN" deps no/such
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"no step no/such"* ]] || { echo "$output"; false; }
+}
