@@ -92,9 +92,14 @@ check_layout(const unsigned char *b, size_t len, uint32_t *n, const char **names
 		fprintf(stderr, "loader: not a kpak file\n");
 		return -1;
 	}
-	if (kpak_get32(b + 8) != KPAK_VERSION || kpak_get32(b + 16) == 0) {
+	if (kpak_get32(b + 8) != KPAK_VERSION) {
 		fprintf(stderr, "loader: kpak version %" PRIu32 " (this loader reads %u)\n",
 		        kpak_get32(b + 8), KPAK_VERSION);
+		return -1;
+	}
+	if (kpak_get32(b + 16) == 0 || (kpak_get32(b + 16) & (kpak_get32(b + 16) - 1)) != 0) {
+		fprintf(stderr, "loader: alignment %" PRIu32 " is not a power of two\n",
+		        kpak_get32(b + 16));
 		return -1;
 	}
 	*n = kpak_get32(b + 12);
@@ -125,9 +130,10 @@ check_entry(const unsigned char *b, size_t len, uint32_t i, const char *names,
 	const char *name;
 	int bad = 0;
 
-	if ((uint64_t)off + nlen >= names_size || names[off + nlen] != '\0' ||
+	if (kpak_get32(row + 12) != 0 || (uint64_t)off + nlen >= names_size || names[off + nlen] != '\0' ||
 	    strlen(names + off) != nlen || at % align != 0 || at > len || size > len - at) {
-		printf("  entry %" PRIu32 ": malformed (name or data out of bounds)\n", i);
+		printf("  entry %" PRIu32 ": malformed (unknown flags, or name or data out "
+		       "of bounds)\n", i);
 		return 1;
 	}
 	name = names + off;
