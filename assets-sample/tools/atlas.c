@@ -7,7 +7,7 @@
  *   atlas [--padding N] -o ATLAS.png -m FRAMES.json SPRITE.png...
  *
  * A frame is named by its file name without ".png" (build/pc/ui/sprites/
- * star.png -> "star"). The atlas is the smallest power-of-two square that
+ * star.png -> "star"); two sprites with one frame name are an error. The atlas is the smallest power-of-two square that
  * holds every sprite, cut down to the power-of-two height actually used.
  * The output depends only on the inputs and their order (kiln passes them
  * sorted), so a rebuild writes the same bytes. Single-threaded.
@@ -151,6 +151,11 @@ main(int argc, char **argv)
 			fprintf(stderr, "atlas: %s: unusable frame name\n", argv[i]);
 			goto done;
 		}
+		for (int j = 0; j < n; j++)
+			if (strcmp(s[j].name, s[n].name) == 0) {
+				fprintf(stderr, "atlas: two sprites make the frame '%s'\n", s[n].name);
+				goto done;
+			}
 		if ((s[n].pixels = stbi_load(argv[i], &s[n].w, &s[n].h, &c, 4)) == NULL) {
 			fprintf(stderr, "atlas: %s: %s\n", argv[i], stbi_failure_reason());
 			goto done;

@@ -120,6 +120,11 @@ entity_read(struct level *lv, yaml_document_t *d, yaml_node_t *m, int i)
 		fprintf(stderr, "levelc: entities[%d]: needs type, texture, x and y\n", i);
 		return -1;
 	}
+	if (tex[0] == '-' || tex[0] == '\0') {
+		/* kiln need would read it as an option */
+		fprintf(stderr, "levelc: entities[%d]: '%s' is not a URL\n", i, tex);
+		return -1;
+	}
 	if ((e->texture = texture_ref(lv, tex)) < 0) {
 		fprintf(stderr, "levelc: more than %d textures\n", MAX_TEX);
 		return -1;

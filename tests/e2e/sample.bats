@@ -190,6 +190,13 @@ YAML
 	KILN="$P/fake-kiln" run tools/bin/levelc -o lvl2.json lvl.yaml
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"kiln need sprites/nothing failed"* ]]
+	# a texture that kiln need would take for an option is refused
+	sed -i 's|sprites/nothing|--help|' lvl.yaml
+	rm -f need.log
+	KILN="$P/fake-kiln" run tools/bin/levelc -o lvl2.json lvl.yaml
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"'--help' is not a URL"* ]]
+	[ ! -e need.log ]
 	# outside kiln (no KILN), levelc says what it needs
 	run env -u KILN tools/bin/levelc -o lvl3.json levels/level1.yaml
 	[ "$status" -ne 0 ]
