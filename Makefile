@@ -3,8 +3,13 @@
 #   make            build bin/kiln and bin/kilnd (release, -O2)
 #   make test       install missing Debian packages (as root), build the
 #                   ASan+UBSan variant, run every unit and end-to-end test
-#   make demo       the main job on assets-sample/ (arrives with the sample
-#                   project issue; until then it says so)
+#   make demo       the main job on the sample game project assets-sample/:
+#                   install missing Debian packages (as root), build kiln
+#                   (release) and the sample's C tools, build every asset
+#                   for pc, print where the outputs are, check both bundles
+#                   with the loader, rebuild to show nothing reruns, stop
+#                   the daemon (assets-sample/tools/demo.sh)
+#   make sample-tools  only the sample's C tools (assets-sample/tools/bin/)
 #   make bench      benchmarks in bench/ (figures, not pass/fail)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make valgrind   unit tests of the release variant under valgrind
@@ -160,7 +165,7 @@ fuzz: deps-test
 	@for t in $(FUZZ_TARGETS); do tests/fuzz.sh $(BIN)/fuzz/$$t fuzz/corpus/$$t $(FUZZ_TIME) || exit 1; done
 
 test check: deps-test
-	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(BIN)/asan/kilnd $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%)
+	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(BIN)/asan/kilnd $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%) sample-tools
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_QUICK=$(FUZZ_QUICK) tests/run.sh $(BIN)/asan
 
 valgrind: deps-test
@@ -172,10 +177,25 @@ bench: all
 	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%)
 	@for b in $(BENCHES:bench_%=%); do bench/$$b/run.sh $(BIN) || exit 1; done
 
-demo: all
-	@echo "make demo: the sample project (assets-sample/) and the build engine are"
-	@echo "not built yet; today kiln offers the store commands: bin/kiln --help"
-	@bin/kiln --help
+# The sample project's C tools (assets-sample/tools/*.c), which its
+# kiln.yaml steps run as tools/bin/NAME. Built here, once, for the host
+# (not per variant): kiln hashes each tool's program into its steps' keys.
+SAMPLE_TOOLS  = atlas levelc pack loader
+SAMPLE_BIN    = assets-sample/tools/bin
+SAMPLE_CFLAGS = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -I/usr/include/stb
+SAMPLE_LIBS   = -lstb -lyaml -lxxhash -lm
+
+.PHONY: sample-tools
+sample-tools: $(SAMPLE_TOOLS:%=$(SAMPLE_BIN)/%)
+
+$(SAMPLE_BIN)/%: assets-sample/tools/%.c assets-sample/tools/kpak.h assets-sample/tools/slurp.h
+	@mkdir -p $(@D)
+	$(CC) $(SAMPLE_CFLAGS) -o $@ $< $(SAMPLE_LIBS)
+
+demo:
+	@scripts/ensure-deps demo
+	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd sample-tools
+	@assets-sample/tools/demo.sh $(BIN)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kiln $(DESTDIR)$(PREFIX)/lib
