@@ -63,6 +63,11 @@ int cmd_why(const struct cli *cli, int argc, char **argv);
 /* kiln log URL [-p PROFILE]: the step's tool output from its last run. */
 int cmd_log(const struct cli *cli, int argc, char **argv);
 
+/* ---- commands (cmd_need.c) --------------------------------------------- */
+
+/* kiln need URL [--output NAME]: from inside a step, another step's output. */
+int cmd_need(const struct cli *cli, int argc, char **argv);
+
 /* ---- messages ---------------------------------------------------------- */
 
 /* Print "kiln: <cmd>: <what>: <kiln_strerror(code)>" on stderr. cmd may be

@@ -29,6 +29,7 @@ static const struct command {
 	{"build", cmd_build, "build assets for a profile (only what changed)"},
 	{"why", cmd_why, "say why the last build ran or reused a step"},
 	{"log", cmd_log, "print a step's tool output from its last run"},
+	{"need", cmd_need, "from inside a step: build another step, print its output"},
 	{"help", cmd_help, "show the help of kiln or of one command"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

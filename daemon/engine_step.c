@@ -542,11 +542,13 @@ step_set_disc(struct node *n, char *const *paths, size_t count)
 	return 0;
 }
 
-/* Look the key up; on a usable result fill n->outs (not materialized) and
- * n->disc. When a discovered dependency no longer holds, why says which. */
+/* Look the key up; on a usable result fill n->outs (not materialized),
+ * n->disc and n->needs (1). When a discovered dependency no longer holds,
+ * why says which (0). 2: the result needs steps not done in this wave
+ * yet (n->needs names them). */
 static int
-cache_lookup(struct engine *e, struct node *n, int *missing_blob, char *why,
-             size_t whylen)
+cache_lookup(struct engine *e, struct graph *g, struct node *n,
+             int *missing_blob, char *why, size_t whylen)
 {
 	kiln_action *a = NULL;
 	Kiln__ActionResult *res = NULL;
@@ -593,6 +595,15 @@ cache_lookup(struct engine *e, struct node *n, int *missing_blob, char *why,
 			         "depfile" : "trace", was, now);
 			goto out;
 		}
+	}
+	/* kiln need: every needed URL must still resolve to its hash
+	 * (engine_need.c) */
+	if (res->n_needs > 0 || n->nneeds > 0) {
+		int r = need_check_result(e, g, n, res->needs, res->n_needs, why, whylen);
+		if (r == -1)
+			ok = 2;
+		if (r != 1)
+			goto out;
 	}
 	{
 		char **paths = calloc(res->n_files + 1, sizeof *paths);
@@ -646,7 +657,7 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 
 	for (uint32_t k = 0; k < n->ndeps; k++)
 		cap += g->nodes[n->deps[k]].ks->noutputs;
-	cap += n->ks->ninputs + n->ndisc;
+	cap += n->ks->ninputs + n->ndisc + n->nneeds;
 	if (cap > 64 && (v = malloc(cap * sizeof *v)) == NULL)
 		return KILN_ENOMEM;
 	if ((rv = step_program(e, n, exe, sizeof exe, &v[0])) != 0)
@@ -668,6 +679,9 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 			goto out;
 		}
 	}
+	/* needed outputs as need_prereqs found them done in this wave */
+	for (size_t i = 0; i < n->nneeds; i++)
+		v[nv++] = n->needs[i].cur;
 	kiln_id_of_buf(v, nv * sizeof *v, q);
 out:
 	if (v != small)
@@ -711,7 +725,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		memset(&n->quick, 0, sizeof n->quick);
 	/* the same key with files discovered last time (a depfile) still
 	 * needs them checked: the cache lookup below does */
-	if (n->ndisc == 0 && n->have && id_eq(&n->key, &n->new_key) &&
+	if (n->ndisc == 0 && n->nneeds == 0 && n->have && id_eq(&n->key, &n->new_key) &&
 	    outputs_intact(e, n)) {
 		n->outcome = O_UP_TO_DATE;
 		key_parts_free(&n->parts);
@@ -719,7 +733,14 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	}
 	prev_load(e, g, n);
 	dep_why[0] = '\0';
-	if (cache_lookup(e, n, &missing_blob, dep_why, sizeof dep_why)) {
+	if ((rv = cache_lookup(e, g, n, &missing_blob, dep_why, sizeof dep_why)) == 2) {
+		/* decided again once what it needs is done (engine_need.c) */
+		n->have = 0;
+		prev_drop(n);
+		key_parts_free(&n->parts);
+		return EVAL_NEEDS;
+	}
+	if (rv) {
 		if (!dry_run && materialize_all(e, n) != 0)
 			return EVAL_FAIL;
 		if (prev_same_key(n))

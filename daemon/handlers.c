@@ -326,6 +326,7 @@ static const struct handler {
 	{KILN__REQUEST__BODY_CANCEL, h_cancel},
 	{KILN__REQUEST__BODY_BUILD_STATUS, h_build_status},
 	{KILN__REQUEST__BODY_WHY, h_why},
+	{KILN__REQUEST__BODY_NEED, h_need},
 };
 
 /* Whether t is the daemon's token, in time independent of where they

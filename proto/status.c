@@ -82,6 +82,7 @@ kiln_proto_request_name(Kiln__Request__BodyCase body)
 	case KILN__REQUEST__BODY_CANCEL: return "cancel";
 	case KILN__REQUEST__BODY_BUILD_STATUS: return "build-status";
 	case KILN__REQUEST__BODY_WHY: return "why";
+	case KILN__REQUEST__BODY_NEED: return "need";
 	default: return "unknown";
 	}
 }
