@@ -64,7 +64,11 @@ cmd_need(const struct cli *cli, int argc, char **argv)
 		return CLI_PROBLEM;
 	}
 	if ((rv = kiln_need(c, token, argv[optind], output, &paths, &npaths)) != 0) {
-		cli_daemon_error("need", argv[optind], c, rv);
+		/* the daemon's words say it all (the status code adds noise) */
+		if (kiln_conn_error(c)[0] != '\0')
+			cli_errorf("need", "%s: %s", argv[optind], kiln_conn_error(c));
+		else
+			cli_error("need", argv[optind], rv);
 		kiln_close(c);
 		return CLI_PROBLEM;
 	}

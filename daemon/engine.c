@@ -874,12 +874,24 @@ node_fail(struct engine *e, struct graph *g, struct node *n)
 	node_finish(e, g, n, N_FAILED);
 }
 
+/* Whether every build that wanted n was cancelled (not merely stopped by
+ * a failure: a step failing then is a failure, e.g. the other side of a
+ * kiln need cycle). */
+static int
+node_cancelled(const struct engine *e, const struct node *n)
+{
+	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
+		if ((n->builds >> i & 1) && e->active[i] != NULL && !e->active[i]->cancelled)
+			return 0;
+	return 1;
+}
+
 /* A tool ended: finish its step (e->mu held, dropped for the work). */
 static void
 work_complete(struct engine *e, struct run_ctx *rc)
 {
 	struct node *n = rc->n;
-	int cancelled = !node_wanted(e, n), rv;
+	int cancelled = !node_wanted(e, n) && node_cancelled(e, n), rv;
 
 	pthread_mutex_unlock(&e->mu);
 	rv = step_finish(e, rc->g, n);

@@ -403,7 +403,7 @@ need_prereqs(struct engine *e, struct graph *g, struct node *n)
 		if ((t = &g->nodes[d->idx]) == n)
 			continue;
 		if (node_finished(e, t)) {
-			if (t->st == N_DONE && t->have)
+			if (t->st == N_DONE)
 				d->cur = t->outs[d->out].id;
 			continue;
 		}
@@ -430,7 +430,7 @@ need_prereqs(struct engine *e, struct graph *g, struct node *n)
 		if (schedule_closure(e, g, t, n->builds) != 0)
 			continue;
 		if (node_finished(e, t)) {  /* settled at once (skipped) */
-			if (t->st == N_DONE && t->have)
+			if (t->st == N_DONE)
 				d->cur = t->outs[d->out].id;
 			continue;
 		}
@@ -521,7 +521,7 @@ need_check_result(struct engine *e, struct graph *g, struct node *n,
 				miss = 1;
 			}
 			pending = 1;
-		} else if (t->st != N_DONE || !t->have) {
+		} else if (t->st != N_DONE) {
 			snprintf(why, whylen, "needed %s %s", name,
 			         t->st == N_WOULD_RUN ? "would run" : "did not build");
 			miss = 1;
