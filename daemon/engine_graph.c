@@ -44,6 +44,10 @@ graph_free(struct graph *g)
 	}
 	free(g->nodes);
 	free(g->topo);
+	free(g->nmark);
+	free(g->nparent);
+	free(g->nstack);
+	free(g->nsk);
 	free(g->profile);
 	free(g);
 }

@@ -136,6 +136,7 @@ struct node {
 	uint32_t need_on;        /* the node a suspended run waits on */
 	char *need_err;          /* a cycle found while it was suspended */
 	uint64_t needs_wave;     /* wave its needs were last scheduled in */
+	uint32_t ndwaited;       /* e->dwait entries waiting on this node */
 };
 
 struct graph {
@@ -146,6 +147,11 @@ struct graph {
 	uint32_t *topo;          /* prerequisites before dependents */
 	int index_dirty;         /* an output changed since kiln-index.txt */
 	int prune_due;           /* build/<profile>/ not pruned since loaded */
+	/* kiln need's walks (engine_need.c, e->mu): n + 1 entries each, made
+	 * on first use; mark[i] == gen means visited in the current walk, so
+	 * a walk costs what it visits, not the graph's size */
+	uint32_t *nmark, *nparent, *nstack, *nsk;
+	uint32_t ngen;
 	struct graph *next;
 };
 

@@ -200,21 +200,53 @@ need_grant(struct engine *e)
 
 /* ---- waiting and cycles --------------------------------------------------- */
 
+/* A fresh walk over g: the scratch arrays made, a new mark generation.
+ * 0 or KILN_ENOMEM. */
+static int
+walk_start(struct graph *g)
+{
+	size_t sz = ((size_t)g->n + 1) * sizeof(uint32_t);
+
+	if (g->nmark == NULL) {
+		g->nmark = calloc(1, sz);
+		g->nparent = malloc(sz);
+		g->nstack = malloc(sz);
+		g->nsk = malloc(sz);
+		if (g->nmark == NULL || g->nparent == NULL || g->nstack == NULL ||
+		    g->nsk == NULL) {
+			free(g->nmark);
+			free(g->nparent);
+			free(g->nstack);
+			free(g->nsk);
+			g->nmark = g->nparent = g->nstack = g->nsk = NULL;
+			return KILN_ENOMEM;
+		}
+		g->ngen = 0;
+	}
+	if (++g->ngen == 0) {   /* wrapped: forget every old mark */
+		memset(g->nmark, 0, sz);
+		g->ngen = 1;
+	}
+	return 0;
+}
+
 /* Whether node `to` is reachable from `from` over what keeps a step from
  * finishing: its prerequisites, a suspended run's need, a dynamic
- * prerequisite. parent[] (g->n entries) leads back from `to` to `from`.
- * 1 reachable, 0 not, KILN_ENOMEM. */
+ * prerequisite. g->nparent leads back from `to` to `from`. 1 reachable,
+ * 0 not, KILN_ENOMEM. */
 static int
-reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to,
-        uint32_t *parent)
+reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to)
 {
-	uint32_t *stack = malloc(((size_t)g->n + 1) * sizeof *stack), depth = 0;
+	uint32_t *mark, *parent, *stack, gen, depth = 0;
 	int found = 0;
 
-	if (stack == NULL)
+	if (walk_start(g) != 0)
 		return KILN_ENOMEM;
-	for (uint32_t i = 0; i < g->n; i++)
-		parent[i] = UINT32_MAX;
+	mark = g->nmark;
+	parent = g->nparent;
+	stack = g->nstack;
+	gen = g->ngen;
+	mark[from] = gen;
 	parent[from] = from;
 	stack[depth++] = from;
 	while (depth > 0 && !found) {
@@ -227,7 +259,10 @@ reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to,
 		uint32_t more[1] = {0};
 		if (xn->token[0] && xn->need_state == NEED_SUSPENDED)
 			more[extra++] = xn->need_on;
-		for (size_t k = 0; k < nd + extra + e->ndwait && !found; k++) {
+		/* only a node waiting on its needs has dynamic waits */
+		size_t nw = xn->st == N_WAITING && xn->nneeds > 0 &&
+		            xn->needs_wave == e->wave ? e->ndwait : 0;
+		for (size_t k = 0; k < nd + extra + nw && !found; k++) {
 			uint32_t y;
 			if (k < nd)
 				y = xn->deps[k];
@@ -238,8 +273,9 @@ reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to,
 				y = e->dwait[k - nd - extra].target;
 			else
 				continue;
-			if (parent[y] != UINT32_MAX)
+			if (mark[y] == gen)
 				continue;
+			mark[y] = gen;
 			parent[y] = x;
 			if (y == to)
 				found = 1;
@@ -247,7 +283,6 @@ reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to,
 				stack[depth++] = y;
 		}
 	}
-	free(stack);
 	return found;
 }
 
@@ -257,27 +292,19 @@ static int
 cycle_find(struct engine *e, struct graph *g, struct node *n, struct node *t,
            char *msg, size_t len)
 {
-	uint32_t *parent = malloc(((size_t)g->n + 1) * sizeof *parent), *path;
+	uint32_t *path;
 	size_t np = 0, at;
 	int rv;
 
-	if (parent == NULL)
-		return KILN_ENOMEM;
 	if (t == n) {
 		snprintf(msg, len, "need cycle: %s -> %s (a step cannot need itself)",
 		         n->ks->url, n->ks->url);
-		free(parent);
 		return 1;
 	}
-	if ((rv = reaches(e, g, t->idx, n->idx, parent)) != 1) {
-		free(parent);
+	if ((rv = reaches(e, g, t->idx, n->idx)) != 1)
 		return rv;
-	}
-	if ((path = malloc(((size_t)g->n + 1) * sizeof *path)) == NULL) {
-		free(parent);
-		return KILN_ENOMEM;
-	}
-	for (uint32_t x = n->idx; x != t->idx; x = parent[x])
+	path = g->nsk;   /* reaches leaves it free */
+	for (uint32_t x = n->idx; x != t->idx; x = g->nparent[x])
 		path[np++] = x;
 	path[np++] = t->idx;
 	at = (size_t)snprintf(msg, len, "need cycle: %s", n->ks->url);
@@ -292,8 +319,6 @@ cycle_find(struct engine *e, struct graph *g, struct node *n, struct node *t,
 		    x->need_err == NULL)
 			x->need_err = strdup(msg);
 	}
-	free(path);
-	free(parent);
 	return 1;
 }
 
@@ -310,22 +335,23 @@ in_build(const struct engine *e, const struct node *x, int s)
 static int
 schedule_closure(struct engine *e, struct graph *g, struct node *t, uint64_t bits)
 {
-	uint32_t *sidx = malloc(((size_t)g->n + 1) * sizeof *sidx);
-	uint32_t *sk = malloc(((size_t)g->n + 1) * sizeof *sk);
-	uint32_t *order = malloc(((size_t)g->n + 1) * sizeof *order);
-	uint8_t *seen = calloc((size_t)g->n + 1, 1);
+	uint32_t *sidx, *sk, *order, *mark, gen;
 	size_t depth = 0, no = 0;
 	uint64_t want = 0;
-	int rv = KILN_ENOMEM;
 
-	if (sidx == NULL || sk == NULL || order == NULL || seen == NULL)
-		goto out;
+	if (walk_start(g) != 0)
+		return KILN_ENOMEM;
+	sidx = g->nstack;
+	sk = g->nsk;
+	order = g->nparent;
+	mark = g->nmark;
+	gen = g->ngen;
 	for (int s = 0; s < ENGINE_MAX_BUILDS; s++)
 		if ((bits >> s & 1) && e->active[s] != NULL)
 			want |= 1ULL << s;
 	/* post-order: prerequisites before the steps that need them; a step
 	 * every wanted build has already brings its closure along */
-	seen[t->idx] = 1;
+	mark[t->idx] = gen;
 	sidx[depth] = t->idx;
 	sk[depth++] = 0;
 	while (depth > 0) {
@@ -336,8 +362,8 @@ schedule_closure(struct engine *e, struct graph *g, struct node *t, uint64_t bit
 			for (int s = 0; s < ENGINE_MAX_BUILDS && have_all; s++)
 				if (want >> s & 1)
 					have_all = in_build(e, &g->nodes[y], s);
-			if (!seen[y] && !have_all) {
-				seen[y] = 1;
+			if (mark[y] != gen && !have_all) {
+				mark[y] = gen;
 				sidx[depth] = y;
 				sk[depth++] = 0;
 			}
@@ -359,13 +385,7 @@ schedule_closure(struct engine *e, struct graph *g, struct node *t, uint64_t bit
 		}
 	}
 	pthread_cond_broadcast(&e->cv);
-	rv = 0;
-out:
-	free(sidx);
-	free(sk);
-	free(order);
-	free(seen);
-	return rv;
+	return 0;
 }
 
 /* Resolve d (url, output) in g: d->idx, d->out. 1 found, 0 not. */
@@ -389,7 +409,6 @@ dep_resolve(const struct graph *g, struct need_dep *d)
 int
 need_prereqs(struct engine *e, struct graph *g, struct node *n)
 {
-	uint32_t *parent = NULL;
 	uint32_t waits = 0;
 
 	n->needs_wave = e->wave;
@@ -414,10 +433,7 @@ need_prereqs(struct engine *e, struct graph *g, struct node *n)
 			continue;
 		/* waiting on something that waits on n (the descriptions
 		 * changed since): decide n now; its run meets the cycle */
-		if (parent == NULL &&
-		    (parent = malloc(((size_t)g->n + 1) * sizeof *parent)) == NULL)
-			continue;
-		if (reaches(e, g, t->idx, n->idx, parent) != 0)
+		if (reaches(e, g, t->idx, n->idx) != 0)
 			continue;
 		if (e->ndwait == e->capdwait) {
 			size_t ncap = e->capdwait ? e->capdwait * 2 : 16;
@@ -435,9 +451,9 @@ need_prereqs(struct engine *e, struct graph *g, struct node *n)
 			continue;
 		}
 		e->dwait[e->ndwait++] = (struct need_wait){g, n->idx, t->idx};
+		t->ndwaited++;
 		waits++;
 	}
-	free(parent);
 	if (waits > 0) {
 		n->st = N_WAITING;
 		n->waiting = waits;
@@ -448,6 +464,9 @@ need_prereqs(struct engine *e, struct graph *g, struct node *n)
 void
 need_finished(struct engine *e, struct graph *g, struct node *n)
 {
+	/* most nodes are in no entry: no walk */
+	if (n->ndwaited == 0 && (n->nneeds == 0 || n->needs_wave != e->wave))
+		return;
 	for (size_t i = 0; i < e->ndwait;) {
 		struct need_wait w = e->dwait[i];
 		if (w.g != g || (w.target != n->idx && w.waiter != n->idx)) {
@@ -455,6 +474,8 @@ need_finished(struct engine *e, struct graph *g, struct node *n)
 			continue;
 		}
 		e->dwait[i] = e->dwait[--e->ndwait];
+		if (g->nodes[w.target].ndwaited > 0)
+			g->nodes[w.target].ndwaited--;
 		if (w.target == n->idx && w.waiter != n->idx) {
 			struct node *r = &g->nodes[w.waiter];
 			if (r->wave == e->wave && r->st == N_WAITING && r->waiting > 0 &&
