@@ -1,5 +1,7 @@
-/* engine_int.h — what engine.c (graphs, builds, scheduling, workers) and
- * engine_step.c (deciding, running and finishing one step) share.
+/* engine_int.h — what engine.c (graphs, builds, scheduling, workers),
+ * engine_step.c (deciding, running and finishing one step) and
+ * engine_need.c (kiln need: tokens, suspended runs, dynamic
+ * prerequisites) share.
  *
  * Locking: e->mu guards every node's scheduling fields (st, wave, waiting,
  * prio, builds, the queues) and every build. A node's result fields (have,

@@ -7,8 +7,9 @@
  * hashed into the action key. The same key as this daemon's last decision,
  * with the materialized files untouched, is up to date without a database
  * read. Otherwise the actions database is asked; a result whose blobs are
- * all still in the store is reused (materialized again), anything else
- * runs. Every decision that differs from the stored one is recorded with
+ * all still in the store, whose discovered files hash as recorded and
+ * whose kiln needs resolve to their recorded outputs (engine_need.c) is
+ * reused (materialized again), anything else runs. Every decision that differs from the stored one is recorded with
  * the key's parts, so `kiln why` can say what changed.
  *
  * Running: the tool gets its own scratch folder .kiln/scratch/<n>/ for its
