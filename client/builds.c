@@ -1,9 +1,10 @@
-/* builds.c — kiln.h's builds: start, cancel, status, why. Progress comes
+/* builds.c — kiln.h's builds: start, cancel, status, why, need. Progress comes
  * through the event subscription (events.c turns StepEvent and
  * BuildFinished into kiln_event). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "libkiln_int.h"
 
@@ -176,5 +177,40 @@ kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w)
 		w->noutputs++;
 	}
 	w->outputs = c->why_outs;
+	return 0;
+}
+
+int
+kiln_need(kiln_conn *c, const char *token, const char *url, const char *output,
+          const char *const **paths, size_t *npaths)
+{
+	Kiln__Request req;
+	Kiln__NeedRequest q = KILN__NEED_REQUEST__INIT;
+	struct conn_reply r;
+	long wait_ns = 1000000;
+	int rv;
+
+	q.token = (char *)token;
+	q.url = (char *)url;
+	q.output = (char *)(output ? output : "");
+	/* the daemon answers at once; while the step builds, ask again (no
+	 * daemon thread waits on our behalf) */
+	for (;;) {
+		lk_request_init(c, &req);
+		req.body_case = KILN__REQUEST__BODY_NEED;
+		req.need = &q;
+		if ((rv = lk_call_main(c, &req, KILN__REPLY__BODY_NEED_REPLY, &r)) != 0)
+			return rv;
+		if (!r.rep->need_reply->pending)
+			break;
+		conn_reply_free(&r);
+		struct timespec ts = {0, wait_ns};
+		nanosleep(&ts, NULL);
+		if ((wait_ns *= 2) > 50000000)
+			wait_ns = 50000000;
+	}
+	lk_hold(c, &r);
+	*paths = (const char *const *)c->held.rep->need_reply->paths;
+	*npaths = c->held.rep->need_reply->n_paths;
 	return 0;
 }

@@ -67,6 +67,11 @@ int cmd_deps(const struct cli *cli, int argc, char **argv);
 /* kiln rdeps PATH|URL [--all]: the steps depending on a file or step. */
 int cmd_rdeps(const struct cli *cli, int argc, char **argv);
 
+/* ---- commands (cmd_need.c) --------------------------------------------- */
+
+/* kiln need URL [--output NAME]: from inside a step, another step's output. */
+int cmd_need(const struct cli *cli, int argc, char **argv);
+
 /* ---- messages ---------------------------------------------------------- */
 
 /* Print "kiln: <cmd>: <what>: <kiln_strerror(code)>" on stderr. cmd may be

@@ -349,5 +349,18 @@ typedef struct kiln_rdep {
  * target named a step. Valid until the next call on c. */
 int kiln_rdeps(kiln_conn *c, const char *profile, const char *target, int all,
                const kiln_rdep **v, size_t *n, int *is_step);
+/* ---- kiln need (from inside a step's tool) ------------------------------- */
+
+/* On behalf of the running step whose $KILN_STEP_TOKEN is token (connect
+ * to $KILN_SOCKET), get the output named output (NULL or "": every output,
+ * in declared order) of the step url of the same profile: the daemon
+ * builds it first when it is not up to date, meanwhile lending the step's
+ * -j slot to others; this call waits for that, asking again 1 ms doubling
+ * to 50 ms apart. On 0, *paths (*npaths of them, relative to the project
+ * root) are valid until the next call on c, and the daemon has recorded
+ * the dependency. Errors (kiln_conn_error says which): the token unknown
+ * or expired, no such URL or output, a need cycle, the step failed. */
+int kiln_need(kiln_conn *c, const char *token, const char *url,
+              const char *output, const char *const **paths, size_t *npaths);
 
 #endif

@@ -269,6 +269,8 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 			r->reason = NULL;
 			stack[depth++] = r->idx;
 		}
+		if (e->ndwait > 0)   /* kiln need's dynamic prerequisites */
+			need_finished(e, g, n);
 		if (depth == 0)
 			break;
 		n = &g->nodes[stack[--depth]];
@@ -291,6 +293,18 @@ make_ready(struct engine *e, struct graph *g, struct node *n)
 	pthread_cond_signal(&e->cv);
 }
 
+int
+node_done_state(enum node_state st)
+{
+	return done_state(st);
+}
+
+void
+node_make_ready(struct engine *e, struct graph *g, struct node *n)
+{
+	make_ready(e, g, n);
+}
+
 /* Whether a build that is not stopped still wants n (e->mu held). */
 static int
 node_wanted(const struct engine *e, const struct node *n)
@@ -301,7 +315,7 @@ node_wanted(const struct engine *e, const struct node *n)
 	return 0;
 }
 
-static unsigned
+unsigned
 jobs_limit(const struct engine *e)
 {
 	unsigned j = 0;
@@ -556,7 +570,7 @@ builds_check(struct engine *e)
 
 /* Schedule node n for build b (e->mu held). Prerequisites come first
  * (topological order), so each of n's is already part of the wave. */
-static void
+void
 node_schedule(struct engine *e, struct graph *g, struct node *n, struct build *b)
 {
 	uint64_t bit = 1ULL << b->slot;
@@ -827,8 +841,10 @@ engine_tool_done(void *arg, const struct spawn_result *r)
 
 	pthread_mutex_lock(&e->mu);
 	n->res = *r;
-	/* the tool's slot is free now: finishing the step is our work */
-	e->running--;
+	/* the tool's slot is free now (a run suspended on kiln need had
+	 * lent it out already): finishing the step is our work */
+	if (need_run_end(e, n))
+		e->running--;
 	pthread_cond_broadcast(&e->cv);
 	if (e->ncompleted == e->capcompleted) {
 		size_t ncap = e->capcompleted ? e->capcompleted * 2 : 64;
@@ -858,12 +874,24 @@ node_fail(struct engine *e, struct graph *g, struct node *n)
 	node_finish(e, g, n, N_FAILED);
 }
 
+/* Whether every build that wanted n was cancelled (not merely stopped by
+ * a failure: a step failing then is a failure, e.g. the other side of a
+ * kiln need cycle). */
+static int
+node_cancelled(const struct engine *e, const struct node *n)
+{
+	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
+		if ((n->builds >> i & 1) && e->active[i] != NULL && !e->active[i]->cancelled)
+			return 0;
+	return 1;
+}
+
 /* A tool ended: finish its step (e->mu held, dropped for the work). */
 static void
 work_complete(struct engine *e, struct run_ctx *rc)
 {
 	struct node *n = rc->n;
-	int cancelled = !node_wanted(e, n), rv;
+	int cancelled = !node_wanted(e, n) && node_cancelled(e, n), rv;
 
 	pthread_mutex_unlock(&e->mu);
 	rv = step_finish(e, rc->g, n);
@@ -890,14 +918,18 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	e->running++;
 	e->starting++;
 	n->run = (struct run_ctx){e, g, n};
+	if ((rv = need_token_add(e, g, n)) != 0)
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 	pthread_mutex_unlock(&e->mu);
-	rv = step_start(e, g, n);
+	if (rv == 0)
+		rv = step_start(e, g, n);
 	if (rv != 0)
 		step_record_failure(e, g, n);
 	pthread_mutex_lock(&e->mu);
 	if (--e->starting == 0)
 		pthread_cond_broadcast(&e->idle_cv);
 	if (rv != 0) {
+		need_run_end(e, n);
 		e->running--;
 		node_fail(e, g, n);
 	}
@@ -923,6 +955,8 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 		node_finish(e, g, n, N_WOULD_RUN);
 		return;
 	}
+	if (n->nneeds > 0 && need_prereqs(e, g, n))
+		return;  /* waits on what its last result needed */
 	pthread_mutex_unlock(&e->mu);
 	r = step_eval(e, g, n, dry);
 	if (r == EVAL_FAIL)
@@ -932,6 +966,9 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 		node_finish(e, g, n, N_DONE);
 	} else if (r == EVAL_FAIL) {
 		node_fail(e, g, n);
+	} else if (r == EVAL_NEEDS) {
+		if (!need_prereqs(e, g, n))
+			make_ready(e, g, n);
 	} else if (dry) {
 		node_finish(e, g, n, N_WOULD_RUN);
 	} else {
@@ -966,6 +1003,8 @@ worker_main(void *arg)
 
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
+		if (e->nsusp > 0)   /* resumed runs go before new ones */
+			need_grant(e);
 		if (e->ncompleted > 0) {
 			work_complete(e, e->completed[--e->ncompleted]);
 		} else if (e->running < jobs_limit(e) && !e->quit &&
@@ -979,7 +1018,7 @@ worker_main(void *arg)
 				work_eval(e, g, n);
 			else
 				node_finish(e, g, n, N_CANCELLED);
-		} else if (e->quit && e->running == 0) {
+		} else if (e->quit && e->running == 0 && e->nsusp == 0) {
 			pthread_cond_broadcast(&e->cv); /* the others leave too */
 			break;
 		} else {

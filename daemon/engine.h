@@ -35,6 +35,9 @@ struct engine_config {
 	unsigned workers;        /* threads deciding and publishing; 0: cores */
 	unsigned default_jobs;   /* tools at once when a build says 0; 0: cores */
 	const char *tool_path;   /* PATH for finding and running tools */
+	/* The daemon's ipc:// address, given to tools as $KILN_SOCKET for
+	 * `kiln need` (NULL: tools get no KILN_* need variables). */
+	const char *ipc_url;
 	/* Called with each event to publish (kind set; seq and time are the
 	 * callee's); the event and what it points to are valid only during
 	 * the call. */
@@ -91,6 +94,26 @@ void engine_deps_free(Kiln__DepsReply *r);
 int engine_rdeps(struct engine *e, const char *profile, const char *target,
                  int all, Kiln__RdepsReply **out, char *err, size_t errlen);
 void engine_rdeps_free(Kiln__RdepsReply *r);
+/* What `kiln need` gets: pending (ask again), or the needed outputs. */
+struct engine_need_answer {
+	int pending;
+	char **paths;            /* n, malloc'd: relative to the project */
+	kiln_id *ids;            /* n blob ids */
+	size_t n;
+};
+
+/* kiln need: the run whose KILN_STEP_TOKEN is token asks for the output
+ * named output (NULL or "": every output, in declared order) of the step
+ * url of its profile. 0: ans filled (free with engine_need_answer_free);
+ * ans->pending means the step is being built and the run's -j slot is
+ * lent out: ask again. Errors (err says why): KILN_ENOTFOUND (no run has
+ * that token), KILN_EINVAL (no such URL or output), KILN_EFAILED (a need
+ * cycle, or the needed step failed), KILN_ECANCELLED, KILN_ECLOSED,
+ * KILN_ENOMEM. */
+int engine_need(struct engine *e, const char *token, const char *url,
+                const char *output, struct engine_need_answer *ans, char *err,
+                size_t errlen);
+void engine_need_answer_free(struct engine_need_answer *ans);
 
 /* Steps queued or running now, over all builds. */
 uint32_t engine_queued(struct engine *e);

@@ -33,6 +33,9 @@ graph_free(struct graph *g)
 		for (size_t k = 0; k < n->ndisc; k++)
 			free(n->disc[k]);
 		free(n->disc);
+		need_deps_free(n->needs, n->nneeds);
+		need_deps_free(n->rneeds, n->nrneeds);
+		free(n->need_err);
 		free(n->reason);
 		free(n->error);
 		key_parts_free(&n->parts);
@@ -41,6 +44,10 @@ graph_free(struct graph *g)
 	}
 	free(g->nodes);
 	free(g->topo);
+	free(g->nmark);
+	free(g->nparent);
+	free(g->nstack);
+	free(g->nsk);
 	free(g->profile);
 	free(g);
 }

@@ -1,5 +1,7 @@
-/* engine_int.h — what engine.c (graphs, builds, scheduling, workers) and
- * engine_step.c (deciding, running and finishing one step) share.
+/* engine_int.h — what engine.c (graphs, builds, scheduling, workers),
+ * engine_step.c (deciding, running and finishing one step) and
+ * engine_need.c (kiln need: tokens, suspended runs, dynamic
+ * prerequisites) share.
  *
  * Locking: e->mu guards every node's scheduling fields (st, wave, waiting,
  * prio, builds, the queues) and every build. A node's result fields (have,
@@ -58,6 +60,22 @@ struct engine;
 struct graph;
 struct node;
 
+/* A step `kiln need`ed (engine_need.c): by URL, one output of it. */
+struct need_dep {
+	char *url;
+	char *output;            /* the output's name */
+	kiln_id hash;            /* its blob when it was handed over */
+	kiln_id cur;             /* its blob now (need_prereqs), for quick_key */
+	uint32_t idx;            /* the node, valid when out >= 0 */
+	int out;                 /* output index in that node; -1 unresolved */
+};
+
+enum need_state {
+	NEED_NONE,               /* the run holds its -j slot */
+	NEED_SUSPENDED,          /* waits on need_on; its slot is lent out */
+	NEED_GRANTED,            /* need_on is resolved and a slot taken */
+};
+
 /* What the reaper hands back when a node's tool ends. */
 struct run_ctx {
 	struct engine *e;
@@ -107,6 +125,20 @@ struct node {
 	int has_log;
 	int send_event;          /* publish a StepEvent when done */
 	struct run_ctx run;
+
+	/* kiln need (engine_need.c). needs belongs to the result like disc
+	 * (what the last result needed: dynamic prerequisites, `kiln deps`);
+	 * the rest is e->mu's while the run is in progress. */
+	struct need_dep *needs;
+	size_t nneeds;
+	struct need_dep *rneeds; /* needed by the run in progress */
+	size_t nrneeds;
+	char token[33];          /* the run's KILN_STEP_TOKEN */
+	enum need_state need_state;
+	uint32_t need_on;        /* the node a suspended run waits on */
+	char *need_err;          /* a cycle found while it was suspended */
+	uint64_t needs_wave;     /* wave its needs were last scheduled in */
+	uint32_t ndwaited;       /* e->dwait entries waiting on this node */
 };
 
 struct graph {
@@ -117,6 +149,11 @@ struct graph {
 	uint32_t *topo;          /* prerequisites before dependents */
 	int index_dirty;         /* an output changed since kiln-index.txt */
 	int prune_due;           /* build/<profile>/ not pruned since loaded */
+	/* kiln need's walks (engine_need.c, e->mu): n + 1 entries each, made
+	 * on first use; mark[i] == gen means visited in the current walk, so
+	 * a walk costs what it visits, not the graph's size */
+	uint32_t *nmark, *nparent, *nstack, *nsk;
+	uint32_t ngen;
 	struct graph *next;
 };
 
@@ -202,6 +239,15 @@ struct engine {
 	} *tools;
 	size_t ntools, captools;
 
+	/* kiln need (engine_need.c; e->mu) */
+	struct need_tok { char tok[33]; struct graph *g; struct node *n; } *toks;
+	size_t ntoks, captoks;   /* one per run in progress */
+	struct need_wait { struct graph *g; uint32_t waiter, target; } *dwait;
+	size_t ndwait, capdwait; /* nodes waiting on their last needs */
+	unsigned nsusp;          /* runs in NEED_SUSPENDED */
+	char *kiln_cli;          /* $KILN: kiln beside kilnd (NULL: unknown) */
+	char *ipc_url;           /* $KILN_SOCKET (NULL: none) */
+
 	pthread_mutex_t batch_mu;
 	kiln_batch *batch;
 	int64_t last_commit_ns;
@@ -210,11 +256,13 @@ struct engine {
 
 /* ---- engine_step.c ---- */
 
-enum eval_result { EVAL_DONE, EVAL_RUN, EVAL_FAIL };
+enum eval_result { EVAL_DONE, EVAL_RUN, EVAL_FAIL, EVAL_NEEDS };
 
 /* Decide node n of g (unlocked; the node is N_EVAL). EVAL_DONE: its
  * outputs are current and materialized; EVAL_RUN: its tool must run
- * (n->parts and n->new_key are set); EVAL_FAIL: n->error says why. */
+ * (n->parts and n->new_key are set); EVAL_FAIL: n->error says why;
+ * EVAL_NEEDS: a cached result needs steps not yet done in this wave
+ * (n->needs names them): need_prereqs, then decide again. */
 enum eval_result step_eval(struct engine *e, struct graph *g, struct node *n,
                            int dry_run);
 
@@ -298,6 +346,61 @@ void graphs_free(struct engine *e);
 void stamps_free(struct engine *e);
 /* The index of the step with this URL in the URL-sorted plan: 1 found. */
 int step_index(const kiln_plan *p, const char *url, uint32_t *at);
+
+/* ---- engine_need.c ---- */
+
+/* Give n's run a fresh token (e->mu held). 0 or KILN_ENOMEM. */
+int need_token_add(struct engine *e, struct graph *g, struct node *n);
+
+/* n's tool ended (e->mu held): its token goes. 1: it held a -j slot
+ * (e->running counts it); 0: it was suspended without one. */
+int need_run_end(struct engine *e, struct node *n);
+
+/* Give resolved suspended runs their slot back, before new steps start
+ * (e->mu held). */
+void need_grant(struct engine *e);
+
+/* n finished (e->mu held): release nodes waiting on it as a dynamic
+ * prerequisite, drop n's own waits. */
+void need_finished(struct engine *e, struct graph *g, struct node *n);
+
+/* Before deciding n (e->mu held, n is N_EVAL): schedule the steps its
+ * last result needed for n's builds and put n back to N_WAITING on those
+ * not done yet (1), or fill n->needs[].cur (0). */
+int need_prereqs(struct engine *e, struct graph *g, struct node *n);
+
+/* The i-th (0..2) `NAME=value` of the tool's kiln need environment,
+ * malloc'd; NULL when out of memory. Unlocked. */
+char *need_env(const struct engine *e, const struct node *n, int i);
+
+/* Whether the needs a cached result recorded still hold (unlocked; takes
+ * e->mu): 1 all resolve to their hash (n->needs set), 0 not (why says
+ * which), -1 some are not done in this wave yet (n->needs set: EVAL_NEEDS),
+ * KILN_ENOMEM. */
+int need_check_result(struct engine *e, struct graph *g, struct node *n,
+                      Kiln__UrlDep *const *deps, size_t ndeps, char *why,
+                      size_t whylen);
+
+/* The run's needs as UrlDeps for its ActionResult (one malloc'd block in
+ * *out, free() it; *np entries). 0 or KILN_ENOMEM. */
+int need_result_pb(const struct node *n, Kiln__UrlDep ***out, size_t *np);
+
+/* The run succeeded: its needs become n->needs. Failed: dropped. */
+void need_run_commit(struct node *n, int ok);
+
+/* Free a need list. */
+void need_deps_free(struct need_dep *v, size_t n);
+
+/* Set up and tear down the engine's need state (engine_new/free). */
+int need_init(struct engine *e);
+void need_free(struct engine *e);
+
+/* ---- engine.c, for engine_need.c (e->mu held) ---- */
+
+int node_done_state(enum node_state st);
+void node_schedule(struct engine *e, struct graph *g, struct node *n, struct build *b);
+void node_make_ready(struct engine *e, struct graph *g, struct node *n);
+unsigned jobs_limit(const struct engine *e);
 
 /* ---- engine.c, for engine_step.c ---- */
 

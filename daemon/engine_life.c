@@ -65,7 +65,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	                                          : "/usr/local/bin:/usr/bin:/bin")) == NULL ||
 	    kiln_batch_new(&e->batch) != 0 ||
 	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    filestate_new(e->s, e->root, &e->fs) != 0)
+	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0)
 		goto fail;
 	snprintf(scratch, sizeof scratch, "%s/.kiln/scratch", e->root);
 	engine_rmtree(scratch);
@@ -132,6 +132,7 @@ engine_free(struct engine *e)
 	free(e->runnable.v);
 	free(e->completed);
 	free(e->tools);
+	need_free(e);
 	if (e->rootfd >= 0)
 		close(e->rootfd);
 	pthread_mutex_destroy(&e->tools_mu);

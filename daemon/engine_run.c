@@ -208,6 +208,9 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	av_push(env, strdup(buf));
 	snprintf(buf, sizeof buf, "KILN_URL=%s", n->ks->url);
 	av_push(env, strdup(buf));
+	/* kiln need: $KILN, $KILN_SOCKET, $KILN_STEP_TOKEN (engine_need.c) */
+	for (int i = 0; e->ipc_url != NULL && i < 3; i++)
+		av_push(env, need_env(e, n, i));
 	for (size_t i = 0; i < n->ks->nenv; i++) {
 		char *v = expand(n, p, n->ks->env[i].value, 0);
 		if (v == NULL) {
@@ -467,13 +470,18 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		}
 		ar.files = fdp;
 		ar.n_files = n->ndisc;
+		/* kiln need: what the run was handed (engine_need.c) */
+		Kiln__UrlDep **udp = NULL;
+		int need_rv = need_result_pb(n, &udp, &ar.n_needs);
+		ar.needs = udp;
 		if (n->has_log) {
 			ar.log.data = n->log_id.b;
 			ar.log.len = 16;
 		}
 		ar.duration_ns = n->duration_ns;
 		len = kiln__action_result__get_packed_size(&ar);
-		if ((buf = malloc(len ? len : 1)) == NULL) {
+		if (need_rv != 0 || (buf = malloc(len ? len : 1)) == NULL) {
+			free(udp);
 			free(fdv);
 			free(fdp);
 			free(fdh);
@@ -484,6 +492,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			goto out;
 		}
 		kiln__action_result__pack(&ar, buf);
+		free(udp);
 		engine_batch_lock(e, &b);
 		kiln_batch_action_put(b, &n->new_key, ids, no, buf, len);
 		engine_batch_unlock(e);
@@ -497,10 +506,14 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		n->have = 1;
 		n->outcome = O_RAN;
 		outputs_record(e, g, n);
+		/* its needs become the result's before the record lists them */
+		need_run_commit(n, 1);
 		record_put(e, g, n, KILN__STEP_RECORD__DECISION__RAN);
 		n->send_event = 1;
 	}
 out:
+	if (rv != 0)
+		need_run_commit(n, 0);
 	engine_rmtree(dir);
 	unlink(logp);
 	{

@@ -7,8 +7,9 @@
  * hashed into the action key. The same key as this daemon's last decision,
  * with the materialized files untouched, is up to date without a database
  * read. Otherwise the actions database is asked; a result whose blobs are
- * all still in the store is reused (materialized again), anything else
- * runs. Every decision that differs from the stored one is recorded with
+ * all still in the store, whose discovered files hash as recorded and
+ * whose kiln needs resolve to their recorded outputs (engine_need.c) is
+ * reused (materialized again), anything else runs. Every decision that differs from the stored one is recorded with
  * the key's parts, so `kiln why` can say what changed.
  *
  * Running: the tool gets its own scratch folder .kiln/scratch/<n>/ for its
@@ -400,22 +401,24 @@ reason_of_changes(struct node *n, const char *lead, char *out, size_t outlen)
 }
 
 /* Queue n's discovered dependencies for the store's deps records ("f:"
- * files; `kiln rdeps` and the live recompile look them up in reverse). */
+ * files, "u:" URLs it needed; `kiln rdeps` and the live recompile look
+ * them up in reverse). */
 static int
 deps_queue(kiln_batch *b, const struct graph *g, const struct node *n)
 {
-	char **v = calloc(n->ndisc + 1, sizeof *v);
+	char **v = calloc(n->ndisc + n->nneeds + 1, sizeof *v);
 	size_t nv = 0;
 	int rv = 0;
 
 	if (v == NULL)
 		return KILN_ENOMEM;
-	for (size_t i = 0; i < n->ndisc && rv == 0; i++) {
-		size_t len = strlen(n->disc[i]) + 3;
+	for (size_t i = 0; i < n->ndisc + n->nneeds && rv == 0; i++) {
+		const char *what = i < n->ndisc ? n->disc[i] : n->needs[i - n->ndisc].url;
+		size_t len = strlen(what) + 3;
 		if ((v[nv] = malloc(len)) == NULL)
 			rv = KILN_ENOMEM;
 		else
-			snprintf(v[nv++], len, "f:%s", n->disc[i]);
+			snprintf(v[nv++], len, "%s:%s", i < n->ndisc ? "f" : "u", what);
 	}
 	if (rv == 0)
 		rv = kiln_batch_deps_set(b, g->profile, n->ks->url,
@@ -573,11 +576,13 @@ step_set_disc(struct node *n, char *const *paths, size_t count)
 	return 0;
 }
 
-/* Look the key up; on a usable result fill n->outs (not materialized) and
- * n->disc. When a discovered dependency no longer holds, why says which. */
+/* Look the key up; on a usable result fill n->outs (not materialized),
+ * n->disc and n->needs (1). When a discovered dependency no longer holds,
+ * why says which (0). 2: the result needs steps not done in this wave
+ * yet (n->needs names them). */
 static int
-cache_lookup(struct engine *e, struct node *n, int *missing_blob, char *why,
-             size_t whylen)
+cache_lookup(struct engine *e, struct graph *g, struct node *n,
+             int *missing_blob, char *why, size_t whylen)
 {
 	kiln_action *a = NULL;
 	Kiln__ActionResult *res = NULL;
@@ -624,6 +629,15 @@ cache_lookup(struct engine *e, struct node *n, int *missing_blob, char *why,
 			         "depfile" : "trace", was, now);
 			goto out;
 		}
+	}
+	/* kiln need: every needed URL must still resolve to its hash
+	 * (engine_need.c) */
+	if (res->n_needs > 0 || n->nneeds > 0) {
+		int r = need_check_result(e, g, n, res->needs, res->n_needs, why, whylen);
+		if (r == -1)
+			ok = 2;
+		if (r != 1)
+			goto out;
 	}
 	{
 		char **paths = calloc(res->n_files + 1, sizeof *paths);
@@ -677,7 +691,7 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 
 	for (uint32_t k = 0; k < n->ndeps; k++)
 		cap += g->nodes[n->deps[k]].ks->noutputs;
-	cap += n->ks->ninputs + n->ndisc;
+	cap += n->ks->ninputs + n->ndisc + n->nneeds;
 	if (cap > 64 && (v = malloc(cap * sizeof *v)) == NULL)
 		return KILN_ENOMEM;
 	if ((rv = step_program(e, n, exe, sizeof exe, &v[0])) != 0)
@@ -699,6 +713,9 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 			goto out;
 		}
 	}
+	/* needed outputs as need_prereqs found them done in this wave */
+	for (size_t i = 0; i < n->nneeds; i++)
+		v[nv++] = n->needs[i].cur;
 	kiln_id_of_buf(v, nv * sizeof *v, q);
 out:
 	if (v != small)
@@ -742,7 +759,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		memset(&n->quick, 0, sizeof n->quick);
 	/* the same key with files discovered last time (a depfile) still
 	 * needs them checked: the cache lookup below does */
-	if (n->ndisc == 0 && n->have && id_eq(&n->key, &n->new_key) &&
+	if (n->ndisc == 0 && n->nneeds == 0 && n->have && id_eq(&n->key, &n->new_key) &&
 	    outputs_intact(e, n)) {
 		n->outcome = O_UP_TO_DATE;
 		key_parts_free(&n->parts);
@@ -750,7 +767,14 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	}
 	prev_load(e, g, n);
 	dep_why[0] = '\0';
-	if (cache_lookup(e, n, &missing_blob, dep_why, sizeof dep_why)) {
+	if ((rv = cache_lookup(e, g, n, &missing_blob, dep_why, sizeof dep_why)) == 2) {
+		/* decided again once what it needs is done (engine_need.c) */
+		n->have = 0;
+		prev_drop(n);
+		key_parts_free(&n->parts);
+		return EVAL_NEEDS;
+	}
+	if (rv) {
 		if (!dry_run && materialize_all(e, n) != 0)
 			return EVAL_FAIL;
 		if (prev_same_key(n))

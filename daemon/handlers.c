@@ -328,6 +328,7 @@ static const struct handler {
 	{KILN__REQUEST__BODY_WHY, h_why},
 	{KILN__REQUEST__BODY_DEPS, h_deps},
 	{KILN__REQUEST__BODY_RDEPS, h_rdeps},
+	{KILN__REQUEST__BODY_NEED, h_need},
 };
 
 /* Whether t is the daemon's token, in time independent of where they

@@ -86,6 +86,10 @@ int h_deps(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 int h_rdeps(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
             struct ev_waiter *w);
 
+/* handlers_build.c: kiln need from a running step (engine_need). */
+int h_need(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+           struct ev_waiter *w);
+
 /* Free what the answer holds (fd, heap, bytes). */
 void answer_release(struct kilnd_answer *a);
 

@@ -1,4 +1,4 @@
-/* handlers_build.c — the build requests: start, cancel, status, why. The
+/* handlers_build.c — the build requests: start, cancel, status, why, need. The
  * engine (engine.h) does the work; these turn requests into its calls and
  * its answers into replies.
  *
@@ -89,6 +89,54 @@ h_why(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	}
 	kiln__reply__pack(&a->reply, a->bytes);
 	kiln__step_record__free_unpacked(rec, NULL);
+	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
+	a->kind = ANSWER_BYTES;
+	return 0;
+}
+
+/* kiln need from a step's tool: answered at once, pending or not (the
+ * client polls; docs/protocol.md). Encoded here: the paths are copies the
+ * engine made for this answer. */
+int
+h_need(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+       struct ev_waiter *w)
+{
+	const Kiln__NeedRequest *q = c->req->need;
+	Kiln__NeedReply nr = KILN__NEED_REPLY__INIT;
+	struct engine_need_answer ans;
+	ProtobufCBinaryData hashes[64];
+	int rv;
+
+	(void)w;
+	rv = engine_need(d->engine, q->token, q->url, q->output, &ans, a->error,
+	                 sizeof a->error);
+	if (rv != 0)
+		return rv;
+	if (ans.n > 64) {
+		engine_need_answer_free(&ans);
+		snprintf(a->error, sizeof a->error, "%s has more than 64 outputs: "
+		         "name one with --output", q->url);
+		return KILN_ERANGE;
+	}
+	nr.pending = ans.pending;
+	nr.paths = ans.paths;
+	nr.n_paths = ans.n;
+	for (size_t i = 0; i < ans.n; i++) {
+		hashes[i].data = ans.ids[i].b;
+		hashes[i].len = 16;
+	}
+	nr.hashes = hashes;
+	nr.n_hashes = ans.n;
+	a->reply.body_case = KILN__REPLY__BODY_NEED_REPLY;
+	a->reply.need_reply = &nr;
+	a->nbytes = kiln__reply__get_packed_size(&a->reply);
+	if ((a->bytes = malloc(a->nbytes)) == NULL) {
+		engine_need_answer_free(&ans);
+		a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
+		return KILN_ENOMEM;
+	}
+	kiln__reply__pack(&a->reply, a->bytes);
+	engine_need_answer_free(&ans);
 	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
 	a->kind = ANSWER_BYTES;
 	return 0;

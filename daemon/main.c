@@ -361,6 +361,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.store = d->store,
 		.workers = d->cfg.build_workers,
 		.tool_path = path && path[0] ? path : NULL,
+		.ipc_url = d->paths.url,
 		.publish = engine_publish,
 		.log = engine_log,
 		.arg = d,

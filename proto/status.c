@@ -84,6 +84,7 @@ kiln_proto_request_name(Kiln__Request__BodyCase body)
 	case KILN__REQUEST__BODY_WHY: return "why";
 	case KILN__REQUEST__BODY_DEPS: return "deps";
 	case KILN__REQUEST__BODY_RDEPS: return "rdeps";
+	case KILN__REQUEST__BODY_NEED: return "need";
 	default: return "unknown";
 	}
 }

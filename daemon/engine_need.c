@@ -1,0 +1,776 @@
+/* engine_need.c — `kiln need URL` from inside a running step (docs/build.md,
+ * "kiln need"; engine_int.h).
+ *
+ * Every run gets a token (KILN_STEP_TOKEN) that names it while its tool
+ * runs. A NeedRequest carrying it asks for another step's output: one
+ * already done in this wave is answered at once; otherwise the step and
+ * all it needs are scheduled for the needing run's builds, at their
+ * priority, and the run is suspended: its -j slot is lent out (e->running
+ * drops) so `-j 1` cannot deadlock. The request is answered "pending" and
+ * the client asks again (1 ms doubling to 50 ms): no handler thread waits
+ * for a build. When the needed step finishes, need_grant gives the
+ * suspended run a slot back before any new step starts (workers call it
+ * first), or leaves it waiting until a tool ends; only then does its next
+ * poll get the paths. What was handed over is recorded (n->rneeds) and
+ * written into the run's ActionResult as UrlDeps.
+ *
+ * A need that would wait on the needing step itself — A needs B while B
+ * (or anything B waits on: a prerequisite, a suspended run's need, a
+ * dynamic prerequisite) waits on A — is a cycle: the request fails with
+ * the cycle spelt out, and every suspended run on it is resumed with the
+ * same error, so all of them fail rather than hang.
+ *
+ * The needs of a step's last result are dynamic prerequisites: before
+ * deciding it (need_prereqs) they are scheduled and the step waits on
+ * them like on declared ones (e->dwait, released by need_finished), so
+ * their output hashes are current when the quick fingerprint or the cached
+ * result is checked. A cold daemon learns them from the cached result
+ * (need_check_result: EVAL_NEEDS) and decides the step again once they are
+ * done.
+ *
+ * Threads: everything here runs with e->mu held, except need_env (reads
+ * what is fixed while the run exists), need_check_result (takes e->mu)
+ * and the result helpers (on nodes their caller holds). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+/* ---- setup ---------------------------------------------------------------- */
+
+int
+need_init(struct engine *e)
+{
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char *slash;
+
+	/* the CLI beside the running kilnd: the same build as the daemon */
+	if (len > 0) {
+		exe[len] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL) {
+			*slash = '\0';
+			if ((e->kiln_cli = malloc(strlen(exe) + 6)) == NULL)
+				return KILN_ENOMEM;
+			sprintf(e->kiln_cli, "%s/kiln", exe);
+		}
+	}
+	if (e->cfg.ipc_url != NULL && (e->ipc_url = strdup(e->cfg.ipc_url)) == NULL)
+		return KILN_ENOMEM;
+	return 0;
+}
+
+void
+need_free(struct engine *e)
+{
+	free(e->toks);
+	free(e->dwait);
+	free(e->kiln_cli);
+	free(e->ipc_url);
+	e->toks = NULL;
+	e->dwait = NULL;
+	e->kiln_cli = e->ipc_url = NULL;
+}
+
+void
+need_deps_free(struct need_dep *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].url);
+		free(v[i].output);
+	}
+	free(v);
+}
+
+/* ---- tokens --------------------------------------------------------------- */
+
+int
+need_token_add(struct engine *e, struct graph *g, struct node *n)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t r[16];
+	size_t got = 0;
+
+	while (got < sizeof r) {
+		ssize_t k = getrandom(r + got, sizeof r - got, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return KILN_EIO;
+		got += (size_t)k;
+	}
+	if (e->ntoks == e->captoks) {
+		size_t ncap = e->captoks ? e->captoks * 2 : 16;
+		struct need_tok *nv = realloc(e->toks, ncap * sizeof *nv);
+		if (nv == NULL)
+			return KILN_ENOMEM;
+		e->toks = nv;
+		e->captoks = ncap;
+	}
+	for (size_t i = 0; i < 16; i++) {
+		n->token[2 * i] = hex[r[i] >> 4];
+		n->token[2 * i + 1] = hex[r[i] & 15];
+	}
+	n->token[32] = '\0';
+	memcpy(e->toks[e->ntoks].tok, n->token, sizeof n->token);
+	e->toks[e->ntoks].g = g;
+	e->toks[e->ntoks].n = n;
+	e->ntoks++;
+	n->need_state = NEED_NONE;
+	free(n->need_err);
+	n->need_err = NULL;
+	need_deps_free(n->rneeds, n->nrneeds);
+	n->rneeds = NULL;
+	n->nrneeds = 0;
+	return 0;
+}
+
+int
+need_run_end(struct engine *e, struct node *n)
+{
+	int held = n->need_state != NEED_SUSPENDED;
+
+	if (!held)
+		e->nsusp--;
+	n->need_state = NEED_NONE;
+	for (size_t i = 0; i < e->ntoks; i++)
+		if (e->toks[i].n == n) {
+			e->toks[i] = e->toks[--e->ntoks];
+			break;
+		}
+	n->token[0] = '\0';
+	free(n->need_err);
+	n->need_err = NULL;
+	return held;
+}
+
+static struct need_tok *
+tok_find(struct engine *e, const char *tok)
+{
+	if (tok == NULL || strlen(tok) != 32)
+		return NULL;
+	for (size_t i = 0; i < e->ntoks; i++)
+		if (memcmp(e->toks[i].tok, tok, 32) == 0)
+			return &e->toks[i];
+	return NULL;
+}
+
+char *
+need_env(const struct engine *e, const struct node *n, int i)
+{
+	const char *name = i == 0 ? "KILN" : i == 1 ? "KILN_SOCKET" : "KILN_STEP_TOKEN";
+	const char *val = i == 0 ? (e->kiln_cli ? e->kiln_cli : "kiln")
+	                : i == 1 ? (e->ipc_url ? e->ipc_url : "") : n->token;
+	char *s = malloc(strlen(name) + strlen(val) + 2);
+
+	if (s != NULL)
+		sprintf(s, "%s=%s", name, val);
+	return s;
+}
+
+/* ---- slots ---------------------------------------------------------------- */
+
+static int
+node_finished(const struct engine *e, const struct node *t)
+{
+	return t->wave == e->wave && node_done_state(t->st);
+}
+
+void
+need_grant(struct engine *e)
+{
+	for (size_t i = 0; i < e->ntoks && e->nsusp > 0; i++) {
+		struct node *n = e->toks[i].n;
+		if (n->need_state != NEED_SUSPENDED)
+			continue;
+		if (n->need_err == NULL && !e->quit &&
+		    !node_finished(e, &e->toks[i].g->nodes[n->need_on]))
+			continue;
+		if (e->running >= jobs_limit(e) && !e->quit)
+			return;  /* the next tool that ends frees one */
+		e->running++;
+		e->nsusp--;
+		n->need_state = NEED_GRANTED;
+	}
+}
+
+/* ---- waiting and cycles --------------------------------------------------- */
+
+/* A fresh walk over g: the scratch arrays made, a new mark generation.
+ * 0 or KILN_ENOMEM. */
+static int
+walk_start(struct graph *g)
+{
+	size_t sz = ((size_t)g->n + 1) * sizeof(uint32_t);
+
+	if (g->nmark == NULL) {
+		g->nmark = calloc(1, sz);
+		g->nparent = malloc(sz);
+		g->nstack = malloc(sz);
+		g->nsk = malloc(sz);
+		if (g->nmark == NULL || g->nparent == NULL || g->nstack == NULL ||
+		    g->nsk == NULL) {
+			free(g->nmark);
+			free(g->nparent);
+			free(g->nstack);
+			free(g->nsk);
+			g->nmark = g->nparent = g->nstack = g->nsk = NULL;
+			return KILN_ENOMEM;
+		}
+		g->ngen = 0;
+	}
+	if (++g->ngen == 0) {   /* wrapped: forget every old mark */
+		memset(g->nmark, 0, sz);
+		g->ngen = 1;
+	}
+	return 0;
+}
+
+/* Whether node `to` is reachable from `from` over what keeps a step from
+ * finishing: its prerequisites, a suspended run's need, a dynamic
+ * prerequisite. g->nparent leads back from `to` to `from`. 1 reachable,
+ * 0 not, KILN_ENOMEM. */
+static int
+reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to)
+{
+	uint32_t *mark, *parent, *stack, gen, depth = 0;
+	int found = 0;
+
+	if (walk_start(g) != 0)
+		return KILN_ENOMEM;
+	mark = g->nmark;
+	parent = g->nparent;
+	stack = g->nstack;
+	gen = g->ngen;
+	mark[from] = gen;
+	parent[from] = from;
+	stack[depth++] = from;
+	while (depth > 0 && !found) {
+		uint32_t x = stack[--depth];
+		const struct node *xn = &g->nodes[x];
+		if (x != from && node_finished(e, xn))
+			continue;
+		/* the edges out of x: deps, then need_on, then dynamic waits */
+		size_t nd = xn->ndeps, extra = 0;
+		uint32_t more[1] = {0};
+		if (xn->token[0] && xn->need_state == NEED_SUSPENDED)
+			more[extra++] = xn->need_on;
+		/* only a node waiting on its needs has dynamic waits */
+		size_t nw = xn->st == N_WAITING && xn->nneeds > 0 &&
+		            xn->needs_wave == e->wave ? e->ndwait : 0;
+		for (size_t k = 0; k < nd + extra + nw && !found; k++) {
+			uint32_t y;
+			if (k < nd)
+				y = xn->deps[k];
+			else if (k < nd + extra)
+				y = more[k - nd];
+			else if (e->dwait[k - nd - extra].g == g &&
+			         e->dwait[k - nd - extra].waiter == x)
+				y = e->dwait[k - nd - extra].target;
+			else
+				continue;
+			if (mark[y] == gen)
+				continue;
+			mark[y] = gen;
+			parent[y] = x;
+			if (y == to)
+				found = 1;
+			else
+				stack[depth++] = y;
+		}
+	}
+	return found;
+}
+
+/* The cycle n -> t -> ... -> n as text, when t reaches n. 1 a cycle (msg
+ * set; suspended runs on it get the error too), 0 none, KILN_ENOMEM. */
+static int
+cycle_find(struct engine *e, struct graph *g, struct node *n, struct node *t,
+           char *msg, size_t len)
+{
+	uint32_t *path;
+	size_t np = 0, at;
+	int rv;
+
+	if (t == n) {
+		snprintf(msg, len, "need cycle: %s -> %s (a step cannot need itself)",
+		         n->ks->url, n->ks->url);
+		return 1;
+	}
+	if ((rv = reaches(e, g, t->idx, n->idx)) != 1)
+		return rv;
+	path = g->nsk;   /* reaches leaves it free */
+	for (uint32_t x = n->idx; x != t->idx; x = g->nparent[x])
+		path[np++] = x;
+	path[np++] = t->idx;
+	at = (size_t)snprintf(msg, len, "need cycle: %s", n->ks->url);
+	for (size_t i = np; i-- > 0 && at < len;)
+		at += (size_t)snprintf(msg + at, len - at, " -> %s", g->nodes[path[i]].ks->url);
+	if (at < len)
+		snprintf(msg + at, len - at, " (each waits on the next: kiln need or "
+		         "a declared need)");
+	for (size_t i = 0; i < np; i++) {
+		struct node *x = &g->nodes[path[i]];
+		if (x != n && x->token[0] && x->need_state == NEED_SUSPENDED &&
+		    x->need_err == NULL)
+			x->need_err = strdup(msg);
+	}
+	return 1;
+}
+
+/* Whether x is part of build slot s's work already (its closure too). */
+static int
+in_build(const struct engine *e, const struct node *x, int s)
+{
+	return x->wave == e->wave && (x->builds >> s & 1) && x->st != N_IDLE &&
+	       x->st != N_CANCELLED && x->st != N_SKIPPED;
+}
+
+/* Schedule t and everything it needs for every build in bits that does not
+ * have it yet. 0 or KILN_ENOMEM. */
+static int
+schedule_closure(struct engine *e, struct graph *g, struct node *t, uint64_t bits)
+{
+	uint32_t *sidx, *sk, *order, *mark, gen;
+	size_t depth = 0, no = 0;
+	uint64_t want = 0;
+
+	if (walk_start(g) != 0)
+		return KILN_ENOMEM;
+	sidx = g->nstack;
+	sk = g->nsk;
+	order = g->nparent;
+	mark = g->nmark;
+	gen = g->ngen;
+	for (int s = 0; s < ENGINE_MAX_BUILDS; s++)
+		if ((bits >> s & 1) && e->active[s] != NULL)
+			want |= 1ULL << s;
+	/* post-order: prerequisites before the steps that need them; a step
+	 * every wanted build has already brings its closure along */
+	mark[t->idx] = gen;
+	sidx[depth] = t->idx;
+	sk[depth++] = 0;
+	while (depth > 0) {
+		const struct node *x = &g->nodes[sidx[depth - 1]];
+		if (sk[depth - 1] < x->ndeps) {
+			uint32_t y = x->deps[sk[depth - 1]++];
+			int have_all = 1;
+			for (int s = 0; s < ENGINE_MAX_BUILDS && have_all; s++)
+				if (want >> s & 1)
+					have_all = in_build(e, &g->nodes[y], s);
+			if (mark[y] != gen && !have_all) {
+				mark[y] = gen;
+				sidx[depth] = y;
+				sk[depth++] = 0;
+			}
+			continue;
+		}
+		order[no++] = x->idx;
+		depth--;
+	}
+	for (int s = 0; s < ENGINE_MAX_BUILDS; s++) {
+		struct build *b = e->active[s];
+		if (!(want >> s & 1))
+			continue;
+		for (size_t i = 0; i < no; i++) {
+			struct node *x = &g->nodes[order[i]];
+			if (in_build(e, x, s))
+				continue;
+			b->total++;
+			node_schedule(e, g, x, b);
+		}
+	}
+	pthread_cond_broadcast(&e->cv);
+	return 0;
+}
+
+/* Resolve d (url, output) in g: d->idx, d->out. 1 found, 0 not. */
+static int
+dep_resolve(const struct graph *g, struct need_dep *d)
+{
+	uint32_t at;
+
+	d->out = -1;
+	if (!step_index(g->plan, d->url, &at))
+		return 0;
+	for (size_t k = 0; k < g->nodes[at].ks->noutputs; k++)
+		if (strcmp(g->nodes[at].ks->outputs[k].name, d->output) == 0) {
+			d->idx = at;
+			d->out = (int)k;
+			return 1;
+		}
+	return 0;
+}
+
+int
+need_prereqs(struct engine *e, struct graph *g, struct node *n)
+{
+	uint32_t waits = 0;
+
+	n->needs_wave = e->wave;
+	for (size_t i = 0; i < n->nneeds; i++) {
+		struct need_dep *d = &n->needs[i];
+		struct node *t;
+		int dup = 0;
+		memset(&d->cur, 0, sizeof d->cur);
+		if (d->out < 0 && !dep_resolve(g, d))
+			continue;  /* gone: the cache check says so */
+		if ((t = &g->nodes[d->idx]) == n)
+			continue;
+		if (node_finished(e, t)) {
+			if (t->st == N_DONE)
+				d->cur = t->outs[d->out].id;
+			continue;
+		}
+		for (size_t k = 0; k < e->ndwait && !dup; k++)
+			dup = e->dwait[k].g == g && e->dwait[k].waiter == n->idx &&
+			      e->dwait[k].target == t->idx;
+		if (dup)
+			continue;
+		/* waiting on something that waits on n (the descriptions
+		 * changed since): decide n now; its run meets the cycle */
+		if (reaches(e, g, t->idx, n->idx) != 0)
+			continue;
+		if (e->ndwait == e->capdwait) {
+			size_t ncap = e->capdwait ? e->capdwait * 2 : 16;
+			struct need_wait *nv = realloc(e->dwait, ncap * sizeof *nv);
+			if (nv == NULL)
+				continue;
+			e->dwait = nv;
+			e->capdwait = ncap;
+		}
+		if (schedule_closure(e, g, t, n->builds) != 0)
+			continue;
+		if (node_finished(e, t)) {  /* settled at once (skipped) */
+			if (t->st == N_DONE)
+				d->cur = t->outs[d->out].id;
+			continue;
+		}
+		e->dwait[e->ndwait++] = (struct need_wait){g, n->idx, t->idx};
+		t->ndwaited++;
+		waits++;
+	}
+	if (waits > 0) {
+		n->st = N_WAITING;
+		n->waiting = waits;
+	}
+	return waits > 0;
+}
+
+void
+need_finished(struct engine *e, struct graph *g, struct node *n)
+{
+	/* most nodes are in no entry: no walk */
+	if (n->ndwaited == 0 && (n->nneeds == 0 || n->needs_wave != e->wave))
+		return;
+	for (size_t i = 0; i < e->ndwait;) {
+		struct need_wait w = e->dwait[i];
+		if (w.g != g || (w.target != n->idx && w.waiter != n->idx)) {
+			i++;
+			continue;
+		}
+		e->dwait[i] = e->dwait[--e->ndwait];
+		if (g->nodes[w.target].ndwaited > 0)
+			g->nodes[w.target].ndwaited--;
+		if (w.target == n->idx && w.waiter != n->idx) {
+			struct node *r = &g->nodes[w.waiter];
+			if (r->wave == e->wave && r->st == N_WAITING && r->waiting > 0 &&
+			    --r->waiting == 0)
+				node_make_ready(e, g, r);
+		}
+	}
+}
+
+/* ---- the cached result's needs -------------------------------------------- */
+
+/* The URL as `kiln why` names an output: URL, or URL#name for a step with
+ * named outputs. */
+static void
+dep_name(const struct graph *g, const struct need_dep *d, char *out, size_t len)
+{
+	const kiln_step *ks = d->out >= 0 ? g->nodes[d->idx].ks : NULL;
+	int plain = ks != NULL ? ks->noutputs == 1 && strcmp(d->output, "out") == 0
+	                       : strcmp(d->output, "out") == 0;
+
+	snprintf(out, len, "%s%s%s", d->url, plain ? "" : "#", plain ? "" : d->output);
+}
+
+int
+need_check_result(struct engine *e, struct graph *g, struct node *n,
+                  Kiln__UrlDep *const *deps, size_t ndeps, char *why,
+                  size_t whylen)
+{
+	struct need_dep *v = ndeps ? calloc(ndeps, sizeof *v) : NULL;
+	int miss = 0, pending = 0;
+
+	if (ndeps > 0 && v == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < ndeps; i++) {
+		v[i].url = strdup(deps[i]->url ? deps[i]->url : "");
+		v[i].output = strdup(deps[i]->output && deps[i]->output[0] ?
+		                     deps[i]->output : "out");
+		v[i].out = -1;
+		if (deps[i]->hash.len == 16)
+			memcpy(v[i].hash.b, deps[i]->hash.data, 16);
+		if (v[i].url == NULL || v[i].output == NULL) {
+			need_deps_free(v, ndeps);
+			return KILN_ENOMEM;
+		}
+	}
+	pthread_mutex_lock(&e->mu);
+	for (size_t i = 0; i < ndeps && !miss; i++) {
+		struct need_dep *d = &v[i];
+		char name[600];
+		const struct node *t;
+		if (!dep_resolve(g, d) || &g->nodes[d->idx] == n) {
+			dep_name(g, d, name, sizeof name);
+			snprintf(why, whylen, "needed %s is no longer a step of profile %s",
+			         name, g->profile);
+			miss = 1;
+			break;
+		}
+		t = &g->nodes[d->idx];
+		dep_name(g, d, name, sizeof name);
+		if (!node_finished(e, t)) {
+			if (n->needs_wave == e->wave) {
+				snprintf(why, whylen, "needed %s could not be brought up to "
+				         "date first", name);
+				miss = 1;
+			}
+			pending = 1;
+		} else if (t->st != N_DONE) {
+			snprintf(why, whylen, "needed %s %s", name,
+			         t->st == N_WOULD_RUN ? "would run" : "did not build");
+			miss = 1;
+		} else if (memcmp(t->outs[d->out].id.b, d->hash.b, 16) != 0) {
+			char was[KILN_ID_HEX_LEN + 1], now[KILN_ID_HEX_LEN + 1];
+			kiln_id_to_hex(&d->hash, was);
+			kiln_id_to_hex(&t->outs[d->out].id, now);
+			snprintf(why, whylen, "needed %s changed %.8s -> %.8s", name, was, now);
+			miss = 1;
+		} else {
+			d->cur = t->outs[d->out].id;
+		}
+	}
+	pthread_mutex_unlock(&e->mu);
+	if (miss) {
+		need_deps_free(v, ndeps);
+		return 0;
+	}
+	need_deps_free(n->needs, n->nneeds);
+	n->needs = v;
+	n->nneeds = ndeps;
+	return pending ? -1 : 1;
+}
+
+int
+need_result_pb(const struct node *n, Kiln__UrlDep ***out, size_t *np)
+{
+	size_t k = n->nrneeds;
+	Kiln__UrlDep *v;
+	Kiln__UrlDep **p;
+
+	*out = NULL;
+	*np = 0;
+	if (k == 0)
+		return 0;
+	if ((p = malloc(k * (sizeof *p + sizeof *v))) == NULL)
+		return KILN_ENOMEM;
+	v = (Kiln__UrlDep *)(p + k);
+	for (size_t i = 0; i < k; i++) {
+		kiln__url_dep__init(&v[i]);
+		v[i].url = n->rneeds[i].url;
+		v[i].output = n->rneeds[i].output;
+		v[i].hash.data = (uint8_t *)n->rneeds[i].hash.b;
+		v[i].hash.len = 16;
+		p[i] = &v[i];
+	}
+	*out = p;
+	*np = k;
+	return 0;
+}
+
+void
+need_run_commit(struct node *n, int ok)
+{
+	if (ok) {
+		need_deps_free(n->needs, n->nneeds);
+		n->needs = n->rneeds;
+		n->nneeds = n->nrneeds;
+	} else {
+		need_deps_free(n->rneeds, n->nrneeds);
+	}
+	n->rneeds = NULL;
+	n->nrneeds = 0;
+}
+
+/* ---- the request ---------------------------------------------------------- */
+
+/* Record that n's run was handed output k of t. 0 or KILN_ENOMEM. */
+static int
+run_need_add(struct node *n, const struct node *t, size_t k)
+{
+	const char *name = t->ks->outputs[k].name;
+	struct need_dep *nv;
+
+	for (size_t i = 0; i < n->nrneeds; i++)
+		if (strcmp(n->rneeds[i].url, t->ks->url) == 0 &&
+		    strcmp(n->rneeds[i].output, name) == 0) {
+			n->rneeds[i].hash = t->outs[k].id;
+			return 0;
+		}
+	if ((nv = realloc(n->rneeds, (n->nrneeds + 1) * sizeof *nv)) == NULL)
+		return KILN_ENOMEM;
+	n->rneeds = nv;
+	nv = &n->rneeds[n->nrneeds];
+	memset(nv, 0, sizeof *nv);
+	nv->url = strdup(t->ks->url);
+	nv->output = strdup(name);
+	nv->hash = t->outs[k].id;
+	nv->idx = t->idx;
+	nv->out = (int)k;
+	if (nv->url == NULL || nv->output == NULL) {
+		free(nv->url);
+		free(nv->output);
+		return KILN_ENOMEM;
+	}
+	n->nrneeds++;
+	return 0;
+}
+
+/* The answer for a need of t that is finished in this wave. */
+static int
+answer_done(struct node *n, const struct node *t, int out,
+            struct engine_need_answer *ans, char *err, size_t errlen)
+{
+	size_t lo = out >= 0 ? (size_t)out : 0;
+	size_t hi = out >= 0 ? (size_t)out + 1 : t->ks->noutputs;
+
+	if (t->st != N_DONE || !t->have) {
+		const char *what = t->st == N_FAILED ? "failed" : t->st == N_SKIPPED
+		                   ? "was skipped (a step it needs failed)" : t->st ==
+		                   N_CANCELLED ? "was cancelled" : "did not build";
+		snprintf(err, errlen, "needed step %s %s%s%s", t->ks->url, what,
+		         t->st == N_FAILED && t->error ? ": " : "",
+		         t->st == N_FAILED && t->error ? t->error : "");
+		return t->st == N_CANCELLED ? KILN_ECANCELLED : KILN_EFAILED;
+	}
+	if ((ans->paths = calloc(hi - lo + 1, sizeof *ans->paths)) == NULL ||
+	    (ans->ids = calloc(hi - lo + 1, sizeof *ans->ids)) == NULL)
+		return KILN_ENOMEM;
+	for (size_t k = lo; k < hi; k++) {
+		if ((ans->paths[ans->n] = strdup(t->outpaths[k])) == NULL ||
+		    run_need_add(n, t, k) != 0)
+			return KILN_ENOMEM;
+		ans->ids[ans->n++] = t->outs[k].id;
+	}
+	return 0;
+}
+
+void
+engine_need_answer_free(struct engine_need_answer *ans)
+{
+	for (size_t i = 0; ans->paths && i < ans->n; i++)
+		free(ans->paths[i]);
+	free(ans->paths);
+	free(ans->ids);
+	memset(ans, 0, sizeof *ans);
+}
+
+int
+engine_need(struct engine *e, const char *token, const char *url,
+            const char *output, struct engine_need_answer *ans, char *err,
+            size_t errlen)
+{
+	struct need_tok *tk;
+	struct graph *g;
+	struct node *n, *t;
+	uint32_t at;
+	int out = -1, rv;
+
+	memset(ans, 0, sizeof *ans);
+	err[0] = '\0';
+	pthread_mutex_lock(&e->mu);
+	if (e->quit) {
+		rv = KILN_ECLOSED;
+		goto out;
+	}
+	if ((tk = tok_find(e, token)) == NULL) {
+		snprintf(err, errlen, "the step token is unknown or expired (kiln need "
+		         "works only while the step's tool runs)");
+		rv = KILN_ENOTFOUND;
+		goto out;
+	}
+	g = tk->g;
+	n = tk->n;
+	need_grant(e);
+	if (n->need_state == NEED_SUSPENDED) {
+		ans->pending = 1;
+		rv = 0;
+		goto out;
+	}
+	if (n->need_state == NEED_GRANTED && n->need_err != NULL) {
+		snprintf(err, errlen, "%s", n->need_err);
+		free(n->need_err);
+		n->need_err = NULL;
+		n->need_state = NEED_NONE;
+		rv = KILN_EFAILED;
+		goto out;
+	}
+	if (url == NULL || !step_index(g->plan, url, &at)) {
+		snprintf(err, errlen, "no step of profile %s has the URL '%s' (kiln ls "
+		         "-p %s lists them)", g->profile, url ? url : "", g->profile);
+		rv = KILN_EINVAL;
+		goto out;
+	}
+	t = &g->nodes[at];
+	if (output != NULL && output[0] != '\0') {
+		for (size_t k = 0; k < t->ks->noutputs && out < 0; k++)
+			if (strcmp(t->ks->outputs[k].name, output) == 0)
+				out = (int)k;
+		if (out < 0) {
+			snprintf(err, errlen, "step %s has no output named '%s'", url, output);
+			rv = KILN_EINVAL;
+			goto out;
+		}
+	}
+	if (!node_finished(e, t)) {
+		if (n->need_state == NEED_GRANTED)
+			n->need_state = NEED_NONE;
+		if ((rv = cycle_find(e, g, n, t, err, errlen)) != 0) {
+			if (rv == 1)
+				rv = KILN_EFAILED;
+			need_grant(e);  /* runs on the cycle resume, with the error */
+			goto out;
+		}
+		if (n->builds == 0) {
+			snprintf(err, errlen, "the builds this step belongs to were cancelled");
+			rv = KILN_ECANCELLED;
+			goto out;
+		}
+		if ((rv = schedule_closure(e, g, t, n->builds)) != 0)
+			goto out;
+	}
+	if (!node_finished(e, t)) {
+		/* lend the slot out until t is done */
+		n->need_state = NEED_SUSPENDED;
+		n->need_on = t->idx;
+		e->nsusp++;
+		e->running--;
+		pthread_cond_broadcast(&e->cv);
+		ans->pending = 1;
+		rv = 0;
+		goto out;
+	}
+	n->need_state = NEED_NONE;
+	rv = answer_done(n, t, out, ans, err, errlen);
+out:
+	pthread_mutex_unlock(&e->mu);
+	if (rv != 0)
+		engine_need_answer_free(ans);
+	return rv;
+}

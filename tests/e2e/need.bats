@@ -1,0 +1,235 @@
+#!/usr/bin/env bats
+# kiln need (docs/build.md, "kiln need"): a step's tool asks the daemon for
+# another step's output mid-run; the daemon builds it on demand, lends the
+# waiting step's -j slot, records the dependency, and checks it again
+# before reusing the step's result — warm and after a restart.
+
+bats_require_minimum_version 1.5.0
+
+load daemon_helpers
+
+# A level "compiler" that reads the texture names listed in its input and
+# asks for each one with kiln need; textures are cp steps nobody else
+# wants. Plus steps for the error cases.
+write_project() {
+	mkdir -p src/tex levels
+	echo stone-v1 >src/tex/stone.txt
+	echo grass-v1 >src/tex/grass.txt
+	echo other-v1 >src/tex/other.txt
+	printf 'stone\ngrass\n' >levels/one.lvl
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: needs
+sources: [src, levels]
+profiles:
+  pc:
+tools:
+  copy:
+    run: [cp, "${in}", "${out}"]
+  levelc:
+    run: 'for t in $(cat ${in}); do p=$("$KILN" need "textures/$t.png") || exit 1; echo "$t at $p: $(cat "$p")"; done > ${out}'
+    shell: true
+  needer:
+    run: 'p=$("$KILN" need ${param.other}) || exit 1; cat "$p" > ${out}'
+    shell: true
+  slow:
+    run: 'sleep 29.5; echo slow > ${out}'
+    shell: true
+  pair:
+    run: 'echo L > ${out.left}; echo R > ${out.right}'
+    shell: true
+  pairuser:
+    run: '"$KILN" need multi/pair > ${out} && "$KILN" need multi/pair --output right >> ${out}'
+    shell: true
+  envdump:
+    run: 'printf "%s\n%s\n%s\n" "$KILN" "$KILN_SOCKET" "$KILN_STEP_TOKEN" > ${out}'
+    shell: true
+rules:
+  - match: "src/tex/*.txt"
+    url: "textures/${match.name}.png"
+    tool: copy
+  - match: "levels/*.lvl"
+    url: "levels/${match.name}"
+    tool: levelc
+assets:
+  - url: cyc/a
+    tool: needer
+    params: { other: cyc/b }
+  - url: cyc/b
+    tool: needer
+    params: { other: cyc/a }
+  - url: stat/base
+    tool: needer
+    params: { other: stat/top }
+  - url: stat/top
+    tool: copy
+    inputs: ["@stat/base"]
+  - url: bad/unknown
+    tool: needer
+    params: { other: textures/nothing.png }
+  - url: slow/tex
+    tool: slow
+  - url: slow/level
+    tool: needer
+    params: { other: slow/tex }
+  - url: multi/pair
+    tool: pair
+    outputs: { left: l.txt, right: r.txt }
+  - url: multi/user
+    tool: pairuser
+  - url: env/dump
+    tool: envdump
+YAML
+}
+
+ran() {
+	printf '%s\n' "$output" | grep '"result":"ran"' | sed 's/.*"url":"\([^"]*\)".*/\1/' | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+level_built_ok() {
+	[ "$(cat build/pc/levels/one)" = "$(printf 'stone at build/pc/textures/stone.png: %s\ngrass at build/pc/textures/grass.png: %s' "$1" "$2")" ]
+}
+
+@test "a level that needs two textures gets them built on demand and reads them" {
+	write_project
+	run "$KILN" build --json levels/one
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(ran)" = "levels/one textures/grass.png textures/stone.png" ] || { echo "$output"; false; }
+	level_built_ok stone-v1 grass-v1 || { cat build/pc/levels/one; false; }
+	# the build covered the needed steps (1 asked for, 2 needed)
+	[ "$(json_field total "$(printf '%s\n' "$output" | grep '"event":"build"')")" = 3 ]
+	# textures nobody needed are not built
+	[ ! -e build/pc/textures/other.png ]
+	grep -q '^textures/stone.png	' build/pc/kiln-index.txt
+	# kiln deps lists what it needed; kiln rdeps finds the level from a
+	# texture step, and from the texture's source file transitively
+	run "$KILN" deps levels/one
+	[[ "$output" == *"needs textures/stone.png#out "* ]] || { echo "$output"; false; }
+	[[ "$output" == *"needs textures/grass.png#out "* ]] || { echo "$output"; false; }
+	run "$KILN" rdeps textures/stone.png
+	[ "$output" = "levels/one  (needs textures/stone.png)" ] || { echo "$output"; false; }
+	run "$KILN" rdeps --all src/tex/stone.txt
+	[ "${lines[0]}" = "textures/stone.png  (input src/tex/stone.txt)" ] || { echo "$output"; false; }
+	[ "${lines[1]}" = "  levels/one  (needs textures/stone.png)" ] || { echo "$output"; false; }
+}
+
+@test "kiln need: rerun when a needed texture changes, not for unrelated files; no tools when nothing changed" {
+	write_project
+	run "$KILN" build --json levels/one
+	[ "$status" -eq 0 ]
+	run "$KILN" build --json levels/one
+	[ "$status" -eq 0 ]
+	[ "$(ran)" = "" ] || { echo "$output"; false; }
+	echo other-v2 >src/tex/other.txt
+	run "$KILN" build --json levels/one
+	[ "$(ran)" = "" ] || { echo "$output"; false; }
+	echo stone-v2 >src/tex/stone.txt
+	run "$KILN" build --json levels/one
+	[ "$status" -eq 0 ]
+	[ "$(ran)" = "levels/one textures/stone.png" ] || { echo "$output"; false; }
+	level_built_ok stone-v2 grass-v1
+	run "$KILN" why levels/one
+	[[ "$output" == *"needed textures/stone.png changed "*" -> "* ]] || { echo "$output"; false; }
+	run "$KILN" build --json levels/one
+	[ "$(ran)" = "" ] || { echo "$output"; false; }
+}
+
+@test "kiln need after a daemon restart: the cached result's needs are checked cold" {
+	write_project
+	run "$KILN" build --json levels/one
+	[ "$status" -eq 0 ]
+	"$KILN" stop
+	run "$KILN" build --json levels/one
+	[ "$status" -eq 0 ]
+	[ "$(ran)" = "" ] || { echo "$output"; false; }
+	# the textures were brought up to date first (without running)
+	[ "$(json_field total "$(printf '%s\n' "$output" | grep '"event":"build"')")" = 3 ]
+	"$KILN" stop
+	echo grass-v2 >src/tex/grass.txt
+	run "$KILN" build --json levels/one
+	[ "$status" -eq 0 ]
+	[ "$(ran)" = "levels/one textures/grass.png" ] || { echo "$output"; false; }
+	level_built_ok stone-v1 grass-v2
+	run "$KILN" why levels/one
+	[[ "$output" == *"needed textures/grass.png changed "* ]] || { echo "$output"; false; }
+	# deleting build/ restores everything from the store, running nothing
+	"$KILN" stop
+	rm -rf build
+	run "$KILN" build --json levels/one
+	[ "$(ran)" = "" ] || { echo "$output"; false; }
+	level_built_ok stone-v1 grass-v2
+}
+
+@test "kiln need with -j 1 does not deadlock: the waiting step lends its slot" {
+	write_project
+	run timeout 60 "$KILN" build --json -j 1 levels/one
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(ran)" = "levels/one textures/grass.png textures/stone.png" ]
+	level_built_ok stone-v1 grass-v1
+}
+
+@test "a need cycle fails both steps with the cycle printed" {
+	write_project
+	run timeout 60 "$KILN" build -j 1 cyc/a
+	[ "$status" -eq 1 ] || { echo "$output"; false; }
+	[[ "$output" == *"FAILED cyc/a"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"FAILED cyc/b"* ]] || { echo "$output"; false; }
+	[ "$(printf '%s\n' "$output" | grep -c 'need cycle: cyc/[ab] -> cyc/[ab] -> cyc/[ab]')" -eq 2 ] || { echo "$output"; false; }
+	# the daemon is fine afterwards
+	run "$KILN" build --json levels/one
+	[ "$status" -eq 0 ]
+}
+
+@test "needing a step that depends on the needer fails cleanly" {
+	write_project
+	run timeout 60 "$KILN" build stat/top
+	[ "$status" -eq 1 ] || { echo "$output"; false; }
+	[[ "$output" == *"FAILED stat/base"* ]]
+	[[ "$output" == *"need cycle: stat/base -> stat/top -> stat/base"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"skipped stat/top"* ]]
+}
+
+@test "an unknown URL fails the step with a clear message" {
+	write_project
+	run "$KILN" build bad/unknown
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no step of profile pc has the URL 'textures/nothing.png'"* ]] || { echo "$output"; false; }
+}
+
+@test "kiln need outside a step exits 2; a made-up token exits 1" {
+	write_project
+	run -2 env -u KILN_SOCKET -u KILN_STEP_TOKEN "$KILN" need textures/stone.png
+	[[ "$output" == *"not inside a build step"* ]]
+	"$KILN" status >/dev/null
+	run -1 env KILN_SOCKET="ipc://$P/.kiln/kilnd.sock" KILN_STEP_TOKEN=0123456789abcdef0123456789abcdef \
+		"$KILN" need textures/stone.png
+	[[ "$output" == *"token is unknown or expired"* ]] || { echo "$output"; false; }
+}
+
+@test "kiln need of a step with several outputs prints each; --output picks one" {
+	write_project
+	run "$KILN" build multi/user
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(cat build/pc/multi/user)" = "$(printf 'build/pc/multi/l.txt\nbuild/pc/multi/r.txt\nbuild/pc/multi/r.txt')" ]
+}
+
+@test "every tool gets KILN, KILN_SOCKET and a fresh KILN_STEP_TOKEN" {
+	write_project
+	run "$KILN" build env/dump
+	[ "$status" -eq 0 ]
+	[ "$(sed -n 1p build/pc/env/dump)" = "$(cd "$(dirname "$KILND")" && pwd -P)/kiln" ]
+	[ "$(sed -n 2p build/pc/env/dump)" = "ipc://$P/.kiln/kilnd.sock" ]
+	sed -n 3p build/pc/env/dump | grep -Eq '^[0-9a-f]{32}$'
+}
+
+@test "cancelling a build kills a step suspended on kiln need" {
+	write_project
+	"$KILN" build --json slow/level >build.out 2>&1 &
+	bp=$!
+	wait_for pgrep -f -- "[k]iln need slow/tex"
+	kill -INT "$bp"
+	st=0
+	wait "$bp" || st=$?
+	[ "$st" -eq 130 ] || { echo "exit $st"; cat build.out; false; }
+	wait_for bash -c '! pgrep -f -- "[k]iln need slow/tex" && ! pgrep -f "[s]leep 29.5"'
+}
