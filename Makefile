@@ -67,7 +67,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_toolrun test_materialize test_engine_key test_depfile
-BENCHES = bench_store bench_load bench_proto bench_engine
+BENCHES = bench_store bench_load bench_proto bench_engine bench_trace
 
 VARIANTS = release asan
 # bench/<name>/bench_<name>.c: the stem is used twice in a prerequisite,
@@ -180,7 +180,7 @@ valgrind: deps-test
 
 bench: all
 	@scripts/ensure-deps bench
-	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%)
+	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%) $(BIN)/libkilntrace.so
 	@for b in $(BENCHES:bench_%=%); do bench/$$b/run.sh $(BIN) || exit 1; done
 
 demo: all

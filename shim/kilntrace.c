@@ -67,7 +67,7 @@
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
-#define BUF_SIZE 16384
+#define BUF_SIZE 65536
 
 extern char **environ;
 
@@ -212,8 +212,8 @@ absolute(int dirfd, const char *path, char *out, size_t len)
 static void
 rec_at(char kind, int dirfd, const char *path)
 {
-	char line[PATH_MAX * 2 + 8], abs[PATH_MAX];
-	size_t n;
+	char abs[PATH_MAX];
+	size_t n, worst;
 	int saved = errno;
 
 	if (path == NULL || busy)
@@ -221,14 +221,20 @@ rec_at(char kind, int dirfd, const char *path)
 	busy++;
 	pthread_mutex_lock(&mu);
 	if (fd_ready() == 0 && absolute(dirfd, path, abs, sizeof abs) == 0) {
-		line[0] = kind;
-		line[1] = ' ';
-		n = put_escaped(line, 2, sizeof line, abs);
-		line[n++] = '\n';
-		if (buflen + n > sizeof buf)
+		n = strlen(abs);
+		worst = 2 + 2 * n + 1;
+		if (buflen + worst > sizeof buf)
 			flush_locked();
-		memcpy(buf + buflen, line, n);
-		buflen += n;
+		buf[buflen] = kind;
+		buf[buflen + 1] = ' ';
+		if (strpbrk(abs, "\\\n") == NULL) {   /* the usual case: as it is */
+			memcpy(buf + buflen + 2, abs, n);
+			n += buflen + 2;
+		} else {
+			n = put_escaped(buf, buflen + 2, sizeof buf, abs);
+		}
+		buf[n++] = '\n';
+		buflen = n;
 	}
 	pthread_mutex_unlock(&mu);
 	busy--;
