@@ -80,6 +80,41 @@ YAML
 	[ "$(grep -c '^H ' t.trace)" -ge 5 ]
 }
 
+@test "the shim alone: 4 threads and a forked child, every open recorded once, lines whole" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	cat >"$BATS_TEST_TMPDIR/thr.c" <<'C'
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *work(void *arg) {
+	char p[64];
+	for (int i = 0; i < 3000; i++) {
+		snprintf(p, sizeof p, "t%ld-%d.missing", (long)arg, i);
+		int fd = open(p, O_RDONLY);
+		if (fd >= 0) close(fd);
+	}
+	return NULL;
+}
+int main(void) {
+	pthread_t t[4];
+	for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, (void *)i);
+	pid_t pid = fork();
+	if (pid == 0) { work((void *)9); _exit(0); }
+	for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+C
+	gcc -O1 -pthread -o "$BATS_TEST_TMPDIR/thr" "$BATS_TEST_TMPDIR/thr.c"
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/thr"
+	[ "$(grep -c "^M $P/t[0-9]-[0-9]*\.missing\$" t.trace)" -eq 15000 ] || { grep -c . t.trace; false; }
+	[ "$(grep "^M " t.trace | sort -u | wc -l)" -eq 15000 ]
+	[ "$(grep -vc '^[HMRSDWXx] ' t.trace)" -eq 0 ]
+}
+
 @test "a script reading files named in its input reruns when one changes, not when an unrelated file does" {
 	write_project
 	build
