@@ -295,9 +295,9 @@ void prev_drop(struct node *n);
 void trace_setup(struct engine *e);
 
 /* The environment entries that trace a run in scratch folder <scratch>
- * (LD_PRELOAD, KILN_TRACE_FILE, sanitizer options): malloc'd strings into
- * out (room for 8), their count in *nout (0 when untraced). 0 or
- * KILN_ENOMEM. */
+ * (LD_PRELOAD, KILN_TRACE_FILE, PYTHONDONTWRITEBYTECODE, sanitizer
+ * options): malloc'd strings into out (room for 8), their count in *nout
+ * (0 when untraced). 0 or KILN_ENOMEM. */
 int trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout);
 
 /* After n's tool (root process pid) exited 0 in scratch folder dir

@@ -92,6 +92,11 @@ trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
 	             scratch) < 0)
 		goto fail;
 	n++;
+	/* Python would write __pycache__/ beside the project's scripts: a
+	 * write outside the scratch folder */
+	if ((out[n] = strdup("PYTHONDONTWRITEBYTECODE=1")) == NULL)
+		goto fail;
+	n++;
 	/* A testing aid: a tool that is itself an ASan binary (bin/asan/kiln
 	 * inside a step) aborts when a library is preloaded before libasan
 	 * unless told not to check. */

@@ -23,7 +23,7 @@
  *   S <path>               stat'ed, access'ed, readlink'ed: it exists
  *   M <path>               looked up and missing (ENOENT, ENOTDIR)
  *   D <path>               opened as a directory to list (opendir,
- *                          fdopendir, scandir, open O_DIRECTORY)
+ *                          fdopendir, scandir)
  *   W <path>               changed: opened for writing, created,
  *                          truncated, renamed (both names), unlinked,
  *                          mkdir'ed, rmdir'ed, linked (the new name)
@@ -389,7 +389,9 @@ open_kind(int flags)
 		return 'W';
 	if ((flags & O_TMPFILE) == O_TMPFILE)
 		return 'W';
-	return (flags & O_DIRECTORY) ? 'D' : 'R';
+	/* open(O_DIRECTORY) is more often a dirfd for openat than a listing:
+	 * listings are recorded by opendir and fdopendir */
+	return 'R';
 }
 
 static int
