@@ -438,8 +438,9 @@ cmd_why(const struct cli *cli, int argc, char **argv)
 			printf("  %s: gone (was %s)\n", ch->label, ch->before);
 	}
 	if (w.decision != 2)
-		printf("traced: %s\n", w.traced ? "yes" : "no (only declared inputs "
-		       "and a depfile are its dependencies)");
+		printf("traced: %s\n", w.traced ? "yes" : "no (a process ran without "
+		       "the tracer: a static binary, or none found; its declared inputs, "
+		       "depfile and what traced processes saw are its dependencies)");
 	if (w.decision == 2 && w.error[0])
 		printf("error: %s\n", w.error);
 	for (size_t i = 0; i < w.noutputs; i++) {
