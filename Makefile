@@ -36,6 +36,9 @@ WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototype
 GEN     = $(OBJ)/gen
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Iproto -I$(GEN) -Idaemon -Iclient $(PKG_CFLAGS)
 
+# The tracer is loaded into every build tool: plain -O2, no sanitizer.
+SHIM_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O2 $(WARN) -fPIC -shared -fvisibility=hidden
+
 release_CFLAGS  = -O2
 release_LDFLAGS =
 release_BIN     = $(BIN)
@@ -57,7 +60,7 @@ DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
 # The build engine's parts that need no server (libkilnengine.a): running
 # tools, materializing outputs, file states, action keys, the scheduler.
 ENGINE_SRC = daemon/engine_version.c daemon/engine_key.c daemon/filestate.c \
-             daemon/engine.c daemon/engine_graph.c daemon/engine_life.c daemon/engine_deps.c daemon/engine_step.c daemon/engine_run.c daemon/engine_need.c daemon/depfile.c daemon/toolrun.c daemon/materialize.c
+             daemon/engine.c daemon/engine_graph.c daemon/engine_life.c daemon/engine_deps.c daemon/engine_step.c daemon/engine_run.c daemon/engine_need.c daemon/engine_trace.c daemon/depfile.c daemon/toolrun.c daemon/materialize.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/events.c
@@ -69,7 +72,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile
-BENCHES = bench_store bench_load bench_proto bench_engine
+BENCHES = bench_store bench_load bench_proto bench_engine bench_trace
 
 VARIANTS = release asan
 # bench/<name>/bench_<name>.c: the stem is used twice in a prerequisite,
@@ -78,7 +81,7 @@ VARIANTS = release asan
 
 .PHONY: all deps deps-test test check demo bench install valgrind clean fuzz
 all: deps
-	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd
+	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so
 
 # Generated once for both variants; every object waits for the header.
 $(GEN)/kiln.pb-c.c $(GEN)/kiln.pb-c.h &: proto/kiln.proto
@@ -124,9 +127,17 @@ $$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
-$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
+
+# The file-access tracer kilnd preloads into tools (shim/kilntrace.c):
+# never sanitized, whichever variant it sits beside.
+$$($(1)_BIN)/libkilntrace.so: shim/kilntrace.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(SHIM_CFLAGS) -o $$@ $$< -ldl
+
+$(OBJ)/$(1)/daemon/engine_trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
 
 $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
 	@mkdir -p $$(@D)
@@ -174,7 +185,7 @@ valgrind: deps-test
 
 bench: all
 	@scripts/ensure-deps bench
-	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%)
+	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%) $(BIN)/libkilntrace.so
 	@for b in $(BENCHES:bench_%=%); do bench/$$b/run.sh $(BIN) || exit 1; done
 
 # The sample project's C tools (assets-sample/tools/*.c), which its
@@ -198,8 +209,10 @@ demo:
 	@assets-sample/tools/demo.sh $(BIN)
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kiln $(DESTDIR)$(PREFIX)/lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kiln $(DESTDIR)$(PREFIX)/lib \
+	        $(DESTDIR)$(PREFIX)/lib/kiln
 	install -m 0755 $(BIN)/kiln $(BIN)/kilnd $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(BIN)/libkilntrace.so $(DESTDIR)$(PREFIX)/lib/kiln/
 	install -m 0644 store/kiln_error.h store/kiln_store.h client/kiln.h $(DESTDIR)$(PREFIX)/include/kiln/
 	install -m 0644 $(OBJ)/release/libkiln.a $(OBJ)/release/libkilnproto.a \
 	        $(OBJ)/release/libkilnstore.a $(DESTDIR)$(PREFIX)/lib/

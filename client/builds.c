@@ -151,6 +151,7 @@ kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w)
 	if ((rec = c->held.rep->why_reply->record) == NULL)
 		return KILN_EPROTO;
 	w->this_daemon = c->held.rep->why_reply->this_daemon;
+	w->traced = rec->traced;
 	w->decision = (int)rec->decision;
 	w->reason = rec->reason;
 	w->error = rec->error;

@@ -340,7 +340,8 @@ static const char why_help[] =
 	"\n"
 	"Say why the last build ran the step URL (which input, param, tool or\n"
 	"variable changed, from which hash or value to which), or why it reused\n"
-	"a result. Hashes show their first 8 hex digits.\n";
+	"a result, and whether its run was file-access traced. Hashes show their\n"
+	"first 8 hex digits.\n";
 
 static const char log_usage[] = "usage: kiln log URL [-C DIR] [-p PROFILE]\n";
 static const char log_help[] =
@@ -436,6 +437,10 @@ cmd_why(const struct cli *cli, int argc, char **argv)
 		else
 			printf("  %s: gone (was %s)\n", ch->label, ch->before);
 	}
+	if (w.decision != 2)
+		printf("traced: %s\n", w.traced ? "yes" : "no (a process ran without "
+		       "the tracer: a static binary, or none found; its declared inputs, "
+		       "depfile and what traced processes saw are its dependencies)");
 	if (w.decision == 2 && w.error[0])
 		printf("error: %s\n", w.error);
 	for (size_t i = 0; i < w.noutputs; i++) {

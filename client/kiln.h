@@ -295,6 +295,8 @@ typedef struct kiln_why_info {
 	size_t noutputs;
 	const char *error;      /* failed: why */
 	int this_daemon;        /* decided by the running daemon's builds */
+	int traced;             /* ran or reused: its run was file-access
+	                           traced (every process) */
 } kiln_why_info;
 
 /* Why the last build of profile (NULL: the first) ran or reused url.

@@ -104,8 +104,12 @@ struct node {
 	kiln_id quick;           /* quick_key() when key was last computed */
 	char **outpaths;         /* build/<profile>/..., per output */
 	char **disc;             /* files the last result discovered (its
-	                            depfile): checked like inputs */
+	                            depfile, then its trace; "dir/" is a
+	                            folder's listing): checked like inputs */
 	size_t ndisc;
+	size_t ndisc_depfile;    /* disc[0..ndisc_depfile) came from the
+	                            depfile (set when the tool ran) */
+	int traced;              /* the last result's run was traced */
 	struct node_out *outs;   /* ks->noutputs */
 	enum node_outcome outcome;
 	char *reason;            /* malloc'd; why it ran or was reused */
@@ -228,6 +232,7 @@ struct engine {
 	unsigned next_scratch;
 
 	int rootfd;              /* the project folder (O_PATH) */
+	char trace_shim[PATH_MAX]; /* libkilntrace.so; "": steps run untraced */
 	/* Each tool's program found and hashed once per wave (tools_mu). */
 	pthread_mutex_t tools_mu;
 	struct tool_seen {
@@ -330,6 +335,30 @@ int record_put(struct engine *e, const struct graph *g, struct node *n,
 /* Read (prev_load) or drop (prev_drop) n's previous decision record. */
 void prev_load(struct engine *e, const struct graph *g, struct node *n);
 void prev_drop(struct node *n);
+
+/* ---- engine_trace.c: file-access tracing ---- */
+
+/* Find libkilntrace.so beside the daemon's executable, else in
+ * $(PREFIX)/lib/kiln, into e->trace_shim ("" and one log line: none). */
+void trace_setup(struct engine *e);
+
+/* The environment entries that trace a run in scratch folder <scratch>
+ * (LD_PRELOAD, KILN_TRACE_FILE, PYTHONDONTWRITEBYTECODE, sanitizer
+ * options): malloc'd strings into out (room for 8), their count in *nout
+ * (0 when untraced). 0 or KILN_ENOMEM. */
+int trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout);
+
+/* After n's tool (root process pid) exited 0 in scratch folder dir
+ * (absolute), with n->disc holding its depfile's files if it has one:
+ * read its trace, set n->traced, n->ndisc_depfile, and append the project
+ * files it looked at to n->disc. 0, or -1 with n->error set (it wrote
+ * outside its scratch folder, or no memory). */
+int trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir);
+
+/* The hash a discovered dependency is checked by: a file's content, or
+ * for a path ending in '/' the folder's sorted names. 0, KILN_ENOTFOUND
+ * (missing), or another error. */
+int trace_dep_hash(struct engine *e, const char *path, kiln_id *h);
 
 /* ---- engine_graph.c (e->mu held) ---- */
 

@@ -69,6 +69,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 		goto fail;
 	snprintf(scratch, sizeof scratch, "%s/.kiln/scratch", e->root);
 	engine_rmtree(scratch);
+	trace_setup(e);
 	if ((rv = spawner_new(&e->sp)) != 0)
 		goto fail;
 	/* deciding and finishing steps is file-system work that waits on the

@@ -211,6 +211,14 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	/* kiln need: $KILN, $KILN_SOCKET, $KILN_STEP_TOKEN (engine_need.c) */
 	for (int i = 0; e->ipc_url != NULL && i < 3; i++)
 		av_push(env, need_env(e, n, i));
+	{   /* file-access tracing (engine_trace.c) */
+		char *tr[8];
+		size_t ntr = 0;
+		if (trace_env(e, n->scratch, tr, &ntr) != 0)
+			env->oom = 1;
+		for (size_t i = 0; i < ntr; i++)
+			av_push(env, tr[i]);
+	}
 	for (size_t i = 0; i < n->ks->nenv; i++) {
 		char *v = expand(n, p, n->ks->env[i].value, 0);
 		if (v == NULL) {
@@ -383,6 +391,7 @@ int
 step_finish(struct engine *e, struct graph *g, struct node *n)
 {
 	char dir[PATH_MAX], logp[PATH_MAX + 16], tail[2048] = "";
+	pid_t pid = n->pid;
 	int rv = 0;
 
 	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n->scratch);
@@ -400,6 +409,12 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			set_error(n, "%s: the tool was killed by signal %d (SIG%s)%s%s",
 			          n->ks->url, n->res.status, signal_name(n->res.status),
 			          tail[0] ? "; its last lines:\n" : "", tail);
+		rv = -1;
+		goto out;
+	}
+	/* what it read and wrote, before anything it made is published */
+	if ((n->ks->tool->depfile && depfile_read(e, n, dir) != 0) ||
+	    trace_finish(e, n, pid, dir) != 0) {
 		rv = -1;
 		goto out;
 	}
@@ -422,8 +437,6 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		}
 	}
 	if (rv == 0 && (rv = materialize_all(e, n)) != 0)
-		rv = -1;
-	if (rv == 0 && n->ks->tool->depfile && depfile_read(e, n, dir) != 0)
 		rv = -1;
 	if (rv == 0) {
 		Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
@@ -461,8 +474,9 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		for (size_t i = 0; i < n->ndisc; i++) {
 			kiln__file_dep__init(&fdv[i]);
 			fdv[i].path = n->disc[i];
-			fdv[i].source = KILN__FILE_DEP__SOURCE__DEPFILE;
-			if (filestate_hash(e->fs, n->disc[i], &fdh[i]) == 0) {
+			fdv[i].source = i < n->ndisc_depfile ? KILN__FILE_DEP__SOURCE__DEPFILE
+			                : KILN__FILE_DEP__SOURCE__TRACE;
+			if (trace_dep_hash(e, n->disc[i], &fdh[i]) == 0) {
 				fdv[i].hash.data = fdh[i].b;
 				fdv[i].hash.len = 16;
 			}
@@ -474,6 +488,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		Kiln__UrlDep **udp = NULL;
 		int need_rv = need_result_pb(n, &udp, &ar.n_needs);
 		ar.needs = udp;
+		ar.traced = n->traced;
 		if (n->has_log) {
 			ar.log.data = n->log_id.b;
 			ar.log.len = 16;
@@ -519,6 +534,8 @@ out:
 	{
 		char dep[PATH_MAX + 16];
 		snprintf(dep, sizeof dep, "%s.d", dir);
+		unlink(dep);
+		snprintf(dep, sizeof dep, "%s.trace", dir);
 		unlink(dep);
 	}
 	if (rv == 0) {   /* a failure keeps them for step_record_failure */

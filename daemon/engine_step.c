@@ -475,6 +475,7 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 	}
 	r.time_ns = engine_wall_ns();
 	r.duration_ns = n->duration_ns;
+	r.traced = decision != KILN__STEP_RECORD__DECISION__FAILED && n->traced;
 	if (decision == KILN__STEP_RECORD__DECISION__FAILED) {
 		r.exit_code = n->res.exited ? n->res.status : 0;
 		r.signal = n->res.exited ? 0 : n->res.status;
@@ -613,7 +614,7 @@ cache_lookup(struct engine *e, struct graph *g, struct node *n,
 	for (size_t i = 0; i < res->n_files; i++) {
 		const Kiln__FileDep *f = res->files[i];
 		kiln_id h;
-		int rv = filestate_hash(e->fs, f->path, &h);
+		int rv = trace_dep_hash(e, f->path, &h);
 		if (f->hash.len == 0 ? rv != KILN_ENOTFOUND
 		    : rv != 0 || memcmp(h.b, f->hash.data, 16) != 0) {
 			char was[KILN_ID_HEX_LEN + 1] = "missing", now[KILN_ID_HEX_LEN + 1] = "missing";
@@ -650,6 +651,7 @@ cache_lookup(struct engine *e, struct graph *g, struct node *n,
 		if (rv != 0)
 			goto out;
 	}
+	n->traced = res->traced;
 	n->has_log = res->log.len == 16;
 	if (n->has_log)
 		memcpy(n->log_id.b, res->log.data, 16);
@@ -707,7 +709,7 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 	/* discovered files: a missing one hashes as zeros, which no content
 	 * has in practice */
 	for (size_t i = 0; i < n->ndisc; i++) {
-		int r = filestate_hash(e->fs, n->disc[i], &v[nv++]);
+		int r = trace_dep_hash(e, n->disc[i], &v[nv++]);
 		if (r != 0 && r != KILN_ENOTFOUND) {
 			rv = r;
 			goto out;

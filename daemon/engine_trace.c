@@ -1,0 +1,532 @@
+/* engine_trace.c — file-access tracing of build steps (docs/build.md,
+ * "File-access tracing"): finding the shim (shim/kilntrace.c), the
+ * environment that loads it into a tool, and reading what it recorded.
+ *
+ * After a tool exits 0 its trace (.kiln/scratch/<n>.trace, the record
+ * format is in shim/kilntrace.c) is read: a change to any file outside the
+ * step's scratch folder and depfile fails the step; project files the
+ * tool read, stat'ed or looked for in vain (outside .kiln/ and build/, not
+ * declared inputs) join n->disc after the depfile's, and folders it listed
+ * join as "folder/" (their sorted names are hashed: trace_dep_hash).
+ * Everything outside the project root is ignored for dependencies: system
+ * files belong to the machine, not to the project's content.
+ *
+ * A run is traced when every process image that ran wrote its hello line:
+ * each pid must say hello once more than it exec'ed successfully (the
+ * root once more than that, for its own image). A static binary writes no
+ * hello; its step still builds from declared inputs, untraced.
+ *
+ * Threads: trace_setup from engine_new; the rest from engine workers on
+ * nodes they hold (e->trace_shim is read-only after setup). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+#ifndef KILN_LIBDIR
+#define KILN_LIBDIR "/usr/local/lib/kiln"
+#endif
+#define SHIM_NAME "libkilntrace.so"
+#define TRACE_MAX (256u << 20)   /* a bigger trace is not read: untraced */
+
+/* ---- setup and environment ---------------------------------------------- */
+
+void
+trace_setup(struct engine *e)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	e->trace_shim[0] = '\0';
+	if (n > 0) {
+		exe[n] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL &&
+		    (size_t)(slash - exe) + sizeof SHIM_NAME + 1 < sizeof e->trace_shim) {
+			snprintf(e->trace_shim, sizeof e->trace_shim, "%.*s/%s",
+			         (int)(slash - exe), exe, SHIM_NAME);
+			if (access(e->trace_shim, R_OK) == 0)
+				return;
+		}
+	}
+	snprintf(e->trace_shim, sizeof e->trace_shim, "%s/%s", KILN_LIBDIR, SHIM_NAME);
+	if (access(e->trace_shim, R_OK) == 0)
+		return;
+	e->trace_shim[0] = '\0';
+	if (e->cfg.log)
+		e->cfg.log(e->cfg.arg, 1, "no " SHIM_NAME " beside kilnd nor in "
+		           KILN_LIBDIR ": steps run untraced (only declared inputs "
+		           "and depfiles are dependencies)");
+}
+
+/* Whether this daemon is itself built with AddressSanitizer. */
+static int
+daemon_is_asan(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+int
+trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
+{
+	static const char *const pass[] = {"UBSAN_OPTIONS", "LSAN_OPTIONS"};
+	const char *asan = getenv("ASAN_OPTIONS");
+	size_t n = 0;
+
+	*nout = 0;
+	if (e->trace_shim[0] == '\0')
+		return 0;
+	if (asprintf(&out[n], "LD_PRELOAD=%s", e->trace_shim) < 0)
+		goto fail;
+	n++;
+	if (asprintf(&out[n], "KILN_TRACE_FILE=%s/.kiln/scratch/%u.trace", e->root,
+	             scratch) < 0)
+		goto fail;
+	n++;
+	/* Python would write __pycache__/ beside the project's scripts: a
+	 * write outside the scratch folder */
+	if ((out[n] = strdup("PYTHONDONTWRITEBYTECODE=1")) == NULL)
+		goto fail;
+	n++;
+	/* A testing aid: a tool that is itself an ASan binary (bin/asan/kiln
+	 * inside a step) aborts when a library is preloaded before libasan
+	 * unless told not to check. */
+	if (asan != NULL || daemon_is_asan()) {
+		if (asprintf(&out[n], "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
+		             asan ? asan : "", asan && asan[0] ? ":" : "") < 0)
+			goto fail;
+		n++;
+	}
+	for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++) {
+		const char *v = getenv(pass[i]);
+		if (v == NULL)
+			continue;
+		if (asprintf(&out[n], "%s=%s", pass[i], v) < 0)
+			goto fail;
+		n++;
+	}
+	*nout = n;
+	return 0;
+fail:
+	while (n > 0)
+		free(out[--n]);
+	return KILN_ENOMEM;
+}
+
+/* ---- dependency hashes -------------------------------------------------- */
+
+static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The hash of a folder's sorted names (rel ends with '/'). */
+static int
+listing_hash(const struct engine *e, const char *rel, kiln_id *h)
+{
+	char path[PATH_MAX];
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	kiln_hasher *hs = NULL;
+	DIR *d;
+	int rv = 0;
+
+	memset(h, 0, sizeof *h);
+	snprintf(path, sizeof path, "%s/%s", e->root, rel);
+	if ((d = opendir(path)) == NULL)
+		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND : KILN_EIO;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			char **nv = realloc(v, ncap * sizeof *nv);
+			if (nv == NULL) {
+				rv = KILN_ENOMEM;
+				goto out;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		if ((v[n] = strdup(de->d_name)) == NULL) {
+			rv = KILN_ENOMEM;
+			goto out;
+		}
+		n++;
+	}
+	qsort(v, n, sizeof *v, str_cmp);
+	if ((rv = kiln_hasher_new(&hs)) != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		kiln_hasher_update(hs, v[i], strlen(v[i]) + 1);
+	kiln_hasher_digest(hs, h);
+	kiln_hasher_free(hs);
+out:
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	closedir(d);
+	return rv;
+}
+
+int
+trace_dep_hash(struct engine *e, const char *path, kiln_id *h)
+{
+	size_t len = strlen(path);
+
+	if (len > 0 && path[len - 1] == '/')
+		return listing_hash(e, path, h);
+	return filestate_hash(e->fs, path, h);
+}
+
+/* ---- reading a trace ------------------------------------------------------ */
+
+/* Normalize an absolute path in place: no "//", ".", or ".." components
+ * (lexically: a tool that goes through a symlink and back up is rare). */
+static void
+path_clean(char *p)
+{
+	char *out = p, *in = p;
+
+	while (*in) {
+		while (*in == '/')
+			in++;
+		char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		size_t sl = (size_t)(in - seg);
+		if (sl == 0 || (sl == 1 && seg[0] == '.'))
+			continue;
+		if (sl == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > p && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, sl);
+		out += sl;
+	}
+	if (out == p)
+		*out++ = '/';
+	*out = '\0';
+}
+
+/* Undo the shim's escapes (\\ and \n) in place. */
+static void
+unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && (s[1] == '\\' || s[1] == 'n')) {
+			*o++ = s[1] == 'n' ? '\n' : '\\';
+			s++;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* Writes that are not outputs and harm nothing. */
+static int
+write_harmless(const char *p)
+{
+	static const char *const exact[] = {"/dev/null", "/dev/tty", "/dev/stdout",
+	                                    "/dev/stderr", "/dev/zero", "/dev/full"};
+	static const char *const under[] = {"/dev/pts/", "/dev/fd/", "/dev/shm/",
+	                                    "/proc/self/", "/proc/thread-self/"};
+
+	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+		if (strcmp(p, exact[i]) == 0)
+			return 1;
+	for (size_t i = 0; i < sizeof under / sizeof under[0]; i++)
+		if (strncmp(p, under[i], strlen(under[i])) == 0)
+			return 1;
+	if (strncmp(p, "/dev/tty", 8) == 0)
+		return 1;
+	if (strncmp(p, "/proc/", 6) == 0) {   /* /proc/<pid>/...: its own */
+		const char *q = p + 6;
+		while (*q >= '0' && *q <= '9')
+			q++;
+		if (q > p + 6 && *q == '/')
+			return 1;
+	}
+	return 0;
+}
+
+struct pidcount {
+	long pid;
+	long n;   /* hellos minus successful execs */
+};
+
+struct trace_read {
+	struct engine *e;
+	struct node *n;
+	const char *scratch;      /* absolute: root/.kiln/scratch/<n> */
+	size_t lroot, lscratch;
+	char **paths;             /* project-relative dependencies */
+	size_t npaths, cappaths;
+	struct pidcount *pids;
+	size_t npids, cappids;
+	int hello, oom;
+	char bad[PATH_MAX];       /* the first write outside, if any */
+};
+
+static void
+pid_add(struct trace_read *t, long pid, long delta)
+{
+	for (size_t i = t->npids; i > 0; i--)   /* recent pids first */
+		if (t->pids[i - 1].pid == pid) {
+			t->pids[i - 1].n += delta;
+			return;
+		}
+	if (t->npids == t->cappids) {
+		size_t ncap = t->cappids ? t->cappids * 2 : 16;
+		struct pidcount *nv = realloc(t->pids, ncap * sizeof *nv);
+		if (nv == NULL) {
+			t->oom = 1;
+			return;
+		}
+		t->pids = nv;
+		t->cappids = ncap;
+	}
+	t->pids[t->npids].pid = pid;
+	t->pids[t->npids].n = delta;
+	t->npids++;
+}
+
+static void
+path_add(struct trace_read *t, const char *rel, int listing)
+{
+	char *s;
+
+	if (t->npaths == t->cappaths) {
+		size_t ncap = t->cappaths ? t->cappaths * 2 : 64;
+		char **nv = realloc(t->paths, ncap * sizeof *nv);
+		if (nv == NULL) {
+			t->oom = 1;
+			return;
+		}
+		t->paths = nv;
+		t->cappaths = ncap;
+	}
+	if (!listing)
+		s = strdup(rel);
+	else if (rel[0] == '\0')
+		s = strdup("./");   /* the project folder itself */
+	else if (asprintf(&s, "%s/", rel) < 0)
+		s = NULL;
+	if (s == NULL) {
+		t->oom = 1;
+		return;
+	}
+	t->paths[t->npaths++] = s;
+}
+
+/* Whether absolute p is the step's own: its scratch folder, depfile or
+ * trace. */
+static int
+own_file(const struct trace_read *t, const char *p)
+{
+	if (strncmp(p, t->scratch, t->lscratch) != 0)
+		return 0;
+	p += t->lscratch;
+	return *p == '\0' || *p == '/' || strcmp(p, ".d") == 0 || strcmp(p, ".trace") == 0;
+}
+
+/* A file or folder the tool looked at: a dependency if it is a project
+ * file kiln does not already know. */
+static void
+trace_look(struct trace_read *t, const char *p, int listing)
+{
+	const char *rel;
+
+	if (strncmp(p, t->e->root, t->lroot) != 0 || (p[t->lroot] != '/' && p[t->lroot] != '\0'))
+		return;   /* outside the project */
+	rel = p[t->lroot] ? p + t->lroot + 1 : "";
+	if (strncmp(rel, ".kiln", 5) == 0 && (rel[5] == '/' || rel[5] == '\0'))
+		return;
+	if (strncmp(rel, "build", 5) == 0 && (rel[5] == '/' || rel[5] == '\0'))
+		return;
+	if (!listing) {
+		struct stat st;
+		if (rel[0] == '\0' || kiln_url_check(rel) != 0)
+			return;
+		for (size_t i = 0; i < t->n->ks->ninputs; i++)
+			if (strcmp(t->n->ks->inputs[i], rel) == 0)
+				return;
+		/* a folder stat'ed is no content (a listing is) */
+		if (fstatat(t->e->rootfd, rel, &st, 0) == 0 && S_ISDIR(st.st_mode))
+			return;
+	} else if (rel[0] && kiln_url_check(rel) != 0) {
+		return;
+	}
+	path_add(t, rel, listing);
+}
+
+static void
+trace_line(struct trace_read *t, char *line)
+{
+	char kind = line[0], *rest = line + 2;
+
+	if (line[0] == '\0' || line[1] != ' ')
+		return;
+	switch (kind) {
+	case 'H':
+		t->hello = 1;
+		pid_add(t, strtol(rest, NULL, 10), 1);
+		return;
+	case 'X':
+		pid_add(t, strtol(rest, NULL, 10), -1);
+		return;
+	case 'x':
+		pid_add(t, strtol(rest, NULL, 10), 1);
+		return;
+	case 'R': case 'S': case 'M': case 'D': case 'W':
+		break;
+	default:
+		return;
+	}
+	unescape(rest);
+	if (rest[0] != '/')
+		return;
+	path_clean(rest);
+	if (kind == 'W') {
+		if (!own_file(t, rest) && !write_harmless(rest) && t->bad[0] == '\0')
+			snprintf(t->bad, sizeof t->bad, "%s", rest);
+		return;
+	}
+	if (own_file(t, rest))
+		return;
+	trace_look(t, rest, kind == 'D');
+}
+
+/* Read the whole trace file; NULL with *len 0 when there is none. */
+static char *
+trace_slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd;
+
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size > TRACE_MAX ||
+	    (buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = '\0';
+	*len = got;
+	return buf;
+}
+
+/* Append t's paths not yet in n->disc (sorted, unique). */
+static int
+disc_merge(struct trace_read *t)
+{
+	struct node *n = t->n;
+	size_t total = n->ndisc, at;
+	char **all;
+	int rv;
+
+	if (t->npaths > 1)
+		qsort(t->paths, t->npaths, sizeof *t->paths, str_cmp);
+	if ((all = calloc(n->ndisc + t->npaths + 1, sizeof *all)) == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < n->ndisc; i++)
+		all[i] = n->disc[i];
+	at = total;
+	for (size_t i = 0; i < t->npaths; i++) {
+		int dup = i > 0 && strcmp(t->paths[i], t->paths[i - 1]) == 0;
+		for (size_t k = 0; !dup && k < n->ndisc; k++)
+			dup = strcmp(n->disc[k], t->paths[i]) == 0;
+		if (!dup)
+			all[at++] = t->paths[i];
+	}
+	rv = step_set_disc(n, all, at);
+	free(all);
+	return rv;
+}
+
+int
+trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
+{
+	struct trace_read t = {0};
+	char path[PATH_MAX + 16];
+	size_t len;
+	char *buf, *line, *next;
+	int rv = 0;
+
+	n->traced = 0;
+	n->ndisc_depfile = n->ks->tool->depfile ? n->ndisc : 0;
+	if (!n->ks->tool->depfile && step_set_disc(n, NULL, 0) != 0) {
+		set_error(n, "%s: out of memory", n->ks->url);
+		return -1;
+	}
+	if (e->trace_shim[0] == '\0')
+		return 0;
+	snprintf(path, sizeof path, "%s.trace", dir);
+	if ((buf = trace_slurp(path, &len)) == NULL)
+		return 0;   /* no process loaded the shim */
+	t.e = e;
+	t.n = n;
+	t.scratch = dir;
+	t.lroot = strlen(e->root);
+	t.lscratch = strlen(dir);
+	pid_add(&t, (long)pid, -1);   /* the tool's own first image */
+	for (line = buf; line < buf + len && !t.oom; line = next) {
+		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+		if (nl == NULL)
+			break;   /* a record cut short (a killed child) */
+		*nl = '\0';
+		next = nl + 1;
+		trace_line(&t, line);
+	}
+	free(buf);
+	if (t.oom) {
+		set_error(n, "%s: out of memory reading its file-access trace", n->ks->url);
+		rv = -1;
+	} else if (t.bad[0]) {
+		const char *shown = t.bad;
+		if (strncmp(shown, e->root, t.lroot) == 0 && shown[t.lroot] == '/')
+			shown += t.lroot + 1;
+		set_error(n, "%s: the tool wrote outside its scratch folder: %s",
+		          n->ks->url, shown);
+		rv = -1;
+	} else if ((rv = disc_merge(&t)) != 0) {
+		set_error(n, "%s: out of memory", n->ks->url);
+		rv = -1;
+	} else {
+		n->traced = t.hello;
+		for (size_t i = 0; i < t.npids; i++)
+			if (t.pids[i].n < 0)
+				n->traced = 0;   /* an image that said no hello */
+	}
+	for (size_t i = 0; i < t.npaths; i++)
+		free(t.paths[i]);
+	free(t.paths);
+	free(t.pids);
+	return rv;
+}

@@ -1,0 +1,1109 @@
+/* kilntrace.c — libkilntrace.so, the file-access tracer kilnd preloads
+ * (LD_PRELOAD) into every build tool and its child processes.
+ *
+ * It wraps the libc entry points tools use to look at files (open*,
+ * fopen*, the stat family, access, opendir, readlink, realpath, exec*) and
+ * to change them (creat, rename, unlink, mkdir, truncate, link, symlink),
+ * calls the real function (dlsym RTLD_NEXT) and appends one record per call
+ * to the file named by KILN_TRACE_FILE. Failed attempts count: a lookup
+ * that ends in ENOENT or ENOTDIR is a "missing file" record, because
+ * creating that file later may change what the tool does. The daemon reads
+ * the file when the tool has exited (daemon/engine_trace.c).
+ *
+ * Record format (version 1): UTF-8 lines, one record each, a one-letter
+ * kind, a space, the rest. Paths are absolute (relative ones resolved
+ * against the working folder or the dirfd, via /proc/self/fd), not
+ * canonicalized (`..` and symlinks stay), with `\` written `\\` and a
+ * newline `\n`.
+ *
+ *   H <pid> <ppid> <exe>   a process image started with the shim loaded
+ *                          (its constructor: a static binary never writes
+ *                          one)
+ *   R <path>               opened for reading (open, fopen "r", exec'd)
+ *   S <path>               stat'ed, access'ed, readlink'ed: it exists
+ *   M <path>               looked up and missing (ENOENT, ENOTDIR)
+ *   D <path>               opened as a directory to list (opendir,
+ *                          fdopendir, scandir)
+ *   W <path>               changed: opened for writing, created,
+ *                          truncated, renamed (both names), unlinked,
+ *                          mkdir'ed, rmdir'ed, linked (the new name)
+ *   X <pid> <path>         pid is about to exec path (posix_spawn: pid is
+ *                          the child, written after it started)
+ *   x <pid>                that exec failed
+ *
+ * Only calls that worked are recorded, except that failed lookups are M.
+ * To change the format, change engine_trace.c's reader in the same commit
+ * and bump the version here.
+ *
+ * Cost: records go into one per-process buffer (a mutex; no malloc) that
+ * is written with one write(2) to the O_APPEND trace file when it fills,
+ * at exit (the destructor), at _exit, and before exec, fork and
+ * posix_spawn, so records of different processes never interleave inside
+ * a line and a child's records follow its parent's earlier ones.
+ *
+ * Threads: every wrapper may run on any thread; the buffer, the cached
+ * working folder and the fd are guarded by mu. A wrapper entered again on
+ * the same thread while it holds mu (a signal handler) calls the real
+ * function without recording. Not covered: libc's internal calls that do
+ * not go through the PLT (glob(), ftw(), dlopen, system()'s own spawn —
+ * the shell it runs is traced), raw syscalls, fexecve/execveat, static
+ * binaries.
+ *
+ * Built without sanitizers, -fPIC -shared: it is loaded into sanitized and
+ * unsanitized programs alike. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define BUF_SIZE 65536
+
+extern char **environ;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int trace_fd = -1;       /* -1: not opened yet; -2: cannot */
+static char buf[BUF_SIZE];
+static size_t buflen;
+static char cwd[PATH_MAX];
+static int cwd_ok;
+/* The environment to give exec'd programs that dropped it. */
+static char env_preload[PATH_MAX + 16];
+static char env_file[PATH_MAX + 24];
+static __thread int busy __attribute__((tls_model("initial-exec")));
+
+/* ---- the real functions ------------------------------------------------ */
+
+#define REAL(name) \
+	static __typeof__(name) *real_##name; \
+	if (real_##name == NULL) \
+		real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+
+/* ---- records ------------------------------------------------------------ */
+
+static void
+raw_write(const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(trace_fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Open the trace file on first use (mu held). 0 or -1: not tracing. */
+static int
+fd_ready(void)
+{
+	const char *f;
+
+	if (trace_fd >= 0)
+		return 0;
+	if (trace_fd == -2 || (f = getenv("KILN_TRACE_FILE")) == NULL || f[0] == '\0') {
+		trace_fd = -2;
+		return -1;
+	}
+	trace_fd = (int)syscall(SYS_openat, AT_FDCWD, f,
+	                        O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (trace_fd < 0) {
+		trace_fd = -2;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+flush_locked(void)
+{
+	if (buflen > 0 && trace_fd >= 0)
+		raw_write(buf, buflen);
+	buflen = 0;
+}
+
+static void
+flush(void)
+{
+	int saved = errno;
+
+	busy++;
+	pthread_mutex_lock(&mu);
+	flush_locked();
+	pthread_mutex_unlock(&mu);
+	busy--;
+	errno = saved;
+}
+
+/* Append s to the line being built, escaped. */
+static size_t
+put_escaped(char *line, size_t at, size_t cap, const char *s)
+{
+	for (; *s && at + 2 < cap; s++) {
+		if (*s == '\\' || *s == '\n') {
+			line[at++] = '\\';
+			line[at++] = *s == '\\' ? '\\' : 'n';
+		} else {
+			line[at++] = *s;
+		}
+	}
+	return at;
+}
+
+/* The absolute form of path as seen from dirfd (mu held), into out. */
+static int
+absolute(int dirfd, const char *path, char *out, size_t len)
+{
+	char base[PATH_MAX];
+	size_t bl, pl;
+
+	if (path[0] == '/') {
+		if (strlen(path) + 1 > len)
+			return -1;
+		strcpy(out, path);
+		return 0;
+	}
+	if (dirfd == AT_FDCWD) {
+		if (!cwd_ok) {
+			if (syscall(SYS_getcwd, cwd, sizeof cwd) < 0)
+				return -1;
+			cwd_ok = 1;
+		}
+		strcpy(base, cwd);
+	} else {
+		char link[64];
+		ssize_t n;
+		snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+		n = syscall(SYS_readlinkat, AT_FDCWD, link, base, sizeof base - 1);
+		if (n <= 0)
+			return -1;
+		base[n] = '\0';
+	}
+	bl = strlen(base);
+	if (path[0] == '\0') {   /* AT_EMPTY_PATH: the dirfd itself */
+		if (bl + 1 > len)
+			return -1;
+		memcpy(out, base, bl + 1);
+		return 0;
+	}
+	pl = strlen(path);
+	if (bl + 1 + pl + 1 > len)
+		return -1;
+	memcpy(out, base, bl);
+	if (bl > 1)
+		out[bl++] = '/';
+	memcpy(out + bl, path, pl + 1);
+	return 0;
+}
+
+/* Record kind and path (relative to dirfd); errno is kept. */
+static void
+rec_at(char kind, int dirfd, const char *path)
+{
+	char abs[PATH_MAX];
+	size_t n, worst;
+	int saved = errno;
+
+	if (path == NULL || busy)
+		return;
+	busy++;
+	pthread_mutex_lock(&mu);
+	if (fd_ready() == 0 && absolute(dirfd, path, abs, sizeof abs) == 0) {
+		n = strlen(abs);
+		worst = 2 + 2 * n + 1;
+		if (buflen + worst > sizeof buf)
+			flush_locked();
+		buf[buflen] = kind;
+		buf[buflen + 1] = ' ';
+		if (strpbrk(abs, "\\\n") == NULL) {   /* the usual case: as it is */
+			memcpy(buf + buflen + 2, abs, n);
+			n += buflen + 2;
+		} else {
+			n = put_escaped(buf, buflen + 2, sizeof buf, abs);
+		}
+		buf[n++] = '\n';
+		buflen = n;
+	}
+	pthread_mutex_unlock(&mu);
+	busy--;
+	errno = saved;
+}
+
+static void
+rec(char kind, const char *path)
+{
+	rec_at(kind, AT_FDCWD, path);
+}
+
+/* A lookup's outcome: found as kind, or missing. */
+static void
+rec_result(char kind, int dirfd, const char *path, int failed)
+{
+	if (!failed)
+		rec_at(kind, dirfd, path);
+	else if (errno == ENOENT || errno == ENOTDIR)
+		rec_at('M', dirfd, path);
+}
+
+/* The path an open fd names (for fdopendir). */
+static void
+rec_fd(char kind, int fd)
+{
+	rec_at(kind, fd, "");
+}
+
+/* An X/x/H line, written at once (mu held by the caller, after a flush). */
+static void
+rec_now(const char *line)
+{
+	int saved = errno;
+
+	busy++;
+	pthread_mutex_lock(&mu);
+	if (fd_ready() == 0) {
+		flush_locked();
+		raw_write(line, strlen(line));
+	}
+	pthread_mutex_unlock(&mu);
+	busy--;
+	errno = saved;
+}
+
+static void
+rec_exec(pid_t pid, const char *path)
+{
+	char line[PATH_MAX * 2 + 40], abs[PATH_MAX];
+	size_t n;
+
+	if (busy)
+		return;
+	busy++;
+	pthread_mutex_lock(&mu);
+	if (absolute(AT_FDCWD, path, abs, sizeof abs) != 0)
+		snprintf(abs, sizeof abs, "%s", path);
+	pthread_mutex_unlock(&mu);
+	busy--;
+	n = (size_t)snprintf(line, 40, "X %ld ", (long)pid);
+	n = put_escaped(line, n, sizeof line, abs);
+	line[n++] = '\n';
+	line[n] = '\0';
+	rec_now(line);
+}
+
+static void
+rec_exec_failed(pid_t pid)
+{
+	char line[40];
+
+	snprintf(line, sizeof line, "x %ld\n", (long)pid);
+	rec_now(line);
+}
+
+/* ---- process life ------------------------------------------------------ */
+
+static void
+atfork_prepare(void)
+{
+	pthread_mutex_lock(&mu);
+	flush_locked();
+}
+
+static void
+atfork_parent(void)
+{
+	pthread_mutex_unlock(&mu);
+}
+
+static void
+atfork_child(void)
+{
+	buflen = 0;
+	pthread_mutex_unlock(&mu);
+}
+
+__attribute__((constructor)) static void
+trace_init(void)
+{
+	const char *p = getenv("LD_PRELOAD"), *f = getenv("KILN_TRACE_FILE");
+	char line[PATH_MAX * 2 + 64], exe[PATH_MAX];
+	ssize_t n;
+	size_t at;
+
+	if (p != NULL)
+		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", p);
+	if (f != NULL)
+		snprintf(env_file, sizeof env_file, "KILN_TRACE_FILE=%s", f);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	at = (size_t)snprintf(line, 64, "H %ld %ld ", (long)getpid(), (long)getppid());
+	at = put_escaped(line, at, sizeof line - 1, exe);
+	line[at++] = '\n';
+	line[at] = '\0';
+	rec_now(line);
+}
+
+__attribute__((destructor)) static void
+trace_fini(void)
+{
+	flush();
+}
+
+EXPORT void
+_exit(int status)
+{
+	REAL(_exit);
+	flush();
+	real__exit(status);
+	__builtin_unreachable();
+}
+
+EXPORT void
+_Exit(int status)
+{
+	REAL(_Exit);
+	flush();
+	real__Exit(status);
+	__builtin_unreachable();
+}
+
+/* ---- open and friends -------------------------------------------------- */
+
+/* The kind of record an open with these flags makes when it worked. */
+static char
+open_kind(int flags)
+{
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)))
+		return 'W';
+	if ((flags & O_TMPFILE) == O_TMPFILE)
+		return 'W';
+	/* open(O_DIRECTORY) is more often a dirfd for openat than a listing:
+	 * listings are recorded by opendir and fdopendir */
+	return 'R';
+}
+
+static int
+open_done(int dirfd, const char *path, int flags, int fd)
+{
+	char kind = open_kind(flags);
+
+	if (fd >= 0)
+		rec_at(kind, dirfd, path);
+	else if (kind != 'W')
+		rec_result('R', dirfd, path, 1);
+	return fd;
+}
+
+#define OPEN_MODE(flags, mode) \
+	do { \
+		if ((flags) & (O_CREAT | O_TMPFILE)) { \
+			va_list ap; \
+			va_start(ap, flags); \
+			mode = va_arg(ap, mode_t); \
+			va_end(ap); \
+		} \
+	} while (0)
+
+EXPORT int
+open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	REAL(open);
+	OPEN_MODE(flags, mode);
+	return open_done(AT_FDCWD, path, flags, real_open(path, flags, mode));
+}
+
+EXPORT int
+open64(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	REAL(open64);
+	OPEN_MODE(flags, mode);
+	return open_done(AT_FDCWD, path, flags, real_open64(path, flags, mode));
+}
+
+EXPORT int
+openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	REAL(openat);
+	OPEN_MODE(flags, mode);
+	return open_done(dirfd, path, flags, real_openat(dirfd, path, flags, mode));
+}
+
+EXPORT int
+openat64(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	REAL(openat64);
+	OPEN_MODE(flags, mode);
+	return open_done(dirfd, path, flags, real_openat64(dirfd, path, flags, mode));
+}
+
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+
+EXPORT int
+__open_2(const char *path, int flags)
+{
+	REAL(__open_2);
+	return open_done(AT_FDCWD, path, flags, real___open_2(path, flags));
+}
+
+EXPORT int
+__open64_2(const char *path, int flags)
+{
+	REAL(__open64_2);
+	return open_done(AT_FDCWD, path, flags, real___open64_2(path, flags));
+}
+
+EXPORT int
+__openat_2(int dirfd, const char *path, int flags)
+{
+	REAL(__openat_2);
+	return open_done(dirfd, path, flags, real___openat_2(dirfd, path, flags));
+}
+
+EXPORT int
+__openat64_2(int dirfd, const char *path, int flags)
+{
+	REAL(__openat64_2);
+	return open_done(dirfd, path, flags, real___openat64_2(dirfd, path, flags));
+}
+
+EXPORT int
+creat(const char *path, mode_t mode)
+{
+	REAL(creat);
+	return open_done(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, real_creat(path, mode));
+}
+
+EXPORT int
+creat64(const char *path, mode_t mode)
+{
+	REAL(creat64);
+	return open_done(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, real_creat64(path, mode));
+}
+
+static FILE *
+fopen_done(const char *path, const char *mode, FILE *f)
+{
+	int w = mode != NULL && (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'));
+
+	if (f != NULL)
+		rec(w ? 'W' : 'R', path);
+	else if (!w)
+		rec_result('R', AT_FDCWD, path, 1);
+	return f;
+}
+
+EXPORT FILE *
+fopen(const char *path, const char *mode)
+{
+	REAL(fopen);
+	return fopen_done(path, mode, real_fopen(path, mode));
+}
+
+EXPORT FILE *
+fopen64(const char *path, const char *mode)
+{
+	REAL(fopen64);
+	return fopen_done(path, mode, real_fopen64(path, mode));
+}
+
+EXPORT FILE *
+freopen(const char *path, const char *mode, FILE *s)
+{
+	REAL(freopen);
+	return fopen_done(path, mode, real_freopen(path, mode, s));
+}
+
+EXPORT FILE *
+freopen64(const char *path, const char *mode, FILE *s)
+{
+	REAL(freopen64);
+	return fopen_done(path, mode, real_freopen64(path, mode, s));
+}
+
+/* ---- the stat family, access, readlink, realpath ------------------------ */
+
+#define LOOKUP(dirfd, path, call) \
+	do { \
+		int r_ = (call); \
+		rec_result('S', (dirfd), (path), r_ != 0); \
+		return r_; \
+	} while (0)
+
+EXPORT int
+stat(const char *path, struct stat *st)
+{
+	REAL(stat);
+	LOOKUP(AT_FDCWD, path, real_stat(path, st));
+}
+
+EXPORT int
+lstat(const char *path, struct stat *st)
+{
+	REAL(lstat);
+	LOOKUP(AT_FDCWD, path, real_lstat(path, st));
+}
+
+EXPORT int
+stat64(const char *path, struct stat64 *st)
+{
+	REAL(stat64);
+	LOOKUP(AT_FDCWD, path, real_stat64(path, st));
+}
+
+EXPORT int
+lstat64(const char *path, struct stat64 *st)
+{
+	REAL(lstat64);
+	LOOKUP(AT_FDCWD, path, real_lstat64(path, st));
+}
+
+/* fstatat with AT_EMPTY_PATH and "" is an fstat: no path looked up. */
+EXPORT int
+fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	REAL(fstatat);
+	if (path[0] == '\0')
+		return real_fstatat(dirfd, path, st, flags);
+	LOOKUP(dirfd, path, real_fstatat(dirfd, path, st, flags));
+}
+
+EXPORT int
+fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	REAL(fstatat64);
+	if (path[0] == '\0')
+		return real_fstatat64(dirfd, path, st, flags);
+	LOOKUP(dirfd, path, real_fstatat64(dirfd, path, st, flags));
+}
+
+EXPORT int
+statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *st)
+{
+	REAL(statx);
+	if (path[0] == '\0')
+		return real_statx(dirfd, path, flags, mask, st);
+	LOOKUP(dirfd, path, real_statx(dirfd, path, flags, mask, st));
+}
+
+/* The pre-2.33 glibc entry points older binaries still call. */
+int __xstat(int ver, const char *path, struct stat *st);
+int __lxstat(int ver, const char *path, struct stat *st);
+int __xstat64(int ver, const char *path, struct stat64 *st);
+int __lxstat64(int ver, const char *path, struct stat64 *st);
+int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
+int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
+
+EXPORT int
+__xstat(int ver, const char *path, struct stat *st)
+{
+	REAL(__xstat);
+	if (real___xstat == NULL)
+		return stat(path, st);
+	LOOKUP(AT_FDCWD, path, real___xstat(ver, path, st));
+}
+
+EXPORT int
+__lxstat(int ver, const char *path, struct stat *st)
+{
+	REAL(__lxstat);
+	if (real___lxstat == NULL)
+		return lstat(path, st);
+	LOOKUP(AT_FDCWD, path, real___lxstat(ver, path, st));
+}
+
+EXPORT int
+__xstat64(int ver, const char *path, struct stat64 *st)
+{
+	REAL(__xstat64);
+	if (real___xstat64 == NULL)
+		return stat64(path, st);
+	LOOKUP(AT_FDCWD, path, real___xstat64(ver, path, st));
+}
+
+EXPORT int
+__lxstat64(int ver, const char *path, struct stat64 *st)
+{
+	REAL(__lxstat64);
+	if (real___lxstat64 == NULL)
+		return lstat64(path, st);
+	LOOKUP(AT_FDCWD, path, real___lxstat64(ver, path, st));
+}
+
+EXPORT int
+__fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	REAL(__fxstatat);
+	if (real___fxstatat == NULL)
+		return fstatat(dirfd, path, st, flags);
+	LOOKUP(dirfd, path, real___fxstatat(ver, dirfd, path, st, flags));
+}
+
+EXPORT int
+__fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	REAL(__fxstatat64);
+	if (real___fxstatat64 == NULL)
+		return fstatat64(dirfd, path, st, flags);
+	LOOKUP(dirfd, path, real___fxstatat64(ver, dirfd, path, st, flags));
+}
+
+EXPORT int
+access(const char *path, int mode)
+{
+	REAL(access);
+	LOOKUP(AT_FDCWD, path, real_access(path, mode));
+}
+
+EXPORT int
+faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	REAL(faccessat);
+	LOOKUP(dirfd, path, real_faccessat(dirfd, path, mode, flags));
+}
+
+EXPORT int
+euidaccess(const char *path, int mode)
+{
+	REAL(euidaccess);
+	LOOKUP(AT_FDCWD, path, real_euidaccess(path, mode));
+}
+
+EXPORT int
+eaccess(const char *path, int mode)
+{
+	REAL(eaccess);
+	LOOKUP(AT_FDCWD, path, real_eaccess(path, mode));
+}
+
+EXPORT ssize_t
+readlink(const char *path, char *out, size_t len)
+{
+	ssize_t r;
+	REAL(readlink);
+	r = real_readlink(path, out, len);
+	rec_result('S', AT_FDCWD, path, r < 0);
+	return r;
+}
+
+EXPORT ssize_t
+readlinkat(int dirfd, const char *path, char *out, size_t len)
+{
+	ssize_t r;
+	REAL(readlinkat);
+	r = real_readlinkat(dirfd, path, out, len);
+	rec_result('S', dirfd, path, r < 0);
+	return r;
+}
+
+EXPORT char *
+realpath(const char *path, char *out)
+{
+	char *r;
+	REAL(realpath);
+	r = real_realpath(path, out);
+	rec_result('S', AT_FDCWD, path, r == NULL);
+	return r;
+}
+
+EXPORT char *
+canonicalize_file_name(const char *path)
+{
+	char *r;
+	REAL(canonicalize_file_name);
+	r = real_canonicalize_file_name(path);
+	rec_result('S', AT_FDCWD, path, r == NULL);
+	return r;
+}
+
+/* ---- directories -------------------------------------------------------- */
+
+EXPORT DIR *
+opendir(const char *path)
+{
+	DIR *d;
+	REAL(opendir);
+	d = real_opendir(path);
+	rec_result('D', AT_FDCWD, path, d == NULL);
+	return d;
+}
+
+EXPORT DIR *
+fdopendir(int fd)
+{
+	DIR *d;
+	REAL(fdopendir);
+	d = real_fdopendir(fd);
+	if (d != NULL)
+		rec_fd('D', fd);
+	return d;
+}
+
+EXPORT int
+scandir(const char *path, struct dirent ***list,
+        int (*sel)(const struct dirent *),
+        int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	int r;
+	REAL(scandir);
+	r = real_scandir(path, list, sel, cmp);
+	rec_result('D', AT_FDCWD, path, r < 0);
+	return r;
+}
+
+EXPORT int
+chdir(const char *path)
+{
+	int r;
+	REAL(chdir);
+	busy++;
+	pthread_mutex_lock(&mu);
+	r = real_chdir(path);
+	cwd_ok = 0;
+	pthread_mutex_unlock(&mu);
+	busy--;
+	return r;
+}
+
+EXPORT int
+fchdir(int fd)
+{
+	int r;
+	REAL(fchdir);
+	busy++;
+	pthread_mutex_lock(&mu);
+	r = real_fchdir(fd);
+	cwd_ok = 0;
+	pthread_mutex_unlock(&mu);
+	busy--;
+	return r;
+}
+
+/* ---- changes ------------------------------------------------------------ */
+
+#define CHANGE(dirfd, path, call) \
+	do { \
+		int r_ = (call); \
+		if (r_ == 0) \
+			rec_at('W', (dirfd), (path)); \
+		return r_; \
+	} while (0)
+
+EXPORT int
+rename(const char *from, const char *to)
+{
+	int r;
+	REAL(rename);
+	if ((r = real_rename(from, to)) == 0) {
+		rec('W', from);
+		rec('W', to);
+	}
+	return r;
+}
+
+EXPORT int
+renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+	int r;
+	REAL(renameat);
+	if ((r = real_renameat(fromfd, from, tofd, to)) == 0) {
+		rec_at('W', fromfd, from);
+		rec_at('W', tofd, to);
+	}
+	return r;
+}
+
+EXPORT int
+renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned flags)
+{
+	int r;
+	REAL(renameat2);
+	if ((r = real_renameat2(fromfd, from, tofd, to, flags)) == 0) {
+		rec_at('W', fromfd, from);
+		rec_at('W', tofd, to);
+	}
+	return r;
+}
+
+EXPORT int
+unlink(const char *path)
+{
+	REAL(unlink);
+	CHANGE(AT_FDCWD, path, real_unlink(path));
+}
+
+EXPORT int
+unlinkat(int dirfd, const char *path, int flags)
+{
+	REAL(unlinkat);
+	CHANGE(dirfd, path, real_unlinkat(dirfd, path, flags));
+}
+
+EXPORT int
+remove(const char *path)
+{
+	REAL(remove);
+	CHANGE(AT_FDCWD, path, real_remove(path));
+}
+
+EXPORT int
+rmdir(const char *path)
+{
+	REAL(rmdir);
+	CHANGE(AT_FDCWD, path, real_rmdir(path));
+}
+
+EXPORT int
+mkdir(const char *path, mode_t mode)
+{
+	REAL(mkdir);
+	CHANGE(AT_FDCWD, path, real_mkdir(path, mode));
+}
+
+EXPORT int
+mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	REAL(mkdirat);
+	CHANGE(dirfd, path, real_mkdirat(dirfd, path, mode));
+}
+
+EXPORT int
+truncate(const char *path, off_t len)
+{
+	REAL(truncate);
+	CHANGE(AT_FDCWD, path, real_truncate(path, len));
+}
+
+EXPORT int
+truncate64(const char *path, off64_t len)
+{
+	REAL(truncate64);
+	CHANGE(AT_FDCWD, path, real_truncate64(path, len));
+}
+
+EXPORT int
+link(const char *from, const char *to)
+{
+	REAL(link);
+	CHANGE(AT_FDCWD, to, real_link(from, to));
+}
+
+EXPORT int
+linkat(int fromfd, const char *from, int tofd, const char *to, int flags)
+{
+	REAL(linkat);
+	CHANGE(tofd, to, real_linkat(fromfd, from, tofd, to, flags));
+}
+
+EXPORT int
+symlink(const char *target, const char *path)
+{
+	REAL(symlink);
+	CHANGE(AT_FDCWD, path, real_symlink(target, path));
+}
+
+EXPORT int
+symlinkat(const char *target, int dirfd, const char *path)
+{
+	REAL(symlinkat);
+	CHANGE(dirfd, path, real_symlinkat(target, dirfd, path));
+}
+
+/* ---- exec: children stay traced ------------------------------------------ */
+
+/* envp with LD_PRELOAD and KILN_TRACE_FILE put back when a program
+ * dropped them, into out (cap entries). Returns out, or envp unchanged. */
+static char *const *
+env_fixed(char *const *envp, char **out, size_t cap)
+{
+	int has_pre = 0, has_file = 0;
+	size_t n = 0;
+
+	if (envp == NULL || env_preload[0] == '\0' || env_file[0] == '\0')
+		return envp;
+	for (; envp[n] != NULL; n++) {
+		if (strncmp(envp[n], "LD_PRELOAD=", 11) == 0)
+			has_pre = 1;
+		else if (strncmp(envp[n], "KILN_TRACE_FILE=", 16) == 0)
+			has_file = 1;
+	}
+	if ((has_pre && has_file) || n + 3 > cap)
+		return envp;
+	memcpy(out, envp, n * sizeof *out);
+	if (!has_pre)
+		out[n++] = env_preload;
+	if (!has_file)
+		out[n++] = env_file;
+	out[n] = NULL;
+	return out;
+}
+
+#define ENV_CAP 4096
+
+EXPORT int
+execve(const char *path, char *const argv[], char *const envp[])
+{
+	char *fixed[ENV_CAP];
+	int r;
+	REAL(execve);
+	rec('R', path);
+	rec_exec(getpid(), path);
+	r = real_execve(path, argv, env_fixed(envp, fixed, ENV_CAP));
+	rec_exec_failed(getpid());
+	return r;
+}
+
+EXPORT int
+execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+/* execvp's PATH search, so that each try goes through execve above. */
+EXPORT int
+execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	const char *p = getenv("PATH");
+	char full[PATH_MAX];
+	int eacces = 0;
+
+	if (file[0] == '\0') {
+		errno = ENOENT;
+		return -1;
+	}
+	if (strchr(file, '/') != NULL)
+		return execve(file, argv, envp);
+	if (p == NULL)
+		p = "/usr/local/bin:/usr/bin:/bin";
+	while (*p) {
+		const char *e = strchr(p, ':');
+		size_t dl = e ? (size_t)(e - p) : strlen(p);
+		if (dl + 1 + strlen(file) + 1 <= sizeof full) {
+			if (dl == 0)
+				snprintf(full, sizeof full, "%s", file);
+			else
+				snprintf(full, sizeof full, "%.*s/%s", (int)dl, p, file);
+			if (syscall(SYS_faccessat, AT_FDCWD, full, X_OK) == 0) {
+				execve(full, argv, envp);
+				if (errno == ENOEXEC) {
+					/* a script without #!: run it with sh */
+					size_t na = 0;
+					while (argv[na] != NULL)
+						na++;
+					char *sv[na + 2];
+					sv[0] = (char *)"/bin/sh";
+					sv[1] = full;
+					for (size_t i = 1; i <= na; i++)
+						sv[i + 1] = argv[i];
+					execve("/bin/sh", sv, envp);
+				}
+				if (errno == EACCES)
+					eacces = 1;
+			}
+		}
+		p += dl;
+		if (*p == ':')
+			p++;
+	}
+	errno = eacces ? EACCES : ENOENT;
+	return -1;
+}
+
+EXPORT int
+execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+/* The execl family: gather the arguments, then as above. */
+#define ARGS_FROM(first, ap, av, cap) \
+	do { \
+		size_t n_ = 0; \
+		av[n_++] = (char *)(first); \
+		while (n_ < (cap) - 1 && (av[n_] = va_arg(ap, char *)) != NULL) \
+			n_++; \
+		av[n_] = NULL; \
+	} while (0)
+
+EXPORT int
+execl(const char *path, const char *arg, ...)
+{
+	char *av[1024];
+	va_list ap;
+	va_start(ap, arg);
+	ARGS_FROM(arg, ap, av, 1024);
+	va_end(ap);
+	return execve(path, av, environ);
+}
+
+EXPORT int
+execlp(const char *file, const char *arg, ...)
+{
+	char *av[1024];
+	va_list ap;
+	va_start(ap, arg);
+	ARGS_FROM(arg, ap, av, 1024);
+	va_end(ap);
+	return execvpe(file, av, environ);
+}
+
+EXPORT int
+execle(const char *path, const char *arg, ...)
+{
+	char *av[1024], **envp;
+	va_list ap;
+	va_start(ap, arg);
+	ARGS_FROM(arg, ap, av, 1024);
+	envp = va_arg(ap, char **);
+	va_end(ap);
+	return execve(path, av, envp);
+}
+
+static int
+spawn_done(int r, pid_t *pid, const char *path)
+{
+	if (r == 0 && pid != NULL)
+		rec_exec(*pid, path);
+	return r;
+}
+
+EXPORT int
+posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	char *fixed[ENV_CAP];
+	REAL(posix_spawn);
+	rec('R', path);
+	flush();
+	return spawn_done(real_posix_spawn(pid, path, fa, attr, argv,
+	                                   env_fixed(envp, fixed, ENV_CAP)), pid, path);
+}
+
+EXPORT int
+posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	char *fixed[ENV_CAP];
+	REAL(posix_spawnp);
+	flush();
+	return spawn_done(real_posix_spawnp(pid, file, fa, attr, argv,
+	                                    env_fixed(envp, fixed, ENV_CAP)), pid, file);
+}

@@ -1,0 +1,315 @@
+#!/usr/bin/env bats
+# File-access tracing (docs/build.md, "File-access tracing"): the real
+# kilnd preloads libkilntrace.so into every tool; files a tool reads, stats
+# or looks for in vain become the step's discovered dependencies, a write
+# outside its scratch folder fails the step, and a static binary still
+# builds, untraced. The shim alone is checked first, run by hand.
+
+bats_require_minimum_version 1.5.0
+
+load daemon_helpers
+
+shim() {
+	printf '%s/libkilntrace.so\n' "$(dirname "$KILND")"
+}
+
+# build ARGS...: kiln build --json; RAN is the sorted URLs that ran.
+build() {
+	run --separate-stderr "$KILN" build --json "$@"
+	RAN=$(printf '%s\n' "$output" | grep '"result":"ran"' |
+		sed 's/.*"url":"\([^"]*\)".*/\1/' | sort | tr '\n' ' ' | sed 's/ $//')
+}
+
+# A step whose shell script reads the files its input names (no depfile),
+# one that looks for a file that is not there, one that lists a folder.
+write_project() {
+	mkdir -p src data
+	printf 'data/a.txt\ndata/b.txt\n' >src/list.txt
+	printf 'A\n' >data/a.txt
+	printf 'B\n' >data/b.txt
+	printf 'C\n' >data/c.txt
+	printf 'x\n' >src/probe.txt
+	mkdir -p parts
+	printf '1\n' >parts/one.part
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default:
+tools:
+  gather: { run: [sh, -c, 'while read f; do cat "$f"; done < "$0" > "$1"', "${in}", "${out}"] }
+  probe:
+    shell: true
+    run: 'if [ -e extra.txt ]; then cat extra.txt; else echo none; fi > ${out}; echo quiet >/dev/null'
+  listing: { run: [sh, -c, 'cat parts/*.part > "$0"', "${out}"] }
+assets:
+  - url: gathered.txt
+    tool: gather
+    inputs: [src/list.txt]
+  - url: probed.txt
+    tool: probe
+    inputs: [src/probe.txt]
+  - url: listed.txt
+    tool: listing
+    inputs: [src/probe.txt]
+YAML
+}
+
+@test "the shim alone records reads, misses, listings, writes and children, with the env put back" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	printf 'hi\n' >here.txt
+	mkdir -p sub
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace sh -c '
+		cat here.txt >/dev/null
+		test -e gone.txt
+		ls sub >/dev/null
+		cd sub && echo x > made.txt && mv made.txt moved.txt && rm moved.txt
+		env -u LD_PRELOAD -u KILN_TRACE_FILE sh -c "cat ../here.txt" >/dev/null
+	'
+	cat t.trace
+	grep -q "^H [0-9]* [0-9]* /.*sh$" t.trace
+	grep -qx "R $P/here.txt" t.trace
+	grep -qx "M $P/gone.txt" t.trace
+	grep -qx "D $P/sub" t.trace
+	grep -qx "W $P/sub/made.txt" t.trace
+	grep -qx "W $P/sub/moved.txt" t.trace
+	grep -q "^X [0-9]* /.*/cat$" t.trace
+	# the child that dropped LD_PRELOAD still said hello and recorded
+	[ "$(grep -c "^R $P/sub/../here.txt" t.trace)" -eq 1 ]
+	[ "$(grep -c '^H ' t.trace)" -ge 5 ]
+}
+
+@test "the shim alone: 4 threads and a forked child, every open recorded once, lines whole" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	cat >"$BATS_TEST_TMPDIR/thr.c" <<'C'
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *work(void *arg) {
+	char p[64];
+	for (int i = 0; i < 3000; i++) {
+		snprintf(p, sizeof p, "t%ld-%d.missing", (long)arg, i);
+		int fd = open(p, O_RDONLY);
+		if (fd >= 0) close(fd);
+	}
+	return NULL;
+}
+int main(void) {
+	pthread_t t[4];
+	for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, (void *)i);
+	pid_t pid = fork();
+	if (pid == 0) { work((void *)9); _exit(0); }
+	for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+C
+	gcc -O1 -pthread -o "$BATS_TEST_TMPDIR/thr" "$BATS_TEST_TMPDIR/thr.c"
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/thr"
+	[ "$(grep -c "^M $P/t[0-9]-[0-9]*\.missing\$" t.trace)" -eq 15000 ] || { grep -c . t.trace; false; }
+	[ "$(grep "^M " t.trace | sort -u | wc -l)" -eq 15000 ]
+	[ "$(grep -vc '^[HMRSDWXx] ' t.trace)" -eq 0 ]
+}
+
+@test "a script reading files named in its input reruns when one changes, not when an unrelated file does" {
+	write_project
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(cat build/default/gathered.txt)" = "$(printf 'A\nB')" ]
+	build
+	[ "$RAN" = "" ]
+	printf 'C2\n' >data/c.txt     # nobody read it
+	build
+	[ "$RAN" = "" ] || { echo "ran: $RAN"; false; }
+	printf 'B2\n' >data/b.txt     # read by cat, a child of sh
+	build
+	[ "$RAN" = "gathered.txt" ] || { echo "ran: $RAN"; false; }
+	[ "$(cat build/default/gathered.txt)" = "$(printf 'A\nB2')" ]
+	run "$KILN" why gathered.txt
+	[[ "$output" == *"discovered dependency data/b.txt (trace) changed"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+}
+
+@test "a step that looked for a missing file reruns when it appears (warm, and after a restart)" {
+	write_project
+	build
+	[ "$(cat build/default/probed.txt)" = "none" ]
+	build
+	[ "$RAN" = "" ]
+	printf 'extra one\n' >extra.txt
+	build
+	[ "$RAN" = "probed.txt" ] || { echo "ran: $RAN"; false; }
+	[ "$(cat build/default/probed.txt)" = "extra one" ]
+	run "$KILN" why probed.txt
+	[[ "$output" == *"discovered dependency extra.txt (trace) changed missing ->"* ]] || { echo "$output"; false; }
+	# a new daemon checks the recorded miss from the action cache
+	rm extra.txt
+	build
+	[ "$RAN" = "probed.txt" ]
+	"$KILN" stop
+	printf 'extra two\n' >extra.txt
+	build
+	[ "$RAN" = "probed.txt" ] || { echo "ran: $RAN"; false; }
+	[ "$(cat build/default/probed.txt)" = "extra two" ]
+}
+
+@test "after a daemon restart a traced dependency's change still reruns the step" {
+	write_project
+	build
+	[ "$status" -eq 0 ]
+	"$KILN" stop
+	printf 'A3\n' >data/a.txt
+	build
+	[ "$RAN" = "gathered.txt" ] || { echo "ran: $RAN"; false; }
+	"$KILN" stop
+	build
+	[ "$RAN" = "" ]
+}
+
+@test "a folder the tool listed: a file added to it reruns the step" {
+	write_project
+	build
+	[ "$(cat build/default/listed.txt)" = "1" ]
+	printf '2\n' >parts/two.part
+	build
+	[ "$RAN" = "listed.txt" ] || { echo "ran: $RAN"; false; }
+	[ "$(cat build/default/listed.txt)" = "$(printf '1\n2')" ]
+}
+
+@test "a tool writing outside its scratch folder fails, and nothing enters the index" {
+	mkdir -p src
+	printf 'x\n' >src/a.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default:
+tools:
+  leaky: { run: [sh, -c, 'cp "$0" "$1"; echo leak > leaked.txt', "${in}", "${out}"] }
+assets:
+  - url: leaky.txt
+    tool: leaky
+    inputs: [src/a.txt]
+YAML
+	build
+	[ "$status" -ne 0 ]
+	[[ "$output$stderr" == *"leaky.txt: the tool wrote outside its scratch folder: leaked.txt"* ]] || { echo "$output $stderr"; false; }
+	[ ! -e build/default/leaky.txt ]
+	! grep -q '^leaky.txt' build/default/kiln-index.txt 2>/dev/null
+	run "$KILN" why leaky.txt
+	[[ "$output" == *"failed"* ]]
+}
+
+@test "glslangValidator -I two folders: an include added earlier on the search path reruns it" {
+	command -v glslangValidator >/dev/null || skip "glslangValidator is not installed (Debian: glslang-tools)"
+	mkdir -p shaders/lib
+	cat >shaders/main.frag <<'GLSL'
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+layout(location = 0) out vec4 color;
+void main() { color = tint(); }
+GLSL
+	printf 'vec4 tint() { return vec4(0.5, 0.0, 0.0, 1.0); }\n' >shaders/lib/common.glsl
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: shaders
+sources: [shaders]
+profiles:
+  pc:
+tools:
+  glsl: { run: [glslangValidator, -V, -I shaders/override, -I shaders/lib, -o, "${out}", "${in}"] }
+rules:
+  - match: "shaders/*.frag"
+    url: "shaders/${match.name}.spv"
+    tool: glsl
+YAML
+	sed -i 's/-I shaders\/override, -I shaders\/lib/-Ishaders\/override, -Ishaders\/lib/' kiln.yaml
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$RAN" = "shaders/main.spv" ]
+	first=$(xxh128sum build/pc/shaders/main.spv | cut -d' ' -f1)
+	build
+	[ "$RAN" = "" ]
+	# no depfile: only the trace knows glslang looked in override/ first
+	mkdir -p shaders/override
+	printf 'vec4 tint() { return vec4(0.25, 0.0, 0.0, 1.0); }\n' >shaders/override/common.glsl
+	build
+	[ "$RAN" = "shaders/main.spv" ] || { echo "ran: $RAN"; "$KILN" why -p pc shaders/main.spv; false; }
+	[ "$(xxh128sum build/pc/shaders/main.spv | cut -d' ' -f1)" != "$first" ]
+	run "$KILN" why -p pc shaders/main.spv
+	[[ "$output" == *"shaders/override/common.glsl (trace) changed missing"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"traced: yes"* ]]
+}
+
+@test "a static binary builds from its declared inputs and is reported untraced; a shell running it too" {
+	[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/libc.a ] || skip "no static libc (Debian: libc6-dev)"
+	mkdir -p src tools
+	cat >"$BATS_TEST_TMPDIR/scp.c" <<'C'
+#include <stdio.h>
+int main(int argc, char **argv) {
+	FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
+	int c;
+	if (argc < 3 || !in || !out) return 1;
+	while ((c = getc(in)) != EOF) putc(c, out);
+	return fclose(out) != 0;
+}
+C
+	gcc -static -O1 -o "$BATS_TEST_TMPDIR/scp" "$BATS_TEST_TMPDIR/scp.c"
+	printf 'static\n' >src/a.txt
+	cat >kiln.yaml <<YAML
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default:
+tools:
+  scp: { run: ["$BATS_TEST_TMPDIR/scp", "\${in}", "\${out}"] }
+  shscp: { run: [sh, -c, '"\$0" "\$1" "\$2"; true', "$BATS_TEST_TMPDIR/scp", "\${in}", "\${out}"] }
+  cp: { run: [cp, "\${in}", "\${out}"] }
+assets:
+  - { url: s.txt, tool: scp, inputs: [src/a.txt] }
+  - { url: sh.txt, tool: shscp, inputs: [src/a.txt] }
+  - { url: d.txt, tool: cp, inputs: [src/a.txt] }
+YAML
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(cat build/default/s.txt)" = "static" ]
+	[ "$(cat build/default/sh.txt)" = "static" ]
+	run "$KILN" why s.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
+	run "$KILN" why sh.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
+	run "$KILN" why d.txt
+	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+	printf 'changed\n' >src/a.txt
+	build
+	[ "$RAN" = "d.txt s.txt sh.txt" ] || { echo "ran: $RAN"; false; }
+	[ "$(cat build/default/s.txt)" = "changed" ]
+}
+
+@test "an ASan-built tool (kiln --help) runs traced" {
+	mkdir -p src
+	printf 'x\n' >src/a.txt
+	cat >kiln.yaml <<YAML
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default:
+tools:
+  help: { run: [sh, -c, '"\$0" --help > "\$1"', "$KILN", "\${out}"] }
+assets:
+  - { url: help.txt, tool: help, inputs: [src/a.txt] }
+YAML
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; "$KILN" log help.txt; false; }
+	grep -q "usage" build/default/help.txt
+	run "$KILN" why help.txt
+	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+}
