@@ -3,10 +3,12 @@
  * of a profile, as text or JSON). */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "kiln_desc.h"
+#include "kiln_proto.h"
 
 static const char check_usage[] = "usage: kiln check [-C DIR] [-p PROFILE] [-q]\n";
 static const char check_help[] =
@@ -32,7 +34,9 @@ static const char ls_help[] =
 	"List the build steps of a profile (default: the first in kiln.yaml):\n"
 	"URL, tool, inputs (source files and @prerequisite URLs), outputs, and\n"
 	"where the step was defined; an asset that replaces a rule's step says\n"
-	"so. With --json, one JSON object with every step and bundle.\n"
+	"so; once built, whether the last run's file accesses were traced\n"
+	"(read from the project's store). With --json, one JSON object with\n"
+	"every step and bundle.\n"
 	"\n"
 	"options:\n"
 	"  -C, --project DIR    the project folder (default: the nearest folder\n"
@@ -202,8 +206,30 @@ json_loc(const kiln_loc *l)
 	json_str(buf);
 }
 
+/* Whether the last recorded run of url was traced: 1, 0, or -1 when the
+ * store has no record of it (never built, or no store). */
+static int
+step_traced(kiln_store *st, const char *profile, const char *url)
+{
+	Kiln__StepRecord *rec;
+	void *data = NULL;
+	size_t len = 0;
+	int traced;
+
+	if (st == NULL || kiln_store_step_get(st, profile, url, &data, &len) != 0)
+		return -1;
+	rec = kiln__step_record__unpack(NULL, len, data);
+	free(data);
+	if (rec == NULL)
+		return -1;
+	traced = rec->decision == KILN__STEP_RECORD__DECISION__FAILED ? -1
+	         : rec->traced;
+	kiln__step_record__free_unpacked(rec, NULL);
+	return traced;
+}
+
 static void
-ls_json_step(const kiln_step *s)
+ls_json_step(const kiln_step *s, int traced)
 {
 	printf("{\"url\":");
 	json_str(s->url);
@@ -230,11 +256,11 @@ ls_json_step(const kiln_step *s)
 		json_loc(&s->overrides);
 	else
 		printf("null");
-	putchar('}');
+	printf(",\"traced\":%s}", traced < 0 ? "null" : traced ? "true" : "false");
 }
 
 static void
-ls_json(const kiln_desc *d, const kiln_plan *p)
+ls_json(const kiln_desc *d, const kiln_plan *p, kiln_store *st)
 {
 	printf("{\"project\":");
 	json_str(kiln_desc_project(d));
@@ -244,7 +270,7 @@ ls_json(const kiln_desc *d, const kiln_plan *p)
 	for (size_t i = 0; i < p->nsteps; i++) {
 		if (i)
 			putchar(',');
-		ls_json_step(&p->steps[i]);
+		ls_json_step(&p->steps[i], step_traced(st, p->profile, p->steps[i].url));
 	}
 	printf("],\"bundles\":{");
 	for (size_t i = 0; i < p->nbundles; i++) {
@@ -258,10 +284,11 @@ ls_json(const kiln_desc *d, const kiln_plan *p)
 }
 
 static void
-ls_text(const kiln_plan *p)
+ls_text(const kiln_plan *p, kiln_store *st)
 {
 	for (size_t i = 0; i < p->nsteps; i++) {
 		const kiln_step *s = &p->steps[i];
+		int traced = step_traced(st, p->profile, s->url);
 		printf("%s\n  tool     %s\n  defined  %s:%d (%s)", s->url,
 		       s->tool ? s->tool->name : "?", s->loc.file, s->loc.line,
 		       s->from_rule ? "rule" : "asset");
@@ -275,6 +302,9 @@ ls_text(const kiln_plan *p)
 			printf("  needs    @%s\n", s->needs[j]);
 		for (size_t j = 0; j < s->noutputs; j++)
 			printf("  output   %s = %s\n", s->outputs[j].name, s->outputs[j].file);
+		if (traced >= 0)
+			printf("  traced   %s\n", traced ? "yes (last run)" :
+			       "no (last run: a static or untraceable program)");
 	}
 	for (size_t i = 0; i < p->nbundles; i++) {
 		printf("bundle %s:", p->bundles[i].name);
@@ -297,6 +327,7 @@ cmd_ls(const struct cli *cli, int argc, char **argv)
 	};
 	const char *dir = NULL, *given = NULL, *profile;
 	const kiln_plan *plan;
+	kiln_store *st = NULL;
 	kiln_desc *d;
 	size_t nwarn;
 	int ch, json = 0, rv;
@@ -326,10 +357,20 @@ cmd_ls(const struct cli *cli, int argc, char **argv)
 		kiln_desc_free(d);
 		return CLI_USAGE;
 	}
+	/* what the last builds recorded, when there is a store to read */
+	{
+		char sdir[PATH_MAX];
+		kiln_store_opts o = {.flags = KILN_STORE_RDONLY,
+		                     .durability = KILN_DURABLE_FSYNC};
+		snprintf(sdir, sizeof sdir, "%s/.kiln/store", kiln_desc_root(d));
+		if (kiln_store_open(sdir, &o, &st) != 0)
+			st = NULL;
+	}
 	if (json)
-		ls_json(d, plan);
+		ls_json(d, plan, st);
 	else
-		ls_text(plan);
+		ls_text(plan, st);
+	kiln_store_close(st);
 	kiln_desc_free(d);
 	return CLI_OK;
 }

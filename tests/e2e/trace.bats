@@ -287,6 +287,14 @@ YAML
 	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
 	run "$KILN" why d.txt
 	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+	# kiln ls says it too, from the store's records
+	run "$KILN" ls
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(printf '%s\n' "$output" | grep -c '^  traced   no ')" = 2 ] || { echo "$output"; false; }
+	[ "$(printf '%s\n' "$output" | grep -c '^  traced   yes ')" = 1 ] || { echo "$output"; false; }
+	run "$KILN" ls --json
+	[[ "$output" == *'"url":"d.txt"'*'"traced":true'* ]] || { echo "$output"; false; }
+	[[ "$output" == *'"url":"s.txt"'*'"traced":false'* ]] || { echo "$output"; false; }
 	printf 'changed\n' >src/a.txt
 	build
 	[ "$RAN" = "d.txt s.txt sh.txt" ] || { echo "ran: $RAN"; false; }
