@@ -54,18 +54,8 @@ build() {
 	cat "$out"
 }
 
-# Until `kiln need` (dynamic dependencies) is in this kiln, the level, whose
-# compiler asks kiln for its textures while it runs, cannot be built: leave
-# it and the bundle holding it out, and say so.
-if "$kiln" need --help >/dev/null 2>&1; then
-	targets=""
-	bundles="preload level1"
-else
-	targets="sized/** sprites/** ui/** shaders/** sounds/** bundles/preload"
-	bundles="preload"
-	echo "note: this kiln has no 'kiln need' yet: levels/level1 (whose compiler asks"
-	echo "      kiln for its textures while it runs) and bundles/level1 are left out."
-fi
+targets=""
+bundles="preload level1"
 
 build "1. every asset of profile pc (first build: every step runs)"
 ran=$(sed -n 's/^profile pc: [0-9]* steps, \([0-9]*\) ran.*/\1/p' "$out")

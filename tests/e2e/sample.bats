@@ -28,21 +28,9 @@ setup() {
 	L="$P/tools/bin/loader"
 }
 
-# has_need: the kiln under test has `kiln need` (the dynamic-dependencies
-# work); without it the level step cannot run.
-has_need() {
-	"$KILN" need --help >/dev/null 2>&1
-}
-
-# build_all [ARGS...]: build every asset (but the level and its bundle
-# when kiln has no `need` yet), --json, into $output.
+# build_all [ARGS...]: build every asset, --json, into $output.
 build_all() {
-	if has_need; then
-		run "$KILN" build --json "$@"
-	else
-		run "$KILN" build --json "$@" 'sized/**' 'sprites/**' 'ui/**' 'shaders/**' \
-			'sounds/**' bundles/preload
-	fi
+	run "$KILN" build --json "$@"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
@@ -71,7 +59,7 @@ summary_field() {
 		[ "$(printf '%s\n' "$output" | grep -c ' ok$')" -eq $((entries + 1)) ]
 		n=$((n + 1))
 	done
-	has_need && [ "$n" -eq 2 ] || [ "$n" -eq 1 ]
+	[ "$n" -eq 2 ]
 	# real content: an atlas PNG with its frame table, SPIR-V, Ogg Vorbis
 	[ "$(head -c 8 build/pc/ui/atlas.png | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
 	grep -q '"star": { "x": ' build/pc/ui/atlas.json
@@ -204,7 +192,6 @@ YAML
 }
 
 @test "the level step gets its textures from kiln need while it runs" {
-	"$KILN" need --help >/dev/null 2>&1 || skip "this kiln has no 'kiln need' yet"
 	run "$KILN" build --json -p pc levels/level1
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	# nothing declared the sprites: levelc's kiln need built them
