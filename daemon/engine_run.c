@@ -239,7 +239,7 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	struct argvec av = {0}, env = {0};
 	struct spawn_req rq;
 	char exe[PATH_MAX], dir[PATH_MAX], logp[PATH_MAX + 16];
-	int rv;
+	int rv, made;
 
 	n->scratch = __atomic_add_fetch(&e->next_scratch, 1, __ATOMIC_RELAXED);
 	n->log_fd = -1;
@@ -250,15 +250,21 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	}
 	if ((rv = step_program(e, n, exe, sizeof exe, NULL)) != 0)
 		goto out;
-	snprintf(dir, sizeof dir, "%s/.kiln/scratch", e->root);
-	mkdir(dir, 0755);
 	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", e->root, p.scratch) >= sizeof dir) {
 		rv = KILN_ERANGE;
 		set_error(n, "project path too long");
 		goto out;
 	}
 	snprintf(logp, sizeof logp, "%s.log", dir);
-	if (mkdir(dir, 0755) != 0 ||
+	/* .kiln/scratch is made on the first step (and again if removed) */
+	made = mkdir(dir, 0755) == 0;
+	if (!made && errno == ENOENT) {
+		char parent[PATH_MAX];
+		snprintf(parent, sizeof parent, "%s/.kiln/scratch", e->root);
+		mkdir(parent, 0755);
+		made = mkdir(dir, 0755) == 0;
+	}
+	if (!made ||
 	    (n->log_fd = open(logp, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
 		rv = kiln_err_from_errno(errno);
 		set_error(n, "cannot make the scratch folder %s: %s", dir, kiln_strerror(rv));
@@ -529,12 +535,16 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 out:
 	if (rv != 0)
 		need_run_commit(n, 0);
-	engine_rmtree(dir);
-	unlink(logp);
+	/* outputs were moved out: the folder is usually empty, and one rmdir
+	 * costs far less than a tree walk (log_publish removed the log) */
+	if (rmdir(dir) != 0 && errno != ENOENT)
+		engine_rmtree(dir);
 	{
 		char dep[PATH_MAX + 16];
-		snprintf(dep, sizeof dep, "%s.d", dir);
-		unlink(dep);
+		if (n->ks->tool->depfile) {
+			snprintf(dep, sizeof dep, "%s.d", dir);
+			unlink(dep);
+		}
 		snprintf(dep, sizeof dep, "%s.trace", dir);
 		unlink(dep);
 	}
