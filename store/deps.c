@@ -125,7 +125,9 @@ deps_set_apply(db_txn *t, const struct rec_op *op)
 	rv = db_get(t, DB_DEPS, op->key, op->klen, &v, &vlen);
 	if (rv == 0) {
 		/* copied: a put in this txn may move what v points at */
-		if (vlen < 1 || ((const uint8_t *)v)[0] != REC_VERSION)
+		if (vlen < 1)
+			return KILN_ECORRUPT;
+		if (((const uint8_t *)v)[0] != REC_VERSION)
 			return ((const uint8_t *)v)[0] > REC_VERSION ? KILN_EVERSION
 			                                             : KILN_ECORRUPT;
 		oldlen = vlen - 1;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln_store.h"
+#include "store_int.h"
 #include "testutil.h"
 
 /* Collected strings, sorted and joined by ',' for one comparison. */
@@ -163,6 +163,40 @@ long_paths_and_bad_arguments(void **state)
 	kiln_store_close(s);
 }
 
+/* A forward record of length len (0: empty, 1: a future version byte). */
+struct bad { const char *key; size_t klen; size_t len; };
+
+static int
+put_bad(db_txn *t, void *arg)
+{
+	const struct bad *b = arg;
+	uint8_t v[1] = {REC_VERSION + 1};
+
+	return db_put(t, DB_DEPS, b->key, b->klen, v, b->len);
+}
+
+static void
+damaged_forward_records_are_refused_not_misread(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_FSYNC);
+	const char *l[] = {"f:x"};
+	struct bad b = {"Fpc\0s", 5, 0};
+	struct got g = {{0}, 0};
+	kiln_batch *bt;
+
+	for (b.len = 0; b.len < 2; b.len++) {
+		assert_kiln(0, db_write(s->db, put_bad, &b));
+		assert_kiln(0, kiln_batch_new(&bt));
+		assert_kiln(0, kiln_batch_deps_set(bt, "pc", "s", l, 1));
+		assert_kiln(b.len == 0 ? KILN_ECORRUPT : KILN_EVERSION,
+		            kiln_store_commit(s, bt, NULL));
+		kiln_batch_free(bt);
+		assert_kiln(b.len == 0 ? KILN_ECORRUPT : KILN_EVERSION,
+		            kiln_store_deps(s, "pc", "s", collect, &g));
+	}
+	kiln_store_close(s);
+}
+
 int
 main(void)
 {
@@ -171,6 +205,7 @@ main(void)
 		T(lists_and_reverse_lookups_follow_each_replacement),
 		T(two_lists_of_one_step_in_one_batch_leave_the_last),
 		T(long_paths_and_bad_arguments),
+		T(damaged_forward_records_are_refused_not_misread),
 	};
 	return tu_skip_leak_report_if_failed(cmocka_run_group_tests(tests, NULL, NULL));
 }
