@@ -41,6 +41,13 @@
  * posix_spawn, so records of different processes never interleave inside
  * a line and a child's records follow its parent's earlier ones.
  *
+ * The trace fd is kept at FD_FLOOR (900) or above (lower when RLIMIT_NOFILE
+ * is small), out of the way of the low fds tools reuse, and before each
+ * write it is fstat'ed: when the tool closed it (closefrom, close_range)
+ * or put another file there (dup2), the trace file is opened again, so no
+ * record lands in a tool's file and none is dropped. close and dup2 are
+ * not wrapped: the check costs one fstat per write(2), not per call.
+ *
  * Threads: every wrapper may run on any thread; the buffer, the cached
  * working folder and the fd are guarded by mu. A wrapper entered again on
  * the same thread while it holds mu (a signal handler) calls the real
@@ -62,17 +69,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define BUF_SIZE 65536
+#define FD_FLOOR 900   /* the trace fd is moved to this one or above */
 
 extern char **environ;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int trace_fd = -1;       /* -1: not opened yet; -2: cannot */
+static dev_t trace_dev;         /* what trace_fd was opened on */
+static ino_t trace_ino;
+static char trace_path[PATH_MAX];
 static char buf[BUF_SIZE];
 static size_t buflen;
 static char cwd[PATH_MAX];
@@ -91,18 +103,37 @@ static __thread int busy __attribute__((tls_model("initial-exec")));
 
 /* ---- records ------------------------------------------------------------ */
 
-static void
-raw_write(const char *p, size_t n)
+/* Open the trace file again, O_APPEND, and move the fd high (mu held).
+ * A tool owns the low fds: it may close, dup2 onto or reopen any of them
+ * (bash's `exec 3>out`, closefrom(3)), and a record written to an fd it
+ * reused would land in its own file. Returns 0 or -1: not tracing. */
+static int
+fd_open(void)
 {
-	while (n > 0) {
-		ssize_t w = write(trace_fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
+	struct rlimit rl;
+	struct stat st;
+	int fd, hi, floor = FD_FLOOR;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, trace_path,
+	                  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	/* below the soft limit, which may be small (ulimit -n 256) */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)floor + 64)
+		floor = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : (int)rl.rlim_cur / 2;
+	if (fd < floor && (hi = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0) {
+		close(fd);
+		fd = hi;
 	}
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return -1;
+	}
+	trace_fd = fd;
+	trace_dev = st.st_dev;
+	trace_ino = st.st_ino;
+	return 0;
 }
 
 /* Open the trace file on first use (mu held). 0 or -1: not tracing. */
@@ -113,17 +144,56 @@ fd_ready(void)
 
 	if (trace_fd >= 0)
 		return 0;
-	if (trace_fd == -2 || (f = getenv("KILN_TRACE_FILE")) == NULL || f[0] == '\0') {
-		trace_fd = -2;
+	if (trace_fd == -2)
 		return -1;
+	if (trace_path[0] == '\0') {   /* a constructor before ours traced */
+		if ((f = getenv("KILN_TRACE_FILE")) == NULL || f[0] == '\0' ||
+		    strlen(f) >= sizeof trace_path) {
+			trace_fd = -2;
+			return -1;
+		}
+		strcpy(trace_path, f);
 	}
-	trace_fd = (int)syscall(SYS_openat, AT_FDCWD, f,
-	                        O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (trace_fd < 0) {
+	if (fd_open() != 0) {
 		trace_fd = -2;
 		return -1;
 	}
 	return 0;
+}
+
+/* Before a write (mu held): the fd must still be the trace file; the tool
+ * may have closed it or put another file in its place. Then it is opened
+ * again (the other file is the tool's: left alone). */
+static int
+fd_check(void)
+{
+	struct stat st;
+
+	if (fd_ready() != 0)
+		return -1;
+	if (fstat(trace_fd, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino)
+		return 0;
+	if (fd_open() != 0) {
+		trace_fd = -2;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+raw_write(const char *p, size_t n)
+{
+	if (fd_check() != 0)
+		return;
+	while (n > 0) {
+		ssize_t w = write(trace_fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
 }
 
 static void
@@ -343,8 +413,11 @@ trace_init(void)
 
 	if (p != NULL)
 		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", p);
-	if (f != NULL)
+	if (f != NULL) {
 		snprintf(env_file, sizeof env_file, "KILN_TRACE_FILE=%s", f);
+		if (strlen(f) < sizeof trace_path)
+			strcpy(trace_path, f);
+	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = '\0';

@@ -115,6 +115,42 @@ C
 	[ "$(grep -vc '^[HMRSDWXx] ' t.trace)" -eq 0 ]
 }
 
+@test "the shim alone: a tool that replaces or closes low fds (exec 3>, closefrom, dup2) keeps its files clean and its records" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	printf 'hi\n' >here.txt
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace bash -c '
+		exec 3>out.txt; echo hello >&3; cat here.txt >/dev/null; test -e gone0.txt; true'
+	[ "$(cat out.txt)" = hello ] || { cat out.txt; false; }
+	grep -qx "M $P/gone0.txt" t.trace
+	cat >"$BATS_TEST_TMPDIR/fds.c" <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(void) {
+	struct stat st;
+	stat("gone1.txt", &st);
+	closefrom(3);               /* the trace fd too */
+	int fd = open("mine.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	stat("gone2.txt", &st);     /* must not land in mine.txt */
+	for (int i = 3; i < 1100; i++)   /* every fd the shim might take */
+		if (i != fd) dup2(fd, i);
+	stat("gone3.txt", &st);
+	write(fd, "mine\n", 5);
+	return 0;
+}
+C
+	gcc -O1 -o "$BATS_TEST_TMPDIR/fds" "$BATS_TEST_TMPDIR/fds.c"
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t2.trace "$BATS_TEST_TMPDIR/fds"
+	cat t2.trace
+	[ "$(cat mine.txt)" = mine ] || { cat mine.txt; false; }
+	grep -qx "M $P/gone1.txt" t2.trace
+	grep -qx "M $P/gone2.txt" t2.trace
+	grep -qx "M $P/gone3.txt" t2.trace
+}
+
 @test "a script reading files named in its input reruns when one changes, not when an unrelated file does" {
 	write_project
 	build
