@@ -51,7 +51,8 @@
  * Threads: every wrapper may run on any thread; the buffer, the cached
  * working folder and the fd are guarded by mu. A wrapper entered again on
  * the same thread while it holds mu (a signal handler) calls the real
- * function without recording. Not covered: libc's internal calls that do
+ * function without recording, and fork, exec and _exit there skip their
+ * flush (taking mu again would deadlock): that process's records are lost. Not covered: libc's internal calls that do
  * not go through the PLT (glob(), ftw(), dlopen, system()'s own spawn —
  * the shell it runs is traced), raw syscalls, fexecve/execveat, static
  * binaries.
@@ -209,6 +210,8 @@ flush(void)
 {
 	int saved = errno;
 
+	if (busy)   /* a signal handler while this thread holds mu */
+		return;
 	busy++;
 	pthread_mutex_lock(&mu);
 	flush_locked();
@@ -340,6 +343,8 @@ rec_now(const char *line)
 {
 	int saved = errno;
 
+	if (busy)
+		return;
 	busy++;
 	pthread_mutex_lock(&mu);
 	if (fd_ready() == 0) {
@@ -383,9 +388,17 @@ rec_exec_failed(pid_t pid)
 
 /* ---- process life ------------------------------------------------------ */
 
+/* fork from a signal handler that interrupted this thread inside mu:
+ * neither lock nor flush (the child's copy may be half a record). */
+static __thread int fork_nolock __attribute__((tls_model("initial-exec")));
+
 static void
 atfork_prepare(void)
 {
+	if (busy) {
+		fork_nolock = 1;
+		return;
+	}
 	pthread_mutex_lock(&mu);
 	flush_locked();
 }
@@ -393,12 +406,20 @@ atfork_prepare(void)
 static void
 atfork_parent(void)
 {
+	if (fork_nolock) {
+		fork_nolock = 0;
+		return;
+	}
 	pthread_mutex_unlock(&mu);
 }
 
 static void
 atfork_child(void)
 {
+	if (fork_nolock) {
+		fork_nolock = 0;
+		return;
+	}
 	buflen = 0;
 	pthread_mutex_unlock(&mu);
 }
@@ -847,6 +868,11 @@ chdir(const char *path)
 {
 	int r;
 	REAL(chdir);
+	if (busy) {   /* a signal handler inside mu: leave the cache stale */
+		r = real_chdir(path);
+		cwd_ok = 0;
+		return r;
+	}
 	busy++;
 	pthread_mutex_lock(&mu);
 	r = real_chdir(path);
@@ -861,6 +887,11 @@ fchdir(int fd)
 {
 	int r;
 	REAL(fchdir);
+	if (busy) {   /* a signal handler inside mu: leave the cache stale */
+		r = real_fchdir(fd);
+		cwd_ok = 0;
+		return r;
+	}
 	busy++;
 	pthread_mutex_lock(&mu);
 	r = real_fchdir(fd);

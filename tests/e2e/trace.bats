@@ -151,6 +151,47 @@ C
 	grep -qx "M $P/gone3.txt" t2.trace
 }
 
+@test "the shim alone: a signal handler that calls _exit, fork or chdir while the shim records does not deadlock" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	cat >"$BATS_TEST_TMPDIR/alrm.c" <<'C'
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static int mode;
+static void on_alarm(int sig) {
+	(void)sig;
+	if (mode == 1) {
+		pid_t p = fork();
+		if (p == 0) _exit(0);
+		if (p > 0) waitpid(p, NULL, 0);
+	} else if (mode == 2) {
+		chdir(".");
+	}
+	if (mode != 0 && --mode > 0) return;
+	_exit(0);
+}
+int main(int argc, char **argv) {
+	struct itimerval it = {{0, 200}, {0, 200}};
+	struct stat st;
+	mode = argc > 1 ? atoi(argv[1]) : 0;
+	signal(SIGALRM, on_alarm);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (;;) stat("some/missing/file/with/a/longish/name.txt", &st);
+}
+C
+	gcc -O1 -o "$BATS_TEST_TMPDIR/alrm" "$BATS_TEST_TMPDIR/alrm.c"
+	for i in $(seq 1 20); do
+		for m in 0 1 2; do
+			run timeout 5 env LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/alrm" $m
+			[ "$status" -eq 0 ] || { echo "run $i mode $m: status $status"; false; }
+		done
+	done
+}
+
 @test "a script reading files named in its input reruns when one changes, not when an unrelated file does" {
 	write_project
 	build
