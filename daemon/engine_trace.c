@@ -11,10 +11,14 @@
  * Everything outside the project root is ignored for dependencies: system
  * files belong to the machine, not to the project's content.
  *
- * A run is traced when every process image that ran wrote its hello line:
- * each pid must say hello once more than it exec'ed successfully (the
- * root once more than that, for its own image). A static binary writes no
- * hello; its step still builds from declared inputs, untraced.
+ * A run is traced when every process image that ran wrote its hello line
+ * and every process ended normally: each pid must say hello (H) once more
+ * than it exec'ed successfully (X minus x; the root once more than that,
+ * for its own image), and each start (H, or F for a fork or posix_spawn
+ * child) must be matched by an end (E, or a successful exec). A static
+ * binary writes no hello; a process killed by a signal writes no E and
+ * its buffered records are lost. Either way the step still builds, from
+ * declared inputs and the dependencies that were recorded, untraced.
  *
  * Threads: trace_setup from engine_new; the rest from engine workers on
  * nodes they hold (e->trace_shim is read-only after setup). */
@@ -268,7 +272,8 @@ write_harmless(const char *p)
 
 struct pidcount {
 	long pid;
-	long n;   /* hellos minus successful execs */
+	long n;      /* hellos minus successful execs */
+	long live;   /* starts (H, F) minus ends (E, successful X) */
 };
 
 struct trace_read {
@@ -285,11 +290,12 @@ struct trace_read {
 };
 
 static void
-pid_add(struct trace_read *t, long pid, long delta)
+pid_add(struct trace_read *t, long pid, long delta, long live)
 {
 	for (size_t i = t->npids; i > 0; i--)   /* recent pids first */
 		if (t->pids[i - 1].pid == pid) {
 			t->pids[i - 1].n += delta;
+			t->pids[i - 1].live += live;
 			return;
 		}
 	if (t->npids == t->cappids) {
@@ -304,6 +310,7 @@ pid_add(struct trace_read *t, long pid, long delta)
 	}
 	t->pids[t->npids].pid = pid;
 	t->pids[t->npids].n = delta;
+	t->pids[t->npids].live = live;
 	t->npids++;
 }
 
@@ -386,13 +393,19 @@ trace_line(struct trace_read *t, char *line)
 	switch (kind) {
 	case 'H':
 		t->hello = 1;
-		pid_add(t, strtol(rest, NULL, 10), 1);
+		pid_add(t, strtol(rest, NULL, 10), 1, 1);
+		return;
+	case 'F':
+		pid_add(t, strtol(rest, NULL, 10), 0, 1);
 		return;
 	case 'X':
-		pid_add(t, strtol(rest, NULL, 10), -1);
+		pid_add(t, strtol(rest, NULL, 10), -1, -1);
 		return;
 	case 'x':
-		pid_add(t, strtol(rest, NULL, 10), 1);
+		pid_add(t, strtol(rest, NULL, 10), 1, 1);
+		return;
+	case 'E':
+		pid_add(t, strtol(rest, NULL, 10), 0, -1);
 		return;
 	case 'R': case 'S': case 'M': case 'D': case 'W':
 		break;
@@ -495,7 +508,7 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 	t.scratch = dir;
 	t.lroot = strlen(e->root);
 	t.lscratch = strlen(dir);
-	pid_add(&t, (long)pid, -1);   /* the tool's own first image */
+	pid_add(&t, (long)pid, -1, 0);   /* the tool's own first image */
 	for (line = buf; line < buf + len && !t.oom; line = next) {
 		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
 		if (nl == NULL)
@@ -521,8 +534,8 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 	} else {
 		n->traced = t.hello;
 		for (size_t i = 0; i < t.npids; i++)
-			if (t.pids[i].n < 0)
-				n->traced = 0;   /* an image that said no hello */
+			if (t.pids[i].n < 0 || t.pids[i].live > 0)
+				n->traced = 0;   /* no hello, or killed */
 	}
 	for (size_t i = 0; i < t.npaths; i++)
 		free(t.paths[i]);

@@ -10,7 +10,7 @@
  * creating that file later may change what the tool does. The daemon reads
  * the file when the tool has exited (daemon/engine_trace.c).
  *
- * Record format (version 1): UTF-8 lines, one record each, a one-letter
+ * Record format (version 2): UTF-8 lines, one record each, a one-letter
  * kind, a space, the rest. Paths are absolute (relative ones resolved
  * against the working folder or the dirfd, via /proc/self/fd), not
  * canonicalized (`..` and symlinks stay), with `\` written `\\` and a
@@ -27,19 +27,33 @@
  *   W <path>               changed: opened for writing, created,
  *                          truncated, renamed (both names), unlinked,
  *                          mkdir'ed, rmdir'ed, linked (the new name)
+ *   F <pid> <ppid>         a process started without a new image: a fork
+ *                          child (its atfork handler), or a posix_spawn
+ *                          child (written by the parent, then its X)
  *   X <pid> <path>         pid is about to exec path (posix_spawn: pid is
  *                          the child, written after it started)
  *   x <pid>                that exec failed
+ *   E <pid>                the process image ended normally (destructor,
+ *                          exit, _exit, _Exit): all its records are
+ *                          written before this line
  *
  * Only calls that worked are recorded, except that failed lookups are M.
+ * Every H and F is balanced by an E or a successful X of the same pid:
+ * one that is not belongs to a process killed by a signal (SIGPIPE in
+ * `grep -r x src | head -1`, SIGKILL, abort), whose buffered records are
+ * lost, so the reader counts such a run as untraced. vfork is made a
+ * fork (dash runs every command through vfork): its child writes its F,
+ * and its records no longer go into the parent's buffer it shares.
  * To change the format, change engine_trace.c's reader in the same commit
  * and bump the version here.
  *
  * Cost: records go into one per-process buffer (a mutex; no malloc) that
  * is written with one write(2) to the O_APPEND trace file when it fills,
- * at exit (the destructor), at _exit, and before exec, fork and
- * posix_spawn, so records of different processes never interleave inside
- * a line and a child's records follow its parent's earlier ones.
+ * at exit (the destructor, with the E line), at _exit, and before exec,
+ * fork and posix_spawn (records made after the destructor, by other
+ * libraries' destructors, are written one by one), so records of
+ * different processes never interleave inside a line and a child's
+ * records follow its parent's earlier ones.
  *
  * The trace fd is kept at FD_FLOOR (900) or above (lower when RLIMIT_NOFILE
  * is small), out of the way of the low fds tools reuse, and before each
@@ -86,6 +100,7 @@ static int trace_fd = -1;       /* -1: not opened yet; -2: cannot */
 static dev_t trace_dev;         /* what trace_fd was opened on */
 static ino_t trace_ino;
 static char trace_path[PATH_MAX];
+static int ended;               /* E written: records go out at once */
 static char buf[BUF_SIZE];
 static size_t buflen;
 static char cwd[PATH_MAX];
@@ -308,6 +323,8 @@ rec_at(char kind, int dirfd, const char *path)
 		}
 		buf[n++] = '\n';
 		buflen = n;
+		if (ended)   /* a destructor after ours: no flush is coming */
+			flush_locked();
 	}
 	pthread_mutex_unlock(&mu);
 	busy--;
@@ -337,10 +354,12 @@ rec_fd(char kind, int fd)
 	rec_at(kind, fd, "");
 }
 
-/* An X/x/H line, written at once (mu held by the caller, after a flush). */
+/* H/F/X/x/E lines, written at once after the buffered records (one
+ * write(2) when they fit). */
 static void
 rec_now(const char *line)
 {
+	size_t len = strlen(line);
 	int saved = errno;
 
 	if (busy)
@@ -348,21 +367,29 @@ rec_now(const char *line)
 	busy++;
 	pthread_mutex_lock(&mu);
 	if (fd_ready() == 0) {
-		flush_locked();
-		raw_write(line, strlen(line));
+		if (buflen + len <= sizeof buf) {
+			memcpy(buf + buflen, line, len);
+			buflen += len;
+			flush_locked();
+		} else {
+			flush_locked();
+			raw_write(line, len);
+		}
 	}
 	pthread_mutex_unlock(&mu);
 	busy--;
 	errno = saved;
 }
 
+/* pid is about to run path: this process exec'ing (X), or a child
+ * posix_spawn started (spawned: F then X, the child's start and exec). */
 static void
-rec_exec(pid_t pid, const char *path)
+rec_exec(pid_t pid, const char *path, int spawned)
 {
-	char line[PATH_MAX * 2 + 40], abs[PATH_MAX];
+	char line[PATH_MAX * 2 + 80], abs[PATH_MAX];
 	size_t n;
 
-	if (busy)
+	if (busy || path == NULL)
 		return;
 	busy++;
 	pthread_mutex_lock(&mu);
@@ -370,7 +397,11 @@ rec_exec(pid_t pid, const char *path)
 		snprintf(abs, sizeof abs, "%s", path);
 	pthread_mutex_unlock(&mu);
 	busy--;
-	n = (size_t)snprintf(line, 40, "X %ld ", (long)pid);
+	if (spawned)
+		n = (size_t)snprintf(line, 80, "F %ld %ld\nX %ld ", (long)pid,
+		                     (long)getpid(), (long)pid);
+	else
+		n = (size_t)snprintf(line, 40, "X %ld ", (long)pid);
 	n = put_escaped(line, n, sizeof line, abs);
 	line[n++] = '\n';
 	line[n] = '\0';
@@ -391,6 +422,22 @@ rec_exec_failed(pid_t pid)
 /* fork from a signal handler that interrupted this thread inside mu:
  * neither lock nor flush (the child's copy may be half a record). */
 static __thread int fork_nolock __attribute__((tls_model("initial-exec")));
+
+/* An H (exe given) or F line for this process. */
+static void
+rec_start(char kind, const char *exe)
+{
+	char line[PATH_MAX * 2 + 64];
+	size_t at;
+
+	at = (size_t)snprintf(line, 64, "%c %ld %ld%s", kind, (long)getpid(),
+	                      (long)getppid(), exe ? " " : "");
+	if (exe != NULL)
+		at = put_escaped(line, at, sizeof line - 1, exe);
+	line[at++] = '\n';
+	line[at] = '\0';
+	rec_now(line);
+}
 
 static void
 atfork_prepare(void)
@@ -421,16 +468,28 @@ atfork_child(void)
 		return;
 	}
 	buflen = 0;
+	ended = 0;
 	pthread_mutex_unlock(&mu);
+	rec_start('F', NULL);
+}
+
+/* The last record of a process image: every record it made is written. */
+static void
+rec_end(void)
+{
+	char line[40];
+
+	snprintf(line, sizeof line, "E %ld\n", (long)getpid());
+	rec_now(line);
+	ended = 1;
 }
 
 __attribute__((constructor)) static void
 trace_init(void)
 {
 	const char *p = getenv("LD_PRELOAD"), *f = getenv("KILN_TRACE_FILE");
-	char line[PATH_MAX * 2 + 64], exe[PATH_MAX];
+	char exe[PATH_MAX];
 	ssize_t n;
-	size_t at;
 
 	if (p != NULL)
 		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", p);
@@ -442,24 +501,20 @@ trace_init(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = '\0';
-	at = (size_t)snprintf(line, 64, "H %ld %ld ", (long)getpid(), (long)getppid());
-	at = put_escaped(line, at, sizeof line - 1, exe);
-	line[at++] = '\n';
-	line[at] = '\0';
-	rec_now(line);
+	rec_start('H', exe);
 }
 
 __attribute__((destructor)) static void
 trace_fini(void)
 {
-	flush();
+	rec_end();
 }
 
 EXPORT void
 _exit(int status)
 {
 	REAL(_exit);
-	flush();
+	rec_end();
 	real__exit(status);
 	__builtin_unreachable();
 }
@@ -468,9 +523,18 @@ EXPORT void
 _Exit(int status)
 {
 	REAL(_Exit);
-	flush();
+	rec_end();
 	real__Exit(status);
 	__builtin_unreachable();
+}
+
+/* A vfork child shares the parent's memory (the buffer, mu) and runs no
+ * atfork handler, so it could neither record safely nor say F: a fork
+ * does what vfork promises, a little slower. */
+EXPORT pid_t
+vfork(void)
+{
+	return fork();
 }
 
 /* ---- open and friends -------------------------------------------------- */
@@ -1069,7 +1133,7 @@ execve(const char *path, char *const argv[], char *const envp[])
 	int r;
 	REAL(execve);
 	rec('R', path);
-	rec_exec(getpid(), path);
+	rec_exec(getpid(), path, 0);
 	r = real_execve(path, argv, env_fixed(envp, fixed, ENV_CAP));
 	rec_exec_failed(getpid());
 	return r;
@@ -1185,7 +1249,7 @@ static int
 spawn_done(int r, pid_t *pid, const char *path)
 {
 	if (r == 0 && pid != NULL)
-		rec_exec(*pid, path);
+		rec_exec(*pid, path, 1);
 	return r;
 }
 

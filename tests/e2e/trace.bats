@@ -112,7 +112,7 @@ C
 	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/thr"
 	[ "$(grep -c "^M $P/t[0-9]-[0-9]*\.missing\$" t.trace)" -eq 15000 ] || { grep -c . t.trace; false; }
 	[ "$(grep "^M " t.trace | sort -u | wc -l)" -eq 15000 ]
-	[ "$(grep -vc '^[HMRSDWXx] ' t.trace)" -eq 0 ]
+	[ "$(grep -vc '^[HFMRSDWXxE] ' t.trace)" -eq 0 ]
 }
 
 @test "the shim alone: a tool that replaces or closes low fds (exec 3>, closefrom, dup2) keeps its files clean and its records" {
@@ -280,6 +280,40 @@ YAML
 	! grep -q '^leaky.txt' build/default/kiln-index.txt 2>/dev/null
 	run "$KILN" why leaky.txt
 	[[ "$output" == *"failed"* ]]
+}
+
+@test "a process killed by a signal (its records lost) makes the run untraced; one ending normally does not" {
+	mkdir -p src
+	printf 'x\n' >src/a.txt
+	printf 'dep\n' >dep.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default:
+tools:
+  killed: { run: [sh, -c, 'bash -c "read x < dep.txt; kill -PIPE \$\$"; cp "$0" "$1"; exit 0', "${in}", "${out}"] }
+  piped: { run: [sh, -c, 'yes | head -1 >/dev/null; cat dep.txt >/dev/null; cp "$0" "$1"', "${in}", "${out}"] }
+  fine: { run: [sh, -c, 'bash -c "read x < dep.txt; exit 3"; (cat dep.txt >/dev/null); cp "$0" "$1"', "${in}", "${out}"] }
+assets:
+  - { url: killed.txt, tool: killed, inputs: [src/a.txt] }
+  - { url: piped.txt, tool: piped, inputs: [src/a.txt] }
+  - { url: fine.txt, tool: fine, inputs: [src/a.txt] }
+YAML
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	run "$KILN" why killed.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
+	# yes dies of SIGPIPE: what it saw is lost, so the run is untraced too
+	run "$KILN" why piped.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
+	run "$KILN" why fine.txt
+	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+	# what the traced processes did record still counts
+	printf 'dep2\n' >dep.txt
+	build
+	[[ " $RAN " == *" fine.txt "* ]] || { echo "ran: $RAN"; false; }
 }
 
 @test "glslangValidator -I two folders: an include added earlier on the search path reruns it" {
