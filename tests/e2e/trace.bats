@@ -192,6 +192,39 @@ C
 	done
 }
 
+@test "the shim alone: a NULL path (statx, fstatat with AT_EMPTY_PATH) is passed through, not dereferenced" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	cat >"$BATS_TEST_TMPDIR/nul.c" <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(void) {
+	struct statx stx;
+	struct stat st;
+	int fd = open("here.txt", O_RDONLY);
+	/* valid since Linux 6.11 (EFAULT before): either way no crash */
+	statx(fd, NULL, AT_EMPTY_PATH, STATX_SIZE, &stx);
+	fstatat(fd, NULL, &st, AT_EMPTY_PATH);
+	stat(NULL, &st);
+	lstat(NULL, &st);
+	access(NULL, R_OK);
+	open(NULL, O_RDONLY);
+	fopen(NULL, "r");
+	readlink(NULL, (char[8]){0}, 8);
+	puts("survived");
+	return 0;
+}
+C
+	gcc -O1 -w -o "$BATS_TEST_TMPDIR/nul" "$BATS_TEST_TMPDIR/nul.c"
+	printf 'hi\n' >here.txt
+	run env LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/nul"
+	[ "$status" -eq 0 ] && [ "$output" = survived ] || { echo "status $status: $output"; false; }
+	grep -qx "R $P/here.txt" t.trace
+}
+
 @test "a script reading files named in its input reruns when one changes, not when an unrelated file does" {
 	write_project
 	build
