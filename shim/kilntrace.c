@@ -576,7 +576,9 @@ open_done(int dirfd, const char *path, int flags, int fd)
 
 #define OPEN_MODE(flags, mode) \
 	do { \
-		if ((flags) & (O_CREAT | O_TMPFILE)) { \
+		/* glibc's __OPEN_NEEDS_MODE: O_TMPFILE includes \
+		 * O_DIRECTORY, which alone passes no mode */ \
+		if (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE) { \
 			va_list ap; \
 			va_start(ap, flags); \
 			mode = va_arg(ap, mode_t); \
@@ -1156,12 +1158,33 @@ execv(const char *path, char *const argv[])
 	return execve(path, argv, environ);
 }
 
-/* execvp's PATH search, so that each try goes through execve above. */
+/* A file execve refused as no program (ENOEXEC): run it with sh, as
+ * execvp does. */
+static void
+exec_sh(const char *file, char *const argv[], char *const envp[])
+{
+	size_t na = 0;
+
+	while (argv[na] != NULL)
+		na++;
+	char *sv[na + 2];
+	sv[0] = (char *)"/bin/sh";
+	sv[1] = (char *)file;
+	for (size_t i = 1; i <= na; i++)
+		sv[i + 1] = argv[i];
+	execve("/bin/sh", sv, envp);
+}
+
+/* execvp's PATH search, so that each try goes through execve above, as
+ * execvp(3) says: PATH unset is "/bin:/usr/bin", an empty entry is the
+ * working folder, EACCES is remembered and returned when nothing else is
+ * found, and errors other than a missing file end the search. */
 EXPORT int
 execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	const char *p = getenv("PATH");
+	const char *p = getenv("PATH"), *e;
 	char full[PATH_MAX];
+	size_t fl;
 	int eacces = 0;
 
 	if (is_null(file))   /* the kernel's EFAULT */
@@ -1170,39 +1193,45 @@ execvpe(const char *file, char *const argv[], char *const envp[])
 		errno = ENOENT;
 		return -1;
 	}
-	if (strchr(file, '/') != NULL)
-		return execve(file, argv, envp);
+	if (strchr(file, '/') != NULL) {
+		if (execve(file, argv, envp) != 0 && errno == ENOEXEC)
+			exec_sh(file, argv, envp);
+		return -1;
+	}
+	if ((fl = strlen(file)) > NAME_MAX) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	if (p == NULL)
-		p = "/usr/local/bin:/usr/bin:/bin";
-	while (*p) {
-		const char *e = strchr(p, ':');
-		size_t dl = e ? (size_t)(e - p) : strlen(p);
-		if (dl + 1 + strlen(file) + 1 <= sizeof full) {
-			if (dl == 0)
-				snprintf(full, sizeof full, "%s", file);
-			else
-				snprintf(full, sizeof full, "%.*s/%s", (int)dl, p, file);
-			if (syscall(SYS_faccessat, AT_FDCWD, full, X_OK) == 0) {
-				execve(full, argv, envp);
-				if (errno == ENOEXEC) {
-					/* a script without #!: run it with sh */
-					size_t na = 0;
-					while (argv[na] != NULL)
-						na++;
-					char *sv[na + 2];
-					sv[0] = (char *)"/bin/sh";
-					sv[1] = full;
-					for (size_t i = 1; i <= na; i++)
-						sv[i + 1] = argv[i];
-					execve("/bin/sh", sv, envp);
-				}
-				if (errno == EACCES)
-					eacces = 1;
-			}
+		p = "/bin:/usr/bin";
+	for (;; p = e + 1) {
+		size_t dl;
+		e = strchrnul(p, ':');
+		dl = (size_t)(e - p);
+		if (dl + 1 + fl + 1 > sizeof full) {
+			errno = ENAMETOOLONG;
+		} else {
+			memcpy(full, p, dl);
+			full[dl] = '/';
+			memcpy(full + (dl ? dl + 1 : 0), file, fl + 1);
+			/* most folders on PATH have no such file: one cheap
+			 * look, not an execve with its records */
+			if (syscall(SYS_faccessat, AT_FDCWD, full, F_OK) == 0 &&
+			    execve(full, argv, envp) != 0 && errno == ENOEXEC)
+				exec_sh(full, argv, envp);
 		}
-		p += dl;
-		if (*p == ':')
-			p++;
+		switch (errno) {
+		case EACCES:
+			eacces = 1;
+			break;
+		case ENOENT: case ENOTDIR: case ESTALE: case ENODEV:
+		case ETIMEDOUT: case ENAMETOOLONG:
+			break;
+		default:
+			return -1;
+		}
+		if (*e == '\0')
+			break;
 	}
 	errno = eacces ? EACCES : ENOENT;
 	return -1;
@@ -1214,23 +1243,40 @@ execvp(const char *file, char *const argv[])
 	return execvpe(file, argv, environ);
 }
 
-/* The execl family: gather the arguments, then as above. */
-#define ARGS_FROM(first, ap, av, cap) \
-	do { \
-		size_t n_ = 0; \
-		av[n_++] = (char *)(first); \
-		while (n_ < (cap) - 1 && (av[n_] = va_arg(ap, char *)) != NULL) \
-			n_++; \
-		av[n_] = NULL; \
-	} while (0)
+/* The execl family: count the arguments up to the NULL, gather them
+ * into an array that size (as glibc does), then as above. */
+static size_t
+args_count(va_list *ap)
+{
+	size_t n = 1;   /* the first, a named parameter */
+
+	while (va_arg(*ap, char *) != NULL)
+		n++;
+	return n;
+}
+
+static void
+args_gather(const char *first, va_list *ap, char **av, size_t n)
+{
+	av[0] = (char *)first;
+	for (size_t i = 1; i < n; i++)
+		av[i] = va_arg(*ap, char *);
+	(void)va_arg(*ap, char *);   /* the NULL: execle's envp follows */
+	av[n] = NULL;
+}
 
 EXPORT int
 execl(const char *path, const char *arg, ...)
 {
-	char *av[1024];
 	va_list ap;
+	size_t n;
+
 	va_start(ap, arg);
-	ARGS_FROM(arg, ap, av, 1024);
+	n = args_count(&ap);
+	va_end(ap);
+	char *av[n + 1];
+	va_start(ap, arg);
+	args_gather(arg, &ap, av, n);
 	va_end(ap);
 	return execve(path, av, environ);
 }
@@ -1238,10 +1284,15 @@ execl(const char *path, const char *arg, ...)
 EXPORT int
 execlp(const char *file, const char *arg, ...)
 {
-	char *av[1024];
 	va_list ap;
+	size_t n;
+
 	va_start(ap, arg);
-	ARGS_FROM(arg, ap, av, 1024);
+	n = args_count(&ap);
+	va_end(ap);
+	char *av[n + 1];
+	va_start(ap, arg);
+	args_gather(arg, &ap, av, n);
 	va_end(ap);
 	return execvpe(file, av, environ);
 }
@@ -1249,10 +1300,16 @@ execlp(const char *file, const char *arg, ...)
 EXPORT int
 execle(const char *path, const char *arg, ...)
 {
-	char *av[1024], **envp;
+	char **envp;
 	va_list ap;
+	size_t n;
+
 	va_start(ap, arg);
-	ARGS_FROM(arg, ap, av, 1024);
+	n = args_count(&ap);
+	va_end(ap);
+	char *av[n + 1];
+	va_start(ap, arg);
+	args_gather(arg, &ap, av, n);
 	envp = va_arg(ap, char **);
 	va_end(ap);
 	return execve(path, av, envp);

@@ -225,6 +225,61 @@ C
 	grep -qx "R $P/here.txt" t.trace
 }
 
+@test "the shim alone: execl with 1500 arguments, execle's environment, execvp's PATH search behave as without it" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	args=$(for i in $(seq 1 1500); do printf '"a%d", ' "$i"; done)
+	cat >"$BATS_TEST_TMPDIR/ex.c" <<C
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void try(const char *what, const char *path, char *const *av) {
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0) {
+		if (path) setenv("PATH", path, 1); else unsetenv("PATH");
+		execvp(what, av);
+		printf("%s: %s\\n", what, strerror(errno));
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(p, NULL, 0);
+}
+int main(void) {
+	char *env[] = {"FOO=bar", NULL};
+	char *av[] = {"t", "x", NULL};
+	fflush(stdout);
+	if (fork() == 0) { execl("/bin/sh", "sh", "-c", "echo execl \$#", "x", $args NULL); _exit(1); }
+	wait(NULL);
+	if (fork() == 0) { execle("/bin/sh", "sh", "-c", "echo execle \$# \$FOO", "x", $args NULL, env); _exit(1); }
+	wait(NULL);
+	try("t1", "A:B", av);      /* A/t1 not executable: EACCES */
+	try("t3", "A:B", av);      /* A/t3 not executable, B/t3 is: runs */
+	try("t2", "", av);         /* empty PATH: the working folder */
+	try("t4", "B", av);        /* no #!: run by sh */
+	try("t5", "A:B", av);      /* nowhere: ENOENT */
+	return 0;
+}
+C
+	gcc -O1 -w -o "$BATS_TEST_TMPDIR/ex" "$BATS_TEST_TMPDIR/ex.c"
+	mkdir -p A B
+	printf '#!/bin/sh\necho ran A/t1\n' >A/t1
+	printf '#!/bin/sh\necho ran A/t3\n' >A/t3
+	printf '#!/bin/sh\necho ran B/t3\n' >B/t3
+	printf '#!/bin/sh\necho ran ./t2\n' >t2
+	printf 'echo ran B/t4 "$@"\n' >B/t4
+	chmod +x B/t3 t2 B/t4
+	"$BATS_TEST_TMPDIR/ex" >plain.txt
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/ex" >traced.txt
+	cat traced.txt
+	grep -qx "execl 1500" plain.txt
+	diff plain.txt traced.txt
+}
+
 @test "a script reading files named in its input reruns when one changes, not when an unrelated file does" {
 	write_project
 	build
