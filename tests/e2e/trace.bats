@@ -404,6 +404,37 @@ YAML
 	[[ " $RAN " == *" fine.txt "* ]] || { echo "ran: $RAN"; false; }
 }
 
+@test "a step running 1500 processes is read whole: traced, every child's read a dependency; one killed child among them makes it untraced" {
+	mkdir -p src deps
+	printf 'x\n' >src/a.txt
+	for i in $(seq 1 1500); do printf '%d\n' "$i" >deps/$i.txt; done
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default:
+tools:
+  many: { run: [sh, -c, 'i=0; while [ $i -lt 1500 ]; do i=$((i+1)); cat deps/$i.txt; done >/dev/null; cp "$0" "$1"', "${in}", "${out}"] }
+  onekilled: { run: [sh, -c, 'i=0; while [ $i -lt 300 ]; do i=$((i+1)); cat deps/$i.txt >/dev/null; done; sh -c "kill -9 \$\$"; cp "$0" "$1"', "${in}", "${out}"] }
+assets:
+  - { url: many.txt, tool: many, inputs: [src/a.txt] }
+  - { url: onekilled.txt, tool: onekilled, inputs: [src/a.txt] }
+YAML
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	run "$KILN" why many.txt
+	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+	run "$KILN" why onekilled.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
+	printf 'changed\n' >deps/1499.txt
+	build
+	[ "$RAN" = "many.txt" ] || { echo "ran: $RAN"; false; }
+	printf 'changed\n' >deps/7.txt   # onekilled's traced children still count
+	build
+	[ "$RAN" = "many.txt onekilled.txt" ] || { echo "ran: $RAN"; false; }
+}
+
 @test "glslangValidator -I two folders: an include added earlier on the search path reruns it" {
 	command -v glslangValidator >/dev/null || skip "glslangValidator is not installed (Debian: glslang-tools)"
 	mkdir -p shaders/lib
