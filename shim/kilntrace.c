@@ -66,10 +66,12 @@
  * working folder and the fd are guarded by mu. A wrapper entered again on
  * the same thread while it holds mu (a signal handler) calls the real
  * function without recording, and fork, exec and _exit there skip their
- * flush (taking mu again would deadlock): that process's records are lost. Not covered: libc's internal calls that do
- * not go through the PLT (glob(), ftw(), dlopen, system()'s own spawn —
- * the shell it runs is traced), raw syscalls, fexecve/execveat, static
- * binaries.
+ * flush (taking mu again would deadlock): that process's buffered records
+ * are lost and it writes no E, so its run counts as untraced.
+ *
+ * Not covered: libc's internal calls that do not go through the PLT
+ * (glob(), ftw(), dlopen, system()'s own spawn — the shell it runs is
+ * traced), raw syscalls, fexecve/execveat, static binaries.
  *
  * Built without sanitizers, -fPIC -shared: it is loaded into sanitized and
  * unsanitized programs alike. */
