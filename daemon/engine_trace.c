@@ -11,10 +11,19 @@
  * Everything outside the project root is ignored for dependencies: system
  * files belong to the machine, not to the project's content.
  *
- * A run is traced when every process image that ran wrote its hello line:
- * each pid must say hello once more than it exec'ed successfully (the
- * root once more than that, for its own image). A static binary writes no
- * hello; its step still builds from declared inputs, untraced.
+ * A run is traced when every process image that ran wrote its hello line
+ * and every process ended normally: each pid must say hello (H) once more
+ * than it exec'ed successfully (X minus x; the root once more than that,
+ * for its own image), and each start (H, or F for a fork or posix_spawn
+ * child) must be matched by an end (E, or a successful exec). A static
+ * binary writes no hello; a process killed by a signal writes no E and
+ * its buffered records are lost. Either way the step still builds, from
+ * declared inputs and the dependencies that were recorded, untraced.
+ *
+ * The trace is read line by line (getline: memory is one record, the
+ * paths found and a hash table of pids), never more than it held when the
+ * tool exited; a trace over TRACE_MAX (256 MiB, a runaway tool) is not
+ * read at all and the run is untraced.
  *
  * Threads: trace_setup from engine_new; the rest from engine workers on
  * nodes they hold (e->trace_shim is read-only after setup). */
@@ -266,9 +275,11 @@ write_harmless(const char *p)
 	return 0;
 }
 
-struct pidcount {
+struct pidcount {   /* a slot of trace_read's pid table */
 	long pid;
-	long n;   /* hellos minus successful execs */
+	int used;
+	long n;      /* hellos minus successful execs */
+	long live;   /* starts (H, F) minus ends (E, successful X) */
 };
 
 struct trace_read {
@@ -278,33 +289,57 @@ struct trace_read {
 	size_t lroot, lscratch;
 	char **paths;             /* project-relative dependencies */
 	size_t npaths, cappaths;
-	struct pidcount *pids;
+	struct pidcount *pids;    /* open addressing, cappids a power of 2 */
 	size_t npids, cappids;
-	int hello, oom;
+	int hello, oom, unread;
 	char bad[PATH_MAX];       /* the first write outside, if any */
 };
 
-static void
-pid_add(struct trace_read *t, long pid, long delta)
+static size_t
+pid_slot(const struct pidcount *v, size_t cap, long pid)
 {
-	for (size_t i = t->npids; i > 0; i--)   /* recent pids first */
-		if (t->pids[i - 1].pid == pid) {
-			t->pids[i - 1].n += delta;
-			return;
-		}
-	if (t->npids == t->cappids) {
-		size_t ncap = t->cappids ? t->cappids * 2 : 16;
-		struct pidcount *nv = realloc(t->pids, ncap * sizeof *nv);
-		if (nv == NULL) {
-			t->oom = 1;
-			return;
-		}
-		t->pids = nv;
-		t->cappids = ncap;
+	size_t i = ((unsigned long)pid * 0x9E3779B97F4A7C15ull) & (cap - 1);
+
+	while (v[i].used && v[i].pid != pid)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+/* Double the pid table (kept at most half full). */
+static int
+pid_grow(struct trace_read *t)
+{
+	size_t ncap = t->cappids ? t->cappids * 2 : 64;
+	struct pidcount *nv = calloc(ncap, sizeof *nv);
+
+	if (nv == NULL)
+		return -1;
+	for (size_t i = 0; i < t->cappids; i++)
+		if (t->pids[i].used)
+			nv[pid_slot(nv, ncap, t->pids[i].pid)] = t->pids[i];
+	free(t->pids);
+	t->pids = nv;
+	t->cappids = ncap;
+	return 0;
+}
+
+static void
+pid_add(struct trace_read *t, long pid, long delta, long live)
+{
+	struct pidcount *c;
+
+	if (2 * (t->npids + 1) > t->cappids && pid_grow(t) != 0) {
+		t->oom = 1;
+		return;
 	}
-	t->pids[t->npids].pid = pid;
-	t->pids[t->npids].n = delta;
-	t->npids++;
+	c = &t->pids[pid_slot(t->pids, t->cappids, pid)];
+	if (!c->used) {
+		c->used = 1;
+		c->pid = pid;
+		t->npids++;
+	}
+	c->n += delta;
+	c->live += live;
 }
 
 static void
@@ -386,13 +421,19 @@ trace_line(struct trace_read *t, char *line)
 	switch (kind) {
 	case 'H':
 		t->hello = 1;
-		pid_add(t, strtol(rest, NULL, 10), 1);
+		pid_add(t, strtol(rest, NULL, 10), 1, 1);
+		return;
+	case 'F':
+		pid_add(t, strtol(rest, NULL, 10), 0, 1);
 		return;
 	case 'X':
-		pid_add(t, strtol(rest, NULL, 10), -1);
+		pid_add(t, strtol(rest, NULL, 10), -1, -1);
 		return;
 	case 'x':
-		pid_add(t, strtol(rest, NULL, 10), 1);
+		pid_add(t, strtol(rest, NULL, 10), 1, 1);
+		return;
+	case 'E':
+		pid_add(t, strtol(rest, NULL, 10), 0, -1);
 		return;
 	case 'R': case 'S': case 'M': case 'D': case 'W':
 		break;
@@ -413,33 +454,42 @@ trace_line(struct trace_read *t, char *line)
 	trace_look(t, rest, kind == 'D');
 }
 
-/* Read the whole trace file; NULL with *len 0 when there is none. */
-static char *
-trace_slurp(const char *path, size_t *len)
+/* Feed the trace's lines to trace_line, one at a time (a line is as long
+ * as the longest record, a few KiB). 0, or -1: no trace, or one bigger
+ * than TRACE_MAX (a runaway tool), not read at all: untraced. */
+static int
+trace_read_file(struct trace_read *t, const char *path)
 {
 	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd;
+	char *line = NULL;
+	size_t cap = 0, total = 0;
+	ssize_t len = 0;
+	FILE *f;
 
-	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return NULL;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size > TRACE_MAX ||
-	    (buf = malloc((size_t)st.st_size + 1)) == NULL) {
-		close(fd);
-		return NULL;
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size > TRACE_MAX) {
+		fclose(f);
+		return -1;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-		if (r <= 0)
-			break;
-		got += (size_t)r;
+	/* stop at the size seen: a process the tool left behind may still
+	 * be appending */
+	errno = 0;
+	while (!t->oom && total < (size_t)st.st_size &&
+	       (len = getline(&line, &cap, f)) > 0) {
+		total += (size_t)len;
+		if (line[len - 1] != '\n')
+			break;   /* a record cut short (a killed child) */
+		line[len - 1] = '\0';
+		trace_line(t, line);
 	}
-	close(fd);
-	buf[got] = '\0';
-	*len = got;
-	return buf;
+	if (len < 0 && errno == ENOMEM)
+		t->oom = 1;
+	else if (ferror(f))
+		t->unread = 1;   /* what was read counts; the run is untraced */
+	free(line);
+	fclose(f);
+	return 0;
 }
 
 /* Append t's paths not yet in n->disc (sorted, unique). */
@@ -475,8 +525,6 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 {
 	struct trace_read t = {0};
 	char path[PATH_MAX + 16];
-	size_t len;
-	char *buf, *line, *next;
 	int rv = 0;
 
 	n->traced = 0;
@@ -488,23 +536,16 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 	if (e->trace_shim[0] == '\0')
 		return 0;
 	snprintf(path, sizeof path, "%s.trace", dir);
-	if ((buf = trace_slurp(path, &len)) == NULL)
-		return 0;   /* no process loaded the shim */
 	t.e = e;
 	t.n = n;
 	t.scratch = dir;
 	t.lroot = strlen(e->root);
 	t.lscratch = strlen(dir);
-	pid_add(&t, (long)pid, -1);   /* the tool's own first image */
-	for (line = buf; line < buf + len && !t.oom; line = next) {
-		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
-		if (nl == NULL)
-			break;   /* a record cut short (a killed child) */
-		*nl = '\0';
-		next = nl + 1;
-		trace_line(&t, line);
+	pid_add(&t, (long)pid, -1, 0);   /* the tool's own first image */
+	if (trace_read_file(&t, path) != 0) {
+		free(t.pids);
+		return 0;   /* no process loaded the shim, or a runaway trace */
 	}
-	free(buf);
 	if (t.oom) {
 		set_error(n, "%s: out of memory reading its file-access trace", n->ks->url);
 		rv = -1;
@@ -519,10 +560,10 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 		set_error(n, "%s: out of memory", n->ks->url);
 		rv = -1;
 	} else {
-		n->traced = t.hello;
-		for (size_t i = 0; i < t.npids; i++)
-			if (t.pids[i].n < 0)
-				n->traced = 0;   /* an image that said no hello */
+		n->traced = t.hello && !t.unread;
+		for (size_t i = 0; i < t.cappids; i++)
+			if (t.pids[i].used && (t.pids[i].n < 0 || t.pids[i].live > 0))
+				n->traced = 0;   /* no hello, or killed */
 	}
 	for (size_t i = 0; i < t.npaths; i++)
 		free(t.paths[i]);

@@ -10,7 +10,7 @@
  * creating that file later may change what the tool does. The daemon reads
  * the file when the tool has exited (daemon/engine_trace.c).
  *
- * Record format (version 1): UTF-8 lines, one record each, a one-letter
+ * Record format (version 2): UTF-8 lines, one record each, a one-letter
  * kind, a space, the rest. Paths are absolute (relative ones resolved
  * against the working folder or the dirfd, via /proc/self/fd), not
  * canonicalized (`..` and symlinks stay), with `\` written `\\` and a
@@ -27,27 +27,51 @@
  *   W <path>               changed: opened for writing, created,
  *                          truncated, renamed (both names), unlinked,
  *                          mkdir'ed, rmdir'ed, linked (the new name)
+ *   F <pid> <ppid>         a process started without a new image: a fork
+ *                          child (its atfork handler), or a posix_spawn
+ *                          child (written by the parent, then its X)
  *   X <pid> <path>         pid is about to exec path (posix_spawn: pid is
  *                          the child, written after it started)
  *   x <pid>                that exec failed
+ *   E <pid>                the process image ended normally (destructor,
+ *                          exit, _exit, _Exit): all its records are
+ *                          written before this line
  *
  * Only calls that worked are recorded, except that failed lookups are M.
+ * Every H and F is balanced by an E or a successful X of the same pid:
+ * one that is not belongs to a process killed by a signal (SIGPIPE in
+ * `grep -r x src | head -1`, SIGKILL, abort), whose buffered records are
+ * lost, so the reader counts such a run as untraced. vfork is made a
+ * fork (dash runs every command through vfork): its child writes its F,
+ * and its records no longer go into the parent's buffer it shares.
  * To change the format, change engine_trace.c's reader in the same commit
  * and bump the version here.
  *
  * Cost: records go into one per-process buffer (a mutex; no malloc) that
  * is written with one write(2) to the O_APPEND trace file when it fills,
- * at exit (the destructor), at _exit, and before exec, fork and
- * posix_spawn, so records of different processes never interleave inside
- * a line and a child's records follow its parent's earlier ones.
+ * at exit (the destructor, with the E line), at _exit, and before exec,
+ * fork and posix_spawn (records made after the destructor, by other
+ * libraries' destructors, are written one by one), so records of
+ * different processes never interleave inside a line and a child's
+ * records follow its parent's earlier ones.
+ *
+ * The trace fd is kept at FD_FLOOR (900) or above (lower when RLIMIT_NOFILE
+ * is small), out of the way of the low fds tools reuse, and before each
+ * write it is fstat'ed: when the tool closed it (closefrom, close_range)
+ * or put another file there (dup2), the trace file is opened again, so no
+ * record lands in a tool's file and none is dropped. close and dup2 are
+ * not wrapped: the check costs one fstat per write(2), not per call.
  *
  * Threads: every wrapper may run on any thread; the buffer, the cached
  * working folder and the fd are guarded by mu. A wrapper entered again on
  * the same thread while it holds mu (a signal handler) calls the real
- * function without recording. Not covered: libc's internal calls that do
- * not go through the PLT (glob(), ftw(), dlopen, system()'s own spawn —
- * the shell it runs is traced), raw syscalls, fexecve/execveat, static
- * binaries.
+ * function without recording, and fork, exec and _exit there skip their
+ * flush (taking mu again would deadlock): that process's buffered records
+ * are lost and it writes no E, so its run counts as untraced.
+ *
+ * Not covered: libc's internal calls that do not go through the PLT
+ * (glob(), ftw(), dlopen, system()'s own spawn — the shell it runs is
+ * traced), raw syscalls, fexecve/execveat, static binaries.
  *
  * Built without sanitizers, -fPIC -shared: it is loaded into sanitized and
  * unsanitized programs alike. */
@@ -62,17 +86,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define BUF_SIZE 65536
+#define FD_FLOOR 900   /* the trace fd is moved to this one or above */
 
 extern char **environ;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int trace_fd = -1;       /* -1: not opened yet; -2: cannot */
+static dev_t trace_dev;         /* what trace_fd was opened on */
+static ino_t trace_ino;
+static char trace_path[PATH_MAX];
+static int ended;               /* E written: records go out at once */
 static char buf[BUF_SIZE];
 static size_t buflen;
 static char cwd[PATH_MAX];
@@ -91,18 +121,47 @@ static __thread int busy __attribute__((tls_model("initial-exec")));
 
 /* ---- records ------------------------------------------------------------ */
 
-static void
-raw_write(const char *p, size_t n)
+/* Whether p is NULL, asked so that the compiler cannot answer "no" from
+ * libc's nonnull declarations: tools do pass NULL (statx and fstatat with
+ * AT_EMPTY_PATH, valid since Linux 6.11; EFAULT elsewhere). */
+static inline int
+is_null(const char *p)
 {
-	while (n > 0) {
-		ssize_t w = write(trace_fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
+	__asm__("" : "+r"(p));
+	return p == NULL;
+}
+
+/* Open the trace file again, O_APPEND, and move the fd high (mu held).
+ * A tool owns the low fds: it may close, dup2 onto or reopen any of them
+ * (bash's `exec 3>out`, closefrom(3)), and a record written to an fd it
+ * reused would land in its own file. Returns 0 or -1: not tracing. */
+static int
+fd_open(void)
+{
+	struct rlimit rl;
+	struct stat st;
+	int fd, hi, floor = FD_FLOOR;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, trace_path,
+	                  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	/* below the soft limit, which may be small (ulimit -n 256) */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)floor + 64)
+		floor = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : (int)rl.rlim_cur / 2;
+	if (fd < floor && (hi = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0) {
+		close(fd);
+		fd = hi;
 	}
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return -1;
+	}
+	trace_fd = fd;
+	trace_dev = st.st_dev;
+	trace_ino = st.st_ino;
+	return 0;
 }
 
 /* Open the trace file on first use (mu held). 0 or -1: not tracing. */
@@ -113,17 +172,56 @@ fd_ready(void)
 
 	if (trace_fd >= 0)
 		return 0;
-	if (trace_fd == -2 || (f = getenv("KILN_TRACE_FILE")) == NULL || f[0] == '\0') {
-		trace_fd = -2;
+	if (trace_fd == -2)
 		return -1;
+	if (trace_path[0] == '\0') {   /* a constructor before ours traced */
+		if ((f = getenv("KILN_TRACE_FILE")) == NULL || f[0] == '\0' ||
+		    strlen(f) >= sizeof trace_path) {
+			trace_fd = -2;
+			return -1;
+		}
+		strcpy(trace_path, f);
 	}
-	trace_fd = (int)syscall(SYS_openat, AT_FDCWD, f,
-	                        O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (trace_fd < 0) {
+	if (fd_open() != 0) {
 		trace_fd = -2;
 		return -1;
 	}
 	return 0;
+}
+
+/* Before a write (mu held): the fd must still be the trace file; the tool
+ * may have closed it or put another file in its place. Then it is opened
+ * again (the other file is the tool's: left alone). */
+static int
+fd_check(void)
+{
+	struct stat st;
+
+	if (fd_ready() != 0)
+		return -1;
+	if (fstat(trace_fd, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino)
+		return 0;
+	if (fd_open() != 0) {
+		trace_fd = -2;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+raw_write(const char *p, size_t n)
+{
+	if (fd_check() != 0)
+		return;
+	while (n > 0) {
+		ssize_t w = write(trace_fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
 }
 
 static void
@@ -139,6 +237,8 @@ flush(void)
 {
 	int saved = errno;
 
+	if (busy)   /* a signal handler while this thread holds mu */
+		return;
 	busy++;
 	pthread_mutex_lock(&mu);
 	flush_locked();
@@ -216,7 +316,7 @@ rec_at(char kind, int dirfd, const char *path)
 	size_t n, worst;
 	int saved = errno;
 
-	if (path == NULL || busy)
+	if (busy || is_null(path))
 		return;
 	busy++;
 	pthread_mutex_lock(&mu);
@@ -235,6 +335,8 @@ rec_at(char kind, int dirfd, const char *path)
 		}
 		buf[n++] = '\n';
 		buflen = n;
+		if (ended)   /* a destructor after ours: no flush is coming */
+			flush_locked();
 	}
 	pthread_mutex_unlock(&mu);
 	busy--;
@@ -264,30 +366,42 @@ rec_fd(char kind, int fd)
 	rec_at(kind, fd, "");
 }
 
-/* An X/x/H line, written at once (mu held by the caller, after a flush). */
+/* H/F/X/x/E lines, written at once after the buffered records (one
+ * write(2) when they fit). */
 static void
 rec_now(const char *line)
 {
+	size_t len = strlen(line);
 	int saved = errno;
 
+	if (busy)
+		return;
 	busy++;
 	pthread_mutex_lock(&mu);
 	if (fd_ready() == 0) {
-		flush_locked();
-		raw_write(line, strlen(line));
+		if (buflen + len <= sizeof buf) {
+			memcpy(buf + buflen, line, len);
+			buflen += len;
+			flush_locked();
+		} else {
+			flush_locked();
+			raw_write(line, len);
+		}
 	}
 	pthread_mutex_unlock(&mu);
 	busy--;
 	errno = saved;
 }
 
+/* pid is about to run path: this process exec'ing (X), or a child
+ * posix_spawn started (spawned: F then X, the child's start and exec). */
 static void
-rec_exec(pid_t pid, const char *path)
+rec_exec(pid_t pid, const char *path, int spawned)
 {
-	char line[PATH_MAX * 2 + 40], abs[PATH_MAX];
+	char line[PATH_MAX * 2 + 80], abs[PATH_MAX];
 	size_t n;
 
-	if (busy)
+	if (busy || is_null(path))
 		return;
 	busy++;
 	pthread_mutex_lock(&mu);
@@ -295,7 +409,11 @@ rec_exec(pid_t pid, const char *path)
 		snprintf(abs, sizeof abs, "%s", path);
 	pthread_mutex_unlock(&mu);
 	busy--;
-	n = (size_t)snprintf(line, 40, "X %ld ", (long)pid);
+	if (spawned)
+		n = (size_t)snprintf(line, 80, "F %ld %ld\nX %ld ", (long)pid,
+		                     (long)getpid(), (long)pid);
+	else
+		n = (size_t)snprintf(line, 40, "X %ld ", (long)pid);
 	n = put_escaped(line, n, sizeof line, abs);
 	line[n++] = '\n';
 	line[n] = '\0';
@@ -313,9 +431,33 @@ rec_exec_failed(pid_t pid)
 
 /* ---- process life ------------------------------------------------------ */
 
+/* fork from a signal handler that interrupted this thread inside mu:
+ * neither lock nor flush (the child's copy may be half a record). */
+static __thread int fork_nolock __attribute__((tls_model("initial-exec")));
+
+/* An H (exe given) or F line for this process. */
+static void
+rec_start(char kind, const char *exe)
+{
+	char line[PATH_MAX * 2 + 64];
+	size_t at;
+
+	at = (size_t)snprintf(line, 64, "%c %ld %ld%s", kind, (long)getpid(),
+	                      (long)getppid(), exe ? " " : "");
+	if (exe != NULL)
+		at = put_escaped(line, at, sizeof line - 1, exe);
+	line[at++] = '\n';
+	line[at] = '\0';
+	rec_now(line);
+}
+
 static void
 atfork_prepare(void)
 {
+	if (busy) {
+		fork_nolock = 1;
+		return;
+	}
 	pthread_mutex_lock(&mu);
 	flush_locked();
 }
@@ -323,49 +465,68 @@ atfork_prepare(void)
 static void
 atfork_parent(void)
 {
+	if (fork_nolock) {
+		fork_nolock = 0;
+		return;
+	}
 	pthread_mutex_unlock(&mu);
 }
 
 static void
 atfork_child(void)
 {
+	if (fork_nolock) {
+		fork_nolock = 0;
+		return;
+	}
 	buflen = 0;
+	ended = 0;
 	pthread_mutex_unlock(&mu);
+	rec_start('F', NULL);
+}
+
+/* The last record of a process image: every record it made is written. */
+static void
+rec_end(void)
+{
+	char line[40];
+
+	snprintf(line, sizeof line, "E %ld\n", (long)getpid());
+	rec_now(line);
+	ended = 1;
 }
 
 __attribute__((constructor)) static void
 trace_init(void)
 {
 	const char *p = getenv("LD_PRELOAD"), *f = getenv("KILN_TRACE_FILE");
-	char line[PATH_MAX * 2 + 64], exe[PATH_MAX];
+	char exe[PATH_MAX];
 	ssize_t n;
-	size_t at;
 
 	if (p != NULL)
 		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", p);
-	if (f != NULL)
+	if (f != NULL) {
 		snprintf(env_file, sizeof env_file, "KILN_TRACE_FILE=%s", f);
+		if (strlen(f) < sizeof trace_path)
+			strcpy(trace_path, f);
+	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = '\0';
-	at = (size_t)snprintf(line, 64, "H %ld %ld ", (long)getpid(), (long)getppid());
-	at = put_escaped(line, at, sizeof line - 1, exe);
-	line[at++] = '\n';
-	line[at] = '\0';
-	rec_now(line);
+	rec_start('H', exe);
 }
 
 __attribute__((destructor)) static void
 trace_fini(void)
 {
-	flush();
+	rec_end();
 }
 
 EXPORT void
 _exit(int status)
 {
 	REAL(_exit);
-	flush();
+	rec_end();
 	real__exit(status);
 	__builtin_unreachable();
 }
@@ -374,9 +535,18 @@ EXPORT void
 _Exit(int status)
 {
 	REAL(_Exit);
-	flush();
+	rec_end();
 	real__Exit(status);
 	__builtin_unreachable();
+}
+
+/* A vfork child shares the parent's memory (the buffer, mu) and runs no
+ * atfork handler, so it could neither record safely nor say F: a fork
+ * does what vfork promises, a little slower. */
+EXPORT pid_t
+vfork(void)
+{
+	return fork();
 }
 
 /* ---- open and friends -------------------------------------------------- */
@@ -408,7 +578,9 @@ open_done(int dirfd, const char *path, int flags, int fd)
 
 #define OPEN_MODE(flags, mode) \
 	do { \
-		if ((flags) & (O_CREAT | O_TMPFILE)) { \
+		/* glibc's __OPEN_NEEDS_MODE: O_TMPFILE includes \
+		 * O_DIRECTORY, which alone passes no mode */ \
+		if (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE) { \
 			va_list ap; \
 			va_start(ap, flags); \
 			mode = va_arg(ap, mode_t); \
@@ -576,12 +748,13 @@ lstat64(const char *path, struct stat64 *st)
 	LOOKUP(AT_FDCWD, path, real_lstat64(path, st));
 }
 
-/* fstatat with AT_EMPTY_PATH and "" is an fstat: no path looked up. */
+/* fstatat with AT_EMPTY_PATH and "" is an fstat: no path looked up; a
+ * NULL path is the same since Linux 6.11. */
 EXPORT int
 fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	REAL(fstatat);
-	if (path[0] == '\0')
+	if (is_null(path) || path[0] == '\0')
 		return real_fstatat(dirfd, path, st, flags);
 	LOOKUP(dirfd, path, real_fstatat(dirfd, path, st, flags));
 }
@@ -590,7 +763,7 @@ EXPORT int
 fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
 	REAL(fstatat64);
-	if (path[0] == '\0')
+	if (is_null(path) || path[0] == '\0')
 		return real_fstatat64(dirfd, path, st, flags);
 	LOOKUP(dirfd, path, real_fstatat64(dirfd, path, st, flags));
 }
@@ -599,7 +772,7 @@ EXPORT int
 statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *st)
 {
 	REAL(statx);
-	if (path[0] == '\0')
+	if (is_null(path) || path[0] == '\0')
 		return real_statx(dirfd, path, flags, mask, st);
 	LOOKUP(dirfd, path, real_statx(dirfd, path, flags, mask, st));
 }
@@ -774,6 +947,11 @@ chdir(const char *path)
 {
 	int r;
 	REAL(chdir);
+	if (busy) {   /* a signal handler inside mu: leave the cache stale */
+		r = real_chdir(path);
+		cwd_ok = 0;
+		return r;
+	}
 	busy++;
 	pthread_mutex_lock(&mu);
 	r = real_chdir(path);
@@ -788,6 +966,11 @@ fchdir(int fd)
 {
 	int r;
 	REAL(fchdir);
+	if (busy) {   /* a signal handler inside mu: leave the cache stale */
+		r = real_fchdir(fd);
+		cwd_ok = 0;
+		return r;
+	}
 	busy++;
 	pthread_mutex_lock(&mu);
 	r = real_fchdir(fd);
@@ -965,7 +1148,7 @@ execve(const char *path, char *const argv[], char *const envp[])
 	int r;
 	REAL(execve);
 	rec('R', path);
-	rec_exec(getpid(), path);
+	rec_exec(getpid(), path, 0);
 	r = real_execve(path, argv, env_fixed(envp, fixed, ENV_CAP));
 	rec_exec_failed(getpid());
 	return r;
@@ -977,51 +1160,80 @@ execv(const char *path, char *const argv[])
 	return execve(path, argv, environ);
 }
 
-/* execvp's PATH search, so that each try goes through execve above. */
+/* A file execve refused as no program (ENOEXEC): run it with sh, as
+ * execvp does. */
+static void
+exec_sh(const char *file, char *const argv[], char *const envp[])
+{
+	size_t na = 0;
+
+	while (argv[na] != NULL)
+		na++;
+	char *sv[na + 2];
+	sv[0] = (char *)"/bin/sh";
+	sv[1] = (char *)file;
+	for (size_t i = 1; i <= na; i++)
+		sv[i + 1] = argv[i];
+	execve("/bin/sh", sv, envp);
+}
+
+/* execvp's PATH search, so that each try goes through execve above, as
+ * execvp(3) says: PATH unset is "/bin:/usr/bin", an empty entry is the
+ * working folder, EACCES is remembered and returned when nothing else is
+ * found, and errors other than a missing file end the search. */
 EXPORT int
 execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	const char *p = getenv("PATH");
+	const char *p = getenv("PATH"), *e;
 	char full[PATH_MAX];
+	size_t fl;
 	int eacces = 0;
 
+	if (is_null(file))   /* the kernel's EFAULT */
+		return execve(file, argv, envp);
 	if (file[0] == '\0') {
 		errno = ENOENT;
 		return -1;
 	}
-	if (strchr(file, '/') != NULL)
-		return execve(file, argv, envp);
+	if (strchr(file, '/') != NULL) {
+		if (execve(file, argv, envp) != 0 && errno == ENOEXEC)
+			exec_sh(file, argv, envp);
+		return -1;
+	}
+	if ((fl = strlen(file)) > NAME_MAX) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	if (p == NULL)
-		p = "/usr/local/bin:/usr/bin:/bin";
-	while (*p) {
-		const char *e = strchr(p, ':');
-		size_t dl = e ? (size_t)(e - p) : strlen(p);
-		if (dl + 1 + strlen(file) + 1 <= sizeof full) {
-			if (dl == 0)
-				snprintf(full, sizeof full, "%s", file);
-			else
-				snprintf(full, sizeof full, "%.*s/%s", (int)dl, p, file);
-			if (syscall(SYS_faccessat, AT_FDCWD, full, X_OK) == 0) {
-				execve(full, argv, envp);
-				if (errno == ENOEXEC) {
-					/* a script without #!: run it with sh */
-					size_t na = 0;
-					while (argv[na] != NULL)
-						na++;
-					char *sv[na + 2];
-					sv[0] = (char *)"/bin/sh";
-					sv[1] = full;
-					for (size_t i = 1; i <= na; i++)
-						sv[i + 1] = argv[i];
-					execve("/bin/sh", sv, envp);
-				}
-				if (errno == EACCES)
-					eacces = 1;
-			}
+		p = "/bin:/usr/bin";
+	for (;; p = e + 1) {
+		size_t dl;
+		e = strchrnul(p, ':');
+		dl = (size_t)(e - p);
+		if (dl + 1 + fl + 1 > sizeof full) {
+			errno = ENAMETOOLONG;
+		} else {
+			memcpy(full, p, dl);
+			full[dl] = '/';
+			memcpy(full + (dl ? dl + 1 : 0), file, fl + 1);
+			/* most folders on PATH have no such file: one cheap
+			 * look, not an execve with its records */
+			if (syscall(SYS_faccessat, AT_FDCWD, full, F_OK) == 0 &&
+			    execve(full, argv, envp) != 0 && errno == ENOEXEC)
+				exec_sh(full, argv, envp);
 		}
-		p += dl;
-		if (*p == ':')
-			p++;
+		switch (errno) {
+		case EACCES:
+			eacces = 1;
+			break;
+		case ENOENT: case ENOTDIR: case ESTALE: case ENODEV:
+		case ETIMEDOUT: case ENAMETOOLONG:
+			break;
+		default:
+			return -1;
+		}
+		if (*e == '\0')
+			break;
 	}
 	errno = eacces ? EACCES : ENOENT;
 	return -1;
@@ -1033,23 +1245,40 @@ execvp(const char *file, char *const argv[])
 	return execvpe(file, argv, environ);
 }
 
-/* The execl family: gather the arguments, then as above. */
-#define ARGS_FROM(first, ap, av, cap) \
-	do { \
-		size_t n_ = 0; \
-		av[n_++] = (char *)(first); \
-		while (n_ < (cap) - 1 && (av[n_] = va_arg(ap, char *)) != NULL) \
-			n_++; \
-		av[n_] = NULL; \
-	} while (0)
+/* The execl family: count the arguments up to the NULL, gather them
+ * into an array that size (as glibc does), then as above. */
+static size_t
+args_count(va_list *ap)
+{
+	size_t n = 1;   /* the first, a named parameter */
+
+	while (va_arg(*ap, char *) != NULL)
+		n++;
+	return n;
+}
+
+static void
+args_gather(const char *first, va_list *ap, char **av, size_t n)
+{
+	av[0] = (char *)first;
+	for (size_t i = 1; i < n; i++)
+		av[i] = va_arg(*ap, char *);
+	(void)va_arg(*ap, char *);   /* the NULL: execle's envp follows */
+	av[n] = NULL;
+}
 
 EXPORT int
 execl(const char *path, const char *arg, ...)
 {
-	char *av[1024];
 	va_list ap;
+	size_t n;
+
 	va_start(ap, arg);
-	ARGS_FROM(arg, ap, av, 1024);
+	n = args_count(&ap);
+	va_end(ap);
+	char *av[n + 1];
+	va_start(ap, arg);
+	args_gather(arg, &ap, av, n);
 	va_end(ap);
 	return execve(path, av, environ);
 }
@@ -1057,10 +1286,15 @@ execl(const char *path, const char *arg, ...)
 EXPORT int
 execlp(const char *file, const char *arg, ...)
 {
-	char *av[1024];
 	va_list ap;
+	size_t n;
+
 	va_start(ap, arg);
-	ARGS_FROM(arg, ap, av, 1024);
+	n = args_count(&ap);
+	va_end(ap);
+	char *av[n + 1];
+	va_start(ap, arg);
+	args_gather(arg, &ap, av, n);
 	va_end(ap);
 	return execvpe(file, av, environ);
 }
@@ -1068,10 +1302,16 @@ execlp(const char *file, const char *arg, ...)
 EXPORT int
 execle(const char *path, const char *arg, ...)
 {
-	char *av[1024], **envp;
+	char **envp;
 	va_list ap;
+	size_t n;
+
 	va_start(ap, arg);
-	ARGS_FROM(arg, ap, av, 1024);
+	n = args_count(&ap);
+	va_end(ap);
+	char *av[n + 1];
+	va_start(ap, arg);
+	args_gather(arg, &ap, av, n);
 	envp = va_arg(ap, char **);
 	va_end(ap);
 	return execve(path, av, envp);
@@ -1081,7 +1321,7 @@ static int
 spawn_done(int r, pid_t *pid, const char *path)
 {
 	if (r == 0 && pid != NULL)
-		rec_exec(*pid, path);
+		rec_exec(*pid, path, 1);
 	return r;
 }
 

@@ -112,7 +112,172 @@ C
 	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/thr"
 	[ "$(grep -c "^M $P/t[0-9]-[0-9]*\.missing\$" t.trace)" -eq 15000 ] || { grep -c . t.trace; false; }
 	[ "$(grep "^M " t.trace | sort -u | wc -l)" -eq 15000 ]
-	[ "$(grep -vc '^[HMRSDWXx] ' t.trace)" -eq 0 ]
+	[ "$(grep -vc '^[HFMRSDWXxE] ' t.trace)" -eq 0 ]
+}
+
+@test "the shim alone: a tool that replaces or closes low fds (exec 3>, closefrom, dup2) keeps its files clean and its records" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	printf 'hi\n' >here.txt
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace bash -c '
+		exec 3>out.txt; echo hello >&3; cat here.txt >/dev/null; test -e gone0.txt; true'
+	[ "$(cat out.txt)" = hello ] || { cat out.txt; false; }
+	grep -qx "M $P/gone0.txt" t.trace
+	cat >"$BATS_TEST_TMPDIR/fds.c" <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(void) {
+	struct stat st;
+	stat("gone1.txt", &st);
+	closefrom(3);               /* the trace fd too */
+	int fd = open("mine.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	stat("gone2.txt", &st);     /* must not land in mine.txt */
+	for (int i = 3; i < 1100; i++)   /* every fd the shim might take */
+		if (i != fd) dup2(fd, i);
+	stat("gone3.txt", &st);
+	write(fd, "mine\n", 5);
+	return 0;
+}
+C
+	gcc -O1 -o "$BATS_TEST_TMPDIR/fds" "$BATS_TEST_TMPDIR/fds.c"
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t2.trace "$BATS_TEST_TMPDIR/fds"
+	cat t2.trace
+	[ "$(cat mine.txt)" = mine ] || { cat mine.txt; false; }
+	grep -qx "M $P/gone1.txt" t2.trace
+	grep -qx "M $P/gone2.txt" t2.trace
+	grep -qx "M $P/gone3.txt" t2.trace
+}
+
+@test "the shim alone: a signal handler that calls _exit, fork or chdir while the shim records does not deadlock" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	cat >"$BATS_TEST_TMPDIR/alrm.c" <<'C'
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static int mode;
+static void on_alarm(int sig) {
+	(void)sig;
+	if (mode == 1) {
+		pid_t p = fork();
+		if (p == 0) _exit(0);
+		if (p > 0) waitpid(p, NULL, 0);
+	} else if (mode == 2) {
+		chdir(".");
+	}
+	if (mode != 0 && --mode > 0) return;
+	_exit(0);
+}
+int main(int argc, char **argv) {
+	struct itimerval it = {{0, 200}, {0, 200}};
+	struct stat st;
+	mode = argc > 1 ? atoi(argv[1]) : 0;
+	signal(SIGALRM, on_alarm);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (;;) stat("some/missing/file/with/a/longish/name.txt", &st);
+}
+C
+	gcc -O1 -o "$BATS_TEST_TMPDIR/alrm" "$BATS_TEST_TMPDIR/alrm.c"
+	for i in $(seq 1 20); do
+		for m in 0 1 2; do
+			run timeout 5 env LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/alrm" $m
+			[ "$status" -eq 0 ] || { echo "run $i mode $m: status $status"; false; }
+		done
+	done
+}
+
+@test "the shim alone: a NULL path (statx, fstatat with AT_EMPTY_PATH) is passed through, not dereferenced" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	cat >"$BATS_TEST_TMPDIR/nul.c" <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(void) {
+	struct statx stx;
+	struct stat st;
+	int fd = open("here.txt", O_RDONLY);
+	/* valid since Linux 6.11 (EFAULT before): either way no crash */
+	statx(fd, NULL, AT_EMPTY_PATH, STATX_SIZE, &stx);
+	fstatat(fd, NULL, &st, AT_EMPTY_PATH);
+	stat(NULL, &st);
+	lstat(NULL, &st);
+	access(NULL, R_OK);
+	open(NULL, O_RDONLY);
+	fopen(NULL, "r");
+	readlink(NULL, (char[8]){0}, 8);
+	puts("survived");
+	return 0;
+}
+C
+	gcc -O1 -w -o "$BATS_TEST_TMPDIR/nul" "$BATS_TEST_TMPDIR/nul.c"
+	printf 'hi\n' >here.txt
+	run env LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/nul"
+	[ "$status" -eq 0 ] && [ "$output" = survived ] || { echo "status $status: $output"; false; }
+	grep -qx "R $P/here.txt" t.trace
+}
+
+@test "the shim alone: execl with 1500 arguments, execle's environment, execvp's PATH search behave as without it" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	command -v gcc >/dev/null || skip "no gcc"
+	args=$(for i in $(seq 1 1500); do printf '"a%d", ' "$i"; done)
+	cat >"$BATS_TEST_TMPDIR/ex.c" <<C
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void try(const char *what, const char *path, char *const *av) {
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0) {
+		if (path) setenv("PATH", path, 1); else unsetenv("PATH");
+		execvp(what, av);
+		printf("%s: %s\\n", what, strerror(errno));
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(p, NULL, 0);
+}
+int main(void) {
+	char *env[] = {"FOO=bar", NULL};
+	char *av[] = {"t", "x", NULL};
+	fflush(stdout);
+	if (fork() == 0) { execl("/bin/sh", "sh", "-c", "echo execl \$#", "x", $args NULL); _exit(1); }
+	wait(NULL);
+	if (fork() == 0) { execle("/bin/sh", "sh", "-c", "echo execle \$# \$FOO", "x", $args NULL, env); _exit(1); }
+	wait(NULL);
+	try("t1", "A:B", av);      /* A/t1 not executable: EACCES */
+	try("t3", "A:B", av);      /* A/t3 not executable, B/t3 is: runs */
+	try("t2", "", av);         /* empty PATH: the working folder */
+	try("t4", "B", av);        /* no #!: run by sh */
+	try("t5", "A:B", av);      /* nowhere: ENOENT */
+	return 0;
+}
+C
+	gcc -O1 -w -o "$BATS_TEST_TMPDIR/ex" "$BATS_TEST_TMPDIR/ex.c"
+	mkdir -p A B
+	printf '#!/bin/sh\necho ran A/t1\n' >A/t1
+	printf '#!/bin/sh\necho ran A/t3\n' >A/t3
+	printf '#!/bin/sh\necho ran B/t3\n' >B/t3
+	printf '#!/bin/sh\necho ran ./t2\n' >t2
+	printf 'echo ran B/t4 "$@"\n' >B/t4
+	chmod +x B/t3 t2 B/t4
+	"$BATS_TEST_TMPDIR/ex" >plain.txt
+	LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t.trace "$BATS_TEST_TMPDIR/ex" >traced.txt
+	cat traced.txt
+	grep -qx "execl 1500" plain.txt
+	diff plain.txt traced.txt
 }
 
 @test "a script reading files named in its input reruns when one changes, not when an unrelated file does" {
@@ -203,6 +368,71 @@ YAML
 	! grep -q '^leaky.txt' build/default/kiln-index.txt 2>/dev/null
 	run "$KILN" why leaky.txt
 	[[ "$output" == *"failed"* ]]
+}
+
+@test "a process killed by a signal (its records lost) makes the run untraced; one ending normally does not" {
+	mkdir -p src
+	printf 'x\n' >src/a.txt
+	printf 'dep\n' >dep.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default:
+tools:
+  killed: { run: [sh, -c, 'bash -c "read x < dep.txt; kill -PIPE \$\$"; cp "$0" "$1"; exit 0', "${in}", "${out}"] }
+  piped: { run: [sh, -c, 'yes | head -1 >/dev/null; cat dep.txt >/dev/null; cp "$0" "$1"', "${in}", "${out}"] }
+  fine: { run: [sh, -c, 'bash -c "read x < dep.txt; exit 3"; (cat dep.txt >/dev/null); cp "$0" "$1"', "${in}", "${out}"] }
+assets:
+  - { url: killed.txt, tool: killed, inputs: [src/a.txt] }
+  - { url: piped.txt, tool: piped, inputs: [src/a.txt] }
+  - { url: fine.txt, tool: fine, inputs: [src/a.txt] }
+YAML
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	run "$KILN" why killed.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
+	# yes dies of SIGPIPE: what it saw is lost, so the run is untraced too
+	run "$KILN" why piped.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
+	run "$KILN" why fine.txt
+	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+	# what the traced processes did record still counts
+	printf 'dep2\n' >dep.txt
+	build
+	[[ " $RAN " == *" fine.txt "* ]] || { echo "ran: $RAN"; false; }
+}
+
+@test "a step running 1500 processes is read whole: traced, every child's read a dependency; one killed child among them makes it untraced" {
+	mkdir -p src deps
+	printf 'x\n' >src/a.txt
+	for i in $(seq 1 1500); do printf '%d\n' "$i" >deps/$i.txt; done
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default:
+tools:
+  many: { run: [sh, -c, 'i=0; while [ $i -lt 1500 ]; do i=$((i+1)); cat deps/$i.txt; done >/dev/null; cp "$0" "$1"', "${in}", "${out}"] }
+  onekilled: { run: [sh, -c, 'i=0; while [ $i -lt 300 ]; do i=$((i+1)); cat deps/$i.txt >/dev/null; done; sh -c "kill -9 \$\$"; cp "$0" "$1"', "${in}", "${out}"] }
+assets:
+  - { url: many.txt, tool: many, inputs: [src/a.txt] }
+  - { url: onekilled.txt, tool: onekilled, inputs: [src/a.txt] }
+YAML
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	run "$KILN" why many.txt
+	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+	run "$KILN" why onekilled.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
+	printf 'changed\n' >deps/1499.txt
+	build
+	[ "$RAN" = "many.txt" ] || { echo "ran: $RAN"; false; }
+	printf 'changed\n' >deps/7.txt   # onekilled's traced children still count
+	build
+	[ "$RAN" = "many.txt onekilled.txt" ] || { echo "ran: $RAN"; false; }
 }
 
 @test "glslangValidator -I two folders: an include added earlier on the search path reruns it" {
