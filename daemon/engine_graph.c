@@ -260,49 +260,48 @@ stamp_of(const char *root, const char *rel, struct dirstamp *ds)
 	return 0;
 }
 
-/* Remember how every description file and source folder looks now. */
 static int
 name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A hash of the names in folder rel (not those starting with '.', which
- * the source walk skips, nor the root's build/, which builds make): a
- * folder whose mtime moved but whose names did not (an editor saving by
- * rename, a build creating build/) needs no reload. */
-static void
-dir_names(const char *root, const char *rel, kiln_id *id)
+int
+folder_names_hash(const char *path, unsigned flags, kiln_id *id)
 {
-	char path[PATH_MAX];
 	char **v = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	kiln_hasher *h = NULL;
 	DIR *d;
+	int rv = 0;
 
 	memset(id, 0, sizeof *id);
-	snprintf(path, sizeof path, "%s/%s", root, rel);
 	if ((d = opendir(path)) == NULL)
-		return;
+		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND : KILN_EIO;
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' ||
-		    (strcmp(rel, ".") == 0 && strcmp(de->d_name, "build") == 0))
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    ((flags & NAMES_SKIP_DOT) && de->d_name[0] == '.') ||
+		    ((flags & NAMES_SKIP_BUILD) && strcmp(de->d_name, "build") == 0))
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
 			char **nv = realloc(v, ncap * sizeof *nv);
-			if (nv == NULL)
+			if (nv == NULL) {
+				rv = KILN_ENOMEM;
 				goto out;
+			}
 			v = nv;
 			cap = ncap;
 		}
-		if ((v[n] = strdup(de->d_name)) == NULL)
+		if ((v[n] = strdup(de->d_name)) == NULL) {
+			rv = KILN_ENOMEM;
 			goto out;
+		}
 		n++;
 	}
 	qsort(v, n, sizeof *v, name_cmp);
-	if (kiln_hasher_new(&h) != 0)
+	if ((rv = kiln_hasher_new(&h)) != 0)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		kiln_hasher_update(h, v[i], strlen(v[i]) + 1);
@@ -313,6 +312,22 @@ out:
 		free(v[i]);
 	free(v);
 	closedir(d);
+	return rv;
+}
+
+/* A hash of the names in folder rel (not those starting with '.', which
+ * the source walk skips, nor the root's build/, which builds make): a
+ * folder whose mtime moved but whose names did not (an editor saving by
+ * rename, a build creating build/) needs no reload. */
+static void
+dir_names(const char *root, const char *rel, kiln_id *id)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	if (folder_names_hash(path, NAMES_SKIP_DOT |
+	                      (strcmp(rel, ".") == 0 ? NAMES_SKIP_BUILD : 0), id) != 0)
+		memset(id, 0, sizeof *id);
 }
 
 /* Remember how every description file and source folder looks now (and

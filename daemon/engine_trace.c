@@ -144,49 +144,9 @@ static int
 listing_hash(const struct engine *e, const char *rel, kiln_id *h)
 {
 	char path[PATH_MAX];
-	char **v = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	kiln_hasher *hs = NULL;
-	DIR *d;
-	int rv = 0;
 
-	memset(h, 0, sizeof *h);
 	snprintf(path, sizeof path, "%s/%s", e->root, rel);
-	if ((d = opendir(path)) == NULL)
-		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND : KILN_EIO;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			char **nv = realloc(v, ncap * sizeof *nv);
-			if (nv == NULL) {
-				rv = KILN_ENOMEM;
-				goto out;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		if ((v[n] = strdup(de->d_name)) == NULL) {
-			rv = KILN_ENOMEM;
-			goto out;
-		}
-		n++;
-	}
-	qsort(v, n, sizeof *v, str_cmp);
-	if ((rv = kiln_hasher_new(&hs)) != 0)
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		kiln_hasher_update(hs, v[i], strlen(v[i]) + 1);
-	kiln_hasher_digest(hs, h);
-	kiln_hasher_free(hs);
-out:
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	closedir(d);
-	return rv;
+	return folder_names_hash(path, 0, h);
 }
 
 int
