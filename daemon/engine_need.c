@@ -15,10 +15,12 @@
  * written into the run's ActionResult as UrlDeps.
  *
  * A need that would wait on the needing step itself — A needs B while B
- * (or anything B waits on: a prerequisite, a suspended run's need, a
- * dynamic prerequisite) waits on A — is a cycle: the request fails with
- * the cycle spelt out, and every suspended run on it is resumed with the
- * same error, so all of them fail rather than hang.
+ * (or anything B waits on: a prerequisite, a suspended run's need) waits
+ * on A — is a cycle: the request fails with the cycle spelt out, and
+ * every suspended run on it is resumed with the same error, so all of
+ * them fail rather than hang. A dynamic prerequisite on the way is only a
+ * hint (what a step needed last time, maybe no longer): its waiter stops
+ * waiting and is decided now instead.
  *
  * The needs of a step's last result are dynamic prerequisites: before
  * deciding it (need_prereqs) they are scheduled and the step waits on
@@ -286,23 +288,69 @@ reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to)
 	return found;
 }
 
-/* The cycle n -> t -> ... -> n as text, when t reaches n. 1 a cycle (msg
- * set; suspended runs on it get the error too), 0 none, KILN_ENOMEM. */
+/* Whether x waits on y for certain: y is its prerequisite or what its
+ * suspended run needs (not merely a need of its last result). */
+static int
+hard_edge(const struct node *x, uint32_t y)
+{
+	for (uint32_t k = 0; k < x->ndeps; k++)
+		if (x->deps[k] == y)
+			return 1;
+	return x->token[0] && x->need_state == NEED_SUSPENDED && x->need_on == y;
+}
+
+/* Stop r waiting on its last result's needs and decide it now: what it
+ * needs this time may differ (need_prereqs will not wait on what waits on
+ * it, and need_check_result then calls the old needs not up to date). */
+static void
+dwait_release(struct engine *e, struct graph *g, struct node *r)
+{
+	for (size_t i = 0; i < e->ndwait;) {
+		struct need_wait w = e->dwait[i];
+		if (w.g != g || w.waiter != r->idx) {
+			i++;
+			continue;
+		}
+		e->dwait[i] = e->dwait[--e->ndwait];
+		if (g->nodes[w.target].ndwaited > 0)
+			g->nodes[w.target].ndwaited--;
+	}
+	if (r->st == N_WAITING && r->waiting > 0) {
+		r->waiting = 0;
+		node_make_ready(e, g, r);
+	}
+}
+
+/* The cycle n -> t -> ... -> n as text, when t reaches n over hard edges.
+ * A path through a dynamic prerequisite is no cycle: that waiter's old
+ * needs are stale (the descriptions or inputs changed), so it stops
+ * waiting on them and is decided again. 1 a cycle (msg set; suspended
+ * runs on it get the error too), 0 none, KILN_ENOMEM. */
 static int
 cycle_find(struct engine *e, struct graph *g, struct node *n, struct node *t,
            char *msg, size_t len)
 {
 	uint32_t *path;
 	size_t np = 0, at;
-	int rv;
+	int rv, soft;
 
 	if (t == n) {
 		snprintf(msg, len, "need cycle: %s -> %s (a step cannot need itself)",
 		         n->ks->url, n->ks->url);
 		return 1;
 	}
-	if ((rv = reaches(e, g, t->idx, n->idx)) != 1)
-		return rv;
+	do {
+		if ((rv = reaches(e, g, t->idx, n->idx)) != 1)
+			return rv;
+		soft = 0;
+		for (uint32_t y = n->idx; y != t->idx && !soft; y = g->nparent[y]) {
+			struct node *x = &g->nodes[g->nparent[y]];
+			if (!hard_edge(x, y)) {
+				dwait_release(e, g, x);
+				soft = 1;
+			}
+		}
+	} while (soft);
 	path = g->nsk;   /* reaches leaves it free */
 	for (uint32_t x = n->idx; x != t->idx; x = g->nparent[x])
 		path[np++] = x;
