@@ -250,6 +250,8 @@ struct engine {
 	struct need_wait { struct graph *g; uint32_t waiter, target; } *dwait;
 	size_t ndwait, capdwait; /* nodes waiting on their last needs */
 	unsigned nsusp;          /* runs in NEED_SUSPENDED */
+	int need_joined;         /* a build joined a step waiting on needs */
+	int need_flushing;       /* need_join_flush is on the stack */
 	char *kiln_cli;          /* $KILN: kiln beside kilnd (NULL: unknown) */
 	char *ipc_url;           /* $KILN_SOCKET (NULL: none) */
 
@@ -384,6 +386,19 @@ int need_token_add(struct engine *e, struct graph *g, struct node *n);
 /* n's tool ended (e->mu held): its token goes. 1: it held a -j slot
  * (e->running counts it); 0: it was suspended without one. */
 int need_run_end(struct engine *e, struct node *n);
+
+/* Build slots are joining n, which is already scheduled (node_schedule,
+ * e->mu held): when n is suspended on a need or waits on its dynamic
+ * prerequisites, those are to be scheduled for them too, by the next
+ * need_join_flush (not here: node_schedule runs inside walks). */
+void need_join(struct engine *e, const struct node *n);
+
+/* Schedule what suspended runs and dynamic-prerequisite waiters wait on
+ * for every build they belong to now, after builds joined them (e->mu
+ * held; after node_schedule's callers, engine_build and our own). Without
+ * it a cancel of the build that first asked would cancel what the others
+ * wait on. Best effort: out of memory, the waiter sees the cancel. */
+void need_join_flush(struct engine *e);
 
 /* Give resolved suspended runs their slot back, before new steps start
  * (e->mu held). */

@@ -432,8 +432,60 @@ schedule_closure(struct engine *e, struct graph *g, struct node *t, uint64_t bit
 			node_schedule(e, g, x, b);
 		}
 	}
+	need_join_flush(e);
 	pthread_cond_broadcast(&e->cv);
 	return 0;
+}
+
+void
+need_join(struct engine *e, const struct node *n)
+{
+	if ((n->token[0] && n->need_state == NEED_SUSPENDED) ||
+	    (n->st == N_WAITING && n->nneeds > 0 && n->needs_wave == e->wave))
+		e->need_joined = 1;
+}
+
+void
+need_join_flush(struct engine *e)
+{
+	struct need_wait *snap = NULL;
+	size_t nsnap, capsnap = 0;
+
+	if (e->need_flushing)
+		return;   /* schedule_closure below: the loop goes on */
+	e->need_flushing = 1;
+	while (e->need_joined) {
+		e->need_joined = 0;
+		/* schedule_closure adds only what a build lacks: a step every
+		 * build of its waiter has already costs one look */
+		for (size_t i = 0; i < e->ntoks; i++) {
+			struct node *x = e->toks[i].n;
+			if (x->need_state == NEED_SUSPENDED && x->builds != 0)
+				schedule_closure(e, e->toks[i].g,
+				                 &e->toks[i].g->nodes[x->need_on], x->builds);
+		}
+		/* what schedule_closure finishes leaves e->dwait: walk a copy */
+		if (e->ndwait == 0)
+			continue;
+		if (e->ndwait > capsnap) {
+			struct need_wait *nv = realloc(snap, e->ndwait * sizeof *nv);
+			if (nv == NULL)
+				break;   /* the waiters' builds do not get them: the
+				          * waiters are decided after a cancel */
+			snap = nv;
+			capsnap = e->ndwait;
+		}
+		nsnap = e->ndwait;
+		memcpy(snap, e->dwait, nsnap * sizeof *snap);
+		for (size_t i = 0; i < nsnap; i++) {
+			struct node *w = &snap[i].g->nodes[snap[i].waiter];
+			if (w->st == N_WAITING && w->builds != 0)
+				schedule_closure(e, snap[i].g, &snap[i].g->nodes[snap[i].target],
+				                 w->builds);
+		}
+	}
+	free(snap);
+	e->need_flushing = 0;
 }
 
 /* Resolve d (url, output) in g: d->idx, d->out. 1 found, 0 not. */

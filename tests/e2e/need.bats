@@ -247,6 +247,27 @@ level_built_ok() {
 	wait_for bash -c '! pgrep -f -- "[k]iln need slow/tex" && ! pgrep -f "[s]leep 29.5"'
 }
 
+@test "cancelling one of two builds sharing a suspended step leaves the other whole" {
+	write_project
+	"$KILN" build --json share/level >b1.out 2>&1 &
+	b1=$!
+	wait_for pgrep -f -- "[k]iln need share/tex"
+	"$KILN" build --json share/level >b2.out 2>&1 &
+	b2=$!
+	sleep 1   # the second build joins the suspended step
+	kill -INT "$b1"
+	st=0
+	wait "$b1" || st=$?
+	[ "$st" -eq 130 ] || { echo "b1 exit $st"; cat b1.out; false; }
+	st=0
+	wait "$b2" || st=$?
+	[ "$st" -eq 0 ] || { echo "b2 exit $st"; cat b2.out; false; }
+	[ "$(cat build/pc/share/level)" = tex ]
+	# the needed step was not killed and run again: it ran once
+	run "$KILN" build --json share/level
+	[ "$(ran)" = "" ] || { echo "$output"; false; }
+}
+
 # x/a and x/b need the step named in their input file, if any.
 write_swap_project() {
 	mkdir -p src
