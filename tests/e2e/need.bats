@@ -47,6 +47,18 @@ tools:
   twin:
     run: '"$KILN" need textures/stone.png > ${out}.a & a=$!; "$KILN" need textures/grass.png > ${out}.b & b=$!; wait $a || exit 1; wait $b || exit 1; cat ${out}.a ${out}.b > ${out}; rm ${out}.a ${out}.b'
     shell: true
+  twincyc:
+    run: '"$KILN" need textures/stone.png > ${out}.a 2>&1 & a=$!; "$KILN" need pcyc/y > ${out}.b 2>&1 & b=$!; wait $a; sa=$?; wait $b; sb=$?; echo "stone $sa: $(cat ${out}.a)"; echo "y $sb: $(cat ${out}.b)"; exit 1'
+    shell: true
+  peer:
+    run: 'for i in $(seq 100); do pgrep -f "[k]iln-peer-marker" >/dev/null && break; sleep 0.1; done; if pgrep -f "[k]iln-peer-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
+    shell: true
+  marker:
+    run: 'sh -c "sleep 4" kiln-peer-marker; echo marker > ${out}'
+    shell: true
+  twinpar:
+    run: 'a=$("$KILN" need par/peer) & b=$("$KILN" need par/marker) & wait; "$KILN" need par/peer >/dev/null && "$KILN" need par/marker >/dev/null && cat build/pc/par/peer > ${out}'
+    shell: true
   envdump:
     run: 'printf "%s\n%s\n%s\n" "$KILN" "$KILN_SOCKET" "$KILN_STEP_TOKEN" > ${out}'
     shell: true
@@ -92,6 +104,17 @@ assets:
     params: { other: share/tex }
   - url: twin/both
     tool: twin
+  - url: par/peer
+    tool: peer
+  - url: par/marker
+    tool: marker
+  - url: par/both
+    tool: twinpar
+  - url: pcyc/x
+    tool: twincyc
+  - url: pcyc/y
+    tool: needer
+    params: { other: pcyc/x }
 YAML
 }
 
@@ -336,4 +359,21 @@ YAML
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(cat build/pc/twin/both)" = "$(printf 'build/pc/textures/stone.png\nbuild/pc/textures/grass.png')" ]
 	[ "$(ran)" = "textures/grass.png textures/stone.png twin/both" ] || { echo "$output"; false; }
+}
+
+@test "kiln needs asked at once are built at once" {
+	write_project
+	run timeout 60 "$KILN" build --json -j 2 par/both
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# par/peer ran while par/marker ran: both were scheduled together
+	[ "$(cat build/pc/par/both)" = together ]
+}
+
+@test "of several kiln needs at once, the one closing a cycle gets the error, the others their paths" {
+	write_project
+	run timeout 60 "$KILN" build -j 1 pcyc/x
+	[ "$status" -eq 1 ] || { echo "$output"; false; }
+	[[ "$output" == *"stone 0: build/pc/textures/stone.png"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"y 1: kiln: need: pcyc/y: need cycle: pcyc/"?" -> pcyc/"?" -> pcyc/"?* ]] || { echo "$output"; false; }
+	[[ "$output" == *"FAILED pcyc/y"* ]] || { echo "$output"; false; }
 }
