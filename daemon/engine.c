@@ -578,6 +578,8 @@ node_schedule(struct engine *e, struct graph *g, struct node *n, struct build *b
 
 	if (n->wave == e->wave && n->st != N_IDLE && n->st != N_CANCELLED &&
 	    n->st != N_SKIPPED) {
+		if (!(n->builds & bit) && e->nsusp + e->ndwait > 0)
+			need_join(e, n);  /* what it waits on: b's too */
 		n->builds |= bit;
 		if (b->prio > n->prio) {
 			n->prio = b->prio;
@@ -744,6 +746,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	for (uint32_t i = 0; i < g->n; i++)
 		if (mark[g->topo[i]])
 			node_schedule(e, g, &g->nodes[g->topo[i]], b);
+	need_join_flush(e);
 	rep->build = b->id;
 	rep->steps = b->total;
 	rep->profile = g->profile;

@@ -35,7 +35,6 @@ graph_free(struct graph *g)
 		free(n->disc);
 		need_deps_free(n->needs, n->nneeds);
 		need_deps_free(n->rneeds, n->nrneeds);
-		free(n->need_err);
 		free(n->reason);
 		free(n->error);
 		key_parts_free(&n->parts);

@@ -72,8 +72,7 @@ struct need_dep {
 
 enum need_state {
 	NEED_NONE,               /* the run holds its -j slot */
-	NEED_SUSPENDED,          /* waits on need_on; its slot is lent out */
-	NEED_GRANTED,            /* need_on is resolved and a slot taken */
+	NEED_SUSPENDED,          /* waits on its needs; its slot is lent out */
 };
 
 /* What the reaper hands back when a node's tool ends. */
@@ -138,9 +137,7 @@ struct node {
 	struct need_dep *rneeds; /* needed by the run in progress */
 	size_t nrneeds;
 	char token[33];          /* the run's KILN_STEP_TOKEN */
-	enum need_state need_state;
-	uint32_t need_on;        /* the node a suspended run waits on */
-	char *need_err;          /* a cycle found while it was suspended */
+	enum need_state need_state; /* its needs asked: e->ons */
 	uint64_t needs_wave;     /* wave its needs were last scheduled in */
 	uint32_t ndwaited;       /* e->dwait entries waiting on this node */
 };
@@ -250,6 +247,17 @@ struct engine {
 	struct need_wait { struct graph *g; uint32_t waiter, target; } *dwait;
 	size_t ndwait, capdwait; /* nodes waiting on their last needs */
 	unsigned nsusp;          /* runs in NEED_SUSPENDED */
+	/* the needs runs asked that are not answered yet, several per run
+	 * when a tool asks in parallel: its slot is lent while any waits */
+	struct need_on {
+		struct graph *g;
+		struct node *n;      /* the run that asked */
+		uint32_t target;     /* the step it asked for */
+		char *err;           /* its answer is this error (a cycle) */
+	} *ons;
+	size_t nons, capons;
+	int need_joined;         /* a build joined a step waiting on needs */
+	int need_flushing;       /* need_join_flush is on the stack */
 	char *kiln_cli;          /* $KILN: kiln beside kilnd (NULL: unknown) */
 	char *ipc_url;           /* $KILN_SOCKET (NULL: none) */
 
@@ -391,6 +399,19 @@ int need_token_add(struct engine *e, struct graph *g, struct node *n);
 /* n's tool ended (e->mu held): its token goes. 1: it held a -j slot
  * (e->running counts it); 0: it was suspended without one. */
 int need_run_end(struct engine *e, struct node *n);
+
+/* Build slots are joining n, which is already scheduled (node_schedule,
+ * e->mu held): when n is suspended on a need or waits on its dynamic
+ * prerequisites, those are to be scheduled for them too, by the next
+ * need_join_flush (not here: node_schedule runs inside walks). */
+void need_join(struct engine *e, const struct node *n);
+
+/* Schedule what suspended runs and dynamic-prerequisite waiters wait on
+ * for every build they belong to now, after builds joined them (e->mu
+ * held; after node_schedule's callers, engine_build and our own). Without
+ * it a cancel of the build that first asked would cancel what the others
+ * wait on. Best effort: out of memory, the waiter sees the cancel. */
+void need_join_flush(struct engine *e);
 
 /* Give resolved suspended runs their slot back, before new steps start
  * (e->mu held). */

@@ -8,17 +8,23 @@
  * priority, and the run is suspended: its -j slot is lent out (e->running
  * drops) so `-j 1` cannot deadlock. The request is answered "pending" and
  * the client asks again (1 ms doubling to 50 ms): no handler thread waits
- * for a build. When the needed step finishes, need_grant gives the
- * suspended run a slot back before any new step starts (workers call it
- * first), or leaves it waiting until a tool ends; only then does its next
- * poll get the paths. What was handed over is recorded (n->rneeds) and
- * written into the run's ActionResult as UrlDeps.
+ * for a build. A tool may ask for several at once: each ask not answered
+ * yet is an entry of e->ons, scheduled when it first comes (so they build
+ * in parallel), and the run stays suspended until every one is done. Then
+ * need_grant gives it a slot back before any new step starts (workers call
+ * it first), or leaves it waiting until a tool ends; only then do its
+ * polls get the paths: no answer is given while the slot is lent out.
+ * What was handed over is recorded (n->rneeds) and written into the run's
+ * ActionResult as UrlDeps.
  *
  * A need that would wait on the needing step itself — A needs B while B
- * (or anything B waits on: a prerequisite, a suspended run's need, a
- * dynamic prerequisite) waits on A — is a cycle: the request fails with
- * the cycle spelt out, and every suspended run on it is resumed with the
- * same error, so all of them fail rather than hang.
+ * (or anything B waits on: a prerequisite, a suspended run's need) waits
+ * on A — is a cycle: the request fails with the cycle spelt out, and
+ * every suspended run on it is resumed with the same error, so all of
+ * them fail rather than hang (the error is the answer to the ask that
+ * waits on the cycle, not to the run's other asks). A dynamic prerequisite on the way is only a
+ * hint (what a step needed last time, maybe no longer): its waiter stops
+ * waiting and is decided now instead.
  *
  * The needs of a step's last result are dynamic prerequisites: before
  * deciding it (need_prereqs) they are scheduled and the step waits on
@@ -67,10 +73,15 @@ need_init(struct engine *e)
 void
 need_free(struct engine *e)
 {
+	for (size_t i = 0; i < e->nons; i++)
+		free(e->ons[i].err);
+	free(e->ons);
 	free(e->toks);
 	free(e->dwait);
 	free(e->kiln_cli);
 	free(e->ipc_url);
+	e->ons = NULL;
+	e->nons = e->capons = 0;
 	e->toks = NULL;
 	e->dwait = NULL;
 	e->kiln_cli = e->ipc_url = NULL;
@@ -121,12 +132,68 @@ need_token_add(struct engine *e, struct graph *g, struct node *n)
 	e->toks[e->ntoks].n = n;
 	e->ntoks++;
 	n->need_state = NEED_NONE;
-	free(n->need_err);
-	n->need_err = NULL;
 	need_deps_free(n->rneeds, n->nrneeds);
 	n->rneeds = NULL;
 	n->nrneeds = 0;
 	return 0;
+}
+
+/* ---- outstanding needs ---------------------------------------------------- */
+
+static int
+node_finished(const struct engine *e, const struct node *t)
+{
+	return t->wave == e->wave && node_done_state(t->st);
+}
+
+/* The entry of e->ons for n's ask for target, or -1. */
+static long
+on_find(const struct engine *e, const struct node *n, uint32_t target)
+{
+	for (size_t i = 0; i < e->nons; i++)
+		if (e->ons[i].n == n && e->ons[i].target == target)
+			return (long)i;
+	return -1;
+}
+
+/* Record that n's run asked for target (err: already answered with this,
+ * malloc'd, taken over). 0 or KILN_ENOMEM. */
+static int
+on_add(struct engine *e, struct graph *g, struct node *n, uint32_t target,
+       char *err)
+{
+	if (e->nons == e->capons) {
+		size_t ncap = e->capons ? e->capons * 2 : 16;
+		struct need_on *nv = realloc(e->ons, ncap * sizeof *nv);
+		if (nv == NULL) {
+			free(err);
+			return KILN_ENOMEM;
+		}
+		e->ons = nv;
+		e->capons = ncap;
+	}
+	e->ons[e->nons++] = (struct need_on){g, n, target, err};
+	return 0;
+}
+
+static void
+on_drop(struct engine *e, size_t i)
+{
+	free(e->ons[i].err);
+	e->ons[i] = e->ons[--e->nons];
+}
+
+/* Whether every need n's run asked has its answer (the step finished, or
+ * an error): a suspended run may take a slot back. */
+static int
+on_resolved(const struct engine *e, const struct node *n)
+{
+	for (size_t i = 0; i < e->nons; i++) {
+		const struct need_on *o = &e->ons[i];
+		if (o->n == n && o->err == NULL && !node_finished(e, &o->g->nodes[o->target]))
+			return 0;
+	}
+	return 1;
 }
 
 int
@@ -142,9 +209,12 @@ need_run_end(struct engine *e, struct node *n)
 			e->toks[i] = e->toks[--e->ntoks];
 			break;
 		}
+	for (size_t i = 0; i < e->nons;)  /* asked, never answered */
+		if (e->ons[i].n == n)
+			on_drop(e, i);
+		else
+			i++;
 	n->token[0] = '\0';
-	free(n->need_err);
-	n->need_err = NULL;
 	return held;
 }
 
@@ -174,12 +244,6 @@ need_env(const struct engine *e, const struct node *n, int i)
 
 /* ---- slots ---------------------------------------------------------------- */
 
-static int
-node_finished(const struct engine *e, const struct node *t)
-{
-	return t->wave == e->wave && node_done_state(t->st);
-}
-
 void
 need_grant(struct engine *e)
 {
@@ -187,14 +251,13 @@ need_grant(struct engine *e)
 		struct node *n = e->toks[i].n;
 		if (n->need_state != NEED_SUSPENDED)
 			continue;
-		if (n->need_err == NULL && !e->quit &&
-		    !node_finished(e, &e->toks[i].g->nodes[n->need_on]))
+		if (!e->quit && !on_resolved(e, n))
 			continue;
 		if (e->running >= jobs_limit(e) && !e->quit)
 			return;  /* the next tool that ends frees one */
 		e->running++;
 		e->nsusp--;
-		n->need_state = NEED_GRANTED;
+		n->need_state = NEED_NONE;
 	}
 }
 
@@ -254,23 +317,25 @@ reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to)
 		const struct node *xn = &g->nodes[x];
 		if (x != from && node_finished(e, xn))
 			continue;
-		/* the edges out of x: deps, then need_on, then dynamic waits */
-		size_t nd = xn->ndeps, extra = 0;
-		uint32_t more[1] = {0};
-		if (xn->token[0] && xn->need_state == NEED_SUSPENDED)
-			more[extra++] = xn->need_on;
+		/* the edges out of x: deps, then what its suspended run asked
+		 * for, then dynamic waits */
+		size_t nd = xn->ndeps;
+		size_t no = xn->token[0] && xn->need_state == NEED_SUSPENDED ? e->nons : 0;
 		/* only a node waiting on its needs has dynamic waits */
 		size_t nw = xn->st == N_WAITING && xn->nneeds > 0 &&
 		            xn->needs_wave == e->wave ? e->ndwait : 0;
-		for (size_t k = 0; k < nd + extra + nw && !found; k++) {
+		for (size_t k = 0; k < nd + no + nw && !found; k++) {
 			uint32_t y;
 			if (k < nd)
 				y = xn->deps[k];
-			else if (k < nd + extra)
-				y = more[k - nd];
-			else if (e->dwait[k - nd - extra].g == g &&
-			         e->dwait[k - nd - extra].waiter == x)
-				y = e->dwait[k - nd - extra].target;
+			else if (k < nd + no && e->ons[k - nd].n == xn &&
+			         e->ons[k - nd].err == NULL)
+				y = e->ons[k - nd].target;
+			else if (k < nd + no)
+				continue;
+			else if (e->dwait[k - nd - no].g == g &&
+			         e->dwait[k - nd - no].waiter == x)
+				y = e->dwait[k - nd - no].target;
 			else
 				continue;
 			if (mark[y] == gen)
@@ -286,23 +351,72 @@ reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to)
 	return found;
 }
 
-/* The cycle n -> t -> ... -> n as text, when t reaches n. 1 a cycle (msg
- * set; suspended runs on it get the error too), 0 none, KILN_ENOMEM. */
+/* Whether x waits on y for certain: y is its prerequisite or what its
+ * suspended run asked for (not merely a need of its last result). */
+static int
+hard_edge(const struct engine *e, const struct node *x, uint32_t y)
+{
+	long i;
+
+	for (uint32_t k = 0; k < x->ndeps; k++)
+		if (x->deps[k] == y)
+			return 1;
+	return x->token[0] && x->need_state == NEED_SUSPENDED &&
+	       (i = on_find(e, x, y)) >= 0 && e->ons[i].err == NULL;
+}
+
+/* Stop r waiting on its last result's needs and decide it now: what it
+ * needs this time may differ (need_prereqs will not wait on what waits on
+ * it, and need_check_result then calls the old needs not up to date). */
+static void
+dwait_release(struct engine *e, struct graph *g, struct node *r)
+{
+	for (size_t i = 0; i < e->ndwait;) {
+		struct need_wait w = e->dwait[i];
+		if (w.g != g || w.waiter != r->idx) {
+			i++;
+			continue;
+		}
+		e->dwait[i] = e->dwait[--e->ndwait];
+		if (g->nodes[w.target].ndwaited > 0)
+			g->nodes[w.target].ndwaited--;
+	}
+	if (r->st == N_WAITING && r->waiting > 0) {
+		r->waiting = 0;
+		node_make_ready(e, g, r);
+	}
+}
+
+/* The cycle n -> t -> ... -> n as text, when t reaches n over hard edges.
+ * A path through a dynamic prerequisite is no cycle: that waiter's old
+ * needs are stale (the descriptions or inputs changed), so it stops
+ * waiting on them and is decided again. 1 a cycle (msg set; suspended
+ * runs on it get the error too), 0 none, KILN_ENOMEM. */
 static int
 cycle_find(struct engine *e, struct graph *g, struct node *n, struct node *t,
            char *msg, size_t len)
 {
 	uint32_t *path;
 	size_t np = 0, at;
-	int rv;
+	int rv, soft;
 
 	if (t == n) {
 		snprintf(msg, len, "need cycle: %s -> %s (a step cannot need itself)",
 		         n->ks->url, n->ks->url);
 		return 1;
 	}
-	if ((rv = reaches(e, g, t->idx, n->idx)) != 1)
-		return rv;
+	do {
+		if ((rv = reaches(e, g, t->idx, n->idx)) != 1)
+			return rv;
+		soft = 0;
+		for (uint32_t y = n->idx; y != t->idx && !soft; y = g->nparent[y]) {
+			struct node *x = &g->nodes[g->nparent[y]];
+			if (!hard_edge(e, x, y)) {
+				dwait_release(e, g, x);
+				soft = 1;
+			}
+		}
+	} while (soft);
 	path = g->nsk;   /* reaches leaves it free */
 	for (uint32_t x = n->idx; x != t->idx; x = g->nparent[x])
 		path[np++] = x;
@@ -313,11 +427,14 @@ cycle_find(struct engine *e, struct graph *g, struct node *n, struct node *t,
 	if (at < len)
 		snprintf(msg + at, len - at, " (each waits on the next: kiln need or "
 		         "a declared need)");
-	for (size_t i = 0; i < np; i++) {
+	/* path[i] waits on path[i - 1]: the suspended runs' asks get the
+	 * error as their answer */
+	for (size_t i = 1; i < np; i++) {
 		struct node *x = &g->nodes[path[i]];
-		if (x != n && x->token[0] && x->need_state == NEED_SUSPENDED &&
-		    x->need_err == NULL)
-			x->need_err = strdup(msg);
+		long k;
+		if (x->token[0] && x->need_state == NEED_SUSPENDED &&
+		    (k = on_find(e, x, path[i - 1])) >= 0 && e->ons[k].err == NULL)
+			e->ons[k].err = strdup(msg);  /* NULL: it waits on */
 	}
 	return 1;
 }
@@ -384,8 +501,60 @@ schedule_closure(struct engine *e, struct graph *g, struct node *t, uint64_t bit
 			node_schedule(e, g, x, b);
 		}
 	}
+	need_join_flush(e);
 	pthread_cond_broadcast(&e->cv);
 	return 0;
+}
+
+void
+need_join(struct engine *e, const struct node *n)
+{
+	if ((n->token[0] && n->need_state == NEED_SUSPENDED) ||
+	    (n->st == N_WAITING && n->nneeds > 0 && n->needs_wave == e->wave))
+		e->need_joined = 1;
+}
+
+void
+need_join_flush(struct engine *e)
+{
+	struct need_wait *snap = NULL;
+	size_t nsnap, capsnap = 0;
+
+	if (e->need_flushing)
+		return;   /* schedule_closure below: the loop goes on */
+	e->need_flushing = 1;
+	while (e->need_joined) {
+		e->need_joined = 0;
+		/* schedule_closure adds only what a build lacks: a step every
+		 * build of its waiter has already costs one look */
+		for (size_t i = 0; i < e->nons; i++) {
+			struct need_on *o = &e->ons[i];
+			if (o->n->need_state == NEED_SUSPENDED && o->err == NULL &&
+			    o->n->builds != 0)
+				schedule_closure(e, o->g, &o->g->nodes[o->target], o->n->builds);
+		}
+		/* what schedule_closure finishes leaves e->dwait: walk a copy */
+		if (e->ndwait == 0)
+			continue;
+		if (e->ndwait > capsnap) {
+			struct need_wait *nv = realloc(snap, e->ndwait * sizeof *nv);
+			if (nv == NULL)
+				break;   /* the waiters' builds do not get them: the
+				          * waiters are decided after a cancel */
+			snap = nv;
+			capsnap = e->ndwait;
+		}
+		nsnap = e->ndwait;
+		memcpy(snap, e->dwait, nsnap * sizeof *snap);
+		for (size_t i = 0; i < nsnap; i++) {
+			struct node *w = &snap[i].g->nodes[snap[i].waiter];
+			if (w->st == N_WAITING && w->builds != 0)
+				schedule_closure(e, snap[i].g, &snap[i].g->nodes[snap[i].target],
+				                 w->builds);
+		}
+	}
+	free(snap);
+	e->need_flushing = 0;
 }
 
 /* Resolve d (url, output) in g: d->idx, d->out. 1 found, 0 not. */
@@ -671,6 +840,26 @@ answer_done(struct node *n, const struct node *t, int out,
 	return 0;
 }
 
+/* n's run asks for t, not finished in this wave: schedule t (and all it
+ * needs) for n's builds, and record the ask in e->ons, with a need cycle
+ * as its answer when t waits on n. 0 or KILN_ENOMEM. */
+static int
+need_ask(struct engine *e, struct graph *g, struct node *n, struct node *t)
+{
+	char msg[2048];
+	int rv;
+
+	if ((rv = cycle_find(e, g, n, t, msg, sizeof msg)) < 0)
+		return rv;
+	if (rv == 1) {
+		char *m = strdup(msg);
+		return m == NULL ? KILN_ENOMEM : on_add(e, g, n, t->idx, m);
+	}
+	if ((rv = schedule_closure(e, g, t, n->builds)) != 0)
+		return rv;
+	return node_finished(e, t) ? 0 : on_add(e, g, n, t->idx, NULL);
+}
+
 void
 engine_need_answer_free(struct engine_need_answer *ans)
 {
@@ -688,8 +877,9 @@ engine_need(struct engine *e, const char *token, const char *url,
 {
 	struct need_tok *tk;
 	struct graph *g;
-	struct node *n, *t;
+	struct node *n, *t = NULL;
 	uint32_t at;
+	long i = -1;
 	int out = -1, rv;
 
 	memset(ans, 0, sizeof *ans);
@@ -708,57 +898,56 @@ engine_need(struct engine *e, const char *token, const char *url,
 	g = tk->g;
 	n = tk->n;
 	need_grant(e);
-	if (n->need_state == NEED_SUSPENDED) {
-		ans->pending = 1;
-		rv = 0;
-		goto out;
-	}
-	if (n->need_state == NEED_GRANTED && n->need_err != NULL) {
-		snprintf(err, errlen, "%s", n->need_err);
-		free(n->need_err);
-		n->need_err = NULL;
-		n->need_state = NEED_NONE;
-		rv = KILN_EFAILED;
-		goto out;
-	}
 	if (url == NULL || !step_index(g->plan, url, &at)) {
 		snprintf(err, errlen, "no step of profile %s has the URL '%s' (kiln ls "
 		         "-p %s lists them)", g->profile, url ? url : "", g->profile);
 		rv = KILN_EINVAL;
-		goto out;
-	}
-	t = &g->nodes[at];
-	if (output != NULL && output[0] != '\0') {
-		for (size_t k = 0; k < t->ks->noutputs && out < 0; k++)
+	} else {
+		t = &g->nodes[at];
+		for (size_t k = 0; output && output[0] && k < t->ks->noutputs && out < 0; k++)
 			if (strcmp(t->ks->outputs[k].name, output) == 0)
 				out = (int)k;
-		if (out < 0) {
+		if (output != NULL && output[0] != '\0' && out < 0) {
 			snprintf(err, errlen, "step %s has no output named '%s'", url, output);
 			rv = KILN_EINVAL;
-			goto out;
+		} else {
+			rv = 0;
+			i = on_find(e, n, t->idx);
 		}
 	}
-	if (!node_finished(e, t)) {
-		if (n->need_state == NEED_GRANTED)
-			n->need_state = NEED_NONE;
-		if ((rv = cycle_find(e, g, n, t, err, errlen)) != 0) {
-			if (rv == 1)
-				rv = KILN_EFAILED;
-			need_grant(e);  /* runs on the cycle resume, with the error */
+	if (n->need_state == NEED_SUSPENDED) {
+		/* every answer waits for the slot; a need asked alongside the
+		 * others is scheduled at once, to build in parallel */
+		if (rv == 0 && i < 0 && !node_finished(e, t) && n->builds != 0 &&
+		    (rv = need_ask(e, g, n, t)) != 0)
 			goto out;
-		}
+		err[0] = '\0';
+		ans->pending = 1;
+		rv = 0;
+		goto out;
+	}
+	if (rv != 0)
+		goto out;
+	if (i < 0 && !node_finished(e, t)) {
 		if (n->builds == 0) {
 			snprintf(err, errlen, "the builds this step belongs to were cancelled");
 			rv = KILN_ECANCELLED;
 			goto out;
 		}
-		if ((rv = schedule_closure(e, g, t, n->builds)) != 0)
+		if ((rv = need_ask(e, g, n, t)) != 0)
 			goto out;
+		i = on_find(e, n, t->idx);
+	}
+	if (i >= 0 && e->ons[i].err != NULL) {
+		snprintf(err, errlen, "%s", e->ons[i].err);
+		on_drop(e, (size_t)i);
+		rv = KILN_EFAILED;
+		need_grant(e);  /* runs on a cycle resume, with the error */
+		goto out;
 	}
 	if (!node_finished(e, t)) {
-		/* lend the slot out until t is done */
+		/* lend the slot out until all it asked for is done */
 		n->need_state = NEED_SUSPENDED;
-		n->need_on = t->idx;
 		e->nsusp++;
 		e->running--;
 		pthread_cond_broadcast(&e->cv);
@@ -766,7 +955,8 @@ engine_need(struct engine *e, const char *token, const char *url,
 		rv = 0;
 		goto out;
 	}
-	n->need_state = NEED_NONE;
+	if (i >= 0)
+		on_drop(e, (size_t)i);
 	rv = answer_done(n, t, out, ans, err, errlen);
 out:
 	pthread_mutex_unlock(&e->mu);

@@ -41,6 +41,24 @@ tools:
   pairuser:
     run: '"$KILN" need multi/pair > ${out} && "$KILN" need multi/pair --output right >> ${out}'
     shell: true
+  waitlong:
+    run: 'sleep 6; echo tex > ${out}'
+    shell: true
+  twin:
+    run: '"$KILN" need textures/stone.png > ${out}.a & a=$!; "$KILN" need textures/grass.png > ${out}.b & b=$!; wait $a || exit 1; wait $b || exit 1; cat ${out}.a ${out}.b > ${out}; rm ${out}.a ${out}.b'
+    shell: true
+  twincyc:
+    run: '"$KILN" need textures/stone.png > ${out}.a 2>&1 & a=$!; "$KILN" need pcyc/y > ${out}.b 2>&1 & b=$!; wait $a; sa=$?; wait $b; sb=$?; echo "stone $sa: $(cat ${out}.a)"; echo "y $sb: $(cat ${out}.b)"; exit 1'
+    shell: true
+  peer:
+    run: 'for i in $(seq 100); do pgrep -f "[k]iln-peer-marker" >/dev/null && break; sleep 0.1; done; if pgrep -f "[k]iln-peer-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
+    shell: true
+  marker:
+    run: 'sh -c "sleep 4" kiln-peer-marker; echo marker > ${out}'
+    shell: true
+  twinpar:
+    run: 'a=$("$KILN" need par/peer) & b=$("$KILN" need par/marker) & wait; "$KILN" need par/peer >/dev/null && "$KILN" need par/marker >/dev/null && cat build/pc/par/peer > ${out}'
+    shell: true
   envdump:
     run: 'printf "%s\n%s\n%s\n" "$KILN" "$KILN_SOCKET" "$KILN_STEP_TOKEN" > ${out}'
     shell: true
@@ -79,6 +97,24 @@ assets:
     tool: pairuser
   - url: env/dump
     tool: envdump
+  - url: share/tex
+    tool: waitlong
+  - url: share/level
+    tool: needer
+    params: { other: share/tex }
+  - url: twin/both
+    tool: twin
+  - url: par/peer
+    tool: peer
+  - url: par/marker
+    tool: marker
+  - url: par/both
+    tool: twinpar
+  - url: pcyc/x
+    tool: twincyc
+  - url: pcyc/y
+    tool: needer
+    params: { other: pcyc/x }
 YAML
 }
 
@@ -232,4 +268,112 @@ level_built_ok() {
 	wait "$bp" || st=$?
 	[ "$st" -eq 130 ] || { echo "exit $st"; cat build.out; false; }
 	wait_for bash -c '! pgrep -f -- "[k]iln need slow/tex" && ! pgrep -f "[s]leep 29.5"'
+}
+
+@test "cancelling one of two builds sharing a suspended step leaves the other whole" {
+	write_project
+	"$KILN" build --json share/level >b1.out 2>&1 &
+	b1=$!
+	wait_for pgrep -f -- "[k]iln need share/tex"
+	"$KILN" build --json share/level >b2.out 2>&1 &
+	b2=$!
+	sleep 1   # the second build joins the suspended step
+	kill -INT "$b1"
+	st=0
+	wait "$b1" || st=$?
+	[ "$st" -eq 130 ] || { echo "b1 exit $st"; cat b1.out; false; }
+	st=0
+	wait "$b2" || st=$?
+	[ "$st" -eq 0 ] || { echo "b2 exit $st"; cat b2.out; false; }
+	[ "$(cat build/pc/share/level)" = tex ]
+	# the needed step was not killed and run again: it ran once
+	run "$KILN" build --json share/level
+	[ "$(ran)" = "" ] || { echo "$output"; false; }
+}
+
+# x/a and x/b need the step named in their input file, if any.
+write_swap_project() {
+	mkdir -p src
+	: >src/a.cfg
+	echo x/a >src/b.cfg
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: swap
+sources: [src]
+profiles:
+  pc:
+tools:
+  maybe:
+    run: 'o=$(cat ${in}); if [ -n "$o" ]; then p=$("$KILN" need "$o") || exit 1; cat "$p" > ${out}; else echo none > ${out}; fi'
+    shell: true
+assets:
+  - url: x/a
+    tool: maybe
+    inputs: [src/a.cfg]
+  - url: x/b
+    tool: maybe
+    inputs: [src/b.cfg]
+YAML
+}
+
+@test "a need reversed since the last build is no cycle: stale dynamic prerequisites are hints" {
+	write_swap_project
+	run "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(cat build/pc/x/b)" = none ]
+	# now x/a needs x/b and x/b needs nothing; x/b's last result needed
+	# x/a, so it is decided after x/a, which needs it
+	echo x/b >src/a.cfg
+	: >src/b.cfg
+	for i in 1 2; do
+		run "$KILN" build --json
+		[ "$status" -eq 0 ] || { echo "build $i: $output"; false; }
+		[ "$(cat build/pc/x/a)" = none ] && [ "$(cat build/pc/x/b)" = none ]
+	done
+	[ "$(ran)" = "" ] || { echo "$output"; false; }
+	# and back: each build after a change is right the first time
+	echo x/a >src/b.cfg
+	: >src/a.cfg
+	run "$KILN" build --json -j 1
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(ran)" = "x/b" ] || { echo "$output"; false; }   # x/a: its old result
+	"$KILN" stop
+	echo x/b >src/a.cfg
+	: >src/b.cfg
+	run "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "cold: $output"; false; }
+	[ "$(cat build/pc/x/a)" = none ] && [ "$(cat build/pc/x/b)" = none ]
+	# a true cycle still fails, on every build
+	echo x/b >src/a.cfg
+	echo x/a >src/b.cfg
+	for i in 1 2; do
+		run timeout 60 "$KILN" build
+		[ "$status" -eq 1 ] || { echo "$output"; false; }
+		[[ "$output" == *"need cycle: x/"?" -> x/"?" -> x/"?* ]] || { echo "$output"; false; }
+	done
+}
+
+@test "several kiln needs at once from one step at -j 1: all answered, no deadlock" {
+	write_project
+	run timeout 60 "$KILN" build --json -j 1 twin/both
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(cat build/pc/twin/both)" = "$(printf 'build/pc/textures/stone.png\nbuild/pc/textures/grass.png')" ]
+	[ "$(ran)" = "textures/grass.png textures/stone.png twin/both" ] || { echo "$output"; false; }
+}
+
+@test "kiln needs asked at once are built at once" {
+	write_project
+	run timeout 60 "$KILN" build --json -j 2 par/both
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# par/peer ran while par/marker ran: both were scheduled together
+	[ "$(cat build/pc/par/both)" = together ]
+}
+
+@test "of several kiln needs at once, the one closing a cycle gets the error, the others their paths" {
+	write_project
+	run timeout 60 "$KILN" build -j 1 pcyc/x
+	[ "$status" -eq 1 ] || { echo "$output"; false; }
+	[[ "$output" == *"stone 0: build/pc/textures/stone.png"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"y 1: kiln: need: pcyc/y: need cycle: pcyc/"?" -> pcyc/"?" -> pcyc/"?* ]] || { echo "$output"; false; }
+	[[ "$output" == *"FAILED pcyc/y"* ]] || { echo "$output"; false; }
 }
