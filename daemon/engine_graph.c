@@ -299,7 +299,8 @@ folder_names_hash(const char *path, unsigned flags, kiln_id *id)
 		}
 		n++;
 	}
-	qsort(v, n, sizeof *v, name_cmp);
+	if (n > 1)
+		qsort(v, n, sizeof *v, name_cmp);
 	if ((rv = kiln_hasher_new(&h)) != 0)
 		goto out;
 	for (size_t i = 0; i < n; i++)

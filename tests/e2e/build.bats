@@ -485,3 +485,18 @@ YAML
 	build_ok
 	expect_ran ""
 }
+
+@test "an empty source folder is fine (and a file appearing in it reloads the project)" {
+	write_project
+	mkdir -p src/empty
+	build_ok
+	build_ok
+	expect_ran ""
+	printf 'charlie\n' >src/empty/c.txt
+	# not matched by src/*.txt, but the folder's names changed: a reload,
+	# and nothing to run
+	build_ok
+	expect_ran ""
+	run "$KILN" status
+	[ "$status" -eq 0 ]
+}
