@@ -54,21 +54,12 @@ graph_free(struct graph *g)
 int
 step_index(const kiln_plan *p, const char *url, uint32_t *at)
 {
-	size_t lo = 0, hi = p->nsteps;
+	size_t i;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(p->steps[mid].url, url);
-		if (c == 0) {
-			*at = (uint32_t)mid;
-			return 1;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	if (!step_find(p->steps, p->nsteps, url, &i))
+		return 0;
+	*at = (uint32_t)i;
+	return 1;
 }
 
 /* Links, a topological order and critical-path lengths. The loader has

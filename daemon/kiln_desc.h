@@ -145,6 +145,10 @@ size_t kiln_desc_profiles(const kiln_desc *d, const char *const **names);
  * has errors that prevent resolving it). */
 const kiln_plan *kiln_desc_plan(const kiln_desc *d, const char *profile);
 
+/* The step with this URL in a URL-sorted step array (a plan's steps):
+ * 1 with *at set, 0 when there is none. */
+int step_find(const kiln_step *steps, size_t n, const char *url, size_t *at);
+
 /* Description files read, relative to the root ("kiln.yaml" first). */
 size_t kiln_desc_files(const kiln_desc *d, const char *const **files);
 

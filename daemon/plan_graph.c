@@ -8,7 +8,7 @@
 #include "desc_int.h"
 
 /* The step with this URL in the URL-sorted array; 0 when there is none. */
-static int
+int
 step_find(const kiln_step *steps, size_t n, const char *url, size_t *at)
 {
 	size_t lo = 0, hi = n;
