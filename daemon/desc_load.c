@@ -520,9 +520,17 @@ static void t_depfile(struct ld *c, const ynode *v, void *obj, const char *f)
 	boolean(c, v, f, &TOOL.depfile);
 }
 
+static void t_trace(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	int b;
+
+	if (boolean(c, v, f, &b))
+		TOOL.notrace = !b;
+}
+
 static const struct field tool_fields[] = {
 	{"run", t_run}, {"version", t_version}, {"env", t_env},
-	{"shell", t_shell}, {"depfile", t_depfile},
+	{"shell", t_shell}, {"depfile", t_depfile}, {"trace", t_trace},
 };
 
 static void

@@ -214,7 +214,7 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	{   /* file-access tracing (engine_trace.c) */
 		char *tr[8];
 		size_t ntr = 0;
-		if (trace_env(e, n->scratch, tr, &ntr) != 0)
+		if (!n->ks->tool->notrace && trace_env(e, n->scratch, tr, &ntr) != 0)
 			env->oom = 1;
 		for (size_t i = 0; i < ntr; i++)
 			av_push(env, tr[i]);

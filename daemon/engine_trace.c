@@ -493,7 +493,7 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 		set_error(n, "%s: out of memory", n->ks->url);
 		return -1;
 	}
-	if (e->trace_shim[0] == '\0')
+	if (e->trace_shim[0] == '\0' || n->ks->tool->notrace)
 		return 0;
 	snprintf(path, sizeof path, "%s.trace", dir);
 	t.e = e;

@@ -66,6 +66,7 @@ typedef struct kiln_tool {
 	size_t nenv;
 	int shell;   /* run through /bin/sh -c */
 	int depfile; /* the tool writes a make-style depfile to ${depfile} */
+	int notrace; /* trace: false — run without the file-access tracer */
 	kiln_loc loc;
 } kiln_tool;
 

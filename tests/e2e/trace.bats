@@ -368,6 +368,15 @@ YAML
 	! grep -q '^leaky.txt' build/default/kiln-index.txt 2>/dev/null
 	run "$KILN" why leaky.txt
 	[[ "$output" == *"failed"* ]]
+	# `trace: false` opts a tool out: it builds, untraced, and its reads
+	# are no dependencies
+	sed -i 's/^  leaky: { run: \(.*\) }$/  leaky: { run: \1, trace: false }/' kiln.yaml
+	grep -q 'trace: false' kiln.yaml
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(cat build/default/leaky.txt)" = x ]
+	run "$KILN" why leaky.txt
+	[[ "$output" == *"traced: no"* ]] || { echo "$output"; false; }
 }
 
 @test "a process killed by a signal (its records lost) makes the run untraced; one ending normally does not" {
