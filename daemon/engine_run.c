@@ -393,6 +393,70 @@ depfile_read(struct engine *e, struct node *n, const char *dir)
 	return 0;
 }
 
+/* Queue n's action result (its outputs, the files it discovered with what
+ * they hold now, the steps it needed, its log) under n->new_key.
+ * 0 or KILN_ENOMEM. */
+static int
+action_result_put(struct engine *e, struct node *n)
+{
+	Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
+	size_t no = n->ks->noutputs, nd = n->ndisc, len;
+	struct pb_outputs *po = step_outputs_pb(n, 0);
+	kiln_id *ids = calloc(no + 1, sizeof *ids);
+	Kiln__FileDep *fdv = calloc(nd + 1, sizeof *fdv);
+	Kiln__FileDep **fdp = calloc(nd + 1, sizeof *fdp);
+	kiln_id *fdh = calloc(nd + 1, sizeof *fdh);
+	Kiln__UrlDep **udp = NULL;
+	uint8_t *buf = NULL;
+	kiln_batch *b;
+	int rv = KILN_ENOMEM;
+
+	if (po == NULL || ids == NULL || fdv == NULL || fdp == NULL || fdh == NULL ||
+	    need_result_pb(n, &udp, &ar.n_needs) != 0)
+		goto out;
+	for (size_t i = 0; i < no; i++)
+		ids[i] = n->outs[i].id;
+	ar.outputs = po->p;
+	ar.n_outputs = no;
+	for (size_t i = 0; i < nd; i++) {
+		kiln__file_dep__init(&fdv[i]);
+		fdv[i].path = n->disc[i];
+		fdv[i].source = i < n->ndisc_depfile ? KILN__FILE_DEP__SOURCE__DEPFILE
+		                : KILN__FILE_DEP__SOURCE__TRACE;
+		/* a missing file keeps an empty hash: "must still be missing" */
+		if (trace_dep_hash(e, n->disc[i], &fdh[i]) == 0) {
+			fdv[i].hash.data = fdh[i].b;
+			fdv[i].hash.len = 16;
+		}
+		fdp[i] = &fdv[i];
+	}
+	ar.files = fdp;
+	ar.n_files = nd;
+	ar.needs = udp;
+	ar.traced = n->traced;
+	if (n->has_log) {
+		ar.log.data = n->log_id.b;
+		ar.log.len = 16;
+	}
+	ar.duration_ns = n->duration_ns;
+	len = kiln__action_result__get_packed_size(&ar);
+	if ((buf = malloc(len ? len : 1)) == NULL)
+		goto out;
+	kiln__action_result__pack(&ar, buf);
+	engine_batch_lock(e, &b);
+	rv = kiln_batch_action_put(b, &n->new_key, ids, no, buf, len);
+	engine_batch_unlock(e);
+out:
+	free(buf);
+	free(udp);
+	free(fdv);
+	free(fdp);
+	free(fdh);
+	free(po);
+	free(ids);
+	return rv;
+}
+
 int
 step_finish(struct engine *e, struct graph *g, struct node *n)
 {
@@ -444,85 +508,11 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 	}
 	if (rv == 0 && (rv = materialize_all(e, n)) != 0)
 		rv = -1;
+	if (rv == 0 && action_result_put(e, n) != 0) {
+		set_error(n, "%s: out of memory", n->ks->url);
+		rv = -1;
+	}
 	if (rv == 0) {
-		Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
-		Kiln__FileDep *fdv = NULL, **fdp = NULL;
-		kiln_id *fdh = NULL;
-		struct pb_outputs *po = step_outputs_pb(n, 0);
-		kiln_id *ids = calloc(n->ks->noutputs + 1, sizeof *ids);
-		size_t len, no = n->ks->noutputs;
-		uint8_t *buf = NULL;
-		kiln_batch *b;
-		if (po == NULL || ids == NULL) {
-			free(po);
-			free(ids);
-			set_error(n, "%s: out of memory", n->ks->url);
-			rv = -1;
-			goto out;
-		}
-		for (size_t i = 0; i < no; i++)
-			ids[i] = n->outs[i].id;
-		ar.outputs = po->p;
-		ar.n_outputs = no;
-		/* the discovered files, with what they held after the run */
-		if (n->ndisc > 0 &&
-		    ((fdv = calloc(n->ndisc, sizeof *fdv)) == NULL ||
-		     (fdp = calloc(n->ndisc, sizeof *fdp)) == NULL ||
-		     (fdh = calloc(n->ndisc, sizeof *fdh)) == NULL)) {
-			free(fdv);
-			free(fdp);
-			free(po);
-			free(ids);
-			set_error(n, "%s: out of memory", n->ks->url);
-			rv = -1;
-			goto out;
-		}
-		for (size_t i = 0; i < n->ndisc; i++) {
-			kiln__file_dep__init(&fdv[i]);
-			fdv[i].path = n->disc[i];
-			fdv[i].source = i < n->ndisc_depfile ? KILN__FILE_DEP__SOURCE__DEPFILE
-			                : KILN__FILE_DEP__SOURCE__TRACE;
-			if (trace_dep_hash(e, n->disc[i], &fdh[i]) == 0) {
-				fdv[i].hash.data = fdh[i].b;
-				fdv[i].hash.len = 16;
-			}
-			fdp[i] = &fdv[i];
-		}
-		ar.files = fdp;
-		ar.n_files = n->ndisc;
-		/* kiln need: what the run was handed (engine_need.c) */
-		Kiln__UrlDep **udp = NULL;
-		int need_rv = need_result_pb(n, &udp, &ar.n_needs);
-		ar.needs = udp;
-		ar.traced = n->traced;
-		if (n->has_log) {
-			ar.log.data = n->log_id.b;
-			ar.log.len = 16;
-		}
-		ar.duration_ns = n->duration_ns;
-		len = kiln__action_result__get_packed_size(&ar);
-		if (need_rv != 0 || (buf = malloc(len ? len : 1)) == NULL) {
-			free(udp);
-			free(fdv);
-			free(fdp);
-			free(fdh);
-			free(po);
-			free(ids);
-			set_error(n, "%s: out of memory", n->ks->url);
-			rv = -1;
-			goto out;
-		}
-		kiln__action_result__pack(&ar, buf);
-		free(udp);
-		engine_batch_lock(e, &b);
-		kiln_batch_action_put(b, &n->new_key, ids, no, buf, len);
-		engine_batch_unlock(e);
-		free(buf);
-		free(fdv);
-		free(fdp);
-		free(fdh);
-		free(po);
-		free(ids);
 		n->key = n->new_key;
 		n->have = 1;
 		n->outcome = O_RAN;
