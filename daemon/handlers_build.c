@@ -57,6 +57,22 @@ h_build_status(struct kilnd *d, const struct kilnd_call *c,
 	return 0;
 }
 
+/* Pack a reply whose body the caller set into a, then clear the body (it
+ * points at memory the caller frees). */
+static int
+answer_pack(struct kilnd_answer *a)
+{
+	a->nbytes = kiln__reply__get_packed_size(&a->reply);
+	if ((a->bytes = malloc(a->nbytes ? a->nbytes : 1)) == NULL) {
+		a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
+		return KILN_ENOMEM;
+	}
+	kiln__reply__pack(&a->reply, a->bytes);
+	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
+	a->kind = ANSWER_BYTES;
+	return 0;
+}
+
 /* The record came from protobuf's unpack: encode the whole reply here, so
  * it can be freed before the answer is sent. */
 int
@@ -82,16 +98,9 @@ h_why(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	wr.this_daemon = mine;
 	a->reply.body_case = KILN__REPLY__BODY_WHY_REPLY;
 	a->reply.why_reply = &wr;
-	a->nbytes = kiln__reply__get_packed_size(&a->reply);
-	if ((a->bytes = malloc(a->nbytes)) == NULL) {
-		kiln__step_record__free_unpacked(rec, NULL);
-		return KILN_ENOMEM;
-	}
-	kiln__reply__pack(&a->reply, a->bytes);
+	rv = answer_pack(a);
 	kiln__step_record__free_unpacked(rec, NULL);
-	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
-	a->kind = ANSWER_BYTES;
-	return 0;
+	return rv;
 }
 
 /* kiln need from a step's tool: answered at once, pending or not (the
@@ -129,33 +138,9 @@ h_need(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	nr.n_hashes = ans.n;
 	a->reply.body_case = KILN__REPLY__BODY_NEED_REPLY;
 	a->reply.need_reply = &nr;
-	a->nbytes = kiln__reply__get_packed_size(&a->reply);
-	if ((a->bytes = malloc(a->nbytes)) == NULL) {
-		engine_need_answer_free(&ans);
-		a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
-		return KILN_ENOMEM;
-	}
-	kiln__reply__pack(&a->reply, a->bytes);
+	rv = answer_pack(a);
 	engine_need_answer_free(&ans);
-	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
-	a->kind = ANSWER_BYTES;
-	return 0;
-}
-
-/* Pack a reply whose body the caller set into a, then clear the body (it
- * points at memory the caller frees). */
-static int
-answer_pack(struct kilnd_answer *a)
-{
-	a->nbytes = kiln__reply__get_packed_size(&a->reply);
-	if ((a->bytes = malloc(a->nbytes ? a->nbytes : 1)) == NULL) {
-		a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
-		return KILN_ENOMEM;
-	}
-	kiln__reply__pack(&a->reply, a->bytes);
-	a->reply.body_case = KILN__REPLY__BODY__NOT_SET;
-	a->kind = ANSWER_BYTES;
-	return 0;
+	return rv;
 }
 
 int
