@@ -462,13 +462,12 @@ sources: [shaders]
 profiles:
   pc:
 tools:
-  glsl: { run: [glslangValidator, -V, -I shaders/override, -I shaders/lib, -o, "${out}", "${in}"] }
+  glsl: { run: [glslangValidator, -V, -Ishaders/override, -Ishaders/lib, -o, "${out}", "${in}"] }
 rules:
   - match: "shaders/*.frag"
     url: "shaders/${match.name}.spv"
     tool: glsl
 YAML
-	sed -i 's/-I shaders\/override, -I shaders\/lib/-Ishaders\/override, -Ishaders\/lib/' kiln.yaml
 	build
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
 	[ "$RAN" = "shaders/main.spv" ]
