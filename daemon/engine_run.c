@@ -403,15 +403,17 @@ action_result_put(struct engine *e, struct node *n)
 	size_t no = n->ks->noutputs, nd = n->ndisc, len;
 	struct pb_outputs *po = step_outputs_pb(n, 0);
 	kiln_id *ids = calloc(no + 1, sizeof *ids);
-	Kiln__FileDep *fdv = calloc(nd + 1, sizeof *fdv);
-	Kiln__FileDep **fdp = calloc(nd + 1, sizeof *fdp);
-	kiln_id *fdh = calloc(nd + 1, sizeof *fdh);
+	/* most steps discover nothing: no allocations for them */
+	Kiln__FileDep *fdv = nd ? calloc(nd, sizeof *fdv) : NULL;
+	Kiln__FileDep **fdp = nd ? calloc(nd, sizeof *fdp) : NULL;
+	kiln_id *fdh = nd ? calloc(nd, sizeof *fdh) : NULL;
 	Kiln__UrlDep **udp = NULL;
 	uint8_t *buf = NULL;
 	kiln_batch *b;
 	int rv = KILN_ENOMEM;
 
-	if (po == NULL || ids == NULL || fdv == NULL || fdp == NULL || fdh == NULL ||
+	if (po == NULL || ids == NULL ||
+	    (nd > 0 && (fdv == NULL || fdp == NULL || fdh == NULL)) ||
 	    need_result_pb(n, &udp, &ar.n_needs) != 0)
 		goto out;
 	for (size_t i = 0; i < no; i++)
