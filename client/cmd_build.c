@@ -307,6 +307,9 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 		kiln_close(c);
 		return CLI_PROBLEM;
 	}
+	/* a status line needs no more than 50 updates a second, and a round
+	 * trip per step would cost the daemon more than small steps do */
+	kiln_events_pace(c, 20);
 	rv = kiln_build_start(c, &o, &v.id, &nsteps, profile, sizeof profile);
 	if (rv == KILN_EBADPROJECT || rv == KILN_EINVAL) {
 		const char *words = kiln_conn_error(c);

@@ -227,6 +227,10 @@ struct engine {
 	unsigned starting;       /* workers inside step_start */
 	uint32_t queued;         /* nodes waiting, ready or running */
 	unsigned next_scratch;
+	/* scratch folders free for the next run (engine_scratch.c) */
+	pthread_mutex_t scratch_mu;
+	unsigned *scratch_free;
+	size_t nscratch_free, capscratch_free;
 
 	int rootfd;              /* the project folder (O_PATH) */
 	char trace_shim[PATH_MAX]; /* libkilntrace.so; "": steps run untraced */
@@ -476,6 +480,21 @@ void engine_batch_unlock(struct engine *e);
 
 /* rm -rf path, not following symlinks. */
 void engine_rmtree(const char *path);
+
+/* ---- engine_scratch.c ---- */
+
+/* A scratch folder for a run: a free one (emptied, its log and trace
+ * files truncated) or a new one. *id is its number; *log_fd the open log
+ * for the tool's stdout and stderr. 0 or a KILN_E* code (nothing held). */
+int scratch_take(struct engine *e, unsigned *id, int *log_fd);
+
+/* The run in folder id is finished (its outputs moved out, its log
+ * published or empty): reuse the folder when the run left it empty,
+ * otherwise remove it with its files. */
+void scratch_give(struct engine *e, unsigned id);
+
+/* Forget the free list (engine_free; the folders go with .kiln/scratch). */
+void scratch_free_all(struct engine *e);
 
 int64_t engine_now_ns(void);
 int64_t engine_wall_ns(void);

@@ -56,6 +56,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	pthread_mutex_init(&e->batch_mu, NULL);
 	pthread_mutex_init(&e->commit_mu, NULL);
 	pthread_mutex_init(&e->tools_mu, NULL);
+	pthread_mutex_init(&e->scratch_mu, NULL);
 	e->rootfd = -1;
 	pthread_cond_init(&e->cv, NULL);
 	pthread_cond_init(&e->idle_cv, NULL);
@@ -137,6 +138,8 @@ engine_free(struct engine *e)
 	if (e->rootfd >= 0)
 		close(e->rootfd);
 	pthread_mutex_destroy(&e->tools_mu);
+	scratch_free_all(e);
+	pthread_mutex_destroy(&e->scratch_mu);
 	free(e->threads);
 	free(e->root);
 	free(e->tool_path);

@@ -238,11 +238,16 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	struct paths p;
 	struct argvec av = {0}, env = {0};
 	struct spawn_req rq;
-	char exe[PATH_MAX], dir[PATH_MAX], logp[PATH_MAX + 16];
-	int rv, made;
+	char exe[PATH_MAX];
+	int rv;
 
-	n->scratch = __atomic_add_fetch(&e->next_scratch, 1, __ATOMIC_RELAXED);
 	n->log_fd = -1;
+	n->scratch = 0;
+	if ((rv = scratch_take(e, &n->scratch, &n->log_fd)) != 0) {
+		set_error(n, "%s: cannot make its scratch folder in .kiln/scratch: %s",
+		          n->ks->url, kiln_strerror(rv));
+		return rv;
+	}
 	if ((rv = paths_make(e, g, n, &p)) != 0 || (rv = argv_make(e, n, &p, &av)) != 0 ||
 	    (rv = env_make(e, g, n, &p, &env)) != 0) {
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
@@ -250,26 +255,6 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	}
 	if ((rv = step_program(e, n, exe, sizeof exe, NULL)) != 0)
 		goto out;
-	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", e->root, p.scratch) >= sizeof dir) {
-		rv = KILN_ERANGE;
-		set_error(n, "project path too long");
-		goto out;
-	}
-	snprintf(logp, sizeof logp, "%s.log", dir);
-	/* .kiln/scratch is made on the first step (and again if removed) */
-	made = mkdir(dir, 0755) == 0;
-	if (!made && errno == ENOENT) {
-		char parent[PATH_MAX];
-		snprintf(parent, sizeof parent, "%s/.kiln/scratch", e->root);
-		mkdir(parent, 0755);
-		made = mkdir(dir, 0755) == 0;
-	}
-	if (!made ||
-	    (n->log_fd = open(logp, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
-		rv = kiln_err_from_errno(errno);
-		set_error(n, "cannot make the scratch folder %s: %s", dir, kiln_strerror(rv));
-		goto out;
-	}
 	rq.path = exe;
 	rq.argv = (const char *const *)av.v;
 	rq.envp = (const char *const *)env.v;
@@ -282,14 +267,17 @@ out:
 	av_free(&av);
 	av_free(&env);
 	av_free(&p.in);
-	if (rv != 0 && n->log_fd >= 0) {
-		close(n->log_fd);
+	if (rv != 0) {
+		if (n->log_fd >= 0)
+			close(n->log_fd);
 		n->log_fd = -1;
+		scratch_give(e, n->scratch);
 	}
 	return rv;
 }
 
-/* Move the log into the store (kept for failures too: `kiln log`). */
+/* Move the log into the store (kept for failures too: `kiln log`); an
+ * empty one stays for the folder's next run. */
 static void
 log_publish(struct engine *e, struct node *n, const char *logp)
 {
@@ -303,7 +291,6 @@ log_publish(struct engine *e, struct node *n, const char *logp)
 		close(n->log_fd);
 		n->log_fd = -1;
 	}
-	unlink(logp);
 }
 
 static const char *
@@ -527,19 +514,13 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 out:
 	if (rv != 0)
 		need_run_commit(n, 0);
-	/* outputs were moved out: the folder is usually empty, and one rmdir
-	 * costs far less than a tree walk (log_publish removed the log) */
-	if (rmdir(dir) != 0 && errno != ENOENT)
-		engine_rmtree(dir);
-	{
+	if (n->ks->tool->depfile) {
 		char dep[PATH_MAX + 16];
-		if (n->ks->tool->depfile) {
-			snprintf(dep, sizeof dep, "%s.d", dir);
-			unlink(dep);
-		}
-		snprintf(dep, sizeof dep, "%s.trace", dir);
+		snprintf(dep, sizeof dep, "%s.d", dir);
 		unlink(dep);
 	}
+	/* outputs were moved out: the folder is usually empty and is reused */
+	scratch_give(e, n->scratch);
 	if (rv == 0) {   /* a failure keeps them for step_record_failure */
 		prev_drop(n);
 		key_parts_free(&n->parts);

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -374,13 +375,53 @@ move_by_copy(kiln_store *s, const char *path, kiln_id *id)
 	return rv;
 }
 
+/* Move the caller's file to a new name under tmp/ (written into name).
+ * A name no one holds is picked and taken by one rename that refuses to
+ * replace, so no placeholder file is made and removed for every move
+ * (each one an inode allocated and freed); file systems without
+ * RENAME_NOREPLACE get the placeholder. Returns an errno value (0 on
+ * success; EXDEV: another file system). */
+static int
+move_to_tmp(kiln_store *s, const char *path, char name[PATH_MAX])
+{
+	static unsigned long seq;
+	int fd, e;
+
+	for (int tries = 0; tries < 8; tries++) {
+		unsigned long k = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+		uint32_t salt;
+		if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
+			salt = (uint32_t)k * 2654435761u;
+		snprintf(name, PATH_MAX, "%s/move-%ld-%lu-%08x", s->tmp, (long)getpid(), k,
+		         (unsigned)salt);
+		if (renameat2(AT_FDCWD, path, AT_FDCWD, name, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno != EEXIST) {
+			if (errno != EINVAL && errno != ENOSYS)
+				return errno;
+			break;
+		}
+	}
+	/* Reserve a unique temp name, then move the file onto it. */
+	snprintf(name, PATH_MAX, "%s/move-%ld-XXXXXX", s->tmp, (long)getpid());
+	if ((fd = mkostemp(name, O_CLOEXEC)) < 0)
+		return errno;
+	close(fd);
+	if (rename(path, name) != 0) {
+		e = errno;
+		unlink(name);
+		return e;
+	}
+	return 0;
+}
+
 int
 kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 {
 	char name[PATH_MAX];
 	struct pending p = {s, -1, name, {{0}}, 0, ""};
 	struct stat st;
-	int fd, rv;
+	int rv;
 
 	if ((rv = store_writable(s)) != 0)
 		return rv;
@@ -390,15 +431,8 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 		return KILN_EINVAL;
 	if (st.st_nlink > 1)
 		return move_by_copy(s, path, id);
-	/* Reserve a unique temp name, then move the file onto it. */
-	if ((rv = store_tmp_named(s, "move", name, &fd)) != 0)
-		return rv;
-	close(fd);
-	if (rename(path, name) != 0) {
-		rv = errno;
-		unlink(name);
+	if ((rv = move_to_tmp(s, path, name)) != 0)
 		return rv == EXDEV ? move_by_copy(s, path, id) : kiln_err_from_errno(rv);
-	}
 	if ((p.fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		rv = kiln_err_from_errno(errno);
 		goto fail;

@@ -500,3 +500,49 @@ YAML
 	run "$KILN" status
 	[ "$status" -eq 0 ]
 }
+
+@test "scratch folders are reused, and a run never sees what an earlier run left in its folder" {
+	mkdir -p src
+	for i in 1 2 3 4; do printf 'extra %s\n' "$i" >src/extra-$i.dat; done
+	printf 'seed\n' >src/seed.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles: { default: }
+tools:
+  # leaves a file beside its output: its folder must not be reused
+  litter: { run: [sh, -c, 'cp "$0" "$1" && echo junk > "$(dirname "$1")/junk"', "${in}", "${out}"] }
+  # records its folder's number and listing, and reads an undeclared file
+  look:
+    run: [sh, -c, 'd=$(dirname "$0"); { basename "$d"; ls -A "$d"; cat "src/extra-$1.dat"; } > "$0"', "${out}", "${param.n}"]
+assets:
+  - { url: litter.txt, tool: litter, inputs: [src/seed.txt] }
+  - { url: look-1.txt, tool: look, inputs: ["@litter.txt"], params: { n: "1" } }
+  - { url: look-2.txt, tool: look, inputs: ["@litter.txt"], params: { n: "2" } }
+  - { url: look-3.txt, tool: look, inputs: ["@litter.txt"], params: { n: "3" } }
+  - { url: look-4.txt, tool: look, inputs: ["@litter.txt"], params: { n: "4" } }
+YAML
+	build_ok -j 1
+	expect_ran "litter.txt look-1.txt look-2.txt look-3.txt look-4.txt"
+	for i in 1 2 3 4; do
+		# only its own output in its folder: not the junk, not another's
+		[ "$(sed -n 2,99p build/default/look-$i.txt)" = "$(printf 'look-%s.txt\nextra %s' "$i" "$i")" ] ||
+			{ cat build/default/look-$i.txt; false; }
+	done
+	# at -j 1 the four runs shared at most two folders (the next tool may
+	# start while the last one's outputs are still being stored)
+	[ "$(head -n 1 -q build/default/look-*.txt | sort -u | wc -l)" -le 2 ] ||
+		{ head -n 1 build/default/look-*.txt; false; }
+	# each run's trace is its own: look-2 read extra-2 only
+	run "$KILN" deps look-2.txt
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"src/extra-2.dat"* ]] || { echo "$output"; false; }
+	[[ "$output" != *"src/extra-1.dat"* ]] || { echo "$output"; false; }
+	# nothing is left in .kiln/scratch but folders ready for reuse
+	[ -z "$(find .kiln/scratch -mindepth 2)" ] || { find .kiln/scratch; false; }
+	# the trace decides reruns per run too: extra-1 changing reruns look-1 only
+	printf 'extra one\n' >src/extra-1.dat
+	build_ok -j 1
+	expect_ran "look-1.txt"
+}

@@ -1,0 +1,150 @@
+/* engine_scratch.c — the scratch folders steps run in, kept and reused.
+ *
+ * Every run gets .kiln/scratch/<n>/ for its outputs, with <n>.log (its
+ * stdout and stderr) and <n>.trace (the file-access shim's records) beside
+ * it. Making and removing those for every step cost more than the tools
+ * themselves on small steps: each is an inode allocated and freed, and on
+ * ext4 without a journal every allocation walks past the inodes freed in
+ * the last minutes (recently_deleted()), so the churn grows quadratically
+ * over a large build. So a folder whose run left it empty (its outputs
+ * moved into the store) goes back to a free list with its log and trace
+ * files, and the next run truncates them instead of creating new ones. A
+ * folder a tool left files in is removed and its number never reused.
+ *
+ * The processes of a run are killed (its process group) before the run is
+ * finished, so nothing of an earlier run writes into a reused folder.
+ *
+ * Threads: any worker; the free list has its own lock (never held while
+ * calling out). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+/* Pop a free folder number, or 0 when the list is empty. */
+static unsigned
+pool_pop(struct engine *e)
+{
+	unsigned id = 0;
+
+	pthread_mutex_lock(&e->scratch_mu);
+	if (e->nscratch_free > 0)
+		id = e->scratch_free[--e->nscratch_free];
+	pthread_mutex_unlock(&e->scratch_mu);
+	return id;
+}
+
+/* Push a folder number; when the list cannot grow the folder is simply
+ * not reused (0 or -1). */
+static int
+pool_push(struct engine *e, unsigned id)
+{
+	int rv = 0;
+
+	pthread_mutex_lock(&e->scratch_mu);
+	if (e->nscratch_free == e->capscratch_free) {
+		size_t ncap = e->capscratch_free ? 2 * e->capscratch_free : 16;
+		unsigned *nv = realloc(e->scratch_free, ncap * sizeof *nv);
+		if (nv == NULL) {
+			rv = -1;
+			goto out;
+		}
+		e->scratch_free = nv;
+		e->capscratch_free = ncap;
+	}
+	e->scratch_free[e->nscratch_free++] = id;
+out:
+	pthread_mutex_unlock(&e->scratch_mu);
+	return rv;
+}
+
+int
+scratch_take(struct engine *e, unsigned *id, int *log_fd)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	unsigned n = pool_pop(e);
+	int fresh = n == 0, rv;
+
+	if (fresh)
+		n = __atomic_add_fetch(&e->next_scratch, 1, __ATOMIC_RELAXED);
+	*id = n;
+	*log_fd = -1;
+	if ((size_t)snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n) >= sizeof dir)
+		return KILN_ERANGE;
+	if (fresh && mkdir(dir, 0755) != 0) {
+		/* .kiln/scratch is made on the first step (and again if removed) */
+		char parent[PATH_MAX];
+		if (errno != ENOENT)
+			return kiln_err_from_errno(errno);
+		snprintf(parent, sizeof parent, "%s/.kiln/scratch", e->root);
+		if (mkdir(parent, 0755) != 0 && errno != EEXIST)
+			return kiln_err_from_errno(errno);
+		if (mkdir(dir, 0755) != 0)
+			return kiln_err_from_errno(errno);
+	}
+	/* the last run's trace must not be read as this one's */
+	snprintf(path, sizeof path, "%s.trace", dir);
+	if (!fresh && truncate(path, 0) != 0 && errno != ENOENT) {
+		rv = kiln_err_from_errno(errno);
+		goto fail;
+	}
+	snprintf(path, sizeof path, "%s.log", dir);
+	if ((*log_fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
+		rv = kiln_err_from_errno(errno);
+		goto fail;
+	}
+	return 0;
+fail:
+	scratch_give(e, n);
+	return rv;
+}
+
+/* Whether folder dir holds nothing: 1, 0 (something, or unreadable). */
+static int
+dir_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int empty = 1;
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+			empty = 0;
+			break;
+		}
+	closedir(d);
+	return empty;
+}
+
+void
+scratch_give(struct engine *e, unsigned id)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+
+	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, id);
+	if (dir_empty(dir) && pool_push(e, id) == 0)
+		return;
+	/* something was left behind (or the folder is gone): start afresh
+	 * under another number rather than clean up after the tool */
+	engine_rmtree(dir);
+	snprintf(path, sizeof path, "%s.log", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s.trace", dir);
+	unlink(path);
+}
+
+void
+scratch_free_all(struct engine *e)
+{
+	free(e->scratch_free);
+	e->scratch_free = NULL;
+	e->nscratch_free = e->capscratch_free = 0;
+}
