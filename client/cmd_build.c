@@ -243,6 +243,7 @@ build_follow(kiln_conn *c, struct build_view *v)
 					step_print(v, ev.step);
 					break;
 				}
+
 		} else if (ev.type == KILN_EVENT_BUILD_DONE && ev.build->build == v->id) {
 			return summary_print(v, ev.build);
 		}
@@ -308,8 +309,9 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 		return CLI_PROBLEM;
 	}
 	/* a status line needs no more than 50 updates a second, and a round
-	 * trip per step would cost the daemon more than small steps do */
-	kiln_events_pace(c, 20);
+	 * trip per step costs the daemon more than small steps do; the
+	 * build's end still comes at once */
+	kiln_events_gather(c, 20);
 	rv = kiln_build_start(c, &o, &v.id, &nsteps, profile, sizeof profile);
 	if (rv == KILN_EBADPROJECT || rv == KILN_EINVAL) {
 		const char *words = kiln_conn_error(c);

@@ -173,6 +173,7 @@ poll_once(kiln_conn *c, int timeout_ms)
 	q.wait_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
 	if (q.wait_ms > KILN_POLL_MAX_WAIT_MS)
 		q.wait_ms = KILN_POLL_MAX_WAIT_MS;
+	q.gather_ms = (uint32_t)s->gather_ms;
 	lk_request_init(c, &req);
 	req.body_case = KILN__REQUEST__BODY_POLL;
 	req.poll = &q;
@@ -182,25 +183,12 @@ poll_once(kiln_conn *c, int timeout_ms)
 	               sizeof(s->error));
 }
 
-/* Sleep until the monotonic time until_ms, or deadline_ms if sooner. */
-static void
-pace_wait(int64_t until_ms, int64_t deadline_ms)
-{
-	int64_t now = mono_ms(), end = until_ms < deadline_ms ? until_ms : deadline_ms;
-
-	if (end > now) {
-		struct timespec ts = {(time_t)((end - now) / 1000),
-		                      (long)((end - now) % 1000) * 1000000};
-		nanosleep(&ts, NULL);   /* a signal (Ctrl-C) ends it early: fine */
-	}
-}
-
 int
-kiln_events_pace(kiln_conn *c, int min_interval_ms)
+kiln_events_gather(kiln_conn *c, int gather_ms)
 {
-	if (c == NULL || min_interval_ms < 0 || min_interval_ms > 1000)
+	if (c == NULL || gather_ms < 0 || gather_ms > 100)
 		return KILN_EINVAL;
-	c->sub.pace_ms = min_interval_ms;
+	c->sub.gather_ms = gather_ms;
 	return 0;
 }
 
@@ -221,11 +209,7 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 	 * waits are several polls, until the caller's own deadline. */
 	for (int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);;) {
 		int64_t left = deadline - mono_ms();
-		int wait;
-		if (s->pace_ms > 0 && s->last_events_ms > 0)
-			pace_wait(s->last_events_ms + s->pace_ms, deadline);
-		left = deadline - mono_ms();
-		wait = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
+		int wait = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
 		conn_reply_free(&s->batch);
 		s->next = 0;
 		rv = poll_once(c, wait);
@@ -236,11 +220,8 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 		}
 		if (rv != 0)
 			return rv;
-		if (s->batch.rep->poll_reply->n_events > 0) {
-			s->last_events_ms = mono_ms();
+		if (s->batch.rep->poll_reply->n_events > 0)
 			break;
-		}
-		s->last_events_ms = 0;   /* quiet: the next event comes at once */
 		if (wait <= KILN_POLL_MAX_WAIT_MS)
 			return KILN_ETIMEDOUT;
 	}

@@ -233,13 +233,15 @@ int kiln_subscribe(kiln_conn *c, const kiln_cursor *since);
  * with *ev filled, KILN_ETIMEDOUT when none came, or an error. */
 int kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev);
 
-/* Space the polls that bring events at least min_interval_ms apart (0,
- * the default: no spacing). The first event after a quiet spell still
- * comes at once; the ones of a fast stream come in fewer, larger batches,
- * which costs the daemon and the client far less than a round trip per
- * event (`kiln build` uses 20 ms). 0 or KILN_EINVAL (negative, or over
- * 1000 ms). */
-int kiln_events_pace(kiln_conn *c, int min_interval_ms);
+/* Let the daemon gather events for up to gather_ms (0, the default: no
+ * gathering; at most 100) after each poll reply that brought events,
+ * before it answers the next poll with step or log events. A fast stream
+ * (a full build's steps) then comes in a few large batches, which costs
+ * the daemon and the client far less than a round trip per event; the
+ * first event after a quiet spell and every other kind (a build finished,
+ * the daemon stopping) still come at once. `kiln build` uses 20 ms. 0 or
+ * KILN_EINVAL. */
+int kiln_events_gather(kiln_conn *c, int gather_ms);
 
 /* The cursor of the last event delivered (to resume from later). */
 int kiln_events_cursor(const kiln_conn *c, kiln_cursor *cur);

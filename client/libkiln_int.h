@@ -16,8 +16,7 @@ struct kiln_sub {
 	kiln_cursor cur;          /* the last event delivered */
 	struct conn_reply batch;  /* the poll reply being handed out */
 	size_t next;              /* its next event */
-	int pace_ms;              /* kiln_events_pace */
-	int64_t last_events_ms;   /* when the last poll with events returned */
+	int gather_ms;            /* kiln_events_gather */
 	/* with a callback: */
 	int threaded;
 	pthread_t thread;

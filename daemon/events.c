@@ -27,6 +27,7 @@ struct ring_entry {
 struct sub {
 	uint64_t id;    /* 0: free slot */
 	uint32_t pipe;
+	int64_t last_reply_ns;    /* its last poll reply with events */
 	struct ev_waiter *waiter; /* its parked poll, or NULL */
 };
 
@@ -133,12 +134,34 @@ waiter_wake(struct kilnd_events *ev, struct ev_waiter *w)
 	w->wake(w);
 }
 
-/* Wake every parked waiter. Lock held. */
+/* Wake every parked waiter; a gathering one only when urgent. Lock held. */
 static void
-wake_all_locked(struct kilnd_events *ev)
+wake_all_locked(struct kilnd_events *ev, int urgent)
 {
-	while (ev->parked != NULL)
-		waiter_wake(ev, ev->parked);
+	struct ev_waiter **pp = &ev->parked;
+
+	while (*pp != NULL)
+		if (urgent || !(*pp)->gathering)
+			waiter_wake(ev, *pp);   /* unlinks it */
+		else
+			pp = &(*pp)->next;
+}
+
+/* Whether an event must reach gathering polls at once: anything but the
+ * stream of step results and log lines. */
+static int
+event_urgent(const Kiln__Event *e)
+{
+	return e->kind_case != KILN__EVENT__KIND_STEP && e->kind_case != KILN__EVENT__KIND_LOG;
+}
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Encode e (seq and time set) and keep a decoded copy of it. */
@@ -182,7 +205,7 @@ events_publish(struct kilnd_events *ev, Kiln__Event *e)
 	e->seq = ev->head + 1;
 	if ((rv = ring_push(ev, e)) == 0) {
 		ev->head++;
-		wake_all_locked(ev);
+		wake_all_locked(ev, event_urgent(e));
 	}
 	pthread_mutex_unlock(&ev->mu);
 	return rv;
@@ -331,15 +354,43 @@ poll_ready(const struct kilnd_events *ev, const Kiln__PollRequest *req)
 	return req->epoch != ev->epoch || req->after_seq < ev->head;
 }
 
+/* How long (ms, 0: not at all) a poll that has events to return should
+ * still gather more, with req->gather_ms: until gather_ms after s's last
+ * reply, unless an urgent event waits or a whole reply's worth does.
+ * Lock held. */
+static uint32_t
+gather_left(const struct kilnd_events *ev, const struct sub *s,
+            const Kiln__PollRequest *req)
+{
+	uint64_t oldest = ev->head - ev->count + 1;
+	uint32_t max = req->max_events ? req->max_events : KILN_POLL_MAX_EVENTS;
+	int64_t end, now;
+
+	if (req->gather_ms == 0 || req->wait_ms == 0 || s->last_reply_ns == 0 ||
+	    req->epoch != ev->epoch || req->after_seq + 1 < oldest ||
+	    ev->head - req->after_seq >= max)
+		return 0;
+	now = mono_ns();
+	end = s->last_reply_ns +
+	      (int64_t)(req->gather_ms < 100 ? req->gather_ms : 100) * 1000000;
+	if (end <= now)
+		return 0;
+	for (uint64_t seq = req->after_seq + 1; seq <= ev->head; seq++)
+		if (event_urgent(ev->ring[(ev->first + (seq - oldest)) % ev->cap].e))
+			return 0;
+	return (uint32_t)((end - now + 999999) / 1000000);
+}
+
 /* Park w on subscription s. One parked poll per subscription: an older
  * one is woken to answer (empty). Lock held. */
 static void
-park(struct kilnd_events *ev, struct sub *s, struct ev_waiter *w)
+park(struct kilnd_events *ev, struct sub *s, struct ev_waiter *w, int gathering)
 {
 	if (s->waiter != NULL)
 		waiter_wake(ev, s->waiter);
 	w->sub = s->id;
 	w->woken = 0;
+	w->gathering = gathering;
 	w->parked = 1;
 	w->next = ev->parked;
 	ev->parked = w;
@@ -349,21 +400,27 @@ park(struct kilnd_events *ev, struct sub *s, struct ev_waiter *w)
 int
 events_poll(struct kilnd_events *ev, uint32_t pipe,
             const Kiln__PollRequest *req, size_t max_bytes,
-            struct ev_waiter *w, uint8_t **buf, size_t *len)
+            struct ev_waiter *w, uint32_t *park_ms, uint8_t **buf, size_t *len)
 {
 	struct sub *s;
+	uint32_t gather;
 	int rv;
 
+	*park_ms = req->wait_ms;
 	pthread_mutex_lock(&ev->mu);
 	if ((s = sub_find(ev, pipe, req->subscription)) == NULL)
 		rv = KILN_ENOTFOUND;
 	else if (req->epoch == ev->epoch && req->after_seq > ev->head)
 		rv = KILN_EINVAL;
 	else if (!poll_ready(ev, req) && req->wait_ms > 0 && w != NULL) {
-		park(ev, s, w);
+		park(ev, s, w, 0);
 		rv = EVENTS_PARKED;
-	} else
-		rv = reply_pack(ev, req, max_bytes, buf, len);
+	} else if (w != NULL && (gather = gather_left(ev, s, req)) > 0) {
+		park(ev, s, w, 1);
+		*park_ms = gather < req->wait_ms ? gather : req->wait_ms;
+		rv = EVENTS_PARKED;
+	} else if ((rv = reply_pack(ev, req, max_bytes, buf, len)) == 0 && poll_ready(ev, req))
+		s->last_reply_ns = mono_ns();
 	pthread_mutex_unlock(&ev->mu);
 	return rv;
 }
@@ -394,7 +451,7 @@ void
 events_wake_all(struct kilnd_events *ev)
 {
 	pthread_mutex_lock(&ev->mu);
-	wake_all_locked(ev);
+	wake_all_locked(ev, 1);
 	pthread_mutex_unlock(&ev->mu);
 }
 

@@ -23,6 +23,8 @@ struct ev_waiter {
 	uint64_t sub;   /* the subscription it polls */
 	int parked;     /* on the parked list */
 	int woken;      /* a publisher woke it (it must answer now) */
+	int gathering;  /* has events, waits out its gather time: only an
+	                 * urgent event wakes it early */
 	/* Called with the events lock held when the waiter must answer; must
 	 * neither block nor call into events.c. */
 	void (*wake)(struct ev_waiter *w);
@@ -63,12 +65,14 @@ void events_pipe_closed(struct kilnd_events *ev, uint32_t pipe);
 
 /* Answer a poll: 0 with *buf (malloc'd, *len bytes) a whole encoded Reply
  * holding at most max_bytes of events; or, when there are none, wait_ms
- * is not 0 and w is not NULL, park w and return EVENTS_PARKED. Errors:
- * KILN_ENOTFOUND (subscription), KILN_EINVAL (cursor ahead of the newest
- * event), KILN_ENOMEM. */
+ * is not 0 and w is not NULL, park w and return EVENTS_PARKED (also while
+ * a poll with gather_ms gathers events: then only until its gather time
+ * ends, or an urgent event comes). *park_ms: how long the parked poll
+ * sleeps before asking again. Errors: KILN_ENOTFOUND (subscription),
+ * KILN_EINVAL (cursor ahead of the newest event), KILN_ENOMEM. */
 int events_poll(struct kilnd_events *ev, uint32_t pipe,
                 const Kiln__PollRequest *req, size_t max_bytes,
-                struct ev_waiter *w, uint8_t **buf, size_t *len);
+                struct ev_waiter *w, uint32_t *park_ms, uint8_t **buf, size_t *len);
 
 /* Take w off the parked list if it is still there. Returns w->woken. */
 int events_unpark(struct kilnd_events *ev, struct ev_waiter *w);

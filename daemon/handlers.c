@@ -275,17 +275,18 @@ poll_answer(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
             struct ev_waiter *w)
 {
 	Kiln__PollRequest q = *c->req->poll;
+	uint32_t park_ms;
 	int rv;
 
 	if (q.wait_ms > KILN_POLL_MAX_WAIT_MS)
 		q.wait_ms = KILN_POLL_MAX_WAIT_MS;
 	/* Replies small enough for a client with the smallest message limit. */
 	rv = events_poll(d->events, c->pipe, &q,
-	                 kiln_proto_chunk_max(KILN_MAX_MESSAGE_MIN), w, &a->bytes,
-	                 &a->nbytes);
+	                 kiln_proto_chunk_max(KILN_MAX_MESSAGE_MIN), w, &park_ms,
+	                 &a->bytes, &a->nbytes);
 	if (rv == EVENTS_PARKED) {
 		a->kind = ANSWER_PARK;
-		a->wait_ms = q.wait_ms;
+		a->wait_ms = park_ms;
 		return 0;
 	}
 	if (rv == KILN_EINVAL)
