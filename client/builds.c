@@ -22,6 +22,7 @@ lk_summary_of(const Kiln__BuildFinished *bf, kiln_build_summary *s)
 	s->skipped = bf->skipped;
 	s->cancelled = bf->cancelled;
 	s->would_run = bf->would_run;
+	s->files_statted = bf->files_statted;
 	s->duration_ns = bf->duration_ns;
 	s->index = bf->index;
 	s->error = bf->error;

@@ -168,9 +168,9 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 		cli_json_str(b->profile);
 		printf(",\"total\":%u,\"ran\":%u,\"reused\":%u,\"failed\":%u,"
 		       "\"skipped\":%u,\"cancelled\":%u,\"would_run\":%u,"
-		       "\"duration_ms\":%.3f,\"index\":", b->total, b->ran, b->reused,
-		       b->failed, b->skipped, b->cancelled, b->would_run,
-		       (double)b->duration_ns / 1e6);
+		       "\"files_statted\":%llu,\"duration_ms\":%.3f,\"index\":", b->total,
+		       b->ran, b->reused, b->failed, b->skipped, b->cancelled, b->would_run,
+		       (unsigned long long)b->files_statted, (double)b->duration_ns / 1e6);
 		cli_json_str(b->index);
 		fputs(",\"error\":", stdout);
 		cli_json_str(b->error);

@@ -195,6 +195,7 @@ typedef struct kiln_build_summary {
 	int done;               /* 0: still running */
 	uint32_t total, ran, reused, failed, skipped, cancelled, would_run;
 	uint64_t duration_ns;
+	uint64_t files_statted; /* files stat'ed to decide (the rest: inotify) */
 	const char *index;      /* the index map, relative to the project */
 	const char *error;      /* a build-wide problem ("" if none) */
 } kiln_build_summary;

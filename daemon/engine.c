@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "watch.h"
 #include "glob.h"
 
 int64_t
@@ -191,6 +192,7 @@ summary_fill(const struct build *b, Kiln__BuildFinished *bf)
 	bf->skipped = b->skipped;
 	bf->cancelled = b->ncancelled;
 	bf->would_run = b->would_run;
+	bf->files_statted = b->files_statted;
 	bf->duration_ns = b->done ? b->duration_ns
 	                          : (uint64_t)(engine_now_ns() - b->start_ns);
 	bf->index = (char *)b->index;
@@ -521,6 +523,11 @@ build_end(struct engine *e, struct build *b)
 	}
 	b->done = 1;
 	b->duration_ns = (uint64_t)(engine_now_ns() - b->start_ns);
+	{
+		uint64_t nstat, nhashed;
+		filestate_counts(e->fs, &nstat, &nhashed);
+		b->files_statted = nstat - b->nstat0;
+	}
 	if (b->cancelled && b->error[0] == '\0')
 		snprintf(b->error, sizeof b->error, "cancelled");
 	summary_fill(b, &bf);
@@ -728,6 +735,8 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 		e->wave++;
 		e->wave_dry = rq->dry_run;
 		filestate_pass(e->fs);
+		if (e->watch != NULL)
+			watch_sync(e->watch);
 	}
 	b->id = ++e->next_build;
 	b->slot = slot;
@@ -739,6 +748,10 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	b->dry_run = rq->dry_run;
 	b->full = rq->n_targets == 0;
 	b->start_ns = engine_now_ns();
+	{
+		uint64_t nhashed;
+		filestate_counts(e->fs, &b->nstat0, &nhashed);
+	}
 	for (uint32_t i = 0; i < g->n; i++)
 		b->total += mark[i];
 	e->active[slot] = b;

@@ -35,6 +35,7 @@ struct engine_config {
 	unsigned workers;        /* threads deciding and publishing; 0: cores */
 	unsigned default_jobs;   /* tools at once when a build says 0; 0: cores */
 	const char *tool_path;   /* PATH for finding and running tools */
+	int no_watch;            /* stat every file every build (no inotify) */
 	/* The daemon's ipc:// address, given to tools as $KILN_SOCKET for
 	 * `kiln need` (NULL: tools get no KILN_* need variables). */
 	const char *ipc_url;

@@ -54,6 +54,7 @@ struct node_out {
 	kiln_id id;
 	uint64_t size;
 	kiln_file_rec mat;   /* the materialized file, as last seen */
+	uint64_t mat_gen;    /* the watch's generation when mat was seen (0: none) */
 };
 
 struct engine;
@@ -170,6 +171,8 @@ struct build {
 	int done;
 	uint32_t total, finished, ran, reused, failed, skipped, ncancelled, would_run;
 	int64_t start_ns;
+	uint64_t nstat0;         /* filestate's stat count when it began */
+	uint64_t files_statted;  /* stats while it ran (set at its end) */
 	uint64_t duration_ns;
 	char error[256];
 	char index[64];
@@ -192,6 +195,7 @@ struct engine {
 	unsigned jobs_default;
 	kiln_store *s;
 	struct filestate *fs;
+	struct watch *watch;     /* NULL: no inotify (--no-watch, or none) */
 	struct kilnd_spawner *sp;
 
 	pthread_mutex_t mu;

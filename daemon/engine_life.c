@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "watch.h"
 
 /* ---- life ----------------------------------------------------------------- */
 
@@ -68,6 +69,9 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0)
 		goto fail;
+	/* without inotify (or with --no-watch) every file is stat'ed */
+	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0)
+		filestate_set_watch(e->fs, e->watch);
 	snprintf(scratch, sizeof scratch, "%s/.kiln/scratch", e->root);
 	engine_rmtree(scratch);
 	trace_setup(e);
@@ -129,6 +133,7 @@ engine_free(struct engine *e)
 	kiln_desc_free(e->desc);
 	stamps_free(e);
 	filestate_free(e->fs);
+	watch_free(e->watch);
 	kiln_batch_free(e->batch);
 	free(e->ready.v);
 	free(e->runnable.v);

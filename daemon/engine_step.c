@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "watch.h"
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -526,11 +527,21 @@ outputs_record(struct engine *e, const struct graph *g, struct node *n)
 
 /* Whether every materialized output is as this daemon left it. */
 static int
-outputs_intact(struct engine *e, const struct node *n)
+outputs_intact(struct engine *e, struct node *n)
 {
-	for (size_t i = 0; i < n->ks->noutputs; i++)
-		if (!mat_unchanged(e, n->outpaths[i], &n->outs[i].mat))
+	for (size_t i = 0; i < n->ks->noutputs; i++) {
+		struct node_out *o = &n->outs[i];
+		uint64_t gen = 0;
+		int watched;
+		/* nothing touched it since it was last found intact */
+		if (e->watch != NULL && watch_clean(e->watch, n->outpaths[i], o->mat_gen))
+			continue;
+		watched = e->watch != NULL && watch_prepare(e->watch, n->outpaths[i], &gen) == 0;
+		o->mat_gen = 0;
+		if (!mat_unchanged(e, n->outpaths[i], &o->mat))
 			return 0;
+		o->mat_gen = watched ? gen : 0;
+	}
 	return 1;
 }
 
@@ -667,8 +678,10 @@ int
 materialize_all(struct engine *e, struct node *n)
 {
 	for (size_t i = 0; i < n->ks->noutputs; i++) {
-		int rv = materialize_output(e->s, e->root, n->outpaths[i], &n->outs[i].id,
-		                            &n->outs[i].mat);
+		int rv;
+		n->outs[i].mat_gen = 0;   /* written again: looked at again */
+		rv = materialize_output(e->s, e->root, n->outpaths[i], &n->outs[i].id,
+		                        &n->outs[i].mat);
 		if (rv != 0) {
 			set_error(n, "cannot write %s: %s", n->outpaths[i], kiln_strerror(rv));
 			return rv;

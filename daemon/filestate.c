@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "filestate.h"
+#include "watch.h"
 
 struct fentry {
 	char *path;
@@ -27,6 +28,7 @@ struct fentry {
 	int dirty;        /* rec changed since the last flush (on the list) */
 	struct fentry *next_dirty;
 	uint64_t pass;    /* stat'ed during this pass */
+	uint64_t seen_gen; /* the watch's generation of that stat (0: none) */
 };
 
 struct filestate {
@@ -39,6 +41,7 @@ struct filestate {
 	struct fentry *dirty;  /* records to write at the next flush */
 	uint64_t pass;
 	int verify;
+	struct watch *watch;   /* NULL: stat every file every pass */
 	atomic_uint_fast64_t nstat, nhashed;
 };
 
@@ -101,6 +104,14 @@ filestate_pass(struct filestate *fs)
 {
 	pthread_mutex_lock(&fs->mu);
 	fs->pass++;
+	pthread_mutex_unlock(&fs->mu);
+}
+
+void
+filestate_set_watch(struct filestate *fs, struct watch *w)
+{
+	pthread_mutex_lock(&fs->mu);
+	fs->watch = w;
 	pthread_mutex_unlock(&fs->mu);
 }
 
@@ -189,10 +200,23 @@ rec_of_stat(kiln_file_rec *r, const struct stat *st)
 /* Stat path (relative to the root unless absolute): one syscall, with
  * no open, because most files have not changed. */
 static int
-file_stat(struct filestate *fs, const char *path, struct stat *st)
+file_stat(struct filestate *fs, const char *path, struct stat *st, int *watched)
 {
+	int dfd = path[0] == '/' ? AT_FDCWD : fs->rootfd;
+
 	atomic_fetch_add(&fs->nstat, 1);
-	if (fstatat(path[0] == '/' ? AT_FDCWD : fs->rootfd, path, st, 0) != 0)
+	/* the watch sees a symlink's own folder, not its target's: a file
+	 * reached through one is not watched */
+	if (*watched) {
+		if (fstatat(dfd, path, st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno == ENOENT)
+				return KILN_ENOTFOUND;
+		} else if (!S_ISLNK(st->st_mode)) {
+			return S_ISREG(st->st_mode) ? 0 : KILN_ENOTFOUND;
+		}
+		*watched = 0;
+	}
+	if (fstatat(dfd, path, st, 0) != 0)
 		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
 		                                           : kiln_err_from_errno(errno);
 	return S_ISREG(st->st_mode) ? 0 : KILN_ENOTFOUND;
@@ -227,8 +251,8 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	struct fentry *e;
 	kiln_file_rec rec, db;
 	struct stat st;
-	int rv, known, verify;
-	uint64_t pass;
+	int rv, known, verify, missing, watched;
+	uint64_t pass, seen, gen = 0;
 
 	pthread_mutex_lock(&fs->mu);
 	if ((e = table_get(fs, path)) == NULL) {
@@ -245,7 +269,25 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	rec = e->rec;
 	pass = fs->pass;
 	verify = fs->verify;
+	seen = e->seen_gen;
+	missing = e->missing;
 	pthread_mutex_unlock(&fs->mu);
+
+	/* nothing touched it since it was last looked at: no stat */
+	if (fs->watch != NULL && !verify && (known || missing) &&
+	    watch_clean(fs->watch, path, seen)) {
+		pthread_mutex_lock(&fs->mu);
+		e->pass = pass;
+		pthread_mutex_unlock(&fs->mu);
+		if (missing) {
+			memset(hash, 0, sizeof *hash);
+			return KILN_ENOTFOUND;
+		}
+		*hash = rec.hash;
+		return 0;
+	}
+	watched = fs->watch != NULL && path[0] != '/' &&
+	          watch_prepare(fs->watch, path, &gen) == 0;
 
 	if (!known) {
 		/* a restarted daemon: what the last one recorded */
@@ -254,7 +296,7 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 			known = 1;
 		}
 	}
-	rv = file_stat(fs, path, &st);
+	rv = file_stat(fs, path, &st, &watched);
 	if (rv == 0 && known && !verify && stat_equal(&rec, &st)) {
 		*hash = rec.hash;
 	} else if (rv == 0) {
@@ -267,6 +309,7 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 		pthread_mutex_lock(&fs->mu);
 		e->missing = 1;
 		e->pass = pass;
+		e->seen_gen = watched ? gen : 0;
 		pthread_mutex_unlock(&fs->mu);
 		memset(hash, 0, sizeof *hash);
 		return rv;
@@ -278,6 +321,7 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	e->known = 1;
 	e->missing = 0;
 	e->pass = pass;
+	e->seen_gen = watched ? gen : 0;
 	if (known == -1 && path[0] != '/' && !e->dirty) {
 		e->dirty = 1;
 		e->next_dirty = fs->dirty;

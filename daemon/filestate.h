@@ -25,6 +25,13 @@ void filestate_free(struct filestate *fs);
 /* Begin a new pass: files are stat'ed again on their next use. */
 void filestate_pass(struct filestate *fs);
 
+struct watch;
+
+/* With a watch (watch.h), a file nothing touched since it was last
+ * stat'ed (with its folders watched) is answered from memory, without a
+ * stat. NULL: every file is stat'ed once per pass. */
+void filestate_set_watch(struct filestate *fs, struct watch *w);
+
 /* When set, every file is re-hashed once per pass whatever its stat says
  * (`--verify`, the "overnight checksum"). */
 void filestate_set_verify(struct filestate *fs, int verify);

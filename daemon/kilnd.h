@@ -60,6 +60,7 @@ struct kilnd_config {
 	uint32_t verify_ttl_s;      /* a blob re-hashed this recently and
 	                               unchanged is not re-hashed to be served */
 	uint32_t build_workers;     /* engine threads deciding steps; 0: cores */
+	int no_watch;               /* --no-watch: stat every file every build */
 };
 
 /* Fill c with the defaults. */

@@ -60,6 +60,9 @@ static const char help[] =
 	"  --verify-ttl SECONDS   serve a blob re-hashed this recently, whose file\n"
 	"                         is unchanged, without re-hashing it (default\n"
 	"                         600; 0: re-hash before every transfer)\n"
+	"  --no-watch             do not watch the project with inotify: stat\n"
+	"                         every file on every build (also\n"
+	"                         KILN_NO_WATCH=1 in the environment)\n"
 	"  -h, --help             show this help\n"
 	"  --version              print the version\n"
 	"\n"
@@ -255,6 +258,7 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		{"max-clients", required_argument, NULL, 'C'},
 		{"workers", required_argument, NULL, 'W'},
 		{"verify-ttl", required_argument, NULL, 'T'},
+		{"no-watch", no_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -273,6 +277,7 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		case 't': c->token_file = optarg; break;
 		case 'c': c->tls_cert = optarg; break;
 		case 'k': c->tls_key = optarg; break;
+		case 'N': c->no_watch = 1; break;
 		case 'h': fputs(help, stdout); return KILND_EXIT_OK;
 		case 'V': printf("kilnd %s\n", KILND_VERSION); return KILND_EXIT_OK;
 		case ':': return bad_usage("option '%s' needs a value", argv[optind - 1]);
@@ -355,12 +360,13 @@ engine_log(void *arg, int error, const char *msg)
 static int
 engine_start(struct kilnd *d, char *err, size_t len)
 {
-	const char *path = getenv("PATH");
+	const char *path = getenv("PATH"), *nw = getenv("KILN_NO_WATCH");
 	struct engine_config c = {
 		.root = d->paths.project,
 		.store = d->store,
 		.workers = d->cfg.build_workers,
 		.tool_path = path && path[0] ? path : NULL,
+		.no_watch = d->cfg.no_watch || (nw != NULL && nw[0] != '\0' && strcmp(nw, "0") != 0),
 		.ipc_url = d->paths.url,
 		.publish = engine_publish,
 		.log = engine_log,

@@ -1,0 +1,401 @@
+/* watch.c — inotify-backed "changed since" answers (see watch.h).
+ *
+ * One inotify watch per folder that holds a file someone asked about, and
+ * per folder above it up to the root. An event naming an entry records
+ * "changed in generation next" for that path (next = the generation the
+ * coming watch_sync starts); an event about a folder itself (moved,
+ * removed, its watch gone), an entry that is a folder or a watched
+ * folder's name (replaced by a symlink, say), or a queue overflow records
+ * that everything changed in generation next, and forgets the per-path
+ * records (they no longer matter).
+ *
+ * Threads: w->mu guards everything; the reader thread takes it for each
+ * batch of events it read. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "kiln_error.h"
+#include "watch.h"
+
+#define WATCH_MASK (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | \
+                    IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
+
+/* Names recorded as changed before the record is dropped for a reset. */
+#define WATCH_MAX_CHANGED (1u << 20)
+
+/* A string -> uint64 map, open addressing; keys are copied. */
+struct smap {
+	char **keys;
+	uint64_t *hashes, *vals;
+	size_t cap, n;
+};
+
+struct wdir {
+	char *path;      /* relative to the root; "" is the root */
+	int wd;          /* -1: not watched (its watch went away) */
+};
+
+struct watch {
+	pthread_mutex_t mu;
+	int fd, stopfd;
+	pthread_t thread;
+	int have_thread;
+	char *root;
+	uint64_t gen;        /* the current generation, from 1 */
+	uint64_t reset_gen;  /* everything changed in this generation */
+	struct wdir *dirs;
+	size_t ndirs, capdirs;
+	struct smap dir_index;   /* path -> index in dirs */
+	size_t *by_wd;           /* wd -> index in dirs + 1 (0: none) */
+	size_t nby_wd;
+	struct smap changed;     /* path -> generation it changed in */
+};
+
+static uint64_t
+str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h | 1;   /* 0 marks an empty slot */
+}
+
+static size_t
+smap_find(const struct smap *m, const char *key, uint64_t h)
+{
+	size_t i = h & (m->cap - 1);
+
+	while (m->hashes[i] != 0 && (m->hashes[i] != h || strcmp(m->keys[i], key) != 0))
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static uint64_t *
+smap_get(const struct smap *m, const char *key)
+{
+	size_t i;
+
+	if (m->cap == 0)
+		return NULL;
+	i = smap_find(m, key, str_hash(key));
+	return m->hashes[i] != 0 ? &m->vals[i] : NULL;
+}
+
+static int
+smap_grow(struct smap *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 64;
+	struct smap n = {calloc(ncap, sizeof(char *)), calloc(ncap, sizeof(uint64_t)),
+	                 calloc(ncap, sizeof(uint64_t)), ncap, m->n};
+
+	if (n.keys == NULL || n.hashes == NULL || n.vals == NULL) {
+		free(n.keys);
+		free(n.hashes);
+		free(n.vals);
+		return KILN_ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->hashes[i] != 0) {
+			size_t k = smap_find(&n, m->keys[i], m->hashes[i]);
+			n.keys[k] = m->keys[i];
+			n.hashes[k] = m->hashes[i];
+			n.vals[k] = m->vals[i];
+		}
+	free(m->keys);
+	free(m->hashes);
+	free(m->vals);
+	*m = n;
+	return 0;
+}
+
+/* Set key to val. 0 or KILN_ENOMEM. */
+static int
+smap_put(struct smap *m, const char *key, uint64_t val)
+{
+	uint64_t h = str_hash(key);
+	size_t i;
+
+	if ((m->n + 1) * 4 > m->cap * 3 && smap_grow(m) != 0)
+		return KILN_ENOMEM;
+	i = smap_find(m, key, h);
+	if (m->hashes[i] == 0) {
+		if ((m->keys[i] = strdup(key)) == NULL)
+			return KILN_ENOMEM;
+		m->hashes[i] = h;
+		m->n++;
+	}
+	m->vals[i] = val;
+	return 0;
+}
+
+static void
+smap_clear(struct smap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->keys[i]);
+	free(m->keys);
+	free(m->hashes);
+	free(m->vals);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* Everything may have changed in the coming generation. Lock held. */
+static void
+reset_all(struct watch *w)
+{
+	w->reset_gen = w->gen + 1;
+	smap_clear(&w->changed);
+}
+
+static struct wdir *
+dir_of_wd(struct watch *w, int wd)
+{
+	if (wd < 0 || (size_t)wd >= w->nby_wd || w->by_wd[wd] == 0)
+		return NULL;
+	return &w->dirs[w->by_wd[wd] - 1];
+}
+
+/* One event. Lock held. */
+static void
+event_take(struct watch *w, const struct inotify_event *ev)
+{
+	char path[PATH_MAX];
+	struct wdir *d;
+
+	if (ev->mask & IN_Q_OVERFLOW) {
+		reset_all(w);
+		return;
+	}
+	if ((d = dir_of_wd(w, ev->wd)) == NULL)
+		return;
+	if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)) {
+		if (ev->mask & IN_IGNORED) {   /* the watch is gone */
+			w->by_wd[ev->wd] = 0;
+			d->wd = -1;
+		}
+		reset_all(w);
+		return;
+	}
+	if (ev->len == 0 || ev->name[0] == '\0')
+		return;
+	/* the record of changed names is bounded: past that, start over */
+	if (w->changed.n >= WATCH_MAX_CHANGED ||
+	    (size_t)snprintf(path, sizeof path, "%s%s%s", d->path, d->path[0] ? "/" : "",
+	                     ev->name) >= sizeof path ||
+	    (ev->mask & IN_ISDIR) || smap_get(&w->dir_index, path) != NULL ||
+	    smap_put(&w->changed, path, w->gen + 1) != 0)
+		reset_all(w);
+}
+
+/* Read what is queued (non-blocking). Lock held. */
+static void
+drain(struct watch *w)
+{
+	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+
+	while ((n = read(w->fd, buf, sizeof buf)) > 0)
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			event_take(w, ev);
+			p += sizeof *ev + ev->len;
+		}
+	if (n < 0 && errno != EAGAIN && errno != EINTR)
+		reset_all(w);
+}
+
+static void *
+reader_main(void *arg)
+{
+	struct watch *w = arg;
+	struct pollfd p[2] = {{w->fd, POLLIN, 0}, {w->stopfd, POLLIN, 0}};
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (p[0].revents) {
+			pthread_mutex_lock(&w->mu);
+			drain(w);
+			pthread_mutex_unlock(&w->mu);
+		}
+	}
+	return NULL;
+}
+
+/* ---- the interface ------------------------------------------------------ */
+
+int
+watch_new(const char *root, struct watch **wp)
+{
+	struct watch *w = calloc(1, sizeof *w);
+	int rv;
+
+	*wp = NULL;
+	if (w == NULL || (w->root = strdup(root)) == NULL) {
+		free(w);
+		return KILN_ENOMEM;
+	}
+	w->gen = 1;
+	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	w->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutex_init(&w->mu, NULL);
+	if (w->fd < 0 || w->stopfd < 0) {
+		rv = kiln_err_from_errno(errno);
+		watch_free(w);
+		return rv;
+	}
+	if (pthread_create(&w->thread, NULL, reader_main, w) != 0) {
+		watch_free(w);
+		return KILN_ENOMEM;
+	}
+	w->have_thread = 1;
+	*wp = w;
+	return 0;
+}
+
+void
+watch_free(struct watch *w)
+{
+	uint64_t one = 1;
+
+	if (w == NULL)
+		return;
+	if (w->have_thread) {
+		if (write(w->stopfd, &one, sizeof one) < 0) {
+			/* an eventfd write cannot fail short of overflow */
+		}
+		pthread_join(w->thread, NULL);
+	}
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->stopfd >= 0)
+		close(w->stopfd);
+	for (size_t i = 0; i < w->ndirs; i++)
+		free(w->dirs[i].path);
+	free(w->dirs);
+	free(w->by_wd);
+	smap_clear(&w->dir_index);
+	smap_clear(&w->changed);
+	pthread_mutex_destroy(&w->mu);
+	free(w->root);
+	free(w);
+}
+
+void
+watch_sync(struct watch *w)
+{
+	pthread_mutex_lock(&w->mu);
+	drain(w);
+	w->gen++;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Watch folder dir (relative; "" the root). 0 or -1. Lock held. */
+static int
+dir_watch(struct watch *w, const char *dir)
+{
+	char full[PATH_MAX];
+	uint64_t *idx = smap_get(&w->dir_index, dir);
+	struct wdir *d = idx ? &w->dirs[*idx] : NULL;
+	int wd;
+
+	if (d != NULL && d->wd >= 0)
+		return 0;
+	if ((size_t)snprintf(full, sizeof full, "%s%s%s", w->root, dir[0] ? "/" : "", dir) >=
+	    sizeof full)
+		return -1;
+	if ((wd = inotify_add_watch(w->fd, full, WATCH_MASK | IN_ONLYDIR)) < 0)
+		return -1;
+	if ((size_t)wd >= w->nby_wd) {
+		size_t n = (size_t)wd * 2 + 16;
+		size_t *nv = realloc(w->by_wd, n * sizeof *nv);
+		if (nv == NULL)
+			goto fail;
+		memset(nv + w->nby_wd, 0, (n - w->nby_wd) * sizeof *nv);
+		w->by_wd = nv;
+		w->nby_wd = n;
+	}
+	if (w->by_wd[wd] != 0 && (d == NULL || w->by_wd[wd] != (size_t)(d - w->dirs) + 1))
+		/* one folder under two names (a symlink): its events would
+		 * name only one of them, so trust neither name */
+		return -1;
+	if (d == NULL) {
+		if (w->ndirs == w->capdirs) {
+			size_t n = w->capdirs ? w->capdirs * 2 : 16;
+			struct wdir *nv = realloc(w->dirs, n * sizeof *nv);
+			if (nv == NULL)
+				goto fail;
+			w->dirs = nv;
+			w->capdirs = n;
+		}
+		d = &w->dirs[w->ndirs];
+		if ((d->path = strdup(dir)) == NULL)
+			goto fail;
+		if (smap_put(&w->dir_index, dir, w->ndirs) != 0) {
+			free(d->path);
+			goto fail;
+		}
+		w->ndirs++;
+	}
+	d->wd = wd;
+	w->by_wd[wd] = (size_t)(d - w->dirs) + 1;
+	return 0;
+fail:
+	inotify_rm_watch(w->fd, wd);
+	return -1;
+}
+
+int
+watch_prepare(struct watch *w, const char *relpath, uint64_t *gen)
+{
+	char dir[PATH_MAX];
+	size_t len = strlen(relpath);
+	int rv = 0;
+
+	if (relpath[0] == '/' || len >= sizeof dir)
+		return -1;
+	memcpy(dir, relpath, len + 1);
+	pthread_mutex_lock(&w->mu);
+	/* the file's folder, then each one above it, the root last */
+	for (char *slash = strrchr(dir, '/'); rv == 0;) {
+		if (slash == NULL) {
+			rv = dir_watch(w, "");
+			break;
+		}
+		*slash = '\0';
+		rv = dir_watch(w, dir);
+		slash = strrchr(dir, '/');
+	}
+	*gen = w->gen;
+	pthread_mutex_unlock(&w->mu);
+	return rv;
+}
+
+int
+watch_clean(struct watch *w, const char *relpath, uint64_t gen)
+{
+	uint64_t *changed;
+	int clean;
+
+	if (gen == 0)
+		return 0;
+	pthread_mutex_lock(&w->mu);
+	clean = gen >= w->reset_gen &&
+	        ((changed = smap_get(&w->changed, relpath)) == NULL || *changed <= gen);
+	pthread_mutex_unlock(&w->mu);
+	return clean;
+}

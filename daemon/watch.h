@@ -1,0 +1,45 @@
+/* watch.h — which project files may have changed since the daemon last
+ * looked, from inotify, so that a warm build stats only those.
+ *
+ * Time is counted in generations: watch_sync (at the start of every build
+ * wave) reads what inotify queued and starts a new generation. A caller
+ * that looked at a file calls watch_prepare first (its folder and every
+ * folder above it up to the project root get a watch, and the current
+ * generation is returned), then stats the file and keeps that generation
+ * with what it saw. Later, watch_clean says whether nothing touched the
+ * file since: no event named it, no folder on its path was created,
+ * moved, removed or replaced, and inotify lost nothing (a queue overflow,
+ * a watch removed): any of those counts as "everything may have changed".
+ *
+ * What inotify cannot see is not covered: writes through a hard link in
+ * an unwatched folder, files behind a symlink (callers do not trust the
+ * watch for a symlink), changes on network file systems, and writes into
+ * an mmap'ed file before it is closed. `kilnd --no-watch` turns it off.
+ *
+ * Threads: any; one mutex. A reader thread drains the inotify queue as
+ * events come, so a long build does not overflow it. */
+#ifndef KILN_WATCH_H
+#define KILN_WATCH_H
+
+#include <stdint.h>
+
+struct watch;
+
+/* Watch files under root (absolute). 0, or a KILN_E* code (no inotify:
+ * the caller stats everything, as without a watch). */
+int watch_new(const char *root, struct watch **wp);
+void watch_free(struct watch *w);
+
+/* Take in what inotify has queued and begin a new generation. */
+void watch_sync(struct watch *w);
+
+/* Before looking at relpath (relative to the root): watch its folders.
+ * 0 with *gen the current generation, or -1: not watchable (a folder
+ * missing, out of inotify watches); then nothing may be trusted. */
+int watch_prepare(struct watch *w, const char *relpath, uint64_t *gen);
+
+/* Whether relpath is as it was when looked at in generation gen (from
+ * watch_prepare; 0 is never clean). */
+int watch_clean(struct watch *w, const char *relpath, uint64_t gen);
+
+#endif
