@@ -4,10 +4,14 @@
  * per folder above it up to the root. An event naming an entry records
  * "changed in generation next" for that path (next = the generation the
  * coming watch_sync starts); an event about a folder itself (moved,
- * removed, its watch gone), an entry that is a folder or a watched
- * folder's name (replaced by a symlink, say), or a queue overflow records
- * that everything changed in generation next, and forgets the per-path
- * records (they no longer matter).
+ * removed, its watch gone), an entry with a watched folder's name (that
+ * folder replaced, by a symlink say), or a queue overflow records that
+ * everything changed in generation next, and forgets the per-path records
+ * (they no longer matter). Another folder appearing, moving or going
+ * inside a watched one changes nothing trusted: a file is only trusted
+ * when every folder on its path is watched, so none lies under an
+ * unwatched folder (a file looked for where its folder did not exist yet
+ * was not watchable, so not trusted).
  *
  * Threads: w->mu guards everything; the reader thread takes it for each
  * batch of events it read. */
@@ -194,7 +198,7 @@ event_take(struct watch *w, const struct inotify_event *ev)
 	if (w->changed.n >= WATCH_MAX_CHANGED ||
 	    (size_t)snprintf(path, sizeof path, "%s%s%s", d->path, d->path[0] ? "/" : "",
 	                     ev->name) >= sizeof path ||
-	    (ev->mask & IN_ISDIR) || smap_get(&w->dir_index, path) != NULL ||
+	    smap_get(&w->dir_index, path) != NULL ||
 	    smap_put(&w->changed, path, w->gen + 1) != 0)
 		reset_all(w);
 }

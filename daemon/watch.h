@@ -7,9 +7,9 @@
  * folder above it up to the project root get a watch, and the current
  * generation is returned), then stats the file and keeps that generation
  * with what it saw. Later, watch_clean says whether nothing touched the
- * file since: no event named it, no folder on its path was created,
- * moved, removed or replaced, and inotify lost nothing (a queue overflow,
- * a watch removed): any of those counts as "everything may have changed".
+ * file since: no event named it, no folder on its path was moved, removed
+ * or replaced, and inotify lost nothing (a queue overflow, a watch
+ * removed): any of those counts as "everything may have changed".
  *
  * What inotify cannot see is not covered: writes through a hard link in
  * an unwatched folder, files behind a symlink (callers do not trust the
