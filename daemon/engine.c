@@ -339,13 +339,6 @@ str_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int
-index_entry_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct index_entry *)a)->url,
-	              ((const struct index_entry *)b)->url);
-}
-
 /* Commit what waits in the batch. */
 void
 batch_commit(struct engine *e)
@@ -413,19 +406,95 @@ index_job_free(struct index_job *j)
 	memset(j, 0, sizeof *j);
 }
 
+/* Entry (node, k)'s url into buf ("url" or "url#name"): its length. buf
+ * has room for the url, '#', the name and a NUL. */
+static size_t
+index_url(const struct node *nd, size_t k, char *buf)
+{
+	const char *name = nd->ks->outputs[k].name;
+	size_t lu = strlen(nd->ks->url), ln;
+
+	memcpy(buf, nd->ks->url, lu);
+	if (nd->ks->noutputs == 1 && strcmp(name, "out") == 0) {
+		buf[lu] = '\0';
+		return lu;
+	}
+	ln = strlen(name);
+	buf[lu] = '#';
+	memcpy(buf + lu + 1, name, ln + 1);
+	return lu + 1 + ln;
+}
+
+struct iorder_sort {
+	struct index_slot slot;
+	char *url;
+};
+
+static int
+iorder_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct iorder_sort *)a)->url,
+	              ((const struct iorder_sort *)b)->url);
+}
+
+/* g's index entries in the map's order: every output of every node,
+ * sorted by url once per graph (the map is rewritten on every build that
+ * changed something, and sorting 100,000 names each time cost more than
+ * the rest of writing it). 0 or KILN_ENOMEM. */
+static int
+iorder_make(struct graph *g)
+{
+	struct iorder_sort *v;
+	size_t n = 0, at = 0, slen = 0;
+	char *strs;
+
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct node *nd = &g->nodes[i];
+		n += nd->ks->noutputs;
+		for (size_t k = 0; k < nd->ks->noutputs; k++)
+			slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) + 2;
+	}
+	v = calloc(n + 1, sizeof *v);
+	strs = malloc(slen + 1);
+	if ((g->iorder = calloc(n + 1, sizeof *g->iorder)) == NULL || v == NULL || strs == NULL) {
+		free(g->iorder);
+		g->iorder = NULL;
+		free(v);
+		free(strs);
+		return KILN_ENOMEM;
+	}
+	n = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (size_t k = 0; k < g->nodes[i].ks->noutputs; k++) {
+			v[n].slot = (struct index_slot){i, (uint32_t)k};
+			v[n].url = strs + at;
+			at += index_url(&g->nodes[i], k, strs + at) + 1;
+			n++;
+		}
+	qsort(v, n, sizeof *v, iorder_cmp);
+	for (size_t i = 0; i < n; i++)
+		g->iorder[i] = v[i].slot;
+	g->niorder = n;
+	free(v);
+	free(strs);
+	return 0;
+}
+
 /* 1: there is a map to write (j filled); 0: nothing changed, or no memory
  * (the map stays as it is and is written by a later build). */
 static int
 index_gather(struct engine *e, struct build *b, struct index_job *j)
 {
 	struct graph *g = b->g;
-	size_t cap = 0, slen = 0, at = 0;
+	size_t cap = 0, slen = 0, at = 0, skip = strlen("build/") + strlen(g->profile) + 1;
 	char path[PATH_MAX];
 	struct stat st;
 
 	memset(j, 0, sizeof *j);
 	snprintf(path, sizeof path, "build/%s/kiln-index.txt", g->profile);
 	if (!g->index_dirty && fstatat(e->rootfd, path, &st, 0) == 0)
+		return 0;
+	if (g->iorder == NULL && iorder_make(g) != 0)
 		return 0;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct node *nd = &g->nodes[i];
@@ -441,24 +510,22 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		index_job_free(j);
 		return 0;
 	}
-	for (uint32_t i = 0; i < g->n; i++) {
-		const struct node *nd = &g->nodes[i];
+	for (size_t i = 0; i < g->niorder; i++) {
+		const struct node *nd = &g->nodes[g->iorder[i].node];
+		size_t k = g->iorder[i].out, lf;
+		struct index_entry *x;
 		if (!nd->have)
 			continue;
-		for (size_t k = 0; k < nd->ks->noutputs; k++) {
-			const char *name = nd->ks->outputs[k].name;
-			int single = nd->ks->noutputs == 1 && strcmp(name, "out") == 0;
-			struct index_entry *x = &j->v[j->n++];
-			x->url = j->strs + at;
-			at += (size_t)sprintf(j->strs + at, "%s%s%s", nd->ks->url,
-			                      single ? "" : "#", single ? "" : name) + 1;
-			/* relative to build/<profile>/ */
-			x->file = j->strs + at;
-			at += (size_t)sprintf(j->strs + at, "%s", nd->outpaths[k] +
-			                      strlen("build/") + strlen(g->profile) + 1) + 1;
-			x->id = nd->outs[k].id;
-			x->size = nd->outs[k].size;
-		}
+		x = &j->v[j->n++];
+		x->url = j->strs + at;
+		at += index_url(nd, k, j->strs + at) + 1;
+		/* relative to build/<profile>/ */
+		x->file = j->strs + at;
+		lf = strlen(nd->outpaths[k] + skip);
+		memcpy(j->strs + at, nd->outpaths[k] + skip, lf + 1);
+		at += lf + 1;
+		x->id = nd->outs[k].id;
+		x->size = nd->outs[k].size;
 	}
 	g->index_dirty = 0;
 	snprintf(j->profile, sizeof j->profile, "%s", g->profile);
@@ -477,7 +544,7 @@ index_write(struct engine *e, struct index_job *j)
 {
 	int rv;
 
-	qsort(j->v, j->n, sizeof *j->v, index_entry_cmp);
+	/* in the map's order already (iorder) */
 	if ((rv = materialize_write_index(e->root, j->profile, j->v, j->n)) != 0)
 		return rv;
 	/* after a clean whole-profile build, build/<profile>/ holds exactly

@@ -22,6 +22,7 @@ graph_free(struct graph *g)
 {
 	if (g == NULL)
 		return;
+	free(g->iorder);
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
 		free(n->deps);

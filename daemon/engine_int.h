@@ -150,6 +150,10 @@ struct graph {
 	uint32_t n;
 	uint32_t *topo;          /* prerequisites before dependents */
 	int index_dirty;         /* an output changed since kiln-index.txt */
+	/* the index map's entries (node, output) in the map's order, sorted
+	 * once per graph (engine.c, e->mu); NULL until the first map */
+	struct index_slot { uint32_t node, out; } *iorder;
+	size_t niorder;
 	int prune_due;           /* build/<profile>/ not pruned since loaded */
 	/* kiln need's walks (engine_need.c, e->mu): n + 1 entries each, made
 	 * on first use; mark[i] == gen means visited in the current walk, so
