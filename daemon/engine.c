@@ -134,12 +134,14 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	const struct build *first = NULL;
 	size_t nids = 0;
 
-	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
-		if ((n->builds >> i & 1) && e->active[i] != NULL) {
+	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+		int i = __builtin_ctzll(m);
+		if (e->active[i] != NULL) {
 			ids[nids++] = e->active[i]->id;
 			if (first == NULL)
 				first = e->active[i];
 		}
+	}
 	se.builds = ids;
 	se.n_builds = nids;
 	se.profile = g->profile;
@@ -241,9 +243,9 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 			g->index_dirty = 1;
 		if (was_queued && e->queued > 0)
 			e->queued--;
-		for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
-			if ((n->builds >> i & 1) && e->active[i] != NULL)
-				build_count(e->active[i], n);
+		for (uint64_t m = n->builds; m != 0; m &= m - 1)
+			if (e->active[__builtin_ctzll(m)] != NULL)
+				build_count(e->active[__builtin_ctzll(m)], n);
 		if (n->send_event || st == N_FAILED || st == N_WOULD_RUN ||
 		    (st == N_DONE && n->outcome != O_UP_TO_DATE))
 			publish_step(e, g, n);
@@ -311,9 +313,11 @@ node_make_ready(struct engine *e, struct graph *g, struct node *n)
 static int
 node_wanted(const struct engine *e, const struct node *n)
 {
-	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
-		if ((n->builds >> i & 1) && e->active[i] != NULL && !e->active[i]->stopped)
+	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+		const struct build *b = e->active[__builtin_ctzll(m)];
+		if (b != NULL && !b->stopped)
 			return 1;
+	}
 	return 0;
 }
 
@@ -322,9 +326,10 @@ jobs_limit(const struct engine *e)
 {
 	unsigned j = 0;
 
-	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
+	for (unsigned i = 0, seen = 0; i < ENGINE_MAX_BUILDS && seen < e->nactive; i++)
 		if (e->active[i] != NULL) {
 			unsigned bj = e->active[i]->jobs ? e->active[i]->jobs : e->jobs_default;
+			seen++;
 			if (bj > j)
 				j = bj;
 		}
@@ -631,8 +636,11 @@ builds_check(struct engine *e)
 {
 	for (int again = 1; again;) {
 		again = 0;
-		for (int i = 0; i < ENGINE_MAX_BUILDS; i++) {
+		/* called after every step: look at the active builds only */
+		for (unsigned i = 0, seen = 0; i < ENGINE_MAX_BUILDS && seen < e->nactive; i++) {
 			struct build *b = e->active[i];
+			if (b != NULL)
+				seen++;
 			if (b != NULL && b->done == 0 && b->finished >= b->total) {
 				build_end(e, b);
 				again = 1;
@@ -963,9 +971,11 @@ node_fail(struct engine *e, struct graph *g, struct node *n)
 static int
 node_cancelled(const struct engine *e, const struct node *n)
 {
-	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
-		if ((n->builds >> i & 1) && e->active[i] != NULL && !e->active[i]->cancelled)
+	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+		const struct build *b = e->active[__builtin_ctzll(m)];
+		if (b != NULL && !b->cancelled)
 			return 0;
+	}
 	return 1;
 }
 
