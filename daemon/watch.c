@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,9 +263,17 @@ watch_new(const char *root, struct watch **wp)
 		watch_free(w);
 		return rv;
 	}
-	if (pthread_create(&w->thread, NULL, reader_main, w) != 0) {
-		watch_free(w);
-		return KILN_ENOMEM;
+	{
+		/* the reader takes no signal meant for the daemon's other threads */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rv = pthread_create(&w->thread, NULL, reader_main, w);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rv != 0) {
+			watch_free(w);
+			return KILN_ENOMEM;
+		}
 	}
 	w->have_thread = 1;
 	*wp = w;
