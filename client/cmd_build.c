@@ -243,7 +243,6 @@ build_follow(kiln_conn *c, struct build_view *v)
 					step_print(v, ev.step);
 					break;
 				}
-
 		} else if (ev.type == KILN_EVENT_BUILD_DONE && ev.build->build == v->id) {
 			return summary_print(v, ev.build);
 		}

@@ -251,15 +251,20 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	struct fentry *e;
 	kiln_file_rec rec, db;
 	struct stat st;
-	int rv, known, verify, missing, watched;
-	uint64_t pass, seen, gen = 0;
+	int rv, known, verify, watched;
+	uint64_t pass, gen = 0;
 
 	pthread_mutex_lock(&fs->mu);
 	if ((e = table_get(fs, path)) == NULL) {
 		pthread_mutex_unlock(&fs->mu);
 		return KILN_ENOMEM;
 	}
-	if (e->pass == fs->pass) {   /* seen this pass: answer from memory */
+	/* seen this pass, or nothing touched it since it was last looked at
+	 * (the watch's lock nests inside ours; it never takes ours) */
+	if (e->pass == fs->pass ||
+	    (fs->watch != NULL && !fs->verify && (e->known || e->missing) &&
+	     watch_clean(fs->watch, path, e->seen_gen))) {
+		e->pass = fs->pass;
 		rv = e->missing ? KILN_ENOTFOUND : 0;
 		*hash = e->missing ? (kiln_id){{0}} : e->rec.hash;
 		pthread_mutex_unlock(&fs->mu);
@@ -269,23 +274,8 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	rec = e->rec;
 	pass = fs->pass;
 	verify = fs->verify;
-	seen = e->seen_gen;
-	missing = e->missing;
 	pthread_mutex_unlock(&fs->mu);
 
-	/* nothing touched it since it was last looked at: no stat */
-	if (fs->watch != NULL && !verify && (known || missing) &&
-	    watch_clean(fs->watch, path, seen)) {
-		pthread_mutex_lock(&fs->mu);
-		e->pass = pass;
-		pthread_mutex_unlock(&fs->mu);
-		if (missing) {
-			memset(hash, 0, sizeof *hash);
-			return KILN_ENOTFOUND;
-		}
-		*hash = rec.hash;
-		return 0;
-	}
 	watched = fs->watch != NULL && path[0] != '/' &&
 	          watch_prepare(fs->watch, path, &gen) == 0;
 

@@ -16,8 +16,9 @@
  * watch for a symlink), changes on network file systems, and writes into
  * an mmap'ed file before it is closed. `kilnd --no-watch` turns it off.
  *
- * Threads: any; one mutex. A reader thread drains the inotify queue as
- * events come, so a long build does not overflow it. */
+ * Threads: any; one mutex, never held while calling out (so callers may
+ * hold their own locks around these calls). A reader thread drains the
+ * inotify queue as events come, so a long build does not overflow it. */
 #ifndef KILN_WATCH_H
 #define KILN_WATCH_H
 
