@@ -44,11 +44,13 @@ publish_finished(struct kilnd_events *ev)
 	assert_int_equal(events_publish(ev, &e), 0);
 }
 
-/* Poll after *after; on a reply, check it holds want events and move
- * *after to the last. Returns events_poll's result. */
+/* Poll after *after (at most max events, 0: the default); on a reply,
+ * check it holds want events and move *after to the last. Returns
+ * events_poll's result. */
 static int
-poll_after(struct kilnd_events *ev, uint64_t sub, uint64_t epoch, uint64_t *after,
-           uint32_t gather_ms, struct waiter_box *b, uint32_t *park_ms, size_t want)
+poll_max(struct kilnd_events *ev, uint64_t sub, uint64_t epoch, uint64_t *after,
+         uint32_t gather_ms, uint32_t max, struct waiter_box *b, uint32_t *park_ms,
+         size_t want)
 {
 	Kiln__PollRequest q = KILN__POLL_REQUEST__INIT;
 	uint8_t *buf = NULL;
@@ -60,6 +62,7 @@ poll_after(struct kilnd_events *ev, uint64_t sub, uint64_t epoch, uint64_t *afte
 	q.after_seq = *after;
 	q.wait_ms = 5000;
 	q.gather_ms = gather_ms;
+	q.max_events = max;
 	rv = events_poll(ev, 7, &q, 1 << 20, &b->w, park_ms, &buf, &len);
 	if (rv == 0) {
 		Kiln__Reply *rep = kiln__reply__unpack(NULL, len, buf);
@@ -74,6 +77,13 @@ poll_after(struct kilnd_events *ev, uint64_t sub, uint64_t epoch, uint64_t *afte
 		free(buf);
 	}
 	return rv;
+}
+
+static int
+poll_after(struct kilnd_events *ev, uint64_t sub, uint64_t epoch, uint64_t *after,
+           uint32_t gather_ms, struct waiter_box *b, uint32_t *park_ms, size_t want)
+{
+	return poll_max(ev, sub, epoch, after, gather_ms, 0, b, park_ms, want);
 }
 
 static struct kilnd_events *
@@ -152,9 +162,6 @@ a_full_reply_is_not_held_back(void **state)
 	uint64_t sub, epoch, after;
 	uint32_t park = 0;
 	struct kilnd_events *ev = subscribed(&sub, &epoch, &after);
-	Kiln__PollRequest q = KILN__POLL_REQUEST__INIT;
-	uint8_t *buf = NULL;
-	size_t len = 0;
 
 	(void)state;
 	publish_step(ev, "a");
@@ -162,14 +169,7 @@ a_full_reply_is_not_held_back(void **state)
 	for (int i = 0; i < 8; i++)
 		publish_step(ev, "x");
 	/* a poll that takes at most 8 events has a whole reply waiting */
-	q.subscription = sub;
-	q.epoch = epoch;
-	q.after_seq = after;
-	q.wait_ms = 5000;
-	q.gather_ms = 100;
-	q.max_events = 8;
-	assert_int_equal(events_poll(ev, 7, &q, 1 << 20, &b.w, &park, &buf, &len), 0);
-	free(buf);
+	assert_int_equal(poll_max(ev, sub, epoch, &after, 100, 8, &b, &park, 8), 0);
 	events_free(ev);
 }
 
