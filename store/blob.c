@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -376,41 +375,42 @@ move_by_copy(kiln_store *s, const char *path, kiln_id *id)
 }
 
 /* Move the caller's file to a new name under tmp/ (written into name).
- * A name no one holds is picked and taken by one rename that refuses to
- * replace, so no placeholder file is made and removed for every move
- * (each one an inode allocated and freed); file systems without
- * RENAME_NOREPLACE get the placeholder. Returns an errno value (0 on
- * success; EXDEV: another file system). */
+ * The name is this process's next "move-<pid>-<n>", taken by one rename
+ * that refuses to replace, so no placeholder file is made and removed for
+ * every move (each one an inode allocated and freed). A name left by an
+ * earlier process of the same pid is skipped; file systems without
+ * RENAME_NOREPLACE get a placeholder (store_tmp_named). 0 or a KILN_E*
+ * code, with *cross set when path is on another file system. */
 static int
-move_to_tmp(kiln_store *s, const char *path, char name[PATH_MAX])
+move_to_tmp(kiln_store *s, const char *path, char name[PATH_MAX], int *cross)
 {
 	static unsigned long seq;
-	int fd, e;
+	int fd, rv;
 
+	*cross = 0;
 	for (int tries = 0; tries < 8; tries++) {
-		unsigned long k = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
-		uint32_t salt;
-		if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
-			salt = (uint32_t)k * 2654435761u;
-		snprintf(name, PATH_MAX, "%s/move-%ld-%lu-%08x", s->tmp, (long)getpid(), k,
-		         (unsigned)salt);
+		snprintf(name, PATH_MAX, "%s/move-%ld-%lu", s->tmp, (long)getpid(),
+		         __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 		if (renameat2(AT_FDCWD, path, AT_FDCWD, name, RENAME_NOREPLACE) == 0)
 			return 0;
+		if (errno == EXDEV) {
+			*cross = 1;
+			return KILN_EIO;
+		}
 		if (errno != EEXIST) {
 			if (errno != EINVAL && errno != ENOSYS)
-				return errno;
+				return kiln_err_from_errno(errno);
 			break;
 		}
 	}
-	/* Reserve a unique temp name, then move the file onto it. */
-	snprintf(name, PATH_MAX, "%s/move-%ld-XXXXXX", s->tmp, (long)getpid());
-	if ((fd = mkostemp(name, O_CLOEXEC)) < 0)
-		return errno;
+	if ((rv = store_tmp_named(s, "move", name, &fd)) != 0)
+		return rv;
 	close(fd);
 	if (rename(path, name) != 0) {
-		e = errno;
+		int e = errno;
 		unlink(name);
-		return e;
+		*cross = e == EXDEV;
+		return kiln_err_from_errno(e);
 	}
 	return 0;
 }
@@ -421,7 +421,7 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 	char name[PATH_MAX];
 	struct pending p = {s, -1, name, {{0}}, 0, ""};
 	struct stat st;
-	int rv;
+	int rv, cross;
 
 	if ((rv = store_writable(s)) != 0)
 		return rv;
@@ -431,8 +431,8 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 		return KILN_EINVAL;
 	if (st.st_nlink > 1)
 		return move_by_copy(s, path, id);
-	if ((rv = move_to_tmp(s, path, name)) != 0)
-		return rv == EXDEV ? move_by_copy(s, path, id) : kiln_err_from_errno(rv);
+	if ((rv = move_to_tmp(s, path, name, &cross)) != 0)
+		return cross ? move_by_copy(s, path, id) : rv;
 	if ((p.fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		rv = kiln_err_from_errno(errno);
 		goto fail;
