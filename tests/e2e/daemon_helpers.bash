@@ -30,6 +30,21 @@ teardown() {
 	return 0
 }
 
+# free_port [SALT]: set $port to a TCP port that looks free: below the
+# kernel's ephemeral range (ip_local_port_range, 32768 and up by default),
+# where the suite's own connections take theirs (a random port in
+# 20000-50000 was twice already taken: "Address in use"), and not shown
+# in use by ss.
+free_port() {
+	local lo
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	[ "$lo" -gt 12000 ] 2>/dev/null || lo=32768
+	port=$((10000 + (RANDOM * 7 + BATS_TEST_NUMBER * 131 + ${1:-0}) % (lo - 10000)))
+	while [ -n "$(ss -Htan "sport = :$port" 2>/dev/null)" ]; do
+		port=$((port + 1))
+	done
+}
+
 # daemon_pid: the pid in the project's pid file.
 daemon_pid() {
 	cat .kiln/kilnd.pid

@@ -12,7 +12,7 @@ load daemon_helpers
 
 # A free-looking port for this case and a token, as in remote.bats.
 limits_setup() {
-	port=$((20000 + (RANDOM * 7 + BATS_TEST_NUMBER * 131 + 17) % 30000))
+	free_port 17
 	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >token
 	echo >>token
 }

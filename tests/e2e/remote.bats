@@ -7,18 +7,9 @@ bats_require_minimum_version 1.5.0
 
 load daemon_helpers
 
-# A free-looking port for this case, and a 32-character token. The port
-# is below the kernel's ephemeral range (ip_local_port_range, 32768 and
-# up by default), where the suite's own connections would take theirs: a
-# port in that range was once already taken (Address in use).
+# A free-looking port for this case, and a 32-character token.
 remote_setup() {
-	local lo
-	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-	[ "$lo" -gt 12000 ] 2>/dev/null || lo=32768
-	port=$((10000 + (RANDOM * 7 + BATS_TEST_NUMBER * 131) % (lo - 10000)))
-	while [ -n "$(ss -Htan "sport = :$port" 2>/dev/null)" ]; do
-		port=$((port + 1))
-	done
+	free_port
 	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >token
 	echo >>token
 	printf 'a-wrong-token-of-32-characters!!\n' >wrong

@@ -10,7 +10,7 @@ load daemon_helpers
 
 # A free-looking port for this case, and a 32-character token.
 tcp_setup() {
-	port=$((20000 + (RANDOM * 7 + BATS_TEST_NUMBER * 131) % 30000))
+	free_port
 	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >token
 	echo >>token
 }
