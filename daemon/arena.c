@@ -40,14 +40,22 @@ arena_alloc_raw(arena *a, size_t size)
 	}
 	if (c == NULL || c->cap - c->used < need) {
 		size_t cap = need > CHUNK_MIN ? need : CHUNK_MIN;
+		/* A big block gets a chunk of its own behind the current one,
+		 * whose free tail small allocations go on using. */
+		int aside = c != NULL && need > CHUNK_MIN / 4;
 		if ((c = malloc(sizeof *c + cap)) == NULL) {
 			a->failed = 1;
 			return NULL;
 		}
 		c->used = 0;
 		c->cap = cap;
-		c->next = a->head;
-		a->head = c;
+		if (aside) {
+			c->next = a->head->next;
+			a->head->next = c;
+		} else {
+			c->next = a->head;
+			a->head = c;
+		}
 	}
 	p = (char *)c->data + c->used;
 	c->used += need;

@@ -48,7 +48,10 @@ struct rs {
 	struct desc_file **files;
 	size_t nfiles;
 	const srcset *src;
-	arena *a;
+	arena *a;   /* the plans: lives as long as the kiln_desc */
+	arena *tmp; /* working data of resolving (steps in the making, the URL
+	             * map, match fields): freed at the end, so the plans do
+	             * not carry ~1 KB a step of scaffolding */
 	diags *dg;
 	const char *project;
 	/* tools of every file, by name */
@@ -243,7 +246,7 @@ step_add(struct rs *r)
 
 	vec_init(&s.inputs, sizeof(const char *));
 	vec_init(&s.needs, sizeof(const char *));
-	return vec_push(r->a, &r->steps, &s);
+	return vec_push(r->tmp, &r->steps, &s);
 }
 
 /* The first of the sorted source files not before prefix. */
@@ -268,7 +271,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 {
 	const char *const *files = r->src->files.items;
 	const char *prefix = glob_prefix(g);
-	const char *where = arena_printf(r->a, "rules[%d]", ru->index);
+	const char *where = arena_printf(r->tmp, "rules[%d]", ru->index);
 	size_t pl = strlen(prefix), nmatched = 0, idx;
 
 	for (size_t i = file_range(r->src, prefix); i < r->src->files.n; i++) {
@@ -281,7 +284,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 		if (!glob_match(g, files[i]))
 			continue;
 		nmatched++;
-		match_fields(r->a, files[i], prefix, &m);
+		match_fields(r->tmp, files[i], prefix, &m);
 		if ((url = expand(r, NULL, &m, 0, ru->url, &bad)) == NULL) {
 			diag_add(r->dg, KILN_DIAG_ERROR, ru->url_loc,
 			         arena_printf(r->a, "rules[%d].url", ru->index), "%s%s",
@@ -317,7 +320,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 		s->source = files[i];
 		s->m = m;
 		s->has_match = 1;
-		vec_push(r->a, &s->inputs, &files[i]);
+		vec_push(r->tmp, &s->inputs, &files[i]);
 		strmap_put(&r->urls, url, r->steps.n - 1);
 		step_outputs(r, s, ru->outputs_loc.line ? ru->outputs_loc : ru->loc, "outputs");
 	}
@@ -351,7 +354,7 @@ asset_step(struct rs *r, const struct desc_asset *as)
 	s->st.url = as->url;
 	s->st.loc = as->loc;
 	s->st.params = as->params;
-	s->where = arena_printf(r->a, "assets[%d]", as->index);
+	s->where = arena_printf(r->tmp, "assets[%d]", as->index);
 	s->toolname = as->tool;
 	s->tool_loc = as->tool_loc;
 	s->decl_inputs = &as->inputs;
@@ -402,7 +405,7 @@ input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
 	}
 	if (in->text[0] == '@' && glob_is_literal(g)) {
 		if (strmap_get(&r->urls, pattern, &idx) && !((struct sb *)r->steps.items)[idx].dead)
-			vec_push(r->a, &s->needs, &pattern);
+			vec_push(r->tmp, &s->needs, &pattern);
 		else
 			diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "'%s' names no "
 			         "asset: unknown URL '%s' in profile '%s'", in->text, pattern,
@@ -412,12 +415,12 @@ input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
 		const struct sb *all = r->steps.items;
 		for (size_t i = 0; i < r->steps.n; i++)
 			if (!all[i].dead && &all[i] != s && glob_match(g, all[i].st.url)) {
-				vec_push(r->a, &s->needs, &all[i].st.url);
+				vec_push(r->tmp, &s->needs, &all[i].st.url);
 				n++;
 			}
 	} else if (glob_is_literal(g)) {
 		if (file_known(r, pattern))
-			vec_push(r->a, &s->inputs, &pattern);
+			vec_push(r->tmp, &s->inputs, &pattern);
 		else
 			diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "input file '%s' "
 			         "does not exist (or is not a regular file inside the project)",
@@ -430,7 +433,7 @@ input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
 		for (size_t i = file_range(r->src, prefix);
 		     i < r->src->files.n && strncmp(files[i], prefix, pl) == 0; i++)
 			if (glob_match(g, files[i])) {
-				vec_push(r->a, &s->inputs, &files[i]);
+				vec_push(r->tmp, &s->inputs, &files[i]);
 				n++;
 			}
 	}
@@ -440,11 +443,12 @@ input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
 	glob_free(g);
 }
 
-/* Sort and de-duplicate a vec of strings into a plain array. */
+/* Sort and de-duplicate a vec of strings (in r->tmp) into a plain array
+ * of just their count in r->a. NULL only for none, or out of memory. */
 static const char **
-sorted_unique(vec *v, size_t *n)
+sorted_unique(struct rs *r, vec *v, size_t *n)
 {
-	const char **p = v->items;
+	const char **p = v->items, **out;
 	size_t w = 0;
 
 	if (v->n > 1)
@@ -452,8 +456,12 @@ sorted_unique(vec *v, size_t *n)
 	for (size_t i = 0; i < v->n; i++)
 		if (w == 0 || strcmp(p[w - 1], p[i]) != 0)
 			p[w++] = p[i];
+	*n = 0;
+	if (w == 0 || (out = arena_alloc_raw(r->a, w * sizeof *out)) == NULL)
+		return NULL;
+	memcpy(out, p, w * sizeof *out);
 	*n = w;
-	return p;
+	return out;
 }
 
 /* ---- tools' command lines ---- */
@@ -673,7 +681,7 @@ bundles_resolve(struct rs *r, kiln_plan *plan, const kiln_step *steps, size_t n)
 				     k < n && strncmp(steps[k].url, glob_prefix(g),
 				                      strlen(glob_prefix(g))) == 0; k++)
 					if (glob_match(g, steps[k].url))
-						vec_push(r->a, &urls, &steps[k].url);
+						vec_push(r->tmp, &urls, &steps[k].url);
 				if (urls.n == before)
 					diag_add(r->dg, glob_is_literal(g) ? KILN_DIAG_ERROR : KILN_DIAG_WARNING,
 					         in->loc, in->field, glob_is_literal(g)
@@ -682,7 +690,7 @@ bundles_resolve(struct rs *r, kiln_plan *plan, const kiln_step *steps, size_t n)
 					         b[i].name, in->text, r->profile);
 				glob_free(g);
 			}
-			bp.urls = sorted_unique(&urls, &bp.nurls);
+			bp.urls = sorted_unique(r, &urls, &bp.nurls);
 			vec_push(r->a, &out, &bp);
 		}
 	}
@@ -729,8 +737,8 @@ plan_finish(struct rs *r, kiln_plan *plan)
 			r->tool_index = t;
 			tool_expand(r, s, &reported[t], &memo);
 		}
-		s->st.inputs = sorted_unique(&s->inputs, &s->st.ninputs);
-		s->st.needs = sorted_unique(&s->needs, &s->st.nneeds);
+		s->st.inputs = sorted_unique(r, &s->inputs, &s->st.ninputs);
+		s->st.needs = sorted_unique(r, &s->needs, &s->st.nneeds);
 		n++;
 	}
 	/* Sort pointers, then copy each step once, in URL order. */
@@ -765,8 +773,8 @@ resolve_profile(struct rs *r, const struct desc_file *root, const struct desc_pr
 	if (profile_vars(r, root, p) != 0)
 		return 0;
 	vec_init(&r->steps, sizeof(struct sb));
-	if (strmap_init(r->a, &r->urls, r->src->files.n + 1024) != 0 ||
-	    vec_reserve(r->a, &r->steps, r->src->files.n + r->nassets + 16) != 0)
+	if (strmap_init(r->tmp, &r->urls, r->src->files.n + 1024) != 0 ||
+	    vec_reserve(r->tmp, &r->steps, r->src->files.n + r->nassets + 16) != 0)
 		return KILN_ENOMEM;
 	for (size_t f = 0; f < r->nfiles; f++) {
 		const struct desc_rule *ru = r->files[f]->rules.items;
@@ -866,8 +874,9 @@ int
 desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
              const srcset *src, struct plan_set *ps)
 {
+	arena tmp = {0};
 	struct rs r = {.root = root, .files = files, .nfiles = nfiles, .src = src,
-	               .a = &ps->a, .dg = &ps->dg};
+	               .a = &ps->a, .tmp = &tmp, .dg = &ps->dg};
 	const struct desc_file *rootf = files[0];
 	const struct desc_profile *profiles = rootf->profiles.items;
 	const char **names;
@@ -899,8 +908,11 @@ desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
 	profile_refs(&r);
 	for (size_t i = 0; i < rootf->profiles.n && rv == 0; i++) {
 		kiln_plan plan = {0};
-		if ((rv = resolve_profile(&r, rootf, &profiles[i], &plan)) == 0 && plan.profile)
+		if ((rv = resolve_profile(&r, rootf, &profiles[i], &plan)) == 0 && tmp.failed)
+			rv = KILN_ENOMEM;
+		if (rv == 0 && plan.profile)
 			vec_push(r.a, &ps->plans, &plan);
+		arena_free(&tmp);
 	}
 out:
 	for (size_t g = 0, f = 0; f < nfiles; f++)
@@ -908,5 +920,8 @@ out:
 			if (r.globs != NULL)
 				glob_free(r.globs[g]);
 	free(r.globs);
+	if (rv == 0 && tmp.failed)
+		rv = KILN_ENOMEM;
+	arena_free(&tmp); /* after an error before the profiles' loop */
 	return rv != 0 ? rv : r.a->failed ? KILN_ENOMEM : 0;
 }
