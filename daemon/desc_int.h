@@ -82,10 +82,11 @@ typedef struct ynode {
 #define DESC_MAX_NODES 200000      /* counting what aliases repeat */
 
 /* Parse the YAML file at path (display name file for diagnostics) into a
- * tree in a. Returns 0 with *root set (NULL for an empty file), or
+ * tree in a, its scalars' text in strs (a loader keeps the text and frees
+ * the tree). Returns 0 with *root set (NULL for an empty file), or
  * KILN_EINVAL after adding diagnostics, or KILN_ENOMEM. */
-int ytree_parse(const char *path, const char *file, arena *a, diags *dg,
-                ynode **root);
+int ytree_parse(const char *path, const char *file, arena *a, arena *strs,
+                diags *dg, ynode **root);
 
 /* ---- the parsed content of one description file ---- */
 

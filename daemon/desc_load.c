@@ -726,7 +726,8 @@ int
 desc_file_load(struct desc_file *f, const char *root)
 {
 	struct ld c = {f, &f->a, &f->dg};
-	char *path = arena_printf(&f->a, "%s/%s", root, f->relpath);
+	arena tree = {0};
+	char *path = arena_printf(&tree, "%s/%s", root, f->relpath);
 	ynode *top;
 	int rv;
 
@@ -736,19 +737,22 @@ desc_file_load(struct desc_file *f, const char *root)
 	vec_init(&f->rules, sizeof(struct desc_rule));
 	vec_init(&f->assets, sizeof(struct desc_asset));
 	vec_init(&f->bundles, sizeof(struct desc_bundle));
-	if (path == NULL)
-		return KILN_ENOMEM;
-	rv = ytree_parse(path, f->relpath, &f->a, &f->dg, &top);
+	if (path == NULL) {
+		rv = KILN_ENOMEM;
+		goto out;
+	}
+	/* The model copies what it keeps of the tree but its strings: the
+	 * tree goes when the file is loaded (~100 bytes a YAML node). */
+	rv = ytree_parse(path, f->relpath, &tree, &f->a, &f->dg, &top);
 	if (rv == KILN_ENOMEM)
-		return rv;
+		goto out;
 	if (rv == 0 && top == NULL && f->is_root)
 		diag_add(&f->dg, KILN_DIAG_ERROR, at(&c, NULL), "", "the file is empty "
 		         "(expected 'kiln: 1', 'project' and 'profiles')");
-	if (rv != 0 || top == NULL)
-		return 0;
-	if (!want(&c, top, Y_MAP, "", "a mapping of kiln keys (kiln, project, "
-	          "sources, profiles, tools, rules, assets, bundles)"))
-		return 0;
+	rv = 0;
+	if (top == NULL || !want(&c, top, Y_MAP, "", "a mapping of kiln keys (kiln, "
+	                         "project, sources, profiles, tools, rules, assets, bundles)"))
+		goto out;
 	if (f->is_root) {
 		map_walk(&c, top, "", root_fields, sizeof root_fields / sizeof root_fields[0], NULL);
 		require(&c, top, "", "kiln", "the format version: 'kiln: 1'");
@@ -757,7 +761,10 @@ desc_file_load(struct desc_file *f, const char *root)
 	} else {
 		map_walk(&c, top, "", sub_fields, sizeof sub_fields / sizeof sub_fields[0], NULL);
 	}
-	return f->a.failed ? KILN_ENOMEM : 0;
+	rv = f->a.failed ? KILN_ENOMEM : 0;
+out:
+	arena_free(&tree);
+	return rv;
 }
 
 void

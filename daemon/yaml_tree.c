@@ -32,7 +32,8 @@ struct anchor {
 };
 
 struct builder {
-	arena *a;
+	arena *a;     /* the tree: nodes, their child arrays, anchors */
+	arena *strs;  /* scalar text, which outlives the tree */
 	diags *dg;
 	const char *file;
 	struct frame stack[DESC_MAX_DEPTH + 1];
@@ -115,7 +116,7 @@ on_scalar(struct builder *b, yaml_event_t *e)
 		break;
 	}
 	if ((n = node_new(b, Y_SCALAR, e->start_mark)) == NULL ||
-	    (n->str = arena_strndup(b->a, v, len)) == NULL)
+	    (n->str = arena_strndup(b->strs, v, len)) == NULL)
 		return KILN_ENOMEM;
 	n->len = len;
 	n->plain = e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
@@ -245,9 +246,10 @@ slurp(const char *path, const char *file, diags *dg, char **buf, size_t *len)
 }
 
 int
-ytree_parse(const char *path, const char *file, arena *a, diags *dg, ynode **root)
+ytree_parse(const char *path, const char *file, arena *a, arena *strs, diags *dg,
+            ynode **root)
 {
-	struct builder b = {.a = a, .dg = dg, .file = file};
+	struct builder b = {.a = a, .strs = strs, .dg = dg, .file = file};
 	yaml_parser_t p;
 	yaml_event_t e;
 	char *buf;
@@ -284,7 +286,7 @@ ytree_parse(const char *path, const char *file, arena *a, diags *dg, ynode **roo
 	}
 	yaml_parser_delete(&p);
 	free(buf);
-	if (rv == 0 && a->failed)
+	if (rv == 0 && (a->failed || strs->failed))
 		rv = KILN_ENOMEM;
 	if (rv == 0)
 		*root = b.root;
