@@ -625,8 +625,10 @@ build_end(struct engine *e, struct build *b)
 	}
 	if (e->nactive == 0) {
 		pthread_cond_broadcast(&e->idle_cv);
-		/* a wave's temporary records are freed: give the pages back */
+		/* a wave's temporary records are freed: give the pages back,
+		 * and the database's */
 		malloc_trim(0);
+		kiln_store_unmap_pages(e->s);
 	}
 }
 
@@ -979,6 +981,22 @@ node_cancelled(const struct engine *e, const struct node *n)
 	return 1;
 }
 
+/* Every quarter second of work, hand the store's mapped database pages
+ * back (kiln_store_unmap_pages): a build reads or writes most of the
+ * database, and its pages would stay in the daemon's resident set (unlocked). */
+static void
+pages_tick(struct engine *e)
+{
+	int64_t now = engine_now_ns();
+	int64_t last = __atomic_load_n(&e->last_unmap_ns, __ATOMIC_RELAXED);
+
+	if (now - last < 250 * 1000000LL ||
+	    !__atomic_compare_exchange_n(&e->last_unmap_ns, &last, now, 0,
+	                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	kiln_store_unmap_pages(e->s);
+}
+
 /* A tool ended: finish its step (e->mu held, dropped for the work). */
 static void
 work_complete(struct engine *e, struct run_ctx *rc)
@@ -992,6 +1010,7 @@ work_complete(struct engine *e, struct run_ctx *rc)
 		step_record_failure(e, rc->g, n);
 	else if (rv != 0)
 		step_forget(n);  /* cancelled is not failed: no record */
+	pages_tick(e);
 	pthread_mutex_lock(&e->mu);
 	if (rv != 0 && cancelled)
 		node_finish(e, rc->g, n, N_CANCELLED);
@@ -1054,6 +1073,7 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 	r = step_eval(e, g, n, dry);
 	if (r == EVAL_FAIL)
 		step_record_failure(e, g, n);
+	pages_tick(e);
 	pthread_mutex_lock(&e->mu);
 	if (r == EVAL_DONE) {
 		node_finish(e, g, n, N_DONE);
@@ -1087,6 +1107,20 @@ pop_live(struct heap *h, enum node_state want, struct graph **gp)
 	return NULL;
 }
 
+/* Whether a worker may decide another ready step (e->mu held). Deciding
+ * runs ahead of the tools by a bounded number of steps: a step decided to
+ * run holds its key's parts (~0.5 KB of labels and values) until its tool
+ * starts, and a 100,000-step clean build would otherwise decide every step
+ * up front and hold them all. A step more urgent than every waiting one (an
+ * editor's) is decided at once. */
+static int
+eval_room(const struct engine *e)
+{
+	if (e->runnable.n < 16 + 4 * (size_t)jobs_limit(e))
+		return 1;
+	return e->ready.n > 0 && e->ready.v[0].prio > e->runnable.v[0].prio;
+}
+
 void *
 worker_main(void *arg)
 {
@@ -1106,7 +1140,7 @@ worker_main(void *arg)
 				work_start(e, g, n);
 			else
 				node_finish(e, g, n, N_CANCELLED);
-		} else if ((n = pop_live(&e->ready, N_READY, &g)) != NULL) {
+		} else if (eval_room(e) && (n = pop_live(&e->ready, N_READY, &g)) != NULL) {
 			if (node_wanted(e, n) && !e->quit)
 				work_eval(e, g, n);
 			else

@@ -20,7 +20,11 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "store_int.h"
 
@@ -49,6 +53,8 @@ struct kiln_db {
 	int rdonly;
 	pthread_rwlock_t resize;
 	uint64_t mapsize; /* written under resize (write), read under (read) */
+	void *map_base;   /* the data file's mapping (map_locate), the same */
+	size_t map_len;
 	/* Reset read txns ready for renewal; a slot is taken and given back
 	 * with one atomic exchange (no lock on the read path). */
 	MDB_txn *pool[POOL_MAX];
@@ -58,6 +64,8 @@ struct db_txn {
 	kiln_db *db;
 	MDB_txn *txn;
 };
+
+static void map_locate(kiln_db *db);
 
 static int
 db_err(int rc)
@@ -142,6 +150,7 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **d
 	/* Reader slots of killed processes would pin old pages forever. */
 	mdb_reader_check(db->env, &dead);
 	db->mapsize = env_mapsize(db->env);
+	map_locate(db);
 	if ((rv = db_open_dbis(db)) != 0)
 		goto fail;
 	*dbp = db;
@@ -152,6 +161,56 @@ fail:
 	pthread_rwlock_destroy(&db->resize);
 	free(db);
 	return rv;
+}
+
+/* Where LMDB mapped the data file: it does not say (mdb_env_info's
+ * me_mapaddr is only set for MDB_FIXEDMAP), so find the mapping of the
+ * file's device and inode in /proc/self/maps. Called after open and after
+ * every resize (which remaps), with resize held for writing or before any
+ * other user. Not found: base NULL, and db_unmap_pages does nothing. */
+static void
+map_locate(kiln_db *db)
+{
+	struct stat st;
+	char line[512];
+	FILE *f;
+	int fd;
+
+	db->map_base = NULL;
+	db->map_len = 0;
+	if (mdb_env_get_fd(db->env, &fd) != 0 || fstat(fd, &st) != 0 ||
+	    (f = fopen("/proc/self/maps", "re")) == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL) {
+		unsigned long lo, hi, off, ino;
+		unsigned maj, mnr;
+		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &mnr,
+		           &ino) == 6 && ino == (unsigned long)st.st_ino && off == 0 &&
+		    maj == major(st.st_dev) && mnr == minor(st.st_dev) &&
+		    hi - lo > db->map_len) {
+			db->map_base = (void *)lo;
+			db->map_len = hi - lo;
+		}
+	}
+	fclose(f);
+}
+
+void
+db_unmap_pages(kiln_db *db)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+
+	/* Under resize (read): the map cannot move meanwhile. Readers inside
+	 * it only fault their pages back in: the file's pages are shared and
+	 * LMDB never rewrites a page a reader may see. */
+	pthread_rwlock_rdlock(&db->resize);
+	if (db->map_base != NULL && mdb_env_info(db->env, &info) == 0 &&
+	    mdb_env_stat(db->env, &st) == 0) {
+		size_t len = ((size_t)info.me_last_pgno + 1) * st.ms_psize;
+		madvise(db->map_base, len < db->map_len ? len : db->map_len, MADV_DONTNEED);
+	}
+	pthread_rwlock_unlock(&db->resize);
 }
 
 /* Caller holds resize for writing (or is the last user). */
@@ -188,6 +247,7 @@ db_resize(kiln_db *db, uint64_t seen, int grow)
 		pool_drain(db);
 		rc = mdb_env_set_mapsize(db->env, grow ? (size_t)(seen * 2) : 0);
 		db->mapsize = env_mapsize(db->env);
+		map_locate(db);
 	}
 	pthread_rwlock_unlock(&db->resize);
 	return db_err(rc);

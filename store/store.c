@@ -324,6 +324,12 @@ fail:
 }
 
 void
+kiln_store_unmap_pages(kiln_store *s)
+{
+	db_unmap_pages(s->db);
+}
+
+void
 kiln_store_close(kiln_store *s)
 {
 	if (s == NULL)

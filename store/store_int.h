@@ -117,6 +117,10 @@ void db_close(kiln_db *db);
  * outside the transaction that a second run would repeat wrongly. */
 typedef int (*db_fn)(db_txn *t, void *arg);
 
+/* Unmap the pages of the database file this process has touched (see
+ * kiln_store_unmap_pages). */
+void db_unmap_pages(kiln_db *db);
+
 /* Run fn in a read snapshot. */
 int db_read(kiln_db *db, db_fn fn, void *arg);
 /* Run fn in the (one, serialized across processes) write transaction. */

@@ -219,6 +219,74 @@ map_grows_past_its_initial_size(void **state)
 	kiln_store_close(s);
 }
 
+/* The resident file-backed memory of this process, in KiB (-1: unknown). */
+static long
+rss_file_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "RssFile: %ld", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* Every page a long-running daemon read stays mapped until the store hands
+ * the mappings back; afterwards the records still read (the pages fault in
+ * again). The map starts small so that it has moved (grown) before. */
+static void
+unmapping_pages_shrinks_the_resident_set_and_keeps_the_data(void **state)
+{
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
+	                     .durability = KILN_DURABLE_NONE,
+	                     .map_size = 1 << 20};
+	kiln_store *s;
+	kiln_id a, got;
+	char url[200];
+	const int n = 40000;
+	long before, after;
+
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
+	a = put_text(s, "A");
+	for (int i = 0; i < n; i += 1000) {
+		kiln_batch *b;
+		assert_kiln(0, kiln_batch_new(&b));
+		for (int k = i; k < i + 1000; k++) {
+			snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+			         k % 100, k);
+			assert_kiln(0, kiln_batch_index_set(b, "pc", url, &a));
+		}
+		assert_kiln(0, kiln_store_commit(s, b, NULL));
+		kiln_batch_free(b);
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+		         i % 100, i);
+		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
+	}
+	before = rss_file_kib();
+	kiln_store_unmap_pages(s);
+	after = rss_file_kib();
+	if (before < 0 || after < 0)
+		skip();
+	/* ~40,000 records of ~90 bytes: several MiB of pages */
+	if (before - after < 2048)
+		fail_msg("RssFile %ld KiB before, %ld KiB after: the database's "
+		         "pages were not unmapped", before, after);
+	for (int i = 0; i < n; i += 997) {
+		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+		         i % 100, i);
+		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
+		assert_memory_equal(got.b, a.b, 16);
+	}
+	kiln_store_close(s);
+}
+
 struct raw {
 	enum db_name db;
 	const void *k;
@@ -501,6 +569,7 @@ main(void)
 		T(actions_round_trip_and_keep_their_creation_time),
 		T(file_records_round_trip),
 		T(map_grows_past_its_initial_size),
+		T(unmapping_pages_shrinks_the_resident_set_and_keeps_the_data),
 		T(records_of_a_newer_version_are_refused_not_misread),
 		T(a_store_from_before_the_steps_db_opens),
 		T(data_survives_close_and_reopen),
