@@ -25,12 +25,6 @@ graph_free(struct graph *g)
 	free(g->iorder);
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
-		free(n->deps);
-		free(n->rdeps);
-		free(n->outs);
-		for (size_t k = 0; n->outpaths && k < n->ks->noutputs; k++)
-			free(n->outpaths[k]);
-		free(n->outpaths);
 		for (size_t k = 0; k < n->ndisc; k++)
 			free(n->disc[k]);
 		free(n->disc);
@@ -43,6 +37,10 @@ graph_free(struct graph *g)
 			kiln__step_record__free_unpacked(n->prev, NULL);
 	}
 	free(g->nodes);
+	free(g->edges);
+	free(g->outs);
+	free(g->outpaths);
+	free(g->outpath_text);
 	free(g->topo);
 	free(g->nmark);
 	free(g->nparent);
@@ -68,27 +66,34 @@ step_index(const kiln_plan *p, const char *url, uint32_t *at)
 static int
 graph_link(struct graph *g)
 {
-	uint32_t *indeg = calloc(g->n + 1, sizeof *indeg), head = 0, tail = 0;
+	uint32_t *indeg = calloc(g->n + 1, sizeof *indeg), head = 0, tail = 0, *at;
+	size_t nedges = 0;
 
 	if (indeg == NULL)
 		return KILN_ENOMEM;
+	/* every node's deps, then every node's rdeps, in one array */
+	for (uint32_t i = 0; i < g->n; i++)
+		nedges += g->nodes[i].ks->nneeds;
+	if ((g->edges = calloc(2 * nedges + 1, sizeof *g->edges)) == NULL)
+		goto nomem;
+	at = g->edges;
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
 		const kiln_step *ks = n->ks;
-		if ((n->deps = calloc(ks->nneeds + 1, sizeof *n->deps)) == NULL)
-			goto nomem;
+		n->deps = at;
 		for (size_t k = 0; k < ks->nneeds; k++) {
 			uint32_t d;
 			if (step_index(g->plan, ks->needs[k], &d))
 				n->deps[n->ndeps++] = d;
 		}
+		at += n->ndeps;
 		for (uint32_t k = 0; k < n->ndeps; k++)
 			g->nodes[n->deps[k]].nrdeps++;
 	}
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
-		if ((n->rdeps = calloc(n->nrdeps + 1, sizeof *n->rdeps)) == NULL)
-			goto nomem;
+		n->rdeps = at;
+		at += n->nrdeps;
 		n->nrdeps = 0;
 	}
 	for (uint32_t i = 0; i < g->n; i++)
@@ -174,6 +179,61 @@ graph_collisions(const struct graph *g, char *err, size_t errlen)
 	return rv;
 }
 
+/* Every node's output records and build/ paths, in three graph-wide
+ * blocks (not three allocations a node: a 100,000-step graph is big). */
+static int
+graph_outputs(struct graph *g)
+{
+	size_t nouts = 0, len = 0, cap = 1 << 16, at = 0;
+	size_t *offs; /* into the text, which moves while it grows */
+	int rv = KILN_ENOMEM;
+
+	for (uint32_t i = 0; i < g->n; i++)
+		nouts += g->nodes[i].ks->noutputs;
+	g->outs = calloc(nouts + 1, sizeof *g->outs);
+	g->outpaths = calloc(nouts + 1, sizeof *g->outpaths);
+	g->outpath_text = malloc(cap);
+	offs = malloc((nouts + 1) * sizeof *offs);
+	if (g->outs == NULL || g->outpaths == NULL || g->outpath_text == NULL ||
+	    offs == NULL)
+		goto out;
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct node *n = &g->nodes[i];
+		n->outs = g->outs + at;
+		for (size_t k = 0; k < n->ks->noutputs; k++) {
+			char path[PATH_MAX];
+			size_t pl;
+			if (step_output_path(g, n, k, path, sizeof path) != 0)
+				goto out;
+			pl = strlen(path) + 1;
+			if (len + pl > cap) {
+				char *t;
+				while (len + pl > cap)
+					cap *= 2;
+				if ((t = realloc(g->outpath_text, cap)) == NULL)
+					goto out;
+				g->outpath_text = t;
+			}
+			memcpy(g->outpath_text + len, path, pl);
+			offs[at + k] = len;
+			len += pl;
+		}
+		at += n->ks->noutputs;
+	}
+	at = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct node *n = &g->nodes[i];
+		n->outpaths = g->outpaths + at;
+		for (size_t k = 0; k < n->ks->noutputs; k++)
+			n->outpaths[k] = g->outpath_text + offs[at + k];
+		at += n->ks->noutputs;
+	}
+	rv = 0;
+out:
+	free(offs);
+	return rv;
+}
+
 static int
 graph_new(const kiln_plan *plan, struct graph **gp)
 {
@@ -199,19 +259,10 @@ graph_new(const kiln_plan *plan, struct graph **gp)
 		n->idx = i;
 		n->log_fd = -1;
 		key_parts_init(&n->parts);
-		if ((n->outs = calloc(n->ks->noutputs + 1, sizeof *n->outs)) == NULL ||
-		    (n->outpaths = calloc(n->ks->noutputs + 1, sizeof *n->outpaths)) == NULL) {
-			graph_free(g);
-			return KILN_ENOMEM;
-		}
-		for (size_t k = 0; k < n->ks->noutputs; k++) {
-			char path[PATH_MAX];
-			if (step_output_path(g, n, k, path, sizeof path) != 0 ||
-			    (n->outpaths[k] = strdup(path)) == NULL) {
-				graph_free(g);
-				return KILN_ENOMEM;
-			}
-		}
+	}
+	if ((rv = graph_outputs(g)) != 0) {
+		graph_free(g);
+		return rv;
 	}
 	if ((rv = graph_link(g)) != 0) {
 		graph_free(g);

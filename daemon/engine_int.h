@@ -102,7 +102,7 @@ struct node {
 	int have;                /* key and outs hold a complete result */
 	kiln_id key;
 	kiln_id quick;           /* quick_key() when key was last computed */
-	char **outpaths;         /* build/<profile>/..., per output */
+	char **outpaths;         /* build/<profile>/..., per output (g->outpaths) */
 	char **disc;             /* files the last result discovered (its
 	                            depfile, then its trace; "dir/" is a
 	                            folder's listing): checked like inputs */
@@ -148,6 +148,12 @@ struct graph {
 	const kiln_plan *plan;
 	struct node *nodes;
 	uint32_t n;
+	/* the nodes' deps and rdeps, outs, outpaths and those paths' text, each
+	 * one block for the whole graph (engine_graph.c) */
+	uint32_t *edges;
+	struct node_out *outs;
+	char **outpaths;
+	char *outpath_text;
 	uint32_t *topo;          /* prerequisites before dependents */
 	int index_dirty;         /* an output changed since kiln-index.txt */
 	/* the index map's entries (node, output) in the map's order, sorted
