@@ -161,13 +161,13 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 		se.outputs = po->p;
 		se.n_outputs = po->n;
 	}
-	if (n->has_log) {
-		se.log.data = n->log_id.b;
+	if (n->w != NULL && n->w->has_log) {
+		se.log.data = n->w->log_id.b;
 		se.log.len = 16;
 	}
-	if (n->st == N_FAILED) {
-		se.exit_code = n->res.exited ? n->res.status : 0;
-		se.signal = n->res.exited ? 0 : n->res.status;
+	if (n->st == N_FAILED && n->w != NULL) {
+		se.exit_code = n->w->res.exited ? n->w->res.status : 0;
+		se.signal = n->w->res.exited ? 0 : n->w->res.status;
 	}
 	se.duration_ns = n->duration_ns;
 	if (first != NULL) {
@@ -250,6 +250,11 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 		    (st == N_DONE && n->outcome != O_UP_TO_DATE))
 			publish_step(e, g, n);
 		n->send_event = 0;
+		/* published and recorded: what deciding and running it used,
+		 * and why it ran (`kiln why` reads the record), can go */
+		node_work_free(n);
+		free(n->reason);
+		n->reason = NULL;
 		for (uint32_t k = 0; k < n->nrdeps; k++) {
 			struct node *r = &g->nodes[n->rdeps[k]];
 			if (r->wave != e->wave || r->st != N_WAITING)
@@ -878,8 +883,8 @@ engine_cancel(struct engine *e, uint64_t id)
 		if (node_wanted(e, n))
 			continue;
 		if (n->st == N_RUNNING) {
-			if (n->pid > 0)
-				spawner_kill(e->sp, n->pid, 2000);
+			if (n->w != NULL && n->w->pid > 0)
+				spawner_kill(e->sp, n->w->pid, 2000);
 		} else if (n->st == N_WAITING || n->st == N_READY || n->st == N_RUNNABLE) {
 			n->send_event = 0;
 			node_finish(e, b->g, n, N_CANCELLED);
@@ -933,7 +938,7 @@ engine_tool_done(void *arg, const struct spawn_result *r)
 	struct node *n = rc->n;
 
 	pthread_mutex_lock(&e->mu);
-	n->res = *r;
+	n->w->res = *r;
 	/* the tool's slot is free now (a run suspended on kiln need had
 	 * lent it out already): finishing the step is our work */
 	if (need_run_end(e, n))
@@ -1002,22 +1007,23 @@ static void
 work_complete(struct engine *e, struct run_ctx *rc)
 {
 	struct node *n = rc->n;
+	struct graph *g = rc->g;  /* rc lives in n->w, which may go below */
 	int cancelled = !node_wanted(e, n) && node_cancelled(e, n), rv;
 
 	pthread_mutex_unlock(&e->mu);
-	rv = step_finish(e, rc->g, n);
+	rv = step_finish(e, g, n);
 	if (rv != 0 && !cancelled)
-		step_record_failure(e, rc->g, n);
+		step_record_failure(e, g, n);
 	else if (rv != 0)
 		step_forget(n);  /* cancelled is not failed: no record */
 	pages_tick(e);
 	pthread_mutex_lock(&e->mu);
 	if (rv != 0 && cancelled)
-		node_finish(e, rc->g, n, N_CANCELLED);
+		node_finish(e, g, n, N_CANCELLED);
 	else if (rv != 0)
-		node_fail(e, rc->g, n);
+		node_fail(e, g, n);
 	else
-		node_finish(e, rc->g, n, N_DONE);
+		node_finish(e, g, n, N_DONE);
 }
 
 /* Start a runnable step's tool (e->mu held, dropped for the work). */
@@ -1029,7 +1035,7 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	n->st = N_RUNNING;
 	e->running++;
 	e->starting++;
-	n->run = (struct run_ctx){e, g, n};
+	n->w->run = (struct run_ctx){e, g, n};
 	if ((rv = need_token_add(e, g, n)) != 0)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 	pthread_mutex_unlock(&e->mu);

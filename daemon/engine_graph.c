@@ -32,9 +32,7 @@ graph_free(struct graph *g)
 		need_deps_free(n->rneeds, n->nrneeds);
 		free(n->reason);
 		free(n->error);
-		key_parts_free(&n->parts);
-		if (n->prev != NULL)
-			kiln__step_record__free_unpacked(n->prev, NULL);
+		node_work_free(n);
 	}
 	free(g->nodes);
 	free(g->edges);
@@ -257,8 +255,6 @@ graph_new(const kiln_plan *plan, struct graph **gp)
 		struct node *n = &g->nodes[i];
 		n->ks = &plan->steps[i];
 		n->idx = i;
-		n->log_fd = -1;
-		key_parts_init(&n->parts);
 	}
 	if ((rv = graph_outputs(g)) != 0) {
 		graph_free(g);

@@ -83,6 +83,21 @@ struct run_ctx {
 	struct node *n;
 };
 
+/* A node's decision and run in progress (node.w). */
+struct node_work {
+	struct key_parts parts;
+	kiln_id new_key;
+	Kiln__StepRecord *prev;  /* the previous decision record, if read */
+	unsigned scratch;        /* .kiln/scratch/<n> */
+	int log_fd;
+	pid_t pid;
+	struct spawn_result res;
+	int64_t start_ns;
+	kiln_id log_id;
+	int has_log;
+	struct run_ctx run;
+};
+
 struct node {
 	const kiln_step *ks;
 	uint32_t idx;
@@ -115,20 +130,12 @@ struct node {
 	char *reason;            /* malloc'd; why it ran or was reused */
 	char *error;             /* malloc'd; why it failed */
 
-	/* a run in progress */
-	struct key_parts parts;
-	kiln_id new_key;
-	Kiln__StepRecord *prev;  /* the previous decision record, if read */
-	unsigned scratch;        /* .kiln/scratch/<n> */
-	int log_fd;
-	pid_t pid;
-	struct spawn_result res;
-	int64_t start_ns;
+	/* a decision or run in progress: NULL but from step_eval's full
+	 * decision to the node's final state (node_finish), so that a
+	 * 100,000-step graph does not carry ~150 bytes a node of it */
+	struct node_work *w;
 	uint64_t duration_ns;
-	kiln_id log_id;
-	int has_log;
 	int send_event;          /* publish a StepEvent when done */
-	struct run_ctx run;
 
 	/* kiln need (engine_need.c). needs belongs to the result like disc
 	 * (what the last result needed: dynamic prerequisites, `kiln deps`);
@@ -317,6 +324,11 @@ struct pb_outputs {
 	size_t n;
 };
 struct pb_outputs *step_outputs_pb(const struct node *n, int with_paths);
+
+/* Give n its node_work (n->w) unless it has one: 0 or KILN_ENOMEM. */
+int node_work_get(struct node *n);
+/* Free n->w (its key parts and previous record too); NULL is fine. */
+void node_work_free(struct node *n);
 
 /* Replace n->disc with a copy of paths (n of them). 0 or KILN_ENOMEM. */
 int step_set_disc(struct node *n, char *const *paths, size_t count);

@@ -72,8 +72,8 @@ paths_make(struct engine *e, const struct graph *g, const struct node *n,
            struct paths *p)
 {
 	memset(&p->in, 0, sizeof p->in);
-	snprintf(p->scratch, sizeof p->scratch, ".kiln/scratch/%u", n->scratch);
-	snprintf(p->depfile, sizeof p->depfile, ".kiln/scratch/%u.d", n->scratch);
+	snprintf(p->scratch, sizeof p->scratch, ".kiln/scratch/%u", n->w->scratch);
+	snprintf(p->depfile, sizeof p->depfile, ".kiln/scratch/%u.d", n->w->scratch);
 	for (size_t i = 0; i < n->ks->ninputs; i++)
 		av_push(&p->in, strdup(n->ks->inputs[i]));
 	for (uint32_t k = 0; k < n->ndeps; k++) {
@@ -214,7 +214,7 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	{   /* file-access tracing (engine_trace.c) */
 		char *tr[8];
 		size_t ntr = 0;
-		if (!n->ks->tool->notrace && trace_env(e, n->scratch, tr, &ntr) != 0)
+		if (!n->ks->tool->notrace && trace_env(e, n->w->scratch, tr, &ntr) != 0)
 			env->oom = 1;
 		for (size_t i = 0; i < ntr; i++)
 			av_push(env, tr[i]);
@@ -241,9 +241,9 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	char exe[PATH_MAX];
 	int rv;
 
-	n->log_fd = -1;
-	n->scratch = 0;
-	if ((rv = scratch_take(e, &n->scratch, &n->log_fd)) != 0) {
+	n->w->log_fd = -1;
+	n->w->scratch = 0;
+	if ((rv = scratch_take(e, &n->w->scratch, &n->w->log_fd)) != 0) {
 		set_error(n, "%s: cannot make its scratch folder in .kiln/scratch: %s",
 		          n->ks->url, kiln_strerror(rv));
 		return rv;
@@ -259,19 +259,19 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	rq.argv = (const char *const *)av.v;
 	rq.envp = (const char *const *)env.v;
 	rq.cwd = e->root;
-	rq.log_fd = n->log_fd;
-	n->start_ns = engine_now_ns();
-	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->run, &n->pid)) != 0)
+	rq.log_fd = n->w->log_fd;
+	n->w->start_ns = engine_now_ns();
+	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->w->run, &n->w->pid)) != 0)
 		set_error(n, "cannot start '%s' for %s: %s", exe, n->ks->url, kiln_strerror(rv));
 out:
 	av_free(&av);
 	av_free(&env);
 	av_free(&p.in);
 	if (rv != 0) {
-		if (n->log_fd >= 0)
-			close(n->log_fd);
-		n->log_fd = -1;
-		scratch_give(e, n->scratch);
+		if (n->w->log_fd >= 0)
+			close(n->w->log_fd);
+		n->w->log_fd = -1;
+		scratch_give(e, n->w->scratch);
 	}
 	return rv;
 }
@@ -283,13 +283,13 @@ log_publish(struct engine *e, struct node *n, const char *logp)
 {
 	struct stat st;
 
-	n->has_log = 0;
-	if (n->log_fd >= 0) {
-		if (fstat(n->log_fd, &st) == 0 && st.st_size > 0 &&
-		    kiln_store_put_move(e->s, logp, &n->log_id) == 0)
-			n->has_log = 1;
-		close(n->log_fd);
-		n->log_fd = -1;
+	n->w->has_log = 0;
+	if (n->w->log_fd >= 0) {
+		if (fstat(n->w->log_fd, &st) == 0 && st.st_size > 0 &&
+		    kiln_store_put_move(e->s, logp, &n->w->log_id) == 0)
+			n->w->has_log = 1;
+		close(n->w->log_fd);
+		n->w->log_fd = -1;
 	}
 }
 
@@ -381,7 +381,7 @@ depfile_read(struct engine *e, struct node *n, const char *dir)
 }
 
 /* Queue n's action result (its outputs, the files it discovered with what
- * they hold now, the steps it needed, its log) under n->new_key.
+ * they hold now, the steps it needed, its log) under n->w->new_key.
  * 0 or KILN_ENOMEM. */
 static int
 action_result_put(struct engine *e, struct node *n)
@@ -423,8 +423,8 @@ action_result_put(struct engine *e, struct node *n)
 	ar.n_files = nd;
 	ar.needs = udp;
 	ar.traced = n->traced;
-	if (n->has_log) {
-		ar.log.data = n->log_id.b;
+	if (n->w->has_log) {
+		ar.log.data = n->w->log_id.b;
 		ar.log.len = 16;
 	}
 	ar.duration_ns = n->duration_ns;
@@ -433,7 +433,7 @@ action_result_put(struct engine *e, struct node *n)
 		goto out;
 	kiln__action_result__pack(&ar, buf);
 	engine_batch_lock(e, &b);
-	rv = kiln_batch_action_put(b, &n->new_key, ids, no, buf, len);
+	rv = kiln_batch_action_put(b, &n->w->new_key, ids, no, buf, len);
 	engine_batch_unlock(e);
 out:
 	free(buf);
@@ -450,23 +450,23 @@ int
 step_finish(struct engine *e, struct graph *g, struct node *n)
 {
 	char dir[PATH_MAX], logp[PATH_MAX + 16], tail[2048] = "";
-	pid_t pid = n->pid;
+	pid_t pid = n->w->pid;
 	int rv = 0;
 
-	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n->scratch);
+	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n->w->scratch);
 	snprintf(logp, sizeof logp, "%s.log", dir);
-	n->duration_ns = (uint64_t)n->res.wall_ns;
-	n->pid = 0;
-	if (n->log_fd >= 0)
-		spawn_log_tail(n->log_fd, 8, tail, sizeof tail);
+	n->duration_ns = (uint64_t)n->w->res.wall_ns;
+	n->w->pid = 0;
+	if (n->w->log_fd >= 0)
+		spawn_log_tail(n->w->log_fd, 8, tail, sizeof tail);
 	log_publish(e, n, logp);
-	if (!n->res.exited || n->res.status != 0) {
-		if (n->res.exited)
+	if (!n->w->res.exited || n->w->res.status != 0) {
+		if (n->w->res.exited)
 			set_error(n, "%s: the tool exited with status %d%s%s", n->ks->url,
-			          n->res.status, tail[0] ? "; its last lines:\n" : "", tail);
+			          n->w->res.status, tail[0] ? "; its last lines:\n" : "", tail);
 		else
 			set_error(n, "%s: the tool was killed by signal %d (SIG%s)%s%s",
-			          n->ks->url, n->res.status, signal_name(n->res.status),
+			          n->ks->url, n->w->res.status, signal_name(n->w->res.status),
 			          tail[0] ? "; its last lines:\n" : "", tail);
 		rv = -1;
 		goto out;
@@ -502,7 +502,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		rv = -1;
 	}
 	if (rv == 0) {
-		n->key = n->new_key;
+		n->key = n->w->new_key;
 		n->have = 1;
 		n->outcome = O_RAN;
 		outputs_record(e, g, n);
@@ -520,10 +520,10 @@ out:
 		unlink(dep);
 	}
 	/* outputs were moved out: the folder is usually empty and is reused */
-	scratch_give(e, n->scratch);
+	scratch_give(e, n->w->scratch);
 	if (rv == 0) {   /* a failure keeps them for step_record_failure */
 		prev_drop(n);
-		key_parts_free(&n->parts);
+		key_parts_free(&n->w->parts);
 	}
 	return rv;
 }
@@ -533,20 +533,21 @@ step_record_failure(struct engine *e, struct graph *g, struct node *n)
 {
 	n->have = 0;
 	n->outcome = O_FAILED;
-	if (n->parts.n > 0) {
-		if (n->prev == NULL)
+	if (n->w == NULL)   /* failed before deciding (no memory for it) */
+		return;
+	if (n->w->parts.n > 0) {
+		if (n->w->prev == NULL)
 			prev_load(e, g, n);
 		record_put(e, g, n, KILN__STEP_RECORD__DECISION__FAILED);
 	}
 	prev_drop(n);
-	key_parts_free(&n->parts);
+	key_parts_free(&n->w->parts);
 }
 
 void
 step_forget(struct node *n)
 {
 	n->have = 0;
-	prev_drop(n);
-	key_parts_free(&n->parts);
+	node_work_free(n);
 }
 

@@ -76,6 +76,30 @@ set_error(struct node *n, const char *fmt, ...)
 	n->error = strdup(buf);
 }
 
+int
+node_work_get(struct node *n)
+{
+	if (n->w != NULL)
+		return 0;
+	if ((n->w = calloc(1, sizeof *n->w)) == NULL)
+		return KILN_ENOMEM;
+	key_parts_init(&n->w->parts);
+	n->w->log_fd = -1;
+	return 0;
+}
+
+void
+node_work_free(struct node *n)
+{
+	if (n->w == NULL)
+		return;
+	key_parts_free(&n->w->parts);
+	if (n->w->prev != NULL)
+		kiln__step_record__free_unpacked(n->w->prev, NULL);
+	free(n->w);
+	n->w = NULL;
+}
+
 static void
 set_reason(struct node *n, const char *reason)
 {
@@ -360,27 +384,29 @@ prev_load(struct engine *e, const struct graph *g, struct node *n)
 	void *data;
 	size_t len;
 
-	if (n->prev != NULL)
+	if (n->w->prev != NULL)
 		return;
 	if (kiln_store_step_get(e->s, g->profile, n->ks->url, &data, &len) != 0)
 		return;
-	n->prev = kiln__step_record__unpack(NULL, len, data);
+	n->w->prev = kiln__step_record__unpack(NULL, len, data);
 	free(data);
 }
 
 void
 prev_drop(struct node *n)
 {
-	if (n->prev != NULL)
-		kiln__step_record__free_unpacked(n->prev, NULL);
-	n->prev = NULL;
+	if (n->w == NULL)
+		return;
+	if (n->w->prev != NULL)
+		kiln__step_record__free_unpacked(n->w->prev, NULL);
+	n->w->prev = NULL;
 }
 
 static int
 prev_same_key(const struct node *n)
 {
-	return n->prev != NULL && n->prev->key.len == 16 &&
-	       memcmp(n->prev->key.data, n->new_key.b, 16) == 0;
+	return n->w->prev != NULL && n->w->prev->key.len == 16 &&
+	       memcmp(n->w->prev->key.data, n->w->new_key.b, 16) == 0;
 }
 
 /* The changes since the previous record, as a one-line reason. */
@@ -392,7 +418,7 @@ reason_of_changes(struct node *n, const char *lead, char *out, size_t outlen)
 	char what[900];
 	int total;
 
-	total = key_parts_diff(n->prev->parts, n->prev->n_parts, &n->parts, 0,
+	total = key_parts_diff(n->w->prev->parts, n->w->prev->n_parts, &n->w->parts, 0,
 	                       &ch, &nch, what, sizeof what);
 	key_changes_free(ch);
 	if (total <= 0)
@@ -445,15 +471,15 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 	kiln_batch *b;
 	int rv;
 
-	if ((rv = key_parts_to_pb(&n->parts, &parts, &nparts)) != 0)
+	if ((rv = key_parts_to_pb(&n->w->parts, &parts, &nparts)) != 0)
 		return rv;
-	if (n->prev != NULL &&
-	    key_parts_diff(n->prev->parts, n->prev->n_parts, &n->parts, 64,
+	if (n->w->prev != NULL &&
+	    key_parts_diff(n->w->prev->parts, n->w->prev->n_parts, &n->w->parts, 64,
 	                   &ch, &nch, what, sizeof what) < 0) {
 		key_parts_pb_free(parts);
 		return KILN_ENOMEM;
 	}
-	r.key.data = n->new_key.b;
+	r.key.data = n->w->new_key.b;
 	r.key.len = 16;
 	r.decision = decision;
 	r.reason = n->reason ? n->reason : (char *)"";
@@ -470,16 +496,16 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 		r.outputs = po->p;
 		r.n_outputs = po->n;
 	}
-	if (n->has_log) {
-		r.log.data = n->log_id.b;
+	if (n->w->has_log) {
+		r.log.data = n->w->log_id.b;
 		r.log.len = 16;
 	}
 	r.time_ns = engine_wall_ns();
 	r.duration_ns = n->duration_ns;
 	r.traced = decision != KILN__STEP_RECORD__DECISION__FAILED && n->traced;
 	if (decision == KILN__STEP_RECORD__DECISION__FAILED) {
-		r.exit_code = n->res.exited ? n->res.status : 0;
-		r.signal = n->res.exited ? 0 : n->res.status;
+		r.exit_code = n->w->res.exited ? n->w->res.status : 0;
+		r.signal = n->w->res.exited ? 0 : n->w->res.status;
 		r.error = n->error ? n->error : (char *)"";
 	}
 	len = kiln__step_record__get_packed_size(&r);
@@ -601,7 +627,7 @@ cache_lookup(struct engine *e, struct graph *g, struct node *n,
 	int ok = 0;
 
 	*missing_blob = 0;
-	if (kiln_store_action_get(e->s, &n->new_key, &a) != 0)
+	if (kiln_store_action_get(e->s, &n->w->new_key, &a) != 0)
 		return 0;
 	res = kiln__action_result__unpack(NULL, a->len, a->data);
 	if (res == NULL || res->n_outputs != n->ks->noutputs)
@@ -663,9 +689,9 @@ cache_lookup(struct engine *e, struct graph *g, struct node *n,
 			goto out;
 	}
 	n->traced = res->traced;
-	n->has_log = res->log.len == 16;
-	if (n->has_log)
-		memcpy(n->log_id.b, res->log.data, 16);
+	n->w->has_log = res->log.len == 16;
+	if (n->w->has_log)
+		memcpy(n->w->log_id.b, res->log.data, 16);
 	ok = 1;
 out:
 	if (res != NULL)
@@ -756,14 +782,19 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		free(n->error);
 		n->error = NULL;
 	}
-	key_parts_free(&n->parts);
+	if (node_work_get(n) != 0) {
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(KILN_ENOMEM));
+		n->have = 0;
+		return EVAL_FAIL;
+	}
+	key_parts_free(&n->w->parts);
 	prev_drop(n);
-	n->has_log = 0;
+	n->w->has_log = 0;
 	n->duration_ns = 0;
-	memset(&n->res, 0, sizeof n->res);
-	if ((rv = parts_tool(e, g, n, &n->parts)) != 0 ||
-	    (rv = parts_step(e, g, n, &n->parts)) != 0 ||
-	    (rv = key_parts_key(&n->parts, &n->new_key)) != 0) {
+	memset(&n->w->res, 0, sizeof n->w->res);
+	if ((rv = parts_tool(e, g, n, &n->w->parts)) != 0 ||
+	    (rv = parts_step(e, g, n, &n->w->parts)) != 0 ||
+	    (rv = key_parts_key(&n->w->parts, &n->w->new_key)) != 0) {
 		if (n->error == NULL || rv == KILN_ENOMEM)
 			set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 		n->have = 0;
@@ -774,10 +805,10 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		memset(&n->quick, 0, sizeof n->quick);
 	/* the same key with files discovered last time (a depfile) still
 	 * needs them checked: the cache lookup below does */
-	if (n->ndisc == 0 && n->nneeds == 0 && n->have && id_eq(&n->key, &n->new_key) &&
+	if (n->ndisc == 0 && n->nneeds == 0 && n->have && id_eq(&n->key, &n->w->new_key) &&
 	    outputs_intact(e, n)) {
 		n->outcome = O_UP_TO_DATE;
-		key_parts_free(&n->parts);
+		key_parts_free(&n->w->parts);
 		return EVAL_DONE;
 	}
 	prev_load(e, g, n);
@@ -786,7 +817,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		/* decided again once what it needs is done (engine_need.c) */
 		n->have = 0;
 		prev_drop(n);
-		key_parts_free(&n->parts);
+		key_parts_free(&n->w->parts);
 		return EVAL_NEEDS;
 	}
 	if (rv) {
@@ -796,13 +827,13 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 			snprintf(reason, sizeof reason, "%s", n->have ?
 			         "up to date; restored its outputs in build/ from the store" :
 			         "up to date");
-		else if (n->prev != NULL)
+		else if (n->w->prev != NULL)
 			reason_of_changes(n, "reused a cached result: ", reason, sizeof reason);
 		else
 			snprintf(reason, sizeof reason, "reused a cached result (no earlier "
 			         "build of this step for profile %s)", g->profile);
 		set_reason(n, reason);
-		n->key = n->new_key;
+		n->key = n->w->new_key;
 		n->outcome = prev_same_key(n) ? O_UP_TO_DATE : O_REUSED;
 		/* a dry run materializes nothing: its dependents may use the
 		 * output ids, but the next real build must not think build/
@@ -814,7 +845,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 			kiln_batch *b;
 			outputs_record(e, g, n);
 			engine_batch_lock(e, &b);
-			kiln_batch_action_touch(b, &n->new_key);
+			kiln_batch_action_touch(b, &n->w->new_key);
 			engine_batch_unlock(e);
 			if (!prev_same_key(n))
 				record_put(e, g, n, KILN__STEP_RECORD__DECISION__REUSED);
@@ -822,17 +853,17 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		if (n->outcome == O_REUSED)
 			n->send_event = 1;
 		prev_drop(n);
-		key_parts_free(&n->parts);
+		key_parts_free(&n->w->parts);
 		return EVAL_DONE;
 	}
-	if (n->prev == NULL)
+	if (n->w->prev == NULL)
 		snprintf(reason, sizeof reason, "never built for profile %s", g->profile);
 	else if (prev_same_key(n) && dep_why[0])
 		snprintf(reason, sizeof reason, "%s", dep_why);
 	else if (prev_same_key(n))
 		snprintf(reason, sizeof reason, "%s", missing_blob ?
 		         "its cached outputs are gone from the store (or were edited in build/)" :
-		         n->prev->decision == KILN__STEP_RECORD__DECISION__FAILED ?
+		         n->w->prev->decision == KILN__STEP_RECORD__DECISION__FAILED ?
 		         "it failed last time" : "no cached result for its key");
 	else
 		reason_of_changes(n, "", reason, sizeof reason);
