@@ -289,6 +289,16 @@ one_input(struct ld *c, const ynode *n, const char *field, void *arg)
 	vec_push(c->a, arg, &in);
 }
 
+/* The inputs of a rule or asset: room for all of them first, as a vec
+ * grown in the file's arena leaves every outgrown copy behind. */
+static void
+inputs_field(struct ld *c, const ynode *v, const char *f, vec *inputs)
+{
+	if (v != NULL && v->type == Y_SEQ)
+		vec_reserve(c->a, inputs, inputs->n + v->n);
+	strings(c, v, f, one_input, inputs);
+}
+
 static void
 one_profile_name(struct ld *c, const ynode *n, const char *field, void *arg)
 {
@@ -352,7 +362,7 @@ static void r_tool(struct ld *c, const ynode *v, void *obj, const char *f)
 }
 static void r_inputs(struct ld *c, const ynode *v, void *obj, const char *f)
 {
-	strings(c, v, f, one_input, &RULE.inputs);
+	inputs_field(c, v, f, &RULE.inputs);
 }
 static void r_outputs(struct ld *c, const ynode *v, void *obj, const char *f)
 {
@@ -416,7 +426,7 @@ static void a_tool(struct ld *c, const ynode *v, void *obj, const char *f)
 }
 static void a_inputs(struct ld *c, const ynode *v, void *obj, const char *f)
 {
-	strings(c, v, f, one_input, &ASSET.inputs);
+	inputs_field(c, v, f, &ASSET.inputs);
 }
 static void a_outputs(struct ld *c, const ynode *v, void *obj, const char *f)
 {
@@ -677,14 +687,16 @@ static void k_tools(struct ld *c, const ynode *v, void *obj, const char *f)
 static void k_rules(struct ld *c, const ynode *v, void *obj, const char *f)
 {
 	(void)obj;
-	if (want(c, v, Y_SEQ, f, "a list of rules"))
+	if (want(c, v, Y_SEQ, f, "a list of rules") &&
+	    vec_reserve(c->a, &c->f->rules, c->f->rules.n + v->n) == 0)
 		for (size_t i = 0; i < v->n; i++)
 			one_rule(c, v->items[i], (int)i);
 }
 static void k_assets(struct ld *c, const ynode *v, void *obj, const char *f)
 {
 	(void)obj;
-	if (want(c, v, Y_SEQ, f, "a list of assets"))
+	if (want(c, v, Y_SEQ, f, "a list of assets") &&
+	    vec_reserve(c->a, &c->f->assets, c->f->assets.n + v->n) == 0)
 		for (size_t i = 0; i < v->n; i++)
 			one_asset(c, v->items[i], (int)i);
 }
