@@ -422,7 +422,9 @@ engine_batch_unlock(struct engine *e)
 struct index_job {
 	struct index_entry *v;
 	size_t n;
-	char *strs;              /* every url and file, NUL-separated */
+	char *strs;              /* "url#name" of steps with several outputs;
+	                            other urls and files point into the graph
+	                            and its plan, which outlive the build */
 	char profile[65];
 	int prune;               /* a clean whole-profile build: prune build/ */
 };
@@ -435,6 +437,14 @@ index_job_free(struct index_job *j)
 	memset(j, 0, sizeof *j);
 }
 
+/* Whether a node's index entry is its bare url: its one output is the
+ * unnamed "out" (else each entry is "url#name"). */
+static int
+url_plain(const struct node *nd)
+{
+	return nd->ks->noutputs == 1 && strcmp(nd->ks->outputs[0].name, "out") == 0;
+}
+
 /* Entry (node, k)'s url into buf ("url" or "url#name"): its length. buf
  * has room for the url, '#', the name and a NUL. */
 static size_t
@@ -444,7 +454,7 @@ index_url(const struct node *nd, size_t k, char *buf)
 	size_t lu = strlen(nd->ks->url), ln;
 
 	memcpy(buf, nd->ks->url, lu);
-	if (nd->ks->noutputs == 1 && strcmp(name, "out") == 0) {
+	if (url_plain(nd)) {
 		buf[lu] = '\0';
 		return lu;
 	}
@@ -530,9 +540,8 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		if (!nd->have)
 			continue;
 		cap += nd->ks->noutputs;
-		for (size_t k = 0; k < nd->ks->noutputs; k++)
-			slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) +
-			        strlen(nd->outpaths[k]) + 4;
+		for (size_t k = 0; !url_plain(nd) && k < nd->ks->noutputs; k++)
+			slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) + 2;
 	}
 	if ((j->v = calloc(cap + 1, sizeof *j->v)) == NULL ||
 	    (j->strs = malloc(slen + 1)) == NULL) {
@@ -541,18 +550,19 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 	}
 	for (size_t i = 0; i < g->niorder; i++) {
 		const struct node *nd = &g->nodes[g->iorder[i].node];
-		size_t k = g->iorder[i].out, lf;
+		size_t k = g->iorder[i].out;
 		struct index_entry *x;
 		if (!nd->have)
 			continue;
 		x = &j->v[j->n++];
-		x->url = j->strs + at;
-		at += index_url(nd, k, j->strs + at) + 1;
+		if (!url_plain(nd)) {
+			x->url = j->strs + at;
+			at += index_url(nd, k, j->strs + at) + 1;
+		} else {
+			x->url = nd->ks->url;
+		}
 		/* relative to build/<profile>/ */
-		x->file = j->strs + at;
-		lf = strlen(nd->outpaths[k] + skip);
-		memcpy(j->strs + at, nd->outpaths[k] + skip, lf + 1);
-		at += lf + 1;
+		x->file = nd->outpaths[k] + skip;
 		x->id = nd->outs[k].id;
 		x->size = nd->outs[k].size;
 	}
@@ -822,7 +832,10 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 			snprintf(err, errlen, "unknown profile '%s'", profile);
 		goto out;
 	}
-	if ((mark = calloc(g->n + 1, 1)) == NULL) {
+	/* the index map's order, now: sorting needs ~50 bytes an output for a
+	 * moment, which at a build's end would come on top of its peak */
+	if ((g->iorder == NULL && (rv = iorder_make(g)) != 0) ||
+	    (mark = calloc(g->n + 1, 1)) == NULL) {
 		rv = KILN_ENOMEM;
 		goto out;
 	}
