@@ -195,6 +195,27 @@ setup_file() {
 	[ "$(cat build/default/all.txt)" = "$(cat src/a.txt src/b.txt)" ]
 }
 
+@test "a restore says up to date; a step whose blob is gone from the store runs again and says so" {
+	write_project
+	build_ok
+	rm -rf build
+	build_ok
+	expect_ran ""
+	run "$KILN" why copy/a.txt
+	[[ "$output" == *"up to date"* ]] || { echo "$output"; false; }
+	# copy/a.txt's output blob (and build/) gone: the same key, no cached result
+	h=$(awk -F'\t' '$1 == "copy/a.txt" { print $2 }' build/default/kiln-index.txt)
+	[ -n "$h" ]
+	rm -rf build
+	chmod u+w ".kiln/store/objects/${h:0:2}"
+	rm -f ".kiln/store/objects/${h:0:2}/${h:2}"
+	build_ok
+	expect_ran "copy/a.txt"
+	run "$KILN" why copy/a.txt
+	[[ "$output" == *"its cached outputs are gone from the store"* ]] || { echo "$output"; false; }
+	[ "$(cat build/default/copy/a.txt)" = "$(cat src/a.txt)" ]
+}
+
 @test "an output edited in build/ is detected by its hash and rebuilt" {
 	write_project
 	build_ok
