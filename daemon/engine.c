@@ -362,7 +362,7 @@ pages_tick(struct engine *e)
 	int64_t now = engine_now_ns();
 	int64_t last = __atomic_load_n(&e->last_unmap_ns, __ATOMIC_RELAXED);
 
-	if (now - last < 25 * 1000000LL ||
+	if (now - last < 5 * 1000000LL ||
 	    !__atomic_compare_exchange_n(&e->last_unmap_ns, &last, now, 0,
 	                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
