@@ -424,9 +424,10 @@ engine_batch_unlock(struct engine *e)
 struct index_job {
 	struct index_entry *v;
 	size_t n;
-	char *strs;              /* "url#name" of steps with several outputs;
-	                            other urls and files point into the graph
-	                            and its plan, which outlive the build */
+	char *strs;              /* "url#name" of steps with named outputs
+	                            (!url_plain); other urls and the files
+	                            point into the plan and the graph, which
+	                            outlive the build */
 	char profile[65];
 	int prune;               /* a clean whole-profile build: prune build/ */
 };
