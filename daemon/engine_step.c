@@ -94,8 +94,7 @@ node_work_free(struct node *n)
 	if (n->w == NULL)
 		return;
 	key_parts_free(&n->w->parts);
-	if (n->w->prev != NULL)
-		kiln__step_record__free_unpacked(n->w->prev, NULL);
+	prev_drop(n);
 	free(n->w);
 	n->w = NULL;
 }

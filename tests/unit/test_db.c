@@ -185,12 +185,16 @@ file_records_round_trip(void **state)
 	kiln_store_close(s);
 }
 
+/* A store whose LMDB map starts at 1 MiB, so that writing a few MiB of
+ * records makes it grow (and move). */
+static const kiln_store_opts small_map = {.flags = KILN_STORE_CREATE,
+                                          .durability = KILN_DURABLE_NONE,
+                                          .map_size = 1 << 20};
+
 static void
 map_grows_past_its_initial_size(void **state)
 {
-	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
-	                     .durability = KILN_DURABLE_NONE,
-	                     .map_size = 1 << 20};
+	kiln_store_opts o = small_map;
 	kiln_store *s;
 	kiln_id a, got;
 	struct stat st;
@@ -242,16 +246,13 @@ rss_file_kib(void)
 static void
 unmapping_pages_shrinks_the_resident_set_and_keeps_the_data(void **state)
 {
-	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
-	                     .durability = KILN_DURABLE_NONE,
-	                     .map_size = 1 << 20};
 	kiln_store *s;
 	kiln_id a, got;
 	char url[200];
 	const int n = 40000;
 	long before, after;
 
-	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &small_map, &s));
 	a = put_text(s, "A");
 	for (int i = 0; i < n; i += 1000) {
 		kiln_batch *b;
