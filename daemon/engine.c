@@ -978,7 +978,6 @@ engine_tool_done(void *arg, const struct spawn_result *r)
 	 * lent it out already): finishing the step is our work */
 	if (need_run_end(e, n))
 		e->running--;
-	pthread_cond_broadcast(&e->cv);
 	if (e->ncompleted == e->capcompleted) {
 		size_t ncap = e->capcompleted ? e->capcompleted * 2 : 64;
 		struct run_ctx **nv = realloc(e->completed, ncap * sizeof *nv);
@@ -1157,14 +1156,16 @@ worker_main(void *arg)
 	for (;;) {
 		if (e->nsusp > 0)   /* resumed runs go before new ones */
 			need_grant(e);
-		if (e->ncompleted > 0) {
-			work_complete(e, e->completed[--e->ncompleted]);
-		} else if (e->running < jobs_limit(e) && !e->quit &&
-		           (n = pop_live(&e->runnable, N_RUNNABLE, &g)) != NULL) {
+		/* a free -j slot is filled before a finished step is
+		 * published: the tools are what the build waits on */
+		if (e->running < jobs_limit(e) && !e->quit &&
+		    (n = pop_live(&e->runnable, N_RUNNABLE, &g)) != NULL) {
 			if (node_wanted(e, n))
 				work_start(e, g, n);
 			else
 				node_finish(e, g, n, N_CANCELLED);
+		} else if (e->ncompleted > 0) {
+			work_complete(e, e->completed[--e->ncompleted]);
 		} else if (eval_room(e) && (n = pop_live(&e->ready, N_READY, &g)) != NULL) {
 			if (node_wanted(e, n) && !e->quit)
 				work_eval(e, g, n);

@@ -84,12 +84,19 @@ struct run_ctx {
 };
 
 /* A node's decision and run in progress (node.w). */
+/* A free scratch folder (engine_scratch.c). */
+struct scratch_slot {
+	unsigned id;
+	int log_fd;              /* its empty log, open; or -1 */
+};
+
 struct node_work {
 	struct key_parts parts;
 	kiln_id new_key;
 	Kiln__StepRecord *prev;  /* the previous decision record, if read */
 	unsigned scratch;        /* .kiln/scratch/<n> */
 	int log_fd;
+	off_t trace_off;         /* where this run's records start in <n>.trace */
 	pid_t pid;
 	struct spawn_result res;
 	int64_t start_ns;
@@ -250,7 +257,7 @@ struct engine {
 	unsigned next_scratch;
 	/* scratch folders free for the next run (engine_scratch.c) */
 	pthread_mutex_t scratch_mu;
-	unsigned *scratch_free;
+	struct scratch_slot *scratch_free;
 	size_t nscratch_free, capscratch_free;
 
 	int rootfd;              /* the project folder (O_PATH) */
@@ -510,15 +517,17 @@ void engine_rmtree(const char *path);
 
 /* ---- engine_scratch.c ---- */
 
-/* A scratch folder for a run: a free one (emptied, its log and trace
- * files truncated) or a new one. *id is its number; *log_fd the open log
- * for the tool's stdout and stderr. 0 or a KILN_E* code (nothing held). */
-int scratch_take(struct engine *e, unsigned *id, int *log_fd);
+/* A scratch folder for a run: a free one (empty, with its empty log) or a
+ * new one. *id is its number; *log_fd the open log for the tool's stdout
+ * and stderr; *trace_off where this run's records will start in its trace
+ * file. 0 or a KILN_E* code (nothing held). */
+int scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off);
 
 /* The run in folder id is finished (its outputs moved out, its log
  * published or empty): reuse the folder when the run left it empty,
- * otherwise remove it with its files. */
-void scratch_give(struct engine *e, unsigned id);
+ * otherwise remove it with its files. log_fd: the run's log, open and
+ * empty, kept for the next run (or closed), or -1. */
+void scratch_give(struct engine *e, unsigned id, int log_fd);
 
 /* Forget the free list (engine_free; the folders go with .kiln/scratch). */
 void scratch_free_all(struct engine *e);

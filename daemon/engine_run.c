@@ -243,7 +243,7 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 
 	n->w->log_fd = -1;
 	n->w->scratch = 0;
-	if ((rv = scratch_take(e, &n->w->scratch, &n->w->log_fd)) != 0) {
+	if ((rv = scratch_take(e, &n->w->scratch, &n->w->log_fd, &n->w->trace_off)) != 0) {
 		set_error(n, "%s: cannot make its scratch folder in .kiln/scratch: %s",
 		          n->ks->url, kiln_strerror(rv));
 		return rv;
@@ -267,26 +267,23 @@ out:
 	av_free(&av);
 	av_free(&env);
 	av_free(&p.in);
-	if (rv != 0) {
-		if (n->w->log_fd >= 0)
-			close(n->w->log_fd);
+	if (rv != 0) {   /* nothing ran: the log is still empty */
+		scratch_give(e, n->w->scratch, n->w->log_fd);
 		n->w->log_fd = -1;
-		scratch_give(e, n->w->scratch);
 	}
 	return rv;
 }
 
 /* Move the log into the store (kept for failures too: `kiln log`); an
- * empty one stays for the folder's next run. */
+ * empty one stays open for the folder's next run. */
 static void
 log_publish(struct engine *e, struct node *n, const char *logp)
 {
 	struct stat st;
 
 	n->w->has_log = 0;
-	if (n->w->log_fd >= 0) {
-		if (fstat(n->w->log_fd, &st) == 0 && st.st_size > 0 &&
-		    kiln_store_put_move(e->s, logp, &n->w->log_id) == 0)
+	if (n->w->log_fd >= 0 && (fstat(n->w->log_fd, &st) != 0 || st.st_size > 0)) {
+		if (kiln_store_put_move(e->s, logp, &n->w->log_id) == 0)
 			n->w->has_log = 1;
 		close(n->w->log_fd);
 		n->w->log_fd = -1;
@@ -520,7 +517,8 @@ out:
 		unlink(dep);
 	}
 	/* outputs were moved out: the folder is usually empty and is reused */
-	scratch_give(e, n->w->scratch);
+	scratch_give(e, n->w->scratch, n->w->log_fd);
+	n->w->log_fd = -1;
 	if (rv == 0) {   /* a failure keeps them for step_record_failure */
 		prev_drop(n);
 		key_parts_free(&n->w->parts);

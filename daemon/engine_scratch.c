@@ -8,8 +8,11 @@
  * the last minutes (recently_deleted()), so the churn grows quadratically
  * over a large build. So a folder whose run left it empty (its outputs
  * moved into the store) goes back to a free list with its log and trace
- * files, and the next run truncates them instead of creating new ones. A
- * folder a tool left files in is removed and its number never reused.
+ * files, and the next run uses them instead of creating new ones: an empty
+ * log stays open on the list, and a trace is read from where the last
+ * run's ended (truncating it every run freed its blocks, a journalled
+ * inode update per step; it is cut back only past TRACE_KEEP). A folder a
+ * tool left files in is removed and its number never reused.
  *
  * The processes of a run are killed (its process group) before the run is
  * finished, so nothing of an earlier run writes into a reused folder.
@@ -27,30 +30,35 @@
 
 #include "engine_int.h"
 
-/* Pop a free folder number, or 0 when the list is empty. */
-static unsigned
+/* A reused folder's trace is cut back to nothing once it holds this much
+ * (each run's records are a few hundred bytes to a few KiB). */
+#define TRACE_KEEP (1 << 20)
+
+/* Pop a free folder: its number (0 when the list is empty) and its open
+ * empty log, or -1. */
+static struct scratch_slot
 pool_pop(struct engine *e)
 {
-	unsigned id = 0;
+	struct scratch_slot sl = {0, -1};
 
 	pthread_mutex_lock(&e->scratch_mu);
 	if (e->nscratch_free > 0)
-		id = e->scratch_free[--e->nscratch_free];
+		sl = e->scratch_free[--e->nscratch_free];
 	pthread_mutex_unlock(&e->scratch_mu);
-	return id;
+	return sl;
 }
 
-/* Push a folder number; when the list cannot grow the folder is simply
+/* Push a free folder; when the list cannot grow the folder is simply
  * not reused (0 or -1). */
 static int
-pool_push(struct engine *e, unsigned id)
+pool_push(struct engine *e, struct scratch_slot sl)
 {
 	int rv = 0;
 
 	pthread_mutex_lock(&e->scratch_mu);
 	if (e->nscratch_free == e->capscratch_free) {
 		size_t ncap = e->capscratch_free ? 2 * e->capscratch_free : 16;
-		unsigned *nv = realloc(e->scratch_free, ncap * sizeof *nv);
+		struct scratch_slot *nv = realloc(e->scratch_free, ncap * sizeof *nv);
 		if (nv == NULL) {
 			rv = -1;
 			goto out;
@@ -58,25 +66,31 @@ pool_push(struct engine *e, unsigned id)
 		e->scratch_free = nv;
 		e->capscratch_free = ncap;
 	}
-	e->scratch_free[e->nscratch_free++] = id;
+	e->scratch_free[e->nscratch_free++] = sl;
 out:
 	pthread_mutex_unlock(&e->scratch_mu);
 	return rv;
 }
 
 int
-scratch_take(struct engine *e, unsigned *id, int *log_fd)
+scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16];
-	unsigned n = pool_pop(e);
+	struct scratch_slot sl = pool_pop(e);
+	unsigned n = sl.id;
 	int fresh = n == 0, rv;
+	struct stat st;
 
 	if (fresh)
 		n = __atomic_add_fetch(&e->next_scratch, 1, __ATOMIC_RELAXED);
 	*id = n;
 	*log_fd = -1;
-	if ((size_t)snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n) >= sizeof dir)
+	*trace_off = 0;
+	if ((size_t)snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n) >= sizeof dir) {
+		if (sl.log_fd >= 0)
+			close(sl.log_fd);
 		return KILN_ERANGE;
+	}
 	if (fresh && mkdir(dir, 0755) != 0) {
 		/* .kiln/scratch is made on the first step (and again if removed) */
 		char parent[PATH_MAX];
@@ -88,11 +102,19 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd)
 		if (mkdir(dir, 0755) != 0)
 			return kiln_err_from_errno(errno);
 	}
-	/* the last run's trace must not be read as this one's */
+	/* the last runs' records stay: this run's start after them */
 	snprintf(path, sizeof path, "%s.trace", dir);
-	if (!fresh && truncate(path, 0) != 0 && errno != ENOENT) {
-		rv = kiln_err_from_errno(errno);
-		goto fail;
+	if (!fresh && stat(path, &st) == 0) {
+		if (st.st_size <= TRACE_KEEP)
+			*trace_off = st.st_size;
+		else if (truncate(path, 0) != 0) {
+			rv = kiln_err_from_errno(errno);
+			goto fail;
+		}
+	}
+	if (sl.log_fd >= 0) {
+		*log_fd = sl.log_fd;
+		return 0;
 	}
 	snprintf(path, sizeof path, "%s.log", dir);
 	if ((*log_fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
@@ -101,7 +123,7 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd)
 	}
 	return 0;
 fail:
-	scratch_give(e, n);
+	scratch_give(e, n, sl.log_fd);
 	return rv;
 }
 
@@ -125,13 +147,15 @@ dir_empty(const char *dir)
 }
 
 void
-scratch_give(struct engine *e, unsigned id)
+scratch_give(struct engine *e, unsigned id, int log_fd)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16];
 
 	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, id);
-	if (dir_empty(dir) && pool_push(e, id) == 0)
+	if (dir_empty(dir) && pool_push(e, (struct scratch_slot){id, log_fd}) == 0)
 		return;
+	if (log_fd >= 0)
+		close(log_fd);
 	/* something was left behind (or the folder is gone): start afresh
 	 * under another number rather than clean up after the tool */
 	engine_rmtree(dir);
@@ -144,6 +168,9 @@ scratch_give(struct engine *e, unsigned id)
 void
 scratch_free_all(struct engine *e)
 {
+	for (size_t i = 0; i < e->nscratch_free; i++)
+		if (e->scratch_free[i].log_fd >= 0)
+			close(e->scratch_free[i].log_fd);
 	free(e->scratch_free);
 	e->scratch_free = NULL;
 	e->nscratch_free = e->capscratch_free = 0;

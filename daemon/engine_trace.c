@@ -414,11 +414,12 @@ trace_line(struct trace_read *t, char *line)
 	trace_look(t, rest, kind == 'D');
 }
 
-/* Feed the trace's lines to trace_line, one at a time (a line is as long
- * as the longest record, a few KiB). 0, or -1: no trace, or one bigger
- * than TRACE_MAX (a runaway tool), not read at all: untraced. */
+/* Feed the trace's lines from off on (this run's; engine_scratch.c) to
+ * trace_line, one at a time (a line is as long as the longest record, a
+ * few KiB). 0, or -1: no trace, or one bigger than TRACE_MAX (a runaway
+ * tool), not read at all: untraced. */
 static int
-trace_read_file(struct trace_read *t, const char *path)
+trace_read_file(struct trace_read *t, const char *path, off_t off)
 {
 	struct stat st;
 	char *line = NULL;
@@ -428,14 +429,16 @@ trace_read_file(struct trace_read *t, const char *path)
 
 	if ((f = fopen(path, "re")) == NULL)
 		return -1;
-	if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size > TRACE_MAX) {
+	/* the records before off are earlier runs' in this folder */
+	if (fstat(fileno(f), &st) != 0 || st.st_size <= off ||
+	    (uint64_t)(st.st_size - off) > TRACE_MAX || fseeko(f, off, SEEK_SET) != 0) {
 		fclose(f);
 		return -1;
 	}
 	/* stop at the size seen: a process the tool left behind may still
 	 * be appending */
 	errno = 0;
-	while (!t->oom && total < (size_t)st.st_size &&
+	while (!t->oom && total < (size_t)(st.st_size - off) &&
 	       (len = getline(&line, &cap, f)) > 0) {
 		total += (size_t)len;
 		if (line[len - 1] != '\n')
@@ -502,7 +505,7 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 	t.lroot = strlen(e->root);
 	t.lscratch = strlen(dir);
 	pid_add(&t, (long)pid, -1, 0);   /* the tool's own first image */
-	if (trace_read_file(&t, path) != 0) {
+	if (trace_read_file(&t, path, n->w->trace_off) != 0) {
 		free(t.pids);
 		return 0;   /* no process loaded the shim, or a runaway trace */
 	}

@@ -202,9 +202,12 @@ materialize_output(kiln_store *s, const char *root, const char *relpath,
 		else if (!S_ISREG(cur.st_mode) || cur.st_ino != bst.st_ino ||
 		         cur.st_dev != bst.st_dev)
 			rv = place_blob(s, id, blob, dfd, name);
-	} else {
-		rv = errno == ENOENT ? place_blob(s, id, blob, dfd, name)
-		                     : kiln_err_from_errno(errno);
+	} else if (errno != ENOENT) {
+		rv = kiln_err_from_errno(errno);
+	} else if (linkat(AT_FDCWD, blob, dfd, name, 0) != 0) {
+		/* nothing there (a clean build/): one link is enough; the
+		 * temp name and rename are for replacing a file atomically */
+		rv = place_blob(s, id, blob, dfd, name);
 	}
 	if (rv == 0 && st != NULL) {
 		if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0)

@@ -4,7 +4,9 @@
  *   1. the content is in a temp file under tmp/ (an anonymous O_TMPFILE
  *      inode when the file system has them, else a named mkstemp file, or
  *      the caller's own file renamed into tmp/ by put_move), hashed in the
- *      same pass that wrote it;
+ *      same pass that wrote it (KILN_DURABLE_BATCH's put_move hashes the
+ *      caller's file in place and renames it straight to its object name
+ *      in 3: move_direct);
  *   2. made read-only, and fsynced with KILN_DURABLE_FSYNC;
  *   3. linked to objects/ab/<30 hex> (an existing blob of the same size
  *      counts as published: content addressing makes it the same bytes;
@@ -415,6 +417,94 @@ move_to_tmp(kiln_store *s, const char *path, char name[PATH_MAX], int *cross)
 	return 0;
 }
 
+/* KILN_DURABLE_BATCH's put_move: the file is hashed where it is and
+ * renamed straight to its object name, one rename where the general path
+ * takes three directory updates (into tmp/, a link out of it, the unlink
+ * of the temp name). Batch mode keeps no temp name to link again (the use
+ * record waits for the next commit), so it has no use for one. A crash
+ * leaves the file where it was, or published. Returns 1 when this file
+ * system cannot do it (no RENAME_NOREPLACE, or path is on another one):
+ * the caller takes the general path, path untouched. */
+static int
+move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
+{
+	struct pending p = {s, -1, "", {{0}}, 0, ""};
+	struct stat cur;
+	char shard[PATH_MAX];
+	int rv = 0, e;
+
+	if ((p.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return kiln_err_from_errno(errno);
+	/* the file lstat saw, not one put in its place since */
+	if (fstat(p.fd, &cur) != 0 || cur.st_ino != st->st_ino || cur.st_dev != st->st_dev) {
+		close(p.fd);
+		return KILN_EINVAL;
+	}
+	posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if ((rv = kiln_id_of_fd(p.fd, &p.id, &p.size)) != 0)
+		goto out;
+	if (fchmod(p.fd, 0444) != 0) {
+		rv = kiln_err_from_errno(errno);
+		goto out;
+	}
+	store_blob_path(s, &p.id, p.final);
+	e = renameat2(AT_FDCWD, path, AT_FDCWD, p.final, RENAME_NOREPLACE) == 0 ? 0 : errno;
+	if (e == ENOENT && access(path, F_OK) == 0) {   /* the shard, not path */
+		snprintf(shard, sizeof shard, "%.*s",
+		         (int)(strrchr(p.final, '/') - p.final), p.final);
+		if ((rv = fio_mkdir(shard, 0755, NULL)) != 0)
+			goto out;
+		e = renameat2(AT_FDCWD, path, AT_FDCWD, p.final, RENAME_NOREPLACE) == 0 ? 0 : errno;
+	}
+	if (e == EEXIST) {
+		/* the same bytes are published already (same hash and size);
+		 * one of another size is damaged: ours replaces it in one
+		 * rename, so readers see old or new, never neither */
+		if (lstat(p.final, &cur) == 0 && S_ISREG(cur.st_mode) &&
+		    (uint64_t)cur.st_size == p.size)
+			e = unlink(path) == 0 ? 0 : errno;
+		else
+			e = rename(path, p.final) == 0 ? 0 : errno;
+		if (e == EISDIR) {
+			rv = KILN_ECORRUPT;
+			goto out;
+		}
+	}
+	if (e == EXDEV || e == EINVAL || e == ENOSYS) {
+		rv = 1;
+		goto out;
+	}
+	if (e != 0) {
+		rv = kiln_err_from_errno(e);
+		goto out;
+	}
+	/* Until the next commit gc goes by the file's mtime: a file written
+	 * in the last minute has a fresh one already (a tool that kept an
+	 * old one, cp -p say, gets now). */
+	if (store_now_ns() - ((int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec) >
+	    60 * 1000000000LL)
+		utimensat(AT_FDCWD, p.final, NULL, AT_SYMLINK_NOFOLLOW);
+	if ((rv = store_use_defer(s, &p.id, p.size)) != 0) {
+		/* no memory for the record: hand the caller its file back if
+		 * it is the blob now (the bytes of another are published) */
+		if (lstat(p.final, &cur) == 0 && cur.st_ino == st->st_ino &&
+		    cur.st_dev == st->st_dev && rename(p.final, path) == 0)
+			fchmod(p.fd, st->st_mode & 07777);
+		close(p.fd);
+		return rv;
+	}
+	__atomic_add_fetch(&s->put_count, 1, __ATOMIC_SEQ_CST);
+	close(p.fd);
+	if (id != NULL)
+		*id = p.id;
+	return 0;
+out:
+	/* nothing moved, path is still the caller's: give its mode back */
+	fchmod(p.fd, st->st_mode & 07777);
+	close(p.fd);
+	return rv;
+}
+
 int
 kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 {
@@ -431,6 +521,8 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 		return KILN_EINVAL;
 	if (st.st_nlink > 1)
 		return move_by_copy(s, path, id);
+	if (s->durability == KILN_DURABLE_BATCH && (rv = move_direct(s, path, &st, id)) != 1)
+		return rv;
 	if ((rv = move_to_tmp(s, path, name, &cross)) != 0)
 		return cross ? move_by_copy(s, path, id) : rv;
 	if ((p.fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {

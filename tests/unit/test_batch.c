@@ -30,6 +30,7 @@ static struct {
 	int ndbsync;       /* LMDB's own flushes (fsync, fdatasync) while armed */
 	int fail_syncfs;   /* the next syncfs fails with EIO */
 	struct stat synced; /* what the last syncfs was given */
+	int ndirops;       /* link, unlink, rename, renameat2 done while armed */
 } io;
 
 static int
@@ -93,6 +94,52 @@ fdatasync(int fd)
 	if (io.armed && is_db_file(fd))
 		io.ndbsync++;
 	return real_call("fdatasync", fd);
+}
+
+/* Directory updates made, for put_move's one rename (KILN_DURABLE_BATCH);
+ * a call that fails changed nothing and is not counted. */
+static int
+count_dir_op(int rv)
+{
+	if (io.armed && rv == 0)
+		io.ndirops++;
+	return rv;
+}
+
+int
+link(const char *from, const char *to)
+{
+	int (*real)(const char *, const char *);
+
+	*(void **)&real = dlsym(RTLD_NEXT, "link");
+	return count_dir_op(real(from, to));
+}
+
+int
+unlink(const char *path)
+{
+	int (*real)(const char *);
+
+	*(void **)&real = dlsym(RTLD_NEXT, "unlink");
+	return count_dir_op(real(path));
+}
+
+int
+rename(const char *from, const char *to)
+{
+	int (*real)(const char *, const char *);
+
+	*(void **)&real = dlsym(RTLD_NEXT, "rename");
+	return count_dir_op(real(from, to));
+}
+
+int
+renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned flags)
+{
+	int (*real)(int, const char *, int, const char *, unsigned);
+
+	*(void **)&real = dlsym(RTLD_NEXT, "renameat2");
+	return count_dir_op(real(fromfd, from, tofd, to, flags));
 }
 
 static void
@@ -599,6 +646,79 @@ other_durabilities_never_syncfs_and_fsync_keeps_its_fsyncs(void **state)
 	kiln_store_close(s);
 }
 
+static void
+expect_blob_is(void **state, const kiln_id *id, const struct stat *want, const char *what)
+{
+	struct stat st;
+
+	if (stat(tu_blob_path(state, id), &st) != 0)
+		fail_msg("%s: the blob is not in objects/: %s", what, strerror(errno));
+	if (st.st_ino != want->st_ino)
+		fail_msg("%s: the blob is inode %lu, expected the moved file's %lu",
+		         what, (unsigned long)st.st_ino, (unsigned long)want->st_ino);
+	if ((st.st_mode & 07777) != 0444)
+		fail_msg("%s: the blob's mode is %o, expected 0444", what, st.st_mode & 07777);
+}
+
+/* A build publishes every output with put_move: in batch mode the file goes
+ * to its object name with one rename, no link into tmp/ and back. */
+static void
+batch_put_move_is_one_rename_and_keeps_the_inode(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_BATCH);
+	const char *path = tu_path(state, "out");
+	char buf[5000], path2[4096];
+	struct timespec old[2];
+	struct stat first, second, st;
+	kiln_id id, again, want;
+
+	tu_fill(buf, sizeof buf, 77);
+	kiln_id_of_buf(buf, sizeof buf, &want);
+	tu_write_file(path, buf, sizeof buf);
+	assert_int_equal(0, stat(path, &first));
+	io_arm();
+	assert_kiln(0, kiln_store_put_move(s, path, &id));
+	if (io.ndirops != 1)
+		fail_msg("a batch put_move made %d directory updates (link, unlink, "
+		         "rename), expected 1", io.ndirops);
+	io.armed = 0;
+	assert_memory_equal(id.b, want.b, 16);
+	assert_int_equal(-1, lstat(path, &st));
+	expect_blob_is(state, &id, &first, "first put");
+	assert_kiln(0, kiln_store_verify(s, &id));
+
+	/* the same bytes again: the published blob stays, the file goes */
+	snprintf(path2, sizeof path2, "%s", tu_path(state, "out2"));
+	tu_write_file(path2, buf, sizeof buf);
+	assert_kiln(0, kiln_store_put_move(s, path2, &again));
+	assert_memory_equal(again.b, want.b, 16);
+	assert_int_equal(-1, lstat(path2, &st));
+	expect_blob_is(state, &id, &first, "a second put of the same bytes");
+
+	/* a damaged blob (another size) is replaced by the moved file */
+	tu_truncate_blob(tu_blob_path(state, &id), 100);
+	tu_write_file(path2, buf, sizeof buf);
+	assert_int_equal(0, stat(path2, &second));
+	assert_kiln(0, kiln_store_put_move(s, path2, &again));
+	expect_blob_is(state, &id, &second, "a put over a damaged blob");
+	assert_kiln(0, kiln_store_verify(s, &id));
+
+	/* a file written hours ago gets a fresh mtime: until the next commit
+	 * records its use, gc judges it by that */
+	tu_fill(buf, sizeof buf, 78);
+	tu_write_file(path2, buf, sizeof buf);
+	clock_gettime(CLOCK_REALTIME, &old[0]);
+	old[0].tv_sec -= 7200;
+	old[1] = old[0];
+	assert_int_equal(0, utimensat(AT_FDCWD, path2, old, 0));
+	assert_kiln(0, kiln_store_put_move(s, path2, &again));
+	assert_int_equal(0, stat(tu_blob_path(state, &again), &st));
+	if (st.st_mtim.tv_sec < old[0].tv_sec + 7000)
+		fail_msg("a moved file written 2 h ago kept its mtime in objects/");
+	tu_assert_store_sound(s, "after batch put_moves", NULL, NULL);
+	kiln_store_close(s);
+}
+
 /* ---- gc ---------------------------------------------------------------- */
 
 static void
@@ -684,6 +804,7 @@ main(void)
 		T(fsck_reports_and_drops_undecodable_step_records),
 		T(durable_batch_puts_skip_fsync_and_the_next_commit_syncs_once),
 		T(other_durabilities_never_syncfs_and_fsync_keeps_its_fsyncs),
+		T(batch_put_move_is_one_rename_and_keeps_the_inode),
 		T(gc_keeps_blobs_named_by_committed_batch_records),
 		T(timing_single_commits_against_one_batch),
 	};
