@@ -68,6 +68,41 @@ streaming_and_fd_hashes_equal_one_shot(void **state)
 	free(buf);
 }
 
+/* kiln_id_of_fd hashes small files from the stack and bigger ones in
+ * chunks: every length around the switch, and a pipe's short reads. */
+static void
+fd_hashes_equal_one_shot_at_every_size_around_the_small_buffer(void **state)
+{
+	static const size_t lens[] = {0, 1, 4095, 16383, 16384, 16385, 40000};
+	char buf[40000];
+	kiln_id a, c;
+	uint64_t size;
+	int fd, p[2];
+
+	tu_fill(buf, sizeof buf, 11);
+	for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+		kiln_id_of_buf(buf, lens[i], &a);
+		tu_write_file(tu_path(state, "f%zu", i), buf, lens[i]);
+		assert_true((fd = open(tu_path(state, "f%zu", i), O_RDONLY)) >= 0);
+		size = 12345;
+		assert_kiln(0, kiln_id_of_fd(fd, &c, &size));
+		close(fd);
+		if (memcmp(a.b, c.b, 16) != 0 || size != lens[i])
+			fail_msg("a file of %zu bytes: hash or size (%llu) differs from "
+			         "the one-shot hash", lens[i], (unsigned long long)size);
+	}
+	/* a pipe hands the bytes over in two reads */
+	assert_int_equal(0, pipe(p));
+	assert_int_equal(1000, write(p[1], buf, 1000));
+	assert_int_equal(20000, write(p[1], buf + 1000, 20000));
+	close(p[1]);
+	kiln_id_of_buf(buf, 21000, &a);
+	assert_kiln(0, kiln_id_of_fd(p[0], &c, &size));
+	close(p[0]);
+	assert_memory_equal(a.b, c.b, 16);
+	assert_int_equal(size, 21000);
+}
+
 static void
 hex_round_trips_and_accepts_upper_case(void **state)
 {
@@ -119,6 +154,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(digests_match_xxh128sum),
 		cmocka_unit_test_setup_teardown(streaming_and_fd_hashes_equal_one_shot,
+		                                tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(fd_hashes_equal_one_shot_at_every_size_around_the_small_buffer,
 		                                tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test(hex_round_trips_and_accepts_upper_case),
 		cmocka_unit_test(malformed_hex_is_rejected),
