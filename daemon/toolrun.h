@@ -43,7 +43,9 @@ typedef void (*spawn_done_fn)(void *arg, const struct spawn_result *r);
 
 struct kilnd_spawner;
 
-/* Start the reaper thread. Returns 0, KILN_ENOMEM or KILN_EIO. */
+/* Start the reaper thread. The signals the process ignores now (and
+ * SIGPIPE) are the ones reset to their defaults in every tool: ignore no
+ * other signal later. Returns 0, KILN_ENOMEM or KILN_EIO. */
 int spawner_new(struct kilnd_spawner **sp);
 
 /* Start a child. On 0, done(arg, result) will be called exactly once, on

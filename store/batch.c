@@ -49,25 +49,35 @@ commit_txn(db_txn *t, void *arg)
 {
 	struct commit *c = arg;
 	int64_t now = store_now_ns();
+	struct blob_seen seen;
+	size_t named = c->nuses;
+	int rv = 0;
 
+	/* made afresh each time: the callback runs again after a map
+	 * resize, in a new transaction */
+	for (size_t i = 0; i < c->n; i++)
+		named += c->ops[i].kind == ROP_ACTION_PUT ? c->ops[i].noutputs
+		         : c->ops[i].kind == ROP_INDEX_SET;
+	blob_seen_init(&seen, named);
 	c->skipped = 0;
-	for (size_t i = 0; i < c->nuses; i++) {
-		int rv;
-		if (kiln_store_has(c->s, &c->uses[i].id, NULL) != 0)
-			continue;  /* gc took it meanwhile */
-		if ((rv = blobrec_touch(t, &c->uses[i].id, c->uses[i].size, now)) != 0)
-			return rv;
+	for (size_t i = 0; i < c->nuses && rv == 0; i++) {
+		if (blob_seen_find(&seen, &c->uses[i].id, NULL) ||
+		    kiln_store_has(c->s, &c->uses[i].id, NULL) != 0)
+			continue;  /* touched already; or gc took it meanwhile */
+		if ((rv = blobrec_touch(t, &c->uses[i].id, c->uses[i].size, now)) == 0)
+			blob_seen_add(&seen, &c->uses[i].id, c->uses[i].size);
 	}
-	for (size_t i = 0; i < c->n; i++) {
-		int rv = rop_apply(t, c->s, &c->ops[i], now);
-		if (rv == 0)
+	for (size_t i = 0; i < c->n && rv == 0; i++) {
+		if ((rv = rop_apply(t, c->s, &seen, &c->ops[i], now)) == 0)
 			continue;
 		if (!c->lenient || !tolerated(&c->ops[i], rv))
-			return rv;
+			break;
 		if (rv == KILN_ENOTFOUND && rop_names_blobs(&c->ops[i]))
 			c->skipped++;
+		rv = 0;
 	}
-	return 0;
+	blob_seen_free(&seen);
+	return rv;
 }
 
 int

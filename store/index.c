@@ -35,18 +35,78 @@ blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, int64_t now)
  * leave no trace of it. (The touching loop checks ids[0] before writing
  * anything, so the first pass starts at ids[1].) */
 static int
-name_blobs(db_txn *t, kiln_store *s, const kiln_id *ids, size_t n, int64_t now)
+name_blobs(db_txn *t, kiln_store *s, struct blob_seen *seen, const kiln_id *ids,
+           size_t n, int64_t now)
 {
 	for (size_t i = 1; i < n; i++)
-		if (kiln_store_has(s, &ids[i], NULL) != 0)
+		if (!blob_seen_find(seen, &ids[i], NULL) && kiln_store_has(s, &ids[i], NULL) != 0)
 			return KILN_ENOTFOUND;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t size;
-		int rv = kiln_store_has(s, &ids[i], &size);
-		if (rv != 0 || (rv = blobrec_touch(t, &ids[i], size, now)) != 0)
+		int rv;
+		if (blob_seen_find(seen, &ids[i], NULL))
+			continue;   /* checked and touched in this transaction */
+		if ((rv = kiln_store_has(s, &ids[i], &size)) != 0 ||
+		    (rv = blobrec_touch(t, &ids[i], size, now)) != 0)
 			return rv;
+		blob_seen_add(seen, &ids[i], size);
 	}
 	return 0;
+}
+
+void
+blob_seen_init(struct blob_seen *b, size_t n)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * n && cap < ((size_t)1 << 30))
+		cap *= 2;
+	b->v = calloc(cap, sizeof *b->v);
+	b->cap = b->v != NULL ? cap : 0;
+}
+
+void
+blob_seen_free(struct blob_seen *b)
+{
+	free(b->v);
+	b->v = NULL;
+	b->cap = 0;
+}
+
+/* The slot of id, or the empty one where it would go; NULL when full. */
+static struct seen_slot *
+seen_slot(const struct blob_seen *b, const kiln_id *id)
+{
+	uint64_t h;
+
+	memcpy(&h, id->b, sizeof h);   /* a content hash: any 8 bytes spread */
+	for (size_t i = 0, at = (size_t)h & (b->cap - 1); i < b->cap;
+	     i++, at = (at + 1) & (b->cap - 1))
+		if (!b->v[at].used || kiln_id_cmp(&b->v[at].id, id) == 0)
+			return &b->v[at];
+	return NULL;
+}
+
+int
+blob_seen_find(const struct blob_seen *b, const kiln_id *id, uint64_t *size)
+{
+	struct seen_slot *sl;
+
+	if (b == NULL || b->cap == 0 || (sl = seen_slot(b, id)) == NULL || !sl->used)
+		return 0;
+	if (size != NULL)
+		*size = sl->size;
+	return 1;
+}
+
+void
+blob_seen_add(struct blob_seen *b, const kiln_id *id, uint64_t size)
+{
+	struct seen_slot *sl;
+
+	if (b == NULL || b->cap == 0 || (sl = seen_slot(b, id)) == NULL)
+		return;
+	*sl = (struct seen_slot){*id, size, 1};
 }
 
 /* ---- blob use ---- */
@@ -175,13 +235,14 @@ rop_names_blobs(const struct rec_op *op)
 /* ---- applying ops ---- */
 
 static int
-index_set_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now)
+index_set_apply(db_txn *t, kiln_store *s, struct blob_seen *seen,
+                const struct rec_op *op, int64_t now)
 {
 	struct rec_index r = {op->id, now};
 	uint8_t v[REC_INDEX_LEN];
 	int rv;
 
-	if ((rv = name_blobs(t, s, &op->id, 1, now)) != 0)
+	if ((rv = name_blobs(t, s, seen, &op->id, 1, now)) != 0)
 		return rv;
 	rec_index_encode(&r, v);
 	return db_put(t, DB_INDEX, op->key, op->klen, v, sizeof v);
@@ -204,7 +265,8 @@ action_write(db_txn *t, const struct rec_op *op, const kiln_action *rec)
 }
 
 static int
-action_put_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now)
+action_put_apply(db_txn *t, kiln_store *s, struct blob_seen *seen,
+                 const struct rec_op *op, int64_t now)
 {
 	kiln_action rec = {{{0}}, now, now, op->noutputs, (kiln_id *)op->outputs,
 	                   op->len, (void *)op->data};
@@ -212,7 +274,7 @@ action_put_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now)
 	size_t oldlen;
 	int rv;
 
-	if ((rv = name_blobs(t, s, op->outputs, op->noutputs, now)) != 0)
+	if ((rv = name_blobs(t, s, seen, op->outputs, op->noutputs, now)) != 0)
 		return rv;
 	/* Keep the first creation time across replacements. */
 	if (db_get(t, DB_ACTIONS, op->key, op->klen, &old, &oldlen) == 0) {
@@ -258,14 +320,15 @@ step_put_apply(db_txn *t, const struct rec_op *op, int64_t now)
 }
 
 int
-rop_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now)
+rop_apply(db_txn *t, kiln_store *s, struct blob_seen *seen, const struct rec_op *op,
+          int64_t now)
 {
 	uint8_t v[REC_FILE_LEN];
 
 	switch (op->kind) {
-	case ROP_INDEX_SET: return index_set_apply(t, s, op, now);
+	case ROP_INDEX_SET: return index_set_apply(t, s, seen, op, now);
 	case ROP_INDEX_DEL: return db_del(t, DB_INDEX, op->key, op->klen);
-	case ROP_ACTION_PUT: return action_put_apply(t, s, op, now);
+	case ROP_ACTION_PUT: return action_put_apply(t, s, seen, op, now);
 	case ROP_ACTION_TOUCH: return action_touch_apply(t, op, now);
 	case ROP_ACTION_DEL: return db_del(t, DB_ACTIONS, op->key, op->klen);
 	case ROP_FILE_PUT:

@@ -258,11 +258,32 @@ int deps_set_apply(db_txn *t, const struct rec_op *op);
 /* 1 for the kinds that name blobs (INDEX_SET, ACTION_PUT). */
 int rop_names_blobs(const struct rec_op *op);
 
+/* The blobs found present and touched in the running write transaction.
+ * A build's commit names each output three times (its put's use record,
+ * the action result, the index entry); gc removes files only in its own
+ * write transactions, so inside this one a blob seen present stays
+ * present, and its file is stat'ed and its use record written once. A
+ * fixed-size open-addressing table: when full it remembers no more, which
+ * only costs the repeats. */
+struct blob_seen {
+	struct seen_slot { kiln_id id; uint64_t size; int used; } *v;
+	size_t cap;              /* a power of two, or 0: remembers nothing */
+};
+
+/* Room for at least n blobs (an empty table on no memory: still correct). */
+void blob_seen_init(struct blob_seen *b, size_t n);
+void blob_seen_free(struct blob_seen *b);
+/* 1 with *size when id was seen in this transaction; b may be NULL. */
+int blob_seen_find(const struct blob_seen *b, const kiln_id *id, uint64_t *size);
+void blob_seen_add(struct blob_seen *b, const kiln_id *id, uint64_t size);
+
 /* Apply op in a write txn at time now. A record naming blobs first checks
  * that they all exist (else KILN_ENOTFOUND, and nothing was written) and
- * refreshes their use times, as gc relies on. Deleting or touching an
- * absent record gives KILN_ENOTFOUND. */
-int rop_apply(db_txn *t, kiln_store *s, const struct rec_op *op, int64_t now);
+ * refreshes their use times, as gc relies on; seen (may be NULL) skips the
+ * blobs this transaction checked and touched already. Deleting or touching
+ * an absent record gives KILN_ENOTFOUND. */
+int rop_apply(db_txn *t, kiln_store *s, struct blob_seen *seen,
+              const struct rec_op *op, int64_t now);
 
 /* ---- batch.c ---- */
 

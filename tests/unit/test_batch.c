@@ -31,6 +31,7 @@ static struct {
 	int fail_syncfs;   /* the next syncfs fails with EIO */
 	struct stat synced; /* what the last syncfs was given */
 	int ndirops;       /* link, unlink, rename, renameat2 done while armed */
+	int nblobstat;     /* lstat of a file under objects/ while armed */
 } io;
 
 static int
@@ -140,6 +141,18 @@ renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned flags
 
 	*(void **)&real = dlsym(RTLD_NEXT, "renameat2");
 	return count_dir_op(real(fromfd, from, tofd, to, flags));
+}
+
+/* Blob files looked at (kiln_store_has lstat's them) while armed. */
+int
+lstat(const char *path, struct stat *st)
+{
+	int (*real)(const char *, struct stat *);
+
+	if (io.armed && strstr(path, "/objects/") != NULL)
+		io.nblobstat++;
+	*(void **)&real = dlsym(RTLD_NEXT, "lstat");
+	return real(path, st);
 }
 
 static void
@@ -719,6 +732,37 @@ batch_put_move_is_one_rename_and_keeps_the_inode(void **state)
 	kiln_store_close(s);
 }
 
+/* A build's commit names each output three times: its put's use record,
+ * the action result and the index entry. The blob is looked at once. */
+static void
+a_commit_looks_at_each_blob_once_however_many_records_name_it(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_BATCH);
+	const char *path = tu_path(state, "out");
+	kiln_id id, key = tu_key_of("step"), got;
+	kiln_batch *b = batch_new();
+	char buf[300];
+	size_t skipped = 1;
+
+	tu_fill(buf, sizeof buf, 5);
+	tu_write_file(path, buf, sizeof buf);
+	assert_kiln(0, kiln_store_put_move(s, path, &id));
+	assert_kiln(0, kiln_batch_action_put(b, &key, &id, 1, "r", 1));
+	assert_kiln(0, kiln_batch_index_set(b, "pc", "url", &id));
+	io_arm();
+	assert_kiln(0, kiln_store_commit(s, b, &skipped));
+	io.armed = 0;
+	assert_int_equal(skipped, 0);
+	if (io.nblobstat != 1)
+		fail_msg("a commit of a put, an action and an index entry naming one "
+		         "blob looked at its file %d times, expected 1", io.nblobstat);
+	assert_kiln(0, kiln_store_index_get(s, "pc", "url", &got));
+	assert_memory_equal(got.b, id.b, 16);
+	tu_assert_store_sound(s, "after the commit", NULL, NULL);
+	kiln_batch_free(b);
+	kiln_store_close(s);
+}
+
 /* ---- gc ---------------------------------------------------------------- */
 
 static void
@@ -805,6 +849,7 @@ main(void)
 		T(durable_batch_puts_skip_fsync_and_the_next_commit_syncs_once),
 		T(other_durabilities_never_syncfs_and_fsync_keeps_its_fsyncs),
 		T(batch_put_move_is_one_rename_and_keeps_the_inode),
+		T(a_commit_looks_at_each_blob_once_however_many_records_name_it),
 		T(gc_keeps_blobs_named_by_committed_batch_records),
 		T(timing_single_commits_against_one_batch),
 	};

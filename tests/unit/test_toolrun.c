@@ -290,6 +290,11 @@ signals_ignored_in_the_parent_are_default_in_the_tool(void **state)
 	r = run_sh(state, "kill -PIPE $$; exit 7");
 	sigaction(SIGPIPE, &old, NULL);
 	assert_signalled(&r, SIGPIPE, "ignored SIGPIPE");
+	/* any other signal ignored when the spawner is made (nohup's SIGHUP) */
+	sigaction(SIGHUP, &ign, &old);
+	r = run_sh(state, "kill -HUP $$; exit 7");
+	sigaction(SIGHUP, &old, NULL);
+	assert_signalled(&r, SIGHUP, "ignored SIGHUP");
 }
 
 /* ---- many, killed, freed ------------------------------------------------ */
