@@ -454,7 +454,8 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 	snprintf(logp, sizeof logp, "%s.log", dir);
 	n->duration_ns = (uint64_t)n->w->res.wall_ns;
 	n->w->pid = 0;
-	if (n->w->log_fd >= 0)
+	/* the last lines are for the error message: only a failure reads them */
+	if (n->w->log_fd >= 0 && (!n->w->res.exited || n->w->res.status != 0))
 		spawn_log_tail(n->w->log_fd, 8, tail, sizeof tail);
 	log_publish(e, n, logp);
 	if (!n->w->res.exited || n->w->res.status != 0) {

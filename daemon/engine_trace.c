@@ -415,43 +415,68 @@ trace_line(struct trace_read *t, char *line)
 }
 
 /* Feed the trace's lines from off on (this run's; engine_scratch.c) to
- * trace_line, one at a time (a line is as long as the longest record, a
- * few KiB). 0, or -1: no trace, or one bigger than TRACE_MAX (a runaway
- * tool), not read at all: untraced. */
+ * trace_line, one at a time, read in chunks (memory is a chunk, grown only
+ * for a record longer than one; records are a few KiB at most). 0, or -1:
+ * no trace, or one bigger than TRACE_MAX (a runaway tool), not read at
+ * all: untraced. */
 static int
 trace_read_file(struct trace_read *t, const char *path, off_t off)
 {
+	size_t cap = 16384, have = 0;
 	struct stat st;
-	char *line = NULL;
-	size_t cap = 0, total = 0;
-	ssize_t len = 0;
-	FILE *f;
+	char *buf, *line, *nl;
+	off_t pos = off;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if ((f = fopen(path, "re")) == NULL)
+	if (fd < 0)
 		return -1;
-	/* the records before off are earlier runs' in this folder */
-	if (fstat(fileno(f), &st) != 0 || st.st_size <= off ||
-	    (uint64_t)(st.st_size - off) > TRACE_MAX || fseeko(f, off, SEEK_SET) != 0) {
-		fclose(f);
+	if (fstat(fd, &st) != 0 || st.st_size <= off ||
+	    (uint64_t)(st.st_size - off) > TRACE_MAX) {
+		close(fd);
 		return -1;
+	}
+	if ((buf = malloc(cap)) == NULL) {
+		t->oom = 1;
+		close(fd);
+		return 0;
 	}
 	/* stop at the size seen: a process the tool left behind may still
 	 * be appending */
-	errno = 0;
-	while (!t->oom && total < (size_t)(st.st_size - off) &&
-	       (len = getline(&line, &cap, f)) > 0) {
-		total += (size_t)len;
-		if (line[len - 1] != '\n')
-			break;   /* a record cut short (a killed child) */
-		line[len - 1] = '\0';
-		trace_line(t, line);
+	while (!t->oom && pos < st.st_size) {
+		size_t want = cap - have;
+		ssize_t n;
+		if (want == 0) {   /* one record fills the buffer */
+			char *nb = realloc(buf, 2 * cap);
+			if (nb == NULL) {
+				t->oom = 1;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+			continue;
+		}
+		if ((off_t)want > st.st_size - pos)
+			want = (size_t)(st.st_size - pos);
+		if ((n = pread(fd, buf + have, want, pos)) < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			t->unread = n < 0;   /* what was read counts; untraced */
+			break;               /* 0: cut short meanwhile */
+		}
+		pos += n;
+		have += (size_t)n;
+		for (line = buf; (nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL;
+		     line = nl + 1) {
+			*nl = '\0';
+			trace_line(t, line);
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
 	}
-	if (len < 0 && errno == ENOMEM)
-		t->oom = 1;
-	else if (ferror(f))
-		t->unread = 1;   /* what was read counts; the run is untraced */
-	free(line);
-	fclose(f);
+	/* a last line without its newline is a record cut short (a killed
+	 * child): not read */
+	free(buf);
+	close(fd);
 	return 0;
 }
 
