@@ -338,6 +338,67 @@ fifty_children_at_once_each_done_exactly_once(void **state)
 	}
 }
 
+/* Two threads each start short tools one after another while the reaper
+ * reaps the other's: a tool being spawned holds a copy of the descriptor
+ * table, so a reaped child's pidfd outlives its close for a moment. Every
+ * child must be reported once, with its own exit code (under ASan a stale
+ * reference to a freed child is an error). */
+struct starter {
+	struct kilnd_spawner *sp;
+	int log_fd, base, bad;
+};
+
+static void *
+starter_main(void *arg)
+{
+	struct starter *st = arg;
+
+	for (int i = 0; i < 150 && !st->bad; i++) {
+		char script[32];
+		const char *argv[] = {"/bin/sh", "-c", script, NULL};
+		struct spawn_req rq = {"/bin/sh", argv, no_env, NULL, st->log_fd};
+		struct seen seen;
+		struct slot sl = {.seen = &seen};
+		int code = (st->base + i) % 100;
+
+		snprintf(script, sizeof script, "exit %d", code);
+		seen_init(&seen);
+		if (spawner_start(st->sp, &rq, on_done, &sl, NULL) != 0 ||
+		    seen_wait(&seen, 1, 10000) != 1)
+			st->bad = 1;
+		/* the reaper may still be inside on_done's wake-up */
+		pthread_mutex_lock(&seen.mu);
+		if (sl.ncalls != 1 || !sl.r.exited || sl.r.status != code)
+			st->bad = 2;
+		pthread_mutex_unlock(&seen.mu);
+	}
+	return NULL;
+}
+
+static void
+spawning_beside_reaping_reports_each_child_once(void **state)
+{
+	struct kilnd_spawner *sp;
+	struct starter st[2];
+	pthread_t t[2];
+	int log_fd = open_log(state, "log");
+
+	assert_kiln(0, spawner_new(&sp));
+	for (int k = 0; k < 2; k++) {
+		st[k] = (struct starter){sp, log_fd, 37 * k, 0};
+		assert_int_equal(0, pthread_create(&t[k], NULL, starter_main, &st[k]));
+	}
+	for (int k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	spawner_free(sp);
+	close(log_fd);
+	for (int k = 0; k < 2; k++)
+		if (st[k].bad)
+			fail_msg("starter %d: %s", k, st[k].bad == 1
+			         ? "a child was not started or not reported in 10 s"
+			         : "a child was reported more than once or with another's status");
+}
+
 /* Whether pid is gone or a zombie (its parent may be slow to reap). */
 static int
 pid_gone(pid_t pid)
@@ -712,6 +773,7 @@ main(void)
 		T(signals_blocked_in_the_parent_are_unblocked_in_the_tool),
 		T(signals_ignored_in_the_parent_are_default_in_the_tool),
 		T(fifty_children_at_once_each_done_exactly_once),
+		T(spawning_beside_reaping_reports_each_child_once),
 		T(kill_ends_the_whole_process_group_with_sigterm),
 		T(sigterm_reaches_the_tools_children),
 		T(a_tool_ignoring_sigterm_gets_sigkill_after_the_grace),
