@@ -431,7 +431,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	struct pending p = {s, -1, "", {{0}}, 0, ""};
 	struct stat cur;
 	char shard[PATH_MAX];
-	int rv = 0, e;
+	int rv = 0, e, stale = 0;
 
 	if ((p.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return kiln_err_from_errno(errno);
@@ -440,7 +440,8 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 		close(p.fd);
 		return KILN_EINVAL;
 	}
-	posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (st->st_size > (1 << 20))   /* a small file is read in one call */
+		posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if ((rv = kiln_id_of_fd(p.fd, &p.id, &p.size)) != 0)
 		goto out;
 	if (fchmod(p.fd, 0444) != 0) {
@@ -461,9 +462,10 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 		 * one of another size is damaged: ours replaces it in one
 		 * rename, so readers see old or new, never neither */
 		if (lstat(p.final, &cur) == 0 && S_ISREG(cur.st_mode) &&
-		    (uint64_t)cur.st_size == p.size)
+		    (uint64_t)cur.st_size == p.size) {
 			e = unlink(path) == 0 ? 0 : errno;
-		else
+			stale = 1;   /* its mtime is whenever it was put */
+		} else
 			e = rename(path, p.final) == 0 ? 0 : errno;
 		if (e == EISDIR) {
 			rv = KILN_ECORRUPT;
@@ -480,9 +482,9 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	}
 	/* Until the next commit gc goes by the file's mtime: a file written
 	 * in the last minute has a fresh one already (a tool that kept an
-	 * old one, cp -p say, gets now). */
-	if (store_now_ns() - ((int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec) >
-	    60 * 1000000000LL)
+	 * old one, cp -p say, gets now, as does a blob that was there). */
+	if (stale || store_now_ns() - ((int64_t)st->st_mtim.tv_sec * 1000000000 +
+	                               st->st_mtim.tv_nsec) > 60 * 1000000000LL)
 		utimensat(AT_FDCWD, p.final, NULL, AT_SYMLINK_NOFOLLOW);
 	if ((rv = store_use_defer(s, &p.id, p.size)) != 0) {
 		/* no memory for the record: hand the caller its file back if
