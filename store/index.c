@@ -39,17 +39,17 @@ name_blobs(db_txn *t, kiln_store *s, struct blob_seen *seen, const kiln_id *ids,
            size_t n, int64_t now)
 {
 	for (size_t i = 1; i < n; i++)
-		if (!blob_seen_find(seen, &ids[i], NULL) && kiln_store_has(s, &ids[i], NULL) != 0)
+		if (!blob_seen_find(seen, &ids[i]) && kiln_store_has(s, &ids[i], NULL) != 0)
 			return KILN_ENOTFOUND;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t size;
 		int rv;
-		if (blob_seen_find(seen, &ids[i], NULL))
+		if (blob_seen_find(seen, &ids[i]))
 			continue;   /* checked and touched in this transaction */
 		if ((rv = kiln_store_has(s, &ids[i], &size)) != 0 ||
 		    (rv = blobrec_touch(t, &ids[i], size, now)) != 0)
 			return rv;
-		blob_seen_add(seen, &ids[i], size);
+		blob_seen_add(seen, &ids[i]);
 	}
 	return 0;
 }
@@ -88,25 +88,21 @@ seen_slot(const struct blob_seen *b, const kiln_id *id)
 }
 
 int
-blob_seen_find(const struct blob_seen *b, const kiln_id *id, uint64_t *size)
+blob_seen_find(const struct blob_seen *b, const kiln_id *id)
 {
 	struct seen_slot *sl;
 
-	if (b == NULL || b->cap == 0 || (sl = seen_slot(b, id)) == NULL || !sl->used)
-		return 0;
-	if (size != NULL)
-		*size = sl->size;
-	return 1;
+	return b != NULL && b->cap != 0 && (sl = seen_slot(b, id)) != NULL && sl->used;
 }
 
 void
-blob_seen_add(struct blob_seen *b, const kiln_id *id, uint64_t size)
+blob_seen_add(struct blob_seen *b, const kiln_id *id)
 {
 	struct seen_slot *sl;
 
 	if (b == NULL || b->cap == 0 || (sl = seen_slot(b, id)) == NULL)
 		return;
-	*sl = (struct seen_slot){*id, size, 1};
+	*sl = (struct seen_slot){*id, 1};
 }
 
 /* ---- blob use ---- */

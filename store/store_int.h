@@ -266,16 +266,17 @@ int rop_names_blobs(const struct rec_op *op);
  * fixed-size open-addressing table: when full it remembers no more, which
  * only costs the repeats. */
 struct blob_seen {
-	struct seen_slot { kiln_id id; uint64_t size; int used; } *v;
+	struct seen_slot { kiln_id id; int used; } *v;
 	size_t cap;              /* a power of two, or 0: remembers nothing */
 };
 
 /* Room for at least n blobs (an empty table on no memory: still correct). */
 void blob_seen_init(struct blob_seen *b, size_t n);
 void blob_seen_free(struct blob_seen *b);
-/* 1 with *size when id was seen in this transaction; b may be NULL. */
-int blob_seen_find(const struct blob_seen *b, const kiln_id *id, uint64_t *size);
-void blob_seen_add(struct blob_seen *b, const kiln_id *id, uint64_t size);
+/* 1 when id was seen (and touched) in this transaction; b may be NULL.
+ * (Not an idset: that one is filled, then sorted, then searched.) */
+int blob_seen_find(const struct blob_seen *b, const kiln_id *id);
+void blob_seen_add(struct blob_seen *b, const kiln_id *id);
 
 /* Apply op in a write txn at time now. A record naming blobs first checks
  * that they all exist (else KILN_ENOTFOUND, and nothing was written) and
