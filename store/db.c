@@ -195,22 +195,36 @@ map_locate(kiln_db *db)
 	fclose(f);
 }
 
-void
-db_unmap_pages(kiln_db *db)
+/* Caller holds resize (read): the map cannot move meanwhile. Readers and
+ * the writer inside it only fault their pages back in: the file's pages
+ * are shared, the map is read-only (a write transaction's pages are
+ * malloc'd copies until commit writes them), and LMDB never rewrites a
+ * page a reader may see. */
+static void
+unmap_held(kiln_db *db)
 {
 	MDB_envinfo info;
 	MDB_stat st;
 
-	/* Under resize (read): the map cannot move meanwhile. Readers inside
-	 * it only fault their pages back in: the file's pages are shared and
-	 * LMDB never rewrites a page a reader may see. */
-	pthread_rwlock_rdlock(&db->resize);
 	if (db->map_base != NULL && mdb_env_info(db->env, &info) == 0 &&
 	    mdb_env_stat(db->env, &st) == 0) {
 		size_t len = ((size_t)info.me_last_pgno + 1) * st.ms_psize;
 		madvise(db->map_base, len < db->map_len ? len : db->map_len, MADV_DONTNEED);
 	}
+}
+
+void
+db_unmap_pages(kiln_db *db)
+{
+	pthread_rwlock_rdlock(&db->resize);
+	unmap_held(db);
 	pthread_rwlock_unlock(&db->resize);
+}
+
+void
+db_txn_unmap_pages(db_txn *t)
+{
+	unmap_held(t->db);
 }
 
 /* Caller holds resize for writing (or is the last user). */

@@ -120,6 +120,10 @@ typedef int (*db_fn)(db_txn *t, void *arg);
 /* Unmap the pages of the database file this process has touched (see
  * kiln_store_unmap_pages). */
 void db_unmap_pages(kiln_db *db);
+/* The same from inside a transaction's callback (which holds what
+ * db_unmap_pages takes): a write transaction that touches thousands of
+ * random leaves would otherwise map them all before its commit. */
+void db_txn_unmap_pages(db_txn *t);
 
 /* Run fn in a read snapshot. */
 int db_read(kiln_db *db, db_fn fn, void *arg);

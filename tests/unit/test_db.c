@@ -288,6 +288,59 @@ unmapping_pages_shrinks_the_resident_set_and_keeps_the_data(void **state)
 	kiln_store_close(s);
 }
 
+/* A commit of thousands of records spread over a big database would map
+ * every leaf it passes through before it ends (the kernel maps 16
+ * neighbouring pages a fault); it hands them back as it goes, so what
+ * stays mapped after it is a small part of the database. */
+static void
+a_big_commit_hands_its_pages_back_as_it_goes(void **state)
+{
+	kiln_store *s;
+	kiln_batch *b;
+	kiln_id a, c;
+	char url[200];
+	const int n = 100000;
+	long before, after;
+
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &small_map, &s));
+	a = put_text(s, "A");
+	c = put_text(s, "C");
+	for (int i = 0; i < n; i += 5000) {
+		assert_kiln(0, kiln_batch_new(&b));
+		for (int k = i; k < i + 5000; k++) {
+			snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+			         k % 100, k);
+			assert_kiln(0, kiln_batch_index_set(b, "pc", url, &a));
+		}
+		assert_kiln(0, kiln_store_commit(s, b, NULL));
+		kiln_batch_free(b);
+	}
+	/* one record in every 25, across the whole key range */
+	assert_kiln(0, kiln_batch_new(&b));
+	for (int k = 0; k < n; k += 25) {
+		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+		         k % 100, k);
+		assert_kiln(0, kiln_batch_index_set(b, "pc", url, &c));
+	}
+	kiln_store_unmap_pages(s);
+	before = rss_file_kib();
+	assert_kiln(0, kiln_store_commit(s, b, NULL));
+	after = rss_file_kib();
+	kiln_batch_free(b);
+	if (before < 0 || after < 0)
+		skip();
+	/* the database is ~15 MiB; the commit's last 32 records and its
+	 * own bookkeeping map a few MiB at most */
+	if (after - before > 4096)
+		fail_msg("RssFile grew %ld KiB over one commit: it kept the pages "
+		         "it read mapped", after - before);
+	snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+	         (n - 25) % 100, n - 25);
+	assert_kiln(0, kiln_store_index_get(s, "pc", url, &a));
+	assert_memory_equal(a.b, c.b, 16);
+	kiln_store_close(s);
+}
+
 struct raw {
 	enum db_name db;
 	const void *k;
@@ -571,6 +624,7 @@ main(void)
 		T(file_records_round_trip),
 		T(map_grows_past_its_initial_size),
 		T(unmapping_pages_shrinks_the_resident_set_and_keeps_the_data),
+		T(a_big_commit_hands_its_pages_back_as_it_goes),
 		T(records_of_a_newer_version_are_refused_not_misread),
 		T(a_store_from_before_the_steps_db_opens),
 		T(data_survives_close_and_reopen),
