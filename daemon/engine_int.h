@@ -83,13 +83,13 @@ struct run_ctx {
 	struct node *n;
 };
 
-/* A node's decision and run in progress (node.w). */
 /* A free scratch folder (engine_scratch.c). */
 struct scratch_slot {
 	unsigned id;
 	int log_fd;              /* its empty log, open; or -1 */
 };
 
+/* A node's decision and run in progress (node.w). */
 struct node_work {
 	struct key_parts parts;
 	kiln_id new_key;
@@ -103,37 +103,24 @@ struct node_work {
 	kiln_id log_id;
 	int has_log;
 	struct run_ctx run;
+	char token[33];          /* the run's KILN_STEP_TOKEN (engine_need.c) */
 };
 
+/* A step of a graph. 100,000-step projects keep one each for the daemon's
+ * life, so the members are ordered by size and counts are 32-bit: ~200
+ * bytes where the natural order took 304. What a decision or a run
+ * needs only while it lasts is in node_work. */
 struct node {
 	const kiln_step *ks;
-	uint32_t idx;
-	uint32_t *deps, ndeps;   /* prerequisite nodes */
-	uint32_t *rdeps, nrdeps; /* nodes that need this one */
-	uint32_t cp;             /* steps on the longest path to an end */
-
-	/* scheduling (e->mu) */
-	enum node_state st;
-	uint64_t wave;
-	uint32_t waiting;
-	uint32_t prio;
-	uint64_t builds;         /* bit per build slot that wants it */
-	uint32_t heap_prio;      /* prio when last pushed (stale entries) */
+	uint32_t *deps;          /* prerequisite nodes (ndeps) */
+	uint32_t *rdeps;         /* nodes that need this one (nrdeps) */
 
 	/* the last result (see the header comment) */
-	int have;                /* key and outs hold a complete result */
-	kiln_id key;
-	kiln_id quick;           /* quick_key() when key was last computed */
 	char **outpaths;         /* build/<profile>/..., per output (g->outpaths) */
 	char **disc;             /* files the last result discovered (its
 	                            depfile, then its trace; "dir/" is a
 	                            folder's listing): checked like inputs */
-	size_t ndisc;
-	size_t ndisc_depfile;    /* disc[0..ndisc_depfile) came from the
-	                            depfile (set when the tool ran) */
-	int traced;              /* the last result's run was traced */
 	struct node_out *outs;   /* ks->noutputs */
-	enum node_outcome outcome;
 	char *reason;            /* malloc'd; why it ran or was reused */
 	char *error;             /* malloc'd; why it failed */
 
@@ -141,20 +128,40 @@ struct node {
 	 * decision to the node's final state (node_finish), so that a
 	 * 100,000-step graph does not carry ~150 bytes a node of it */
 	struct node_work *w;
-	uint64_t duration_ns;
-	int send_event;          /* publish a StepEvent when done */
 
 	/* kiln need (engine_need.c). needs belongs to the result like disc
 	 * (what the last result needed: dynamic prerequisites, `kiln deps`);
 	 * the rest is e->mu's while the run is in progress. */
 	struct need_dep *needs;
-	size_t nneeds;
 	struct need_dep *rneeds; /* needed by the run in progress */
-	size_t nrneeds;
-	char token[33];          /* the run's KILN_STEP_TOKEN */
-	enum need_state need_state; /* its needs asked: e->ons */
+
+	kiln_id key;
+	kiln_id quick;           /* quick_key() when key was last computed */
+	uint64_t wave;           /* (e->mu) */
+	uint64_t builds;         /* (e->mu) bit per build slot that wants it */
+	uint64_t duration_ns;
 	uint64_t needs_wave;     /* wave its needs were last scheduled in */
+
+	uint32_t idx;
+	uint32_t ndeps, nrdeps;
+	uint32_t cp;             /* steps on the longest path to an end */
+	uint32_t waiting;        /* (e->mu) unfinished prerequisites */
+	uint32_t prio;           /* (e->mu) */
+	uint32_t heap_prio;      /* (e->mu) prio when last pushed (stale entries) */
+	uint32_t ndisc;
+	uint32_t ndisc_depfile;  /* disc[0..ndisc_depfile) came from the
+	                            depfile (set when the tool ran) */
+	uint32_t nneeds, nrneeds;
 	uint32_t ndwaited;       /* e->dwait entries waiting on this node */
+
+	/* one byte each (separate bytes, not bit-fields: threads write
+	 * neighbouring ones under different locks) */
+	uint8_t st;              /* enum node_state (e->mu) */
+	uint8_t outcome;         /* enum node_outcome */
+	uint8_t need_state;      /* enum need_state: its needs asked (e->ons) */
+	uint8_t have;            /* key and outs hold a complete result */
+	uint8_t traced;          /* the last result's run was traced */
+	uint8_t send_event;      /* publish a StepEvent when done */
 };
 
 struct graph {

@@ -123,11 +123,11 @@ need_token_add(struct engine *e, struct graph *g, struct node *n)
 		e->captoks = ncap;
 	}
 	for (size_t i = 0; i < 16; i++) {
-		n->token[2 * i] = hex[r[i] >> 4];
-		n->token[2 * i + 1] = hex[r[i] & 15];
+		n->w->token[2 * i] = hex[r[i] >> 4];
+		n->w->token[2 * i + 1] = hex[r[i] & 15];
 	}
-	n->token[32] = '\0';
-	memcpy(e->toks[e->ntoks].tok, n->token, sizeof n->token);
+	n->w->token[32] = '\0';
+	memcpy(e->toks[e->ntoks].tok, n->w->token, sizeof n->w->token);
 	e->toks[e->ntoks].g = g;
 	e->toks[e->ntoks].n = n;
 	e->ntoks++;
@@ -214,7 +214,7 @@ need_run_end(struct engine *e, struct node *n)
 			on_drop(e, i);
 		else
 			i++;
-	n->token[0] = '\0';
+	n->w->token[0] = '\0';
 	return held;
 }
 
@@ -234,7 +234,7 @@ need_env(const struct engine *e, const struct node *n, int i)
 {
 	const char *name = i == 0 ? "KILN" : i == 1 ? "KILN_SOCKET" : "KILN_STEP_TOKEN";
 	const char *val = i == 0 ? (e->kiln_cli ? e->kiln_cli : "kiln")
-	                : i == 1 ? (e->ipc_url ? e->ipc_url : "") : n->token;
+	                : i == 1 ? (e->ipc_url ? e->ipc_url : "") : n->w->token;
 	char *s = malloc(strlen(name) + strlen(val) + 2);
 
 	if (s != NULL)
@@ -320,7 +320,7 @@ reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to)
 		/* the edges out of x: deps, then what its suspended run asked
 		 * for, then dynamic waits */
 		size_t nd = xn->ndeps;
-		size_t no = xn->token[0] && xn->need_state == NEED_SUSPENDED ? e->nons : 0;
+		size_t no = xn->need_state == NEED_SUSPENDED ? e->nons : 0;
 		/* only a node waiting on its needs has dynamic waits */
 		size_t nw = xn->st == N_WAITING && xn->nneeds > 0 &&
 		            xn->needs_wave == e->wave ? e->ndwait : 0;
@@ -361,7 +361,7 @@ hard_edge(const struct engine *e, const struct node *x, uint32_t y)
 	for (uint32_t k = 0; k < x->ndeps; k++)
 		if (x->deps[k] == y)
 			return 1;
-	return x->token[0] && x->need_state == NEED_SUSPENDED &&
+	return x->need_state == NEED_SUSPENDED &&
 	       (i = on_find(e, x, y)) >= 0 && e->ons[i].err == NULL;
 }
 
@@ -432,7 +432,7 @@ cycle_find(struct engine *e, struct graph *g, struct node *n, struct node *t,
 	for (size_t i = 1; i < np; i++) {
 		struct node *x = &g->nodes[path[i]];
 		long k;
-		if (x->token[0] && x->need_state == NEED_SUSPENDED &&
+		if (x->need_state == NEED_SUSPENDED &&
 		    (k = on_find(e, x, path[i - 1])) >= 0 && e->ons[k].err == NULL)
 			e->ons[k].err = strdup(msg);  /* NULL: it waits on */
 	}
@@ -509,7 +509,7 @@ schedule_closure(struct engine *e, struct graph *g, struct node *t, uint64_t bit
 void
 need_join(struct engine *e, const struct node *n)
 {
-	if ((n->token[0] && n->need_state == NEED_SUSPENDED) ||
+	if (n->need_state == NEED_SUSPENDED ||
 	    (n->st == N_WAITING && n->nneeds > 0 && n->needs_wave == e->wave))
 		e->need_joined = 1;
 }
