@@ -7,7 +7,9 @@
  * removed, its watch gone), an entry with a watched folder's name (that
  * folder replaced, by a symlink say), or a queue overflow records that
  * everything changed in generation next, and forgets the per-path records
- * (they no longer matter). Another folder appearing, moving or going
+ * (they no longer matter). A folder with more than WATCH_DIR_NAMES
+ * changed names recorded gets one record instead: everything in it
+ * changed in generation next. Another folder appearing, moving or going
  * inside a watched one changes nothing trusted: a file is only trusted
  * when every folder on its path is watched, so none lies under an
  * unwatched folder (a file looked for where its folder did not exist yet
@@ -37,6 +39,16 @@
 /* Names recorded as changed before the record is dropped for a reset. */
 #define WATCH_MAX_CHANGED (1u << 20)
 
+/* Names of one folder recorded as changed before they give way to one
+ * record for the folder: everything in it changed. A build that writes
+ * 100,000 outputs into build/<profile>/cp/ would otherwise leave 100,000
+ * names here (~10 MB) for the daemon's life. What it costs: each file of
+ * that folder is stat'ed the next time someone asks about it, which an
+ * output the daemon just wrote is anyway. */
+#define WATCH_DIR_NAMES 4096
+/* Folders with such a record at once; past that, start over. */
+#define WATCH_MAX_WHOLE 64
+
 /* A string -> uint64 map, open addressing; keys are copied. */
 struct smap {
 	char **keys;
@@ -47,6 +59,9 @@ struct smap {
 struct wdir {
 	char *path;      /* relative to the root; "" is the root */
 	int wd;          /* -1: not watched (its watch went away) */
+	uint32_t nnames; /* its entries' names in changed */
+	uint64_t whole_gen; /* everything in it changed in this generation
+	                       (0: no such record; then not in whole[]) */
 };
 
 struct watch {
@@ -63,6 +78,8 @@ struct watch {
 	size_t *by_wd;           /* wd -> index in dirs + 1 (0: none) */
 	size_t nby_wd;
 	struct smap changed;     /* path -> generation it changed in */
+	size_t whole[WATCH_MAX_WHOLE]; /* dirs with a whole_gen */
+	size_t nwhole;
 };
 
 static uint64_t
@@ -143,6 +160,53 @@ smap_put(struct smap *m, const char *key, uint64_t val)
 	return 0;
 }
 
+/* Whether path names an entry right inside folder dir ("" the root). */
+static int
+entry_of(const char *path, const char *dir)
+{
+	size_t len = strlen(dir);
+
+	if (len == 0)
+		return strchr(path, '/') == NULL;
+	return strncmp(path, dir, len) == 0 && path[len] == '/' &&
+	       strchr(path + len + 1, '/') == NULL;
+}
+
+/* Remove every key naming an entry of folder dir: the table is made
+ * again without them (open addressing keeps no tombstones). 0 or
+ * KILN_ENOMEM (m unchanged). */
+static int
+smap_drop_entries(struct smap *m, const char *dir)
+{
+	struct smap n = {calloc(m->cap, sizeof(char *)), calloc(m->cap, sizeof(uint64_t)),
+	                 calloc(m->cap, sizeof(uint64_t)), m->cap, 0};
+
+	if (n.keys == NULL || n.hashes == NULL || n.vals == NULL) {
+		free(n.keys);
+		free(n.hashes);
+		free(n.vals);
+		return KILN_ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (m->hashes[i] == 0)
+			continue;
+		if (entry_of(m->keys[i], dir)) {
+			free(m->keys[i]);
+			continue;
+		}
+		size_t k = smap_find(&n, m->keys[i], m->hashes[i]);
+		n.keys[k] = m->keys[i];
+		n.hashes[k] = m->hashes[i];
+		n.vals[k] = m->vals[i];
+		n.n++;
+	}
+	free(m->keys);
+	free(m->hashes);
+	free(m->vals);
+	*m = n;
+	return 0;
+}
+
 static void
 smap_clear(struct smap *m)
 {
@@ -162,6 +226,29 @@ reset_all(struct watch *w)
 {
 	w->reset_gen = w->gen + 1;
 	smap_clear(&w->changed);
+	/* every record is older than the reset, so none tells more */
+	for (size_t i = 0; i < w->ndirs; i++) {
+		w->dirs[i].nnames = 0;
+		w->dirs[i].whole_gen = 0;
+	}
+	w->nwhole = 0;
+}
+
+/* Replace d's recorded names by one record: everything in it changed in
+ * the coming generation. 0, or -1: the caller resets. Lock held. */
+static int
+dir_whole(struct watch *w, struct wdir *d)
+{
+	if (d->whole_gen == 0) {
+		if (w->nwhole == WATCH_MAX_WHOLE)
+			return -1;
+		w->whole[w->nwhole++] = (size_t)(d - w->dirs);
+	}
+	if (smap_drop_entries(&w->changed, d->path) != 0)
+		return -1;
+	d->whole_gen = w->gen + 1;
+	d->nnames = 0;
+	return 0;
 }
 
 static struct wdir *
@@ -178,6 +265,7 @@ event_take(struct watch *w, const struct inotify_event *ev)
 {
 	char path[PATH_MAX];
 	struct wdir *d;
+	size_t before;
 
 	if (ev->mask & IN_Q_OVERFLOW) {
 		reset_all(w);
@@ -193,15 +281,26 @@ event_take(struct watch *w, const struct inotify_event *ev)
 		reset_all(w);
 		return;
 	}
-	if (ev->len == 0 || ev->name[0] == '\0')
-		return;
+	if (ev->len == 0 || ev->name[0] == '\0' || d->whole_gen == w->gen + 1)
+		return;   /* (the folder's record says it already) */
 	/* the record of changed names is bounded: past that, start over */
 	if (w->changed.n >= WATCH_MAX_CHANGED ||
 	    (size_t)snprintf(path, sizeof path, "%s%s%s", d->path, d->path[0] ? "/" : "",
 	                     ev->name) >= sizeof path ||
-	    smap_get(&w->dir_index, path) != NULL ||
-	    smap_put(&w->changed, path, w->gen + 1) != 0)
+	    smap_get(&w->dir_index, path) != NULL) {
 		reset_all(w);
+		return;
+	}
+	if (d->nnames >= WATCH_DIR_NAMES) {
+		if (dir_whole(w, d) != 0)
+			reset_all(w);
+		return;
+	}
+	before = w->changed.n;
+	if (smap_put(&w->changed, path, w->gen + 1) != 0)
+		reset_all(w);
+	else if (w->changed.n > before)
+		d->nnames++;
 }
 
 /* Read what is queued (non-blocking). Lock held. */
@@ -358,6 +457,8 @@ dir_watch(struct watch *w, const char *dir)
 		d = &w->dirs[w->ndirs];
 		if ((d->path = strdup(dir)) == NULL)
 			goto fail;
+		d->nnames = 0;
+		d->whole_gen = 0;
 		if (smap_put(&w->dir_index, dir, w->ndirs) != 0) {
 			free(d->path);
 			goto fail;
@@ -409,6 +510,11 @@ watch_clean(struct watch *w, const char *relpath, uint64_t gen)
 	pthread_mutex_lock(&w->mu);
 	clean = gen >= w->reset_gen &&
 	        ((changed = smap_get(&w->changed, relpath)) == NULL || *changed <= gen);
+	for (size_t i = 0; clean && i < w->nwhole; i++) {
+		const struct wdir *d = &w->dirs[w->whole[i]];
+		if (d->whole_gen > gen && entry_of(relpath, d->path))
+			clean = 0;
+	}
 	pthread_mutex_unlock(&w->mu);
 	return clean;
 }

@@ -117,6 +117,23 @@ settle() {
 	[ "$(cat build/default/copy/f1)" = "file 1" ] || { cat build/default/copy/f1; false; }
 }
 
+@test "thousands of changes in one folder become one record for it: its files are stat'ed once, an edit among them is seen" {
+	write_project
+	settle
+	# more names than the watch keeps for one folder (4,096), then an edit
+	for i in $(seq 5000); do : >src/other$i.tmp; done
+	printf 'changed\n' >src/f2.txt
+	build
+	expect_ran "all copy/f2"
+	cmp build/default/copy/f2 src/f2.txt
+	# the tools and all six sources of src/ (kept by name: the tools, f2
+	# and its output), not src/sub's
+	[ "$STATTED" -ge 8 ] && [ "$STATTED" -le 10 ] || { echo "statted $STATTED"; false; }
+	build
+	expect_ran ""
+	[ "$STATTED" -eq 2 ] || { echo "statted $STATTED"; false; }
+}
+
 @test "with KILN_NO_WATCH=1 every build stats every source" {
 	write_project
 	KILN_NO_WATCH=1 build
