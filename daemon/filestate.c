@@ -19,16 +19,18 @@
 #include "filestate.h"
 #include "watch.h"
 
+/* One a file (100,000 sources: the path in the same allocation, and
+ * byte flags, save ~30 bytes a file over separate strings and ints). */
 struct fentry {
-	char *path;
 	uint64_t h;       /* of path, compared before the string */
 	kiln_file_rec rec;
-	int known;        /* rec holds a stat and hash (else: unknown) */
-	int missing;      /* at the last stat it did not exist */
-	int dirty;        /* rec changed since the last flush (on the list) */
 	struct fentry *next_dirty;
 	uint64_t pass;    /* stat'ed during this pass */
 	uint64_t seen_gen; /* the watch's generation of that stat (0: none) */
+	uint8_t known;    /* rec holds a stat and hash (else: unknown) */
+	uint8_t missing;  /* at the last stat it did not exist */
+	uint8_t dirty;    /* rec changed since the last flush (on the list) */
+	char path[];
 };
 
 struct filestate {
@@ -88,10 +90,7 @@ filestate_free(struct filestate *fs)
 	if (fs == NULL)
 		return;
 	for (size_t i = 0; i < fs->cap; i++)
-		if (fs->slots[i] != NULL) {
-			free(fs->slots[i]->path);
-			free(fs->slots[i]);
-		}
+		free(fs->slots[i]);
 	free(fs->slots);
 	free(fs->root);
 	close(fs->rootfd);
@@ -161,6 +160,7 @@ table_get(struct filestate *fs, const char *path)
 	uint64_t h = str_hash(path);
 	size_t i = h & (fs->cap - 1);
 	struct fentry *e;
+	size_t len;
 
 	for (; fs->slots[i] != NULL; i = (i + 1) & (fs->cap - 1))
 		if (fs->slots[i]->h == h && strcmp(fs->slots[i]->path, path) == 0)
@@ -170,10 +170,10 @@ table_get(struct filestate *fs, const char *path)
 			return NULL;
 		return table_get(fs, path);
 	}
-	if ((e = calloc(1, sizeof *e)) == NULL || (e->path = strdup(path)) == NULL) {
-		free(e);
+	len = strlen(path);
+	if ((e = calloc(1, sizeof *e + len + 1)) == NULL)
 		return NULL;
-	}
+	memcpy(e->path, path, len + 1);
 	e->h = h;
 	fs->slots[i] = e;
 	fs->n++;
