@@ -46,8 +46,6 @@
  * that folder is stat'ed the next time someone asks about it, which an
  * output the daemon just wrote is anyway. */
 #define WATCH_DIR_NAMES 4096
-/* Folders with such a record at once; past that, start over. */
-#define WATCH_MAX_WHOLE 64
 
 /* A string -> uint64 map, open addressing; keys are copied. */
 struct smap {
@@ -78,8 +76,8 @@ struct watch {
 	size_t *by_wd;           /* wd -> index in dirs + 1 (0: none) */
 	size_t nby_wd;
 	struct smap changed;     /* path -> generation it changed in */
-	size_t whole[WATCH_MAX_WHOLE]; /* dirs with a whole_gen */
-	size_t nwhole;
+	size_t *whole;           /* indices in dirs of those with a whole_gen */
+	size_t nwhole, capwhole;
 };
 
 static uint64_t
@@ -240,8 +238,14 @@ static int
 dir_whole(struct watch *w, struct wdir *d)
 {
 	if (d->whole_gen == 0) {
-		if (w->nwhole == WATCH_MAX_WHOLE)
-			return -1;
+		if (w->nwhole == w->capwhole) {
+			size_t n = w->capwhole ? w->capwhole * 2 : 8;
+			size_t *nv = realloc(w->whole, n * sizeof *nv);
+			if (nv == NULL)
+				return -1;
+			w->whole = nv;
+			w->capwhole = n;
+		}
 		w->whole[w->nwhole++] = (size_t)(d - w->dirs);
 	}
 	if (smap_drop_entries(&w->changed, d->path) != 0)
@@ -281,13 +285,18 @@ event_take(struct watch *w, const struct inotify_event *ev)
 		reset_all(w);
 		return;
 	}
-	if (ev->len == 0 || ev->name[0] == '\0' || d->whole_gen == w->gen + 1)
-		return;   /* (the folder's record says it already) */
-	/* the record of changed names is bounded: past that, start over */
-	if (w->changed.n >= WATCH_MAX_CHANGED ||
-	    (size_t)snprintf(path, sizeof path, "%s%s%s", d->path, d->path[0] ? "/" : "",
+	if (ev->len == 0 || ev->name[0] == '\0')
+		return;
+	if ((size_t)snprintf(path, sizeof path, "%s%s%s", d->path, d->path[0] ? "/" : "",
 	                     ev->name) >= sizeof path ||
 	    smap_get(&w->dir_index, path) != NULL) {
+		reset_all(w);   /* (a watched folder's name: see the top) */
+		return;
+	}
+	if (d->whole_gen == w->gen + 1)
+		return;   /* the folder's record says it already */
+	/* the record of changed names is bounded: past that, start over */
+	if (w->changed.n >= WATCH_MAX_CHANGED) {
 		reset_all(w);
 		return;
 	}
@@ -400,6 +409,7 @@ watch_free(struct watch *w)
 		free(w->dirs[i].path);
 	free(w->dirs);
 	free(w->by_wd);
+	free(w->whole);
 	smap_clear(&w->dir_index);
 	smap_clear(&w->changed);
 	pthread_mutex_destroy(&w->mu);
