@@ -146,7 +146,7 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	se.n_builds = nids;
 	se.profile = g->profile;
 	se.url = (char *)n->ks->url;
-	switch (n->st) {
+	switch ((enum node_state)n->st) {
 	case N_FAILED: se.result = KILN__STEP_EVENT__RESULT__FAILED; break;
 	case N_SKIPPED: se.result = KILN__STEP_EVENT__RESULT__SKIPPED; break;
 	case N_CANCELLED: se.result = KILN__STEP_EVENT__RESULT__CANCELLED; break;
@@ -208,7 +208,7 @@ static void
 build_count(struct build *b, const struct node *n)
 {
 	b->finished++;
-	switch (n->st) {
+	switch ((enum node_state)n->st) {
 	case N_DONE:
 		if (n->outcome == O_RAN)
 			b->ran++;

@@ -434,7 +434,7 @@ reason_of_changes(struct node *n, const char *lead, char *out, size_t outlen)
 static int
 deps_queue(kiln_batch *b, const struct graph *g, const struct node *n)
 {
-	char **v = calloc(n->ndisc + n->nneeds + 1, sizeof *v);
+	char **v = calloc((size_t)n->ndisc + n->nneeds + 1, sizeof *v);
 	size_t nv = 0;
 	int rv = 0;
 
