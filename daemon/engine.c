@@ -349,15 +349,17 @@ str_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Every 2 ms of work, hand the store's mapped database pages back
- * (kiln_store_unmap_pages): a build reads or writes most of the database,
- * and its pages would stay in the daemon's resident set. Random reads map
- * fast (the kernel maps 16 neighbouring pages a fault): deciding a
- * 100,000-step project afresh maps ~80 MB of its ~100 MB database in
- * 100 ms, and ~25 MB at times between two ticks 5 ms apart (~14 MB at
- * 2 ms). Unlocked; 100k no-op, one-change and restore builds time the
- * same or better with 5 ms as with 25 ms, and with 2 ms as with 5 ms
- * (alternating runs). */
+/* Every 2 ms of work, hand the store's mapped database pages back if
+ * more than 8 MiB of them are mapped (kiln_store_trim_pages): a build
+ * reads or writes most of the database, and its pages would stay in the
+ * daemon's resident set. Random reads map fast (the kernel maps 16
+ * neighbouring pages a fault): deciding a 100,000-step project afresh
+ * maps ~80 MB of its ~100 MB database in 100 ms, and ~25 MB at times
+ * between two ticks 5 ms apart. Unmapping whatever was mapped every few
+ * ms cost a small project's full build dearly: each madvise flushes the
+ * other core's TLB (an interrupt, slow in a VM), ~16 % of kilnd's CPU in
+ * a 10k full build by perf; with the allowance a 10k full build takes
+ * 12 % less of kilnd's CPU (bench/engine/ab.sh). Unlocked. */
 static void
 pages_tick(struct engine *e)
 {
@@ -368,7 +370,7 @@ pages_tick(struct engine *e)
 	    !__atomic_compare_exchange_n(&e->last_unmap_ns, &last, now, 0,
 	                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	kiln_store_unmap_pages(e->s);
+	kiln_store_trim_pages(e->s);
 }
 
 /* Commit what waits in the batch. */

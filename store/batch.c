@@ -22,7 +22,8 @@ struct kiln_batch {
 
 /* ---- committing ---- */
 
-/* How many ops a commit applies between handing its mapped pages back. */
+/* How many ops a commit applies between looks at how much of the
+ * database it has mapped (db_txn_trim_pages). */
 #define UNMAP_EVERY_OPS 32
 
 struct commit {
@@ -75,7 +76,7 @@ commit_txn(db_txn *t, void *arg)
 		 * 16 neighbouring pages a fault: a 512-op commit into a 100 MiB
 		 * database mapped ~30 MiB at once. */
 		if (i % UNMAP_EVERY_OPS == UNMAP_EVERY_OPS - 1)
-			db_txn_unmap_pages(t);
+			db_txn_trim_pages(t);
 		if ((rv = rop_apply(t, c->s, &seen, &c->ops[i], now)) == 0)
 			continue;
 		if (!c->lenient || !tolerated(&c->ops[i], rv))

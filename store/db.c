@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "store_int.h"
 
@@ -33,6 +34,13 @@
 #define MAX_RETRIES 32
 /* Internal only: a put found the map full. Never returned to callers. */
 #define DB_EMAPFULL (-20098)
+
+/* How much more of the database than at open a process may keep mapped
+ * before db_trim_pages hands it back. Unmapping is not free: besides the
+ * faults to map hot pages again, every madvise of a multi-threaded
+ * process flushes the other cores' TLBs (an interrupt to each, which a VM
+ * pays dearly), so a database this small stays mapped whole. */
+#define DB_MAPPED_MAX (8u << 20)
 
 static const char *const db_names[DB_COUNT] = {
 	[DB_INDEX] = "index",
@@ -55,6 +63,12 @@ struct kiln_db {
 	uint64_t mapsize; /* written under resize (write), read under (read) */
 	void *map_base;   /* the data file's mapping (map_locate), the same */
 	size_t map_len;
+	/* db_trim_pages: /proc/self/statm (-1: unknown, always unmap), the
+	 * file pages this process had mapped at open, and how many more it
+	 * may map before they are handed back */
+	int statm_fd;
+	long base_pages;
+	long max_pages;
 	/* Reset read txns ready for renewal; a slot is taken and given back
 	 * with one atomic exchange (no lock on the read path). */
 	MDB_txn *pool[POOL_MAX];
@@ -66,6 +80,7 @@ struct db_txn {
 };
 
 static void map_locate(kiln_db *db);
+static long file_pages(const kiln_db *db);
 
 static int
 db_err(int rc)
@@ -135,6 +150,7 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **d
 	if (db == NULL)
 		return KILN_ENOMEM;
 	db->rdonly = rdonly;
+	db->statm_fd = -1;
 	pthread_rwlock_init(&db->resize, NULL);
 	if ((rv = db_err(mdb_env_create(&db->env))) != 0)
 		goto fail;
@@ -153,6 +169,9 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **d
 	map_locate(db);
 	if ((rv = db_open_dbis(db)) != 0)
 		goto fail;
+	db->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	db->base_pages = file_pages(db);
+	db_set_mapped_max(db, DB_MAPPED_MAX);
 	*dbp = db;
 	return 0;
 fail:
@@ -161,6 +180,27 @@ fail:
 	pthread_rwlock_destroy(&db->resize);
 	free(db);
 	return rv;
+}
+
+/* Pages of files (and shared memory) this process has mapped now: the
+ * third field of /proc/self/statm. -1 when unknown. */
+static long
+file_pages(const kiln_db *db)
+{
+	char buf[128];
+	long size, resident, shared;
+	ssize_t n;
+
+	if (db->statm_fd < 0 || (n = pread(db->statm_fd, buf, sizeof buf - 1, 0)) <= 0)
+		return -1;
+	buf[n] = '\0';
+	return sscanf(buf, "%ld %ld %ld", &size, &resident, &shared) == 3 ? shared : -1;
+}
+
+void
+db_set_mapped_max(kiln_db *db, uint64_t bytes)
+{
+	db->max_pages = (long)(bytes / (uint64_t)sysconf(_SC_PAGESIZE));
 }
 
 /* Where LMDB mapped the data file: it does not say (mdb_env_info's
@@ -227,6 +267,30 @@ db_txn_unmap_pages(db_txn *t)
 	unmap_held(t->db);
 }
 
+/* Whether this process maps more file pages than at open by over the
+ * allowance (unknown: yes). */
+static int
+over_allowance(const kiln_db *db)
+{
+	long now = file_pages(db);
+
+	return now < 0 || db->base_pages < 0 || now - db->base_pages > db->max_pages;
+}
+
+void
+db_trim_pages(kiln_db *db)
+{
+	if (over_allowance(db))
+		db_unmap_pages(db);
+}
+
+void
+db_txn_trim_pages(db_txn *t)
+{
+	if (over_allowance(t->db))
+		unmap_held(t->db);
+}
+
 /* Caller holds resize for writing (or is the last user). */
 static void
 pool_drain(kiln_db *db)
@@ -245,6 +309,8 @@ db_close(kiln_db *db)
 		return;
 	pool_drain(db);
 	mdb_env_close(db->env);
+	if (db->statm_fd >= 0)
+		close(db->statm_fd);
 	pthread_rwlock_destroy(&db->resize);
 	free(db);
 }

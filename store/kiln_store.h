@@ -119,6 +119,10 @@ typedef struct kiln_store_opts {
 	/* Initial LMDB map size in bytes; 0 = 16 GiB. It is address space,
 	 * not disk, and grows by itself when full. */
 	uint64_t map_size;
+	/* How much more of the database than at open the process may keep
+	 * mapped before kiln_store_trim_pages, and a commit as it goes, hand
+	 * the pages back; 0 = 8 MiB. */
+	uint64_t mapped_max;
 } kiln_store_opts;
 
 /* Open the store in folder dir (opts may be NULL: defaults, no create).
@@ -144,6 +148,14 @@ const char *kiln_store_dir(const kiln_store *s);
  * one faults it in again (microseconds). Safe at any time, from any thread,
  * with transactions running. */
 void kiln_store_unmap_pages(kiln_store *s);
+
+/* kiln_store_unmap_pages, but only when the process maps more file pages
+ * than when s was opened by over opts.mapped_max: unmapping costs the
+ * faults to map hot pages again and, in a multi-threaded process, a TLB
+ * flush on every other core, so a small database is left mapped whole.
+ * Reads /proc/self/statm (a few microseconds); where it cannot, it always
+ * unmaps. A commit does the same every 32 records it applies. */
+void kiln_store_trim_pages(kiln_store *s);
 
 /* ---- blobs ----------------------------------------------------------- */
 

@@ -308,6 +308,8 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 	             opts->durability == KILN_DURABLE_NONE, &s->db);
 	if (rv != 0)
 		goto fail;
+	if (opts->mapped_max)
+		db_set_mapped_max(s->db, opts->mapped_max);
 	if (fresh && (rv = marker_write(dir, opts->durability != KILN_DURABLE_NONE)) != 0)
 		goto fail;
 	if (!(s->flags & KILN_STORE_RDONLY))
@@ -327,6 +329,12 @@ void
 kiln_store_unmap_pages(kiln_store *s)
 {
 	db_unmap_pages(s->db);
+}
+
+void
+kiln_store_trim_pages(kiln_store *s)
+{
+	db_trim_pages(s->db);
 }
 
 void

@@ -121,9 +121,17 @@ typedef int (*db_fn)(db_txn *t, void *arg);
  * kiln_store_unmap_pages). */
 void db_unmap_pages(kiln_db *db);
 /* The same from inside a transaction's callback (which holds what
- * db_unmap_pages takes): a write transaction that touches thousands of
- * random leaves would otherwise map them all before its commit. */
+ * db_unmap_pages takes). */
 void db_txn_unmap_pages(db_txn *t);
+/* db_unmap_pages only when this process maps more file pages than it did
+ * when db was opened by over the allowance (see kiln_store_trim_pages);
+ * and the same from inside a transaction's callback: a write transaction
+ * that touches thousands of random leaves would otherwise map them all
+ * before its commit. */
+void db_trim_pages(kiln_db *db);
+void db_txn_trim_pages(db_txn *t);
+/* The allowance, in bytes (default 8 MiB). */
+void db_set_mapped_max(kiln_db *db, uint64_t bytes);
 
 /* Run fn in a read snapshot. */
 int db_read(kiln_db *db, db_fn fn, void *arg);

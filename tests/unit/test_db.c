@@ -290,11 +290,13 @@ unmapping_pages_shrinks_the_resident_set_and_keeps_the_data(void **state)
 
 /* A commit of thousands of records spread over a big database would map
  * every leaf it passes through before it ends (the kernel maps 16
- * neighbouring pages a fault); it hands them back as it goes, so what
- * stays mapped after it is a small part of the database. */
+ * neighbouring pages a fault); past the allowance (1 MiB here) it hands
+ * them back as it goes, so what stays mapped after it is a small part of
+ * the database. */
 static void
 a_big_commit_hands_its_pages_back_as_it_goes(void **state)
 {
+	kiln_store_opts o = small_map;
 	kiln_store *s;
 	kiln_batch *b;
 	kiln_id a, c;
@@ -302,7 +304,8 @@ a_big_commit_hands_its_pages_back_as_it_goes(void **state)
 	const int n = 100000;
 	long before, after;
 
-	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &small_map, &s));
+	o.mapped_max = 1 << 20;
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
 	a = put_text(s, "A");
 	c = put_text(s, "C");
 	for (int i = 0; i < n; i += 5000) {
@@ -329,8 +332,8 @@ a_big_commit_hands_its_pages_back_as_it_goes(void **state)
 	kiln_batch_free(b);
 	if (before < 0 || after < 0)
 		skip();
-	/* the database is ~15 MiB; the commit's last 32 records and its
-	 * own bookkeeping map a few MiB at most */
+	/* the database is ~15 MiB; the allowance, the commit's last 32
+	 * records and its own bookkeeping map a few MiB at most */
 	if (after - before > 4096)
 		fail_msg("RssFile grew %ld KiB over one commit: it kept the pages "
 		         "it read mapped", after - before);
@@ -338,6 +341,66 @@ a_big_commit_hands_its_pages_back_as_it_goes(void **state)
 	         (n - 25) % 100, n - 25);
 	assert_kiln(0, kiln_store_index_get(s, "pc", url, &a));
 	assert_memory_equal(a.b, c.b, 16);
+	kiln_store_close(s);
+}
+
+/* kiln_store_trim_pages unmaps only past the allowance: a database
+ * mapped within it stays mapped (no faults to map it again, no TLB
+ * flushes), one mapped beyond it is handed back. */
+static void
+trimming_leaves_a_small_mapping_and_hands_a_big_one_back(void **state)
+{
+	kiln_store_opts o = small_map;
+	kiln_store *s;
+	kiln_id a, got;
+	char url[200];
+	const int n = 40000;
+	long before, after;
+
+	o.mapped_max = 64 << 20;
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
+	a = put_text(s, "A");
+	for (int i = 0; i < n; i += 1000) {
+		kiln_batch *b;
+		assert_kiln(0, kiln_batch_new(&b));
+		for (int k = i; k < i + 1000; k++) {
+			snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+			         k % 100, k);
+			assert_kiln(0, kiln_batch_index_set(b, "pc", url, &a));
+		}
+		assert_kiln(0, kiln_store_commit(s, b, NULL));
+		kiln_batch_free(b);
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+		         i % 100, i);
+		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
+	}
+	/* several MiB mapped, within 64 MiB: left alone */
+	before = rss_file_kib();
+	kiln_store_trim_pages(s);
+	after = rss_file_kib();
+	if (before < 0 || after < 0)
+		skip();
+	if (before - after > 512)
+		fail_msg("RssFile %ld KiB before, %ld KiB after: trimming within "
+		         "the allowance unmapped the database", before, after);
+	kiln_store_close(s);
+	/* the same database with a 1 MiB allowance: handed back */
+	o.flags = 0;
+	o.mapped_max = 1 << 20;
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
+	for (int i = 0; i < n; i++) {
+		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
+		         i % 100, i);
+		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
+	}
+	before = rss_file_kib();
+	kiln_store_trim_pages(s);
+	after = rss_file_kib();
+	if (before - after < 2048)
+		fail_msg("RssFile %ld KiB before, %ld KiB after: trimming past "
+		         "the allowance left the pages mapped", before, after);
 	kiln_store_close(s);
 }
 
@@ -625,6 +688,7 @@ main(void)
 		T(map_grows_past_its_initial_size),
 		T(unmapping_pages_shrinks_the_resident_set_and_keeps_the_data),
 		T(a_big_commit_hands_its_pages_back_as_it_goes),
+		T(trimming_leaves_a_small_mapping_and_hands_a_big_one_back),
 		T(records_of_a_newer_version_are_refused_not_misread),
 		T(a_store_from_before_the_steps_db_opens),
 		T(data_survives_close_and_reopen),
