@@ -191,6 +191,44 @@ static const kiln_store_opts small_map = {.flags = KILN_STORE_CREATE,
                                           .durability = KILN_DURABLE_NONE,
                                           .map_size = 1 << 20};
 
+/* The URL of the k-th index record the tests below write. */
+static void
+texture_url(char *url, size_t len, int k)
+{
+	snprintf(url, len, "textures/level%03d/a-rather-long-name-%06d.png", k % 100, k);
+}
+
+/* Set index records 0..n-1 (profile "pc") to id, per records a batch. */
+static void
+index_fill(kiln_store *s, int n, int per, const kiln_id *id)
+{
+	char url[200];
+
+	for (int i = 0; i < n; i += per) {
+		kiln_batch *b;
+		assert_kiln(0, kiln_batch_new(&b));
+		for (int k = i; k < i + per && k < n; k++) {
+			texture_url(url, sizeof url, k);
+			assert_kiln(0, kiln_batch_index_set(b, "pc", url, id));
+		}
+		assert_kiln(0, kiln_store_commit(s, b, NULL));
+		kiln_batch_free(b);
+	}
+}
+
+/* Read index records 0..n-1 (mapping their pages). */
+static void
+index_read_all(kiln_store *s, int n)
+{
+	char url[200];
+	kiln_id got;
+
+	for (int i = 0; i < n; i++) {
+		texture_url(url, sizeof url, i);
+		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
+	}
+}
+
 static void
 map_grows_past_its_initial_size(void **state)
 {
@@ -204,8 +242,7 @@ map_grows_past_its_initial_size(void **state)
 	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
 	a = put_text(s, "A");
 	for (int i = 0; i < n; i++) {
-		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-		         i % 100, i);
+		texture_url(url, sizeof url, i);
 		assert_kiln(0, kiln_store_index_set(s, "pc", url, &a));
 	}
 	assert_int_equal(stat(tu_path(state, "store/db/data.mdb"), &st), 0);
@@ -216,8 +253,7 @@ map_grows_past_its_initial_size(void **state)
 	/* Reopening with the small size still sees everything. */
 	o.flags = 0;
 	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
-	snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-	         (n - 1) % 100, n - 1);
+	texture_url(url, sizeof url, n - 1);
 	assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
 	assert_memory_equal(got.b, a.b, 16);
 	kiln_store_close(s);
@@ -254,22 +290,8 @@ unmapping_pages_shrinks_the_resident_set_and_keeps_the_data(void **state)
 
 	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &small_map, &s));
 	a = put_text(s, "A");
-	for (int i = 0; i < n; i += 1000) {
-		kiln_batch *b;
-		assert_kiln(0, kiln_batch_new(&b));
-		for (int k = i; k < i + 1000; k++) {
-			snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-			         k % 100, k);
-			assert_kiln(0, kiln_batch_index_set(b, "pc", url, &a));
-		}
-		assert_kiln(0, kiln_store_commit(s, b, NULL));
-		kiln_batch_free(b);
-	}
-	for (int i = 0; i < n; i++) {
-		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-		         i % 100, i);
-		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
-	}
+	index_fill(s, n, 1000, &a);
+	index_read_all(s, n);
 	before = rss_file_kib();
 	kiln_store_unmap_pages(s);
 	after = rss_file_kib();
@@ -280,8 +302,7 @@ unmapping_pages_shrinks_the_resident_set_and_keeps_the_data(void **state)
 		fail_msg("RssFile %ld KiB before, %ld KiB after: the database's "
 		         "pages were not unmapped", before, after);
 	for (int i = 0; i < n; i += 997) {
-		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-		         i % 100, i);
+		texture_url(url, sizeof url, i);
 		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
 		assert_memory_equal(got.b, a.b, 16);
 	}
@@ -308,21 +329,11 @@ a_big_commit_hands_its_pages_back_as_it_goes(void **state)
 	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
 	a = put_text(s, "A");
 	c = put_text(s, "C");
-	for (int i = 0; i < n; i += 5000) {
-		assert_kiln(0, kiln_batch_new(&b));
-		for (int k = i; k < i + 5000; k++) {
-			snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-			         k % 100, k);
-			assert_kiln(0, kiln_batch_index_set(b, "pc", url, &a));
-		}
-		assert_kiln(0, kiln_store_commit(s, b, NULL));
-		kiln_batch_free(b);
-	}
+	index_fill(s, n, 5000, &a);
 	/* one record in every 25, across the whole key range */
 	assert_kiln(0, kiln_batch_new(&b));
 	for (int k = 0; k < n; k += 25) {
-		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-		         k % 100, k);
+		texture_url(url, sizeof url, k);
 		assert_kiln(0, kiln_batch_index_set(b, "pc", url, &c));
 	}
 	kiln_store_unmap_pages(s);
@@ -337,8 +348,7 @@ a_big_commit_hands_its_pages_back_as_it_goes(void **state)
 	if (after - before > 4096)
 		fail_msg("RssFile grew %ld KiB over one commit: it kept the pages "
 		         "it read mapped", after - before);
-	snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-	         (n - 25) % 100, n - 25);
+	texture_url(url, sizeof url, n - 25);
 	assert_kiln(0, kiln_store_index_get(s, "pc", url, &a));
 	assert_memory_equal(a.b, c.b, 16);
 	kiln_store_close(s);
@@ -352,30 +362,15 @@ trimming_leaves_a_small_mapping_and_hands_a_big_one_back(void **state)
 {
 	kiln_store_opts o = small_map;
 	kiln_store *s;
-	kiln_id a, got;
-	char url[200];
+	kiln_id a;
 	const int n = 40000;
 	long before, after;
 
 	o.mapped_max = 64 << 20;
 	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
 	a = put_text(s, "A");
-	for (int i = 0; i < n; i += 1000) {
-		kiln_batch *b;
-		assert_kiln(0, kiln_batch_new(&b));
-		for (int k = i; k < i + 1000; k++) {
-			snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-			         k % 100, k);
-			assert_kiln(0, kiln_batch_index_set(b, "pc", url, &a));
-		}
-		assert_kiln(0, kiln_store_commit(s, b, NULL));
-		kiln_batch_free(b);
-	}
-	for (int i = 0; i < n; i++) {
-		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-		         i % 100, i);
-		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
-	}
+	index_fill(s, n, 1000, &a);
+	index_read_all(s, n);
 	/* several MiB mapped, within 64 MiB: left alone */
 	before = rss_file_kib();
 	kiln_store_trim_pages(s);
@@ -390,11 +385,7 @@ trimming_leaves_a_small_mapping_and_hands_a_big_one_back(void **state)
 	o.flags = 0;
 	o.mapped_max = 1 << 20;
 	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
-	for (int i = 0; i < n; i++) {
-		snprintf(url, sizeof url, "textures/level%03d/a-rather-long-name-%06d.png",
-		         i % 100, i);
-		assert_kiln(0, kiln_store_index_get(s, "pc", url, &got));
-	}
+	index_read_all(s, n);
 	before = rss_file_kib();
 	kiln_store_trim_pages(s);
 	after = rss_file_kib();
