@@ -65,6 +65,11 @@ commit_txn(db_txn *t, void *arg)
 	blob_seen_init(&seen, named);
 	c->skipped = 0;
 	for (size_t i = 0; i < c->nuses && rv == 0; i++) {
+		/* Each record lands on a random leaf or two, and the kernel
+		 * maps 16 neighbouring pages a fault: a 512-op commit into a
+		 * 100 MiB database mapped ~30 MiB at once. */
+		if (i % UNMAP_EVERY_OPS == UNMAP_EVERY_OPS - 1)
+			db_txn_trim_pages(t);
 		if (blob_seen_find(&seen, &c->uses[i].id) ||
 		    kiln_store_has(c->s, &c->uses[i].id, NULL) != 0)
 			continue;  /* touched already; or gc took it meanwhile */
@@ -72,11 +77,8 @@ commit_txn(db_txn *t, void *arg)
 			blob_seen_add(&seen, &c->uses[i].id);
 	}
 	for (size_t i = 0; i < c->n && rv == 0; i++) {
-		/* Each op descends to a random leaf or two, and the kernel maps
-		 * 16 neighbouring pages a fault: a 512-op commit into a 100 MiB
-		 * database mapped ~30 MiB at once. */
 		if (i % UNMAP_EVERY_OPS == UNMAP_EVERY_OPS - 1)
-			db_txn_trim_pages(t);
+			db_txn_trim_pages(t);   /* (as above) */
 		if ((rv = rop_apply(t, c->s, &seen, &c->ops[i], now)) == 0)
 			continue;
 		if (!c->lenient || !tolerated(&c->ops[i], rv))
