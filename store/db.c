@@ -261,12 +261,6 @@ db_unmap_pages(kiln_db *db)
 	pthread_rwlock_unlock(&db->resize);
 }
 
-void
-db_txn_unmap_pages(db_txn *t)
-{
-	unmap_held(t->db);
-}
-
 /* Whether this process maps more file pages than at open by over the
  * allowance (unknown: yes). */
 static int

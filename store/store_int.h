@@ -120,12 +120,10 @@ typedef int (*db_fn)(db_txn *t, void *arg);
 /* Unmap the pages of the database file this process has touched (see
  * kiln_store_unmap_pages). */
 void db_unmap_pages(kiln_db *db);
-/* The same from inside a transaction's callback (which holds what
- * db_unmap_pages takes). */
-void db_txn_unmap_pages(db_txn *t);
 /* db_unmap_pages only when this process maps more file pages than it did
  * when db was opened by over the allowance (see kiln_store_trim_pages);
- * and the same from inside a transaction's callback: a write transaction
+ * and the same from inside a transaction's callback (which holds the
+ * resize lock db_trim_pages takes): a write transaction
  * that touches thousands of random leaves would otherwise map them all
  * before its commit. */
 void db_trim_pages(kiln_db *db);
