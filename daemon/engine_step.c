@@ -707,7 +707,7 @@ materialize_all(struct engine *e, struct node *n)
 	for (size_t i = 0; i < n->ks->noutputs; i++) {
 		int rv;
 		n->outs[i].mat_gen = 0;   /* written again: looked at again */
-		rv = materialize_output(e->s, e->root, n->outpaths[i], &n->outs[i].id,
+		rv = materialize_output(e->s, e->root, e->rootfd, n->outpaths[i], &n->outs[i].id,
 		                        &n->outs[i].mat);
 		if (rv != 0) {
 			set_error(n, "cannot write %s: %s", n->outpaths[i], kiln_strerror(rv));

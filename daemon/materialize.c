@@ -182,62 +182,79 @@ place_blob(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 	return rv;
 }
 
-/* Like walk_parents (create) for an output: the folder opened with one
- * openat2 that refuses a symlink anywhere below root (walk_parents opens
- * and closes every folder on the way, four system calls a level); a
- * missing folder, or a kernel without openat2, takes walk_parents. */
+/* The folder of an output opened with one openat2 that refuses a symlink
+ * anywhere below root (walk_parents opens and closes every folder on the
+ * way, four system calls a level), from rootfd when it is open (-1: root
+ * opened by path). 0, or -1: not opened (a missing folder, a kernel
+ * without openat2), for walk_parents to do. */
 static int
-output_dir(const char *root, const char *relpath, int *dfd, const char **name)
+output_dir(const char *root, int rootfd, const char *relpath, int *dfd,
+           const char **name)
 {
 	const char *slash = strrchr(relpath, '/');
 	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
 	                       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
 	char dir[PATH_MAX];
-	int rfd, fd;
+	int rfd = rootfd, fd;
 
 	if (slash == NULL || (size_t)(slash - relpath) >= sizeof dir ||
-	    (rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return walk_parents(root, relpath, 1, dfd, name);
+	    (rfd < 0 && (rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0))
+		return -1;
 	memcpy(dir, relpath, (size_t)(slash - relpath));
 	dir[slash - relpath] = '\0';
 	fd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof how);
-	close(rfd);
+	if (rfd != rootfd)
+		close(rfd);
 	if (fd < 0)
-		return walk_parents(root, relpath, 1, dfd, name);
+		return -1;
 	*dfd = fd;
 	*name = slash + 1;
 	return 0;
 }
 
+static int
+blob_stat(const char *blob, struct stat *st)
+{
+	if (stat(blob, st) == 0)
+		return 0;
+	return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
+}
+
 int
-materialize_output(kiln_store *s, const char *root, const char *relpath,
+materialize_output(kiln_store *s, const char *root, int rootfd, const char *relpath,
                    const kiln_id *id, kiln_file_rec *st)
 {
 	char blob[PATH_MAX];
 	struct stat bst, cur;
 	const char *name;
-	int dfd, rv;
+	int dfd, rv, e;
 
 	if ((rv = rel_check(relpath)) != 0 ||
 	    (rv = kiln_store_blob_path(s, id, blob, sizeof(blob))) != 0)
 		return rv;
 	/* a blob not in the store makes no folders */
-	if (stat(blob, &bst) != 0)
-		return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
-	if ((rv = output_dir(root, relpath, &dfd, &name)) != 0)
+	if (output_dir(root, rootfd, relpath, &dfd, &name) != 0 &&
+	    ((rv = blob_stat(blob, &bst)) != 0 ||
+	     (rv = walk_parents(root, relpath, 1, &dfd, &name)) != 0))
 		return rv;
-	if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (S_ISDIR(cur.st_mode))
+	/* A clean build/ (a full build, a restore) takes one link and no
+	 * look first: a taken name says EEXIST, a blob missing from the
+	 * store ENOENT (the folder is open). The temp name and rename of
+	 * place_blob are for replacing a file atomically. */
+	e = linkat(AT_FDCWD, blob, dfd, name, 0) == 0 ? 0 : errno;
+	if (e == EEXIST || e == ENOENT) {
+		if ((rv = blob_stat(blob, &bst)) != 0)
+			;
+		else if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) != 0)
+			rv = errno == ENOENT ? place_blob(s, id, blob, dfd, name)
+			                     : kiln_err_from_errno(errno);
+		else if (S_ISDIR(cur.st_mode))
 			rv = KILN_EEXIST;
 		else if (!S_ISREG(cur.st_mode) || cur.st_ino != bst.st_ino ||
 		         cur.st_dev != bst.st_dev)
 			rv = place_blob(s, id, blob, dfd, name);
-	} else if (errno != ENOENT) {
-		rv = kiln_err_from_errno(errno);
-	} else if (linkat(AT_FDCWD, blob, dfd, name, 0) != 0) {
-		/* nothing there (a clean build/): one link is enough; the
-		 * temp name and rename are for replacing a file atomically */
-		rv = place_blob(s, id, blob, dfd, name);
+	} else if (e != 0) {
+		rv = place_blob(s, id, blob, dfd, name);   /* EXDEV: a copy */
 	}
 	if (rv == 0 && st != NULL) {
 		if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0)

@@ -31,7 +31,8 @@
 
 #include "kiln_store.h"
 
-/* Make root/relpath the blob id: nothing to do when it already is the
+/* Make root/relpath the blob id (rootfd: root opened, O_PATH will do, or
+ * -1 to open it by path): nothing to do when it already is the
  * blob's inode; otherwise replace whatever is there (a stale file, one the
  * user edited or replaced, a symlink) by a hard link to the blob, or a
  * copy (mode 0444, checked against id as it is written) when linking
@@ -44,8 +45,8 @@
  * Note that every new hard link to a blob changes the ctime of all its
  * links: materializing the same content at a second path makes
  * materialize_unchanged say 0 for the first. */
-int materialize_output(kiln_store *s, const char *root, const char *relpath,
-                       const kiln_id *id, kiln_file_rec *st);
+int materialize_output(kiln_store *s, const char *root, int rootfd,
+                       const char *relpath, const kiln_id *id, kiln_file_rec *st);
 
 /* Whether root/relpath still is what rec says, judged by stat alone
  * (size, mtime_ns, ino, ctime_ns): 1 yes, 0 no or missing. */

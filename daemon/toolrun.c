@@ -55,6 +55,21 @@ struct child {
 	int64_t kill_at_ns; /* SIGKILL the group then; 0: not asked */
 };
 
+/* A tool's file actions for one log fd number and cwd, kept for the
+ * spawner's life: building them costs a getrlimit system call per action
+ * (glibc checks each fd against the limit), six a tool. They name fd
+ * numbers, not files, so an entry stays right whatever file the number
+ * holds later. posix_spawn only reads them: shared by concurrent spawns. */
+struct fa_entry {
+	struct fa_entry *next;
+	int log_fd;
+	char *cwd;          /* NULL: the daemon's */
+	posix_spawn_file_actions_t fa;
+};
+
+/* Kept entries at most (one per pooled scratch folder is the usual). */
+#define FA_KEEP_MAX 256
+
 struct kilnd_spawner {
 	/* signals the daemon ignores (fixed at spawner_new, and SIGPIPE): an
 	 * ignored disposition survives exec, handlers do not, so only these
@@ -70,7 +85,12 @@ struct kilnd_spawner {
 	pthread_t thread;
 	struct pollfd *pfd; /* reaper thread only */
 	size_t npfd_max;
+	posix_spawnattr_t attr;  /* every tool's (spawn_attrs), read-only */
+	struct fa_entry *fas;    /* under mu; entries are never changed */
+	unsigned nfas;
 };
+
+static int spawn_attrs(const sigset_t *ignored, posix_spawnattr_t *at);
 
 static int64_t
 now_ns(void)
@@ -270,8 +290,11 @@ spawner_new(struct kilnd_spawner **spp)
 		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
 			sigaddset(&sp->ignored, sig);
 	}
+	if ((rv = spawn_attrs(&sp->ignored, &sp->attr)) != 0)
+		goto fail;
 	if ((sp->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		rv = kiln_err_from_errno(errno);
+		posix_spawnattr_destroy(&sp->attr);
 		goto fail;
 	}
 	pthread_mutex_init(&sp->mu, NULL);
@@ -283,6 +306,7 @@ spawner_new(struct kilnd_spawner **spp)
 	if (rv != 0) {
 		pthread_mutex_destroy(&sp->mu);
 		close(sp->efd);
+		posix_spawnattr_destroy(&sp->attr);
 		rv = rv == EAGAIN ? KILN_ENOMEM : KILN_EIO;
 		goto fail;
 	}
@@ -299,7 +323,7 @@ fail:
  * ignored signal would stay ignored across exec; glibc resets the ones
  * with handlers itself). */
 static int
-spawn_attrs(const struct kilnd_spawner *sp, posix_spawnattr_t *at)
+spawn_attrs(const sigset_t *ignored, posix_spawnattr_t *at)
 {
 	sigset_t none;
 
@@ -311,7 +335,7 @@ spawn_attrs(const struct kilnd_spawner *sp, posix_spawnattr_t *at)
 	                             POSIX_SPAWN_SETSIGDEF) != 0 ||
 	    posix_spawnattr_setpgroup(at, 0) != 0 ||
 	    posix_spawnattr_setsigmask(at, &none) != 0 ||
-	    posix_spawnattr_setsigdefault(at, &sp->ignored) != 0) {
+	    posix_spawnattr_setsigdefault(at, ignored) != 0) {
 		posix_spawnattr_destroy(at);
 		return KILN_ENOMEM;
 	}
@@ -334,6 +358,35 @@ spawn_actions(posix_spawn_file_actions_t *fa, int log_fd, const char *cwd)
 		return KILN_ENOMEM;
 	}
 	return 0;
+}
+
+/* The kept file actions for log_fd and cwd, made and kept on first use;
+ * NULL when they cannot be kept (then spawn_one makes its own). */
+static const posix_spawn_file_actions_t *
+fa_kept(struct kilnd_spawner *sp, int log_fd, const char *cwd)
+{
+	struct fa_entry *f;
+
+	pthread_mutex_lock(&sp->mu);
+	for (f = sp->fas; f != NULL; f = f->next)
+		if (f->log_fd == log_fd &&
+		    (f->cwd == NULL ? cwd == NULL : cwd != NULL && strcmp(f->cwd, cwd) == 0))
+			break;
+	if (f == NULL && sp->nfas < FA_KEEP_MAX && (f = calloc(1, sizeof *f)) != NULL) {
+		f->log_fd = log_fd;
+		if ((cwd != NULL && (f->cwd = strdup(cwd)) == NULL) ||
+		    spawn_actions(&f->fa, log_fd, cwd) != 0) {
+			free(f->cwd);
+			free(f);
+			f = NULL;
+		} else {
+			f->next = sp->fas;
+			sp->fas = f;
+			sp->nfas++;
+		}
+	}
+	pthread_mutex_unlock(&sp->mu);
+	return f != NULL ? &f->fa : NULL;
 }
 
 static int
@@ -359,10 +412,10 @@ static int find_check(const char *path);
 
 /* posix_spawn rq; *pid on 0. */
 static int
-spawn_one(const struct kilnd_spawner *sp, const struct spawn_req *rq, pid_t *pid)
+spawn_one(struct kilnd_spawner *sp, const struct spawn_req *rq, pid_t *pid)
 {
+	const posix_spawn_file_actions_t *kept = NULL;
 	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
 	struct stat st;
 	int log_fd = rq->log_fd, tmp_fd = -1, rv, err;
 
@@ -382,17 +435,16 @@ spawn_one(const struct kilnd_spawner *sp, const struct spawn_req *rq, pid_t *pid
 			return kiln_err_from_errno(errno);
 		log_fd = tmp_fd;
 	}
-	if ((rv = spawn_attrs(sp, &at)) != 0)
+	/* a borrowed low fd's number is passing: not kept */
+	if (tmp_fd < 0)
+		kept = fa_kept(sp, log_fd, rq->cwd);
+	if (kept == NULL && (rv = spawn_actions(&fa, log_fd, rq->cwd)) != 0)
 		goto out;
-	if ((rv = spawn_actions(&fa, log_fd, rq->cwd)) != 0) {
-		posix_spawnattr_destroy(&at);
-		goto out;
-	}
-	err = posix_spawn(pid, rq->path, &fa, &at, (char *const *)rq->argv,
-	                  (char *const *)rq->envp);
+	err = posix_spawn(pid, rq->path, kept != NULL ? kept : &fa, &sp->attr,
+	                  (char *const *)rq->argv, (char *const *)rq->envp);
 	rv = err == 0 ? 0 : spawn_err(err);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
+	if (kept == NULL)
+		posix_spawn_file_actions_destroy(&fa);
 out:
 	if (tmp_fd >= 0)
 		close(tmp_fd);
@@ -481,6 +533,7 @@ spawner_running(struct kilnd_spawner *sp)
 void
 spawner_free(struct kilnd_spawner *sp)
 {
+	struct fa_entry *f;
 	struct child *c;
 
 	if (sp == NULL)
@@ -494,6 +547,13 @@ spawner_free(struct kilnd_spawner *sp)
 	pthread_join(sp->thread, NULL);
 	pthread_mutex_destroy(&sp->mu);
 	close(sp->efd);
+	while ((f = sp->fas) != NULL) {
+		sp->fas = f->next;
+		posix_spawn_file_actions_destroy(&f->fa);
+		free(f->cwd);
+		free(f);
+	}
+	posix_spawnattr_destroy(&sp->attr);
 	free(sp->pfd);
 	free(sp);
 }

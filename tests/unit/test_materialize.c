@@ -99,9 +99,17 @@ first_materialize_hard_links_the_blob(void **state)
 	const char *root = proj(state);
 	kiln_file_rec rec;
 	struct stat st, blob;
+	int rootfd;
 
-	assert_kiln(0, materialize_output(s, root, "build/pc/sprites/hero.png", &id,
+	/* the folders do not exist yet: walked down from root and made */
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/sprites/hero.png", &id,
 	                                  &rec));
+	/* and the daemon's way, from its open root, into the folder now there */
+	assert_true((rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	assert_int_equal(unlink(tu_path(state, "proj/build/pc/sprites/hero.png")), 0);
+	assert_kiln(0, materialize_output(s, root, rootfd, "build/pc/sprites/hero.png", &id,
+	                                  &rec));
+	close(rootfd);
 	st = stat_of(tu_path(state, "proj/build/pc/sprites/hero.png"));
 	blob = stat_of(tu_blob_path(state, &id));
 	assert_int_equal(st.st_ino, blob.st_ino);
@@ -129,9 +137,9 @@ second_materialize_is_a_no_op(void **state)
 	const char *root = proj(state);
 	kiln_file_rec a, b;
 
-	assert_kiln(0, materialize_output(s, root, "build/pc/ui/atlas.bin", &id, &a));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, &a));
 	tu_sleep_ms(20); /* a relink would show in the ctime */
-	assert_kiln(0, materialize_output(s, root, "build/pc/ui/atlas.bin", &id, &b));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, &b));
 	assert_memory_equal(&a, &b, sizeof(a));
 	assert_int_equal(materialize_unchanged(root, "build/pc/ui/atlas.bin", &a), 1);
 	assert_int_equal(stat_of(tu_blob_path(state, &id)).st_nlink, 2);
@@ -147,11 +155,11 @@ a_file_put_there_by_someone_else_is_replaced_by_the_blob(void **state)
 	const char *out = tu_path(state, "proj/build/pc/a.txt");
 	kiln_file_rec rec, old;
 
-	assert_kiln(0, materialize_output(s, root, "build/pc/a.txt", &id, &old));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, &old));
 	assert_int_equal(unlink(out), 0);
 	tu_write_file(out, "a user's file", 13);
 	assert_int_equal(materialize_unchanged(root, "build/pc/a.txt", &old), 0);
-	assert_kiln(0, materialize_output(s, root, "build/pc/a.txt", &id, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, &rec));
 	assert_int_equal(stat_of(out).st_ino, stat_of(tu_blob_path(state, &id)).st_ino);
 	assert_string_equal(slurp(out), "the real thing");
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
@@ -160,7 +168,7 @@ a_file_put_there_by_someone_else_is_replaced_by_the_blob(void **state)
 	tu_write_file(tu_path(state, "target"), "keep me", 7);
 	assert_int_equal(unlink(out), 0);
 	assert_int_equal(symlink(tu_path(state, "target"), out), 0);
-	assert_kiln(0, materialize_output(s, root, "build/pc/a.txt", &id, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, &rec));
 	assert_true(S_ISREG(stat_of(out).st_mode));
 	assert_int_equal(stat_of(out).st_ino, stat_of(tu_blob_path(state, &id)).st_ino);
 	assert_string_equal(slurp(tu_path(state, "target")), "keep me");
@@ -176,8 +184,8 @@ an_output_moving_to_other_content_is_swapped_atomically(void **state)
 	const char *out = tu_path(state, "proj/build/pc/a.txt");
 	kiln_file_rec r1, r2;
 
-	assert_kiln(0, materialize_output(s, root, "build/pc/a.txt", &v1, &r1));
-	assert_kiln(0, materialize_output(s, root, "build/pc/a.txt", &v2, &r2));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v1, &r1));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v2, &r2));
 	assert_string_equal(slurp(out), "version 2");
 	assert_int_equal(stat_of(tu_blob_path(state, &v1)).st_nlink, 1);
 	assert_int_equal(stat_of(tu_blob_path(state, &v2)).st_nlink, 2);
@@ -195,7 +203,7 @@ unchanged_is_judged_by_stat(void **state)
 	struct timespec times[2] = {{1, 0}, {1, 0}};
 	kiln_file_rec rec;
 
-	assert_kiln(0, materialize_output(s, root, "build/pc/x", &id, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x", &id, &rec));
 	assert_int_equal(materialize_unchanged(root, "build/pc/x", &rec), 1);
 	assert_int_equal(materialize_unchanged(root, "build/pc/missing", &rec), 0);
 	assert_int_equal(materialize_unchanged(root, "build/../build/pc/x", &rec), 0);
@@ -217,7 +225,7 @@ bad_relpaths_are_refused(void **state)
 	const char *root = proj(state);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rv = materialize_output(s, root, bad[i], &id, NULL);
+		int rv = materialize_output(s, root, -1, bad[i], &id, NULL);
 
 		if (rv != KILN_EINVAL)
 			fail_msg("'%s': expected KILN_EINVAL, got %s", bad[i],
@@ -246,9 +254,9 @@ a_symlinked_folder_on_the_way_is_refused_and_nothing_written_outside(void **stat
 		assert_int_equal(symlink(tu_path(state, "elsewhere"),
 		                         tu_path(state, "%s", links[i])), 0);
 		assert_kiln(KILN_EINVAL,
-		            materialize_output(s, root, "build/pc/a.png", &id, NULL));
+		            materialize_output(s, root, -1, "build/pc/a.png", &id, NULL));
 		assert_kiln(KILN_EINVAL,
-		            materialize_output(s, root, "build/pc/sub/a.png", &id, NULL));
+		            materialize_output(s, root, -1, "build/pc/sub/a.png", &id, NULL));
 		assert_kiln(KILN_EINVAL, materialize_write_index(root, "pc", &e, 1));
 		assert_kiln(KILN_EINVAL, materialize_prune(root, "pc", NULL, 0));
 		assert_int_equal(materialize_unchanged(root, "build/pc/a.png",
@@ -267,11 +275,11 @@ a_folder_where_the_file_goes_or_a_file_where_a_folder_goes_is_eexist(void **stat
 	const char *root = proj(state);
 
 	assert_int_equal(tu_sh("mkdir -p '%s/build/pc/a.png/inner'", root), 0);
-	assert_kiln(KILN_EEXIST, materialize_output(s, root, "build/pc/a.png", &id, NULL));
+	assert_kiln(KILN_EEXIST, materialize_output(s, root, -1, "build/pc/a.png", &id, NULL));
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc/a.png")), 1);
 	tu_write_file(tu_path(state, "proj/build/pc/file"), "f", 1);
 	assert_kiln(KILN_EEXIST,
-	            materialize_output(s, root, "build/pc/file/b.png", &id, NULL));
+	            materialize_output(s, root, -1, "build/pc/file/b.png", &id, NULL));
 	assert_string_equal(slurp(tu_path(state, "proj/build/pc/file")), "f");
 	kiln_store_close(s);
 }
@@ -283,8 +291,16 @@ a_blob_not_in_the_store_is_not_found_and_nothing_is_made(void **state)
 	kiln_id id = tu_key_of("never stored");
 	const char *root = proj(state);
 
-	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, "build/pc/a", &id, NULL));
+	int rootfd;
+
+	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, -1, "build/pc/a", &id, NULL));
 	assert_int_equal(count_entries(root), 0);
+	/* its folder there already: the link fails, nothing is left */
+	assert_int_equal(mkdir(tu_path(state, "proj/build"), 0755), 0);
+	assert_true((rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, rootfd, "build/a", &id, NULL));
+	close(rootfd);
+	assert_int_equal(count_entries(tu_path(state, "proj/build")), 0);
 	kiln_store_close(s);
 }
 
@@ -310,7 +326,7 @@ another_filesystem_gets_a_copy(void **state)
 		skip();
 	}
 	snprintf(out, sizeof(out), "%s/build/pc/a.txt", root);
-	assert_kiln(0, materialize_output(s, root, "build/pc/a.txt", &id, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, &rec));
 	st = stat_of(out);
 	if (strcmp(slurp(out), "copied across") != 0 || st.st_ino == blob.st_ino ||
 	    st.st_nlink != 1 || (st.st_mode & 0777) != 0444 || rec.ino != st.st_ino)

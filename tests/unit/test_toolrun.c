@@ -229,6 +229,49 @@ the_tool_runs_in_its_cwd(void **state)
 	assert_string_equal(read_log(state, "log"), want);
 }
 
+/* One spawner keeps each log fd number's and cwd's settings for its
+ * life: a later tool with the same fd number but another cwd must run in
+ * its own cwd, and one whose fd number now holds another file must write
+ * to that file. */
+static void
+kept_spawn_settings_follow_each_cwd_and_log(void **state)
+{
+	const char *argv[] = {"/bin/sh", "-c", "pwd -P", NULL};
+	const char *dirs[3] = {"a", "b", "a"};
+	char want[3][4200];
+	struct kilnd_spawner *sp;
+	struct seen seen;
+	struct slot sl = {.seen = &seen};
+	int fd = open_log(state, "log"), fd2;
+
+	seen_init(&seen);
+	assert_kiln(0, spawner_new(&sp));
+	for (int i = 0; i < 3; i++) {
+		struct spawn_req rq = {argv[0], argv, no_env, tu_path(state, "%s", dirs[i]), fd};
+		if (i < 2)
+			assert_int_equal(mkdir(tu_path(state, "%s", dirs[i]), 0755), 0);
+		assert_non_null(realpath(tu_path(state, "%s", dirs[i]), want[i]));
+		strcat(want[i], "\n");
+		if (i == 2) {   /* the same number, another file */
+			close(fd);
+			fd2 = open_log(state, "log2");
+			assert_int_equal(fd2, fd);
+		}
+		assert_kiln(0, spawner_start(sp, &rq, on_done, &sl, NULL));
+		if (seen_wait(&seen, (unsigned)i + 1, 10000) != (unsigned)i + 1)
+			fail_msg("tool %d: done not called within 10 s", i);
+		assert_true(seen.last.exited && seen.last.status == 0);
+	}
+	spawner_free(sp);
+	close(fd);
+	{
+		char both[8500];
+		snprintf(both, sizeof both, "%s%s", want[0], want[1]);
+		assert_string_equal(read_log(state, "log"), both);
+	}
+	assert_string_equal(read_log(state, "log2"), want[2]);
+}
+
 static void
 the_tool_gets_exactly_its_environment(void **state)
 {
@@ -768,6 +811,7 @@ main(void)
 		T(cpu_time_and_memory_are_accounted),
 		T(stdout_and_stderr_both_go_to_the_log),
 		T(the_tool_runs_in_its_cwd),
+		T(kept_spawn_settings_follow_each_cwd_and_log),
 		T(the_tool_gets_exactly_its_environment),
 		T(no_descriptor_of_the_parent_leaks_into_the_tool),
 		T(signals_blocked_in_the_parent_are_unblocked_in_the_tool),
