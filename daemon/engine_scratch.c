@@ -72,6 +72,25 @@ out:
 	return rv;
 }
 
+/* Make folder dir, and .kiln/scratch above it when that is missing (made
+ * on the first step, and again if removed). 0: made, 1: it was there. */
+static int
+dir_make(struct engine *e, const char *dir)
+{
+	char parent[PATH_MAX];
+
+	if (mkdir(dir, 0755) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return 1;
+	if (errno != ENOENT)
+		return kiln_err_from_errno(errno);
+	snprintf(parent, sizeof parent, "%s/.kiln/scratch", e->root);
+	if (mkdir(parent, 0755) != 0 && errno != EEXIST)
+		return kiln_err_from_errno(errno);
+	return mkdir(dir, 0755) == 0 ? 0 : kiln_err_from_errno(errno);
+}
+
 int
 scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 {
@@ -91,17 +110,8 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 			close(sl.log_fd);
 		return KILN_ERANGE;
 	}
-	if (fresh && mkdir(dir, 0755) != 0) {
-		/* .kiln/scratch is made on the first step (and again if removed) */
-		char parent[PATH_MAX];
-		if (errno != ENOENT)
-			return kiln_err_from_errno(errno);
-		snprintf(parent, sizeof parent, "%s/.kiln/scratch", e->root);
-		if (mkdir(parent, 0755) != 0 && errno != EEXIST)
-			return kiln_err_from_errno(errno);
-		if (mkdir(dir, 0755) != 0)
-			return kiln_err_from_errno(errno);
-	}
+	if (fresh && (rv = dir_make(e, dir)) < 0)
+		return rv;
 	/* the last runs' records stay: this run's start after them */
 	snprintf(path, sizeof path, "%s.trace", dir);
 	if (!fresh && stat(path, &st) == 0) {
@@ -110,6 +120,16 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 		else if (truncate(path, 0) != 0) {
 			rv = kiln_err_from_errno(errno);
 			goto fail;
+		}
+	} else if (!fresh && errno == ENOENT) {
+		/* no trace (an untraced tool writes none), or someone removed
+		 * .kiln/scratch under the running daemon: then the folder is
+		 * made again, and the log kept open is of a removed file */
+		if ((rv = dir_make(e, dir)) < 0)
+			goto fail;
+		if (rv == 0 && sl.log_fd >= 0) {
+			close(sl.log_fd);
+			sl.log_fd = -1;
 		}
 	}
 	if (sl.log_fd >= 0) {

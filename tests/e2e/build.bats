@@ -567,3 +567,26 @@ YAML
 	build_ok -j 1
 	expect_ran "look-1.txt"
 }
+
+@test "removing .kiln/scratch under the running daemon fails no step; its logs and traces still work" {
+	write_project
+	build_ok
+	# the daemon keeps emptied scratch folders (and their open logs) for
+	# reuse: each now is gone
+	rm -rf .kiln/scratch
+	printf 'alpha two\n' >src/a.txt
+	printf 'bravo two\n' >src/b.txt
+	build_ok
+	expect_ran "all.txt copy/a.txt copy/b.txt first-upper.txt first.txt greet.txt marked.txt"
+	[ "$(cat build/default/copy/a.txt)" = "alpha two" ]
+	# the run's log and trace were kept where kiln log and kiln deps read them
+	run "$KILN" log greet.txt
+	[ "$status" -eq 0 ]
+	run "$KILN" why first.txt
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"traced: yes"* ]] || { echo "$output"; false; }
+	rm -rf .kiln/scratch
+	printf 'bravo three\n' >src/b.txt
+	build_ok
+	expect_ran "all.txt copy/b.txt greet.txt marked.txt"
+}
