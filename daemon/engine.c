@@ -922,8 +922,10 @@ engine_cancel(struct engine *e, uint64_t id)
 		if (node_wanted(e, n))
 			continue;
 		if (n->st == N_RUNNING) {
-			if (n->w != NULL && n->w->pid > 0)
-				spawner_kill(e->sp, n->w->pid, 2000);
+			/* 0 while its tool is being started: work_start kills it */
+			pid_t pid = n->w != NULL ? __atomic_load_n(&n->w->pid, __ATOMIC_ACQUIRE) : 0;
+			if (pid > 0)
+				spawner_kill(e->sp, pid, 2000);
 		} else if (n->st == N_WAITING || n->st == N_READY || n->st == N_RUNNABLE) {
 			n->send_event = 0;
 			node_finish(e, b->g, n, N_CANCELLED);
@@ -1068,6 +1070,14 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	pthread_mutex_lock(&e->mu);
 	if (--e->starting == 0)
 		pthread_cond_broadcast(&e->idle_cv);
+	/* cancelled while it started, before engine_cancel could see its
+	 * pid: it would run to its end for nobody. (Its tool may have ended
+	 * and its step be finishing already: pid 0, or finished: no w.) */
+	if (rv == 0 && n->st == N_RUNNING && n->w != NULL && !node_wanted(e, n)) {
+		pid_t pid = __atomic_load_n(&n->w->pid, __ATOMIC_ACQUIRE);
+		if (pid > 0)
+			spawner_kill(e->sp, pid, 2000);
+	}
 	if (rv != 0) {
 		need_run_end(e, n);
 		e->running--;

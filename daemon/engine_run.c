@@ -453,7 +453,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n->w->scratch);
 	snprintf(logp, sizeof logp, "%s.log", dir);
 	n->duration_ns = (uint64_t)n->w->res.wall_ns;
-	n->w->pid = 0;
+	__atomic_store_n(&n->w->pid, 0, __ATOMIC_RELEASE);   /* engine_cancel reads it */
 	/* the last lines are for the error message: only a failure reads them */
 	if (n->w->log_fd >= 0 && (!n->w->res.exited || n->w->res.status != 0))
 		spawn_log_tail(n->w->log_fd, 8, tail, sizeof tail);

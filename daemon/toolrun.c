@@ -488,7 +488,7 @@ spawner_start(struct kilnd_spawner *sp, const struct spawn_req *rq,
 		sp->children = c;
 		sp->nrunning++;
 		if (pidp != NULL)
-			*pidp = c->pid;
+			__atomic_store_n(pidp, c->pid, __ATOMIC_RELEASE);  /* read by other threads */
 	}
 	spawner_wake(sp);
 	pthread_mutex_unlock(&sp->mu);
