@@ -3,9 +3,11 @@
 # file-access tracing ($BIN_DIR/libkilntrace.so) on a tool, measured by
 # $BIN_DIR/bench/bench_trace: the same command untraced and traced
 # (LD_PRELOAD, KILN_TRACE_FILE), alternating, medians and their ratio.
-# Cases: a tool opening N (10,000) small files (target ratio <= 1.15) and
-# glslangValidator on a generated shader (target <= 1.05; skipped when
-# glslangValidator is not on PATH — Debian: glslang-tools).
+# Cases: a tool opening N (10,000) small files (target ratio <= 1.15),
+# cp of one small file (what tracing adds to a short process's start and
+# end, per run: the bench/engine steps' tool), and glslangValidator on a
+# generated shader (target <= 1.05; skipped when glslangValidator is not
+# on PATH — Debian: glslang-tools).
 #
 # `make bench` calls it as `bench/trace/run.sh bin`. Files go to a fresh
 # folder under $KILN_BENCH_DIR (default ${TMPDIR:-/tmp}), removed at the end.
