@@ -18,7 +18,8 @@
  *
  *   H <pid> <ppid> <exe>   a process image started with the shim loaded
  *                          (its constructor: a static binary never writes
- *                          one)
+ *                          one); exe as it was exec'd (AT_EXECFN, maybe
+ *                          relative), for people: the daemon ignores it
  *   R <path>               opened for reading (open, fopen "r", exec'd)
  *   S <path>               stat'ed, access'ed, readlink'ed: it exists
  *   M <path>               looked up and missing (ENOENT, ENOTDIR)
@@ -86,6 +87,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -99,6 +101,7 @@ extern char **environ;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int trace_fd = -1;       /* -1: not opened yet; -2: cannot */
+static int fd_fresh;            /* trace_fd opened since the last write */
 static dev_t trace_dev;         /* what trace_fd was opened on */
 static ino_t trace_ino;
 static char trace_path[PATH_MAX];
@@ -146,11 +149,15 @@ fd_open(void)
 	                  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
-	/* below the soft limit, which may be small (ulimit -n 256) */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < (rlim_t)floor + 64)
+	/* FD_FLOOR is below the usual soft limit; when it is not (EINVAL:
+	 * ulimit -n 256), 64 below the limit, or half of a tiny one */
+	hi = fd < floor ? fcntl(fd, F_DUPFD_CLOEXEC, floor) : -1;
+	if (hi < 0 && fd < floor && errno == EINVAL &&
+	    getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
 		floor = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : (int)rl.rlim_cur / 2;
-	if (fd < floor && (hi = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0) {
+		hi = fd < floor ? fcntl(fd, F_DUPFD_CLOEXEC, floor) : -1;
+	}
+	if (hi >= 0) {
 		close(fd);
 		fd = hi;
 	}
@@ -161,6 +168,7 @@ fd_open(void)
 	trace_fd = fd;
 	trace_dev = st.st_dev;
 	trace_ino = st.st_ino;
+	fd_fresh = 1;
 	return 0;
 }
 
@@ -199,6 +207,10 @@ fd_check(void)
 
 	if (fd_ready() != 0)
 		return -1;
+	if (fd_fresh) {   /* opened and fstat'ed for this very write */
+		fd_fresh = 0;
+		return 0;
+	}
 	if (fstat(trace_fd, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino)
 		return 0;
 	if (fd_open() != 0) {
@@ -500,8 +512,9 @@ __attribute__((constructor)) static void
 trace_init(void)
 {
 	const char *p = getenv("LD_PRELOAD"), *f = getenv("KILN_TRACE_FILE");
-	char exe[PATH_MAX];
-	ssize_t n;
+	/* the path it was exec'd by: for people reading a trace (the daemon
+	 * does not), so not worth /proc/self/exe's system call */
+	const char *exe = (const char *)getauxval(AT_EXECFN);
 
 	if (p != NULL)
 		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", p);
@@ -511,9 +524,7 @@ trace_init(void)
 			strcpy(trace_path, f);
 	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	rec_start('H', exe);
+	rec_start('H', exe != NULL ? exe : "");
 }
 
 __attribute__((destructor)) static void

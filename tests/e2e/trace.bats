@@ -151,6 +151,24 @@ C
 	grep -qx "M $P/gone3.txt" t2.trace
 }
 
+@test "the shim alone: under a small fd limit the trace fd sits just below it, out of the low fds" {
+	[ -f "$(shim)" ] || skip "no $(shim)"
+	# bash (traced) lists its own fds: the one on the trace file
+	out=$(ulimit -n 256; LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t3.trace bash -c '
+		test -e gone4.txt
+		for f in /proc/$$/fd/*; do
+			[ "$(readlink "$f")" = "$PWD/t3.trace" ] && echo "${f##*/}"
+		done; true')
+	[ -n "$out" ] && [ "$out" -ge 192 ] && [ "$out" -lt 256 ] || { echo "trace fd: '$out'"; false; }
+	grep -qx "M $P/gone4.txt" t3.trace
+	# with the usual limit, at 900 or above
+	out=$(LD_PRELOAD=$(shim) KILN_TRACE_FILE=$P/t4.trace bash -c '
+		for f in /proc/$$/fd/*; do
+			[ "$(readlink "$f")" = "$PWD/t4.trace" ] && echo "${f##*/}"
+		done; true')
+	[ -n "$out" ] && [ "$out" -ge 900 ] || { echo "trace fd: '$out'"; false; }
+}
+
 @test "the shim alone: a signal handler that calls _exit, fork or chdir while the shim records does not deadlock" {
 	[ -f "$(shim)" ] || skip "no $(shim)"
 	command -v gcc >/dev/null || skip "no gcc"
