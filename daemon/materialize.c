@@ -220,6 +220,28 @@ blob_stat(const char *blob, struct stat *st)
 	return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
 }
 
+/* The link to the blob failed with EEXIST (the name is taken) or ENOENT
+ * (the blob is missing): nothing to do when the name already is the
+ * blob's inode, else what stands there is replaced. */
+static int
+replace_if_other(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
+                 const char *name)
+{
+	struct stat bst, cur;
+	int rv;
+
+	if ((rv = blob_stat(blob, &bst)) != 0)
+		return rv;
+	if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? place_blob(s, id, blob, dfd, name)
+		                       : kiln_err_from_errno(errno);
+	if (S_ISDIR(cur.st_mode))
+		return KILN_EEXIST;
+	if (!S_ISREG(cur.st_mode) || cur.st_ino != bst.st_ino || cur.st_dev != bst.st_dev)
+		return place_blob(s, id, blob, dfd, name);
+	return 0;
+}
+
 int
 materialize_output(kiln_store *s, const char *root, int rootfd, const char *relpath,
                    const kiln_id *id, kiln_file_rec *st)
@@ -242,20 +264,10 @@ materialize_output(kiln_store *s, const char *root, int rootfd, const char *relp
 	 * store ENOENT (the folder is open). The temp name and rename of
 	 * place_blob are for replacing a file atomically. */
 	e = linkat(AT_FDCWD, blob, dfd, name, 0) == 0 ? 0 : errno;
-	if (e == EEXIST || e == ENOENT) {
-		if ((rv = blob_stat(blob, &bst)) != 0)
-			;
-		else if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) != 0)
-			rv = errno == ENOENT ? place_blob(s, id, blob, dfd, name)
-			                     : kiln_err_from_errno(errno);
-		else if (S_ISDIR(cur.st_mode))
-			rv = KILN_EEXIST;
-		else if (!S_ISREG(cur.st_mode) || cur.st_ino != bst.st_ino ||
-		         cur.st_dev != bst.st_dev)
-			rv = place_blob(s, id, blob, dfd, name);
-	} else if (e != 0) {
+	if (e == EEXIST || e == ENOENT)
+		rv = replace_if_other(s, id, blob, dfd, name);
+	else if (e != 0)
 		rv = place_blob(s, id, blob, dfd, name);   /* EXDEV: a copy */
-	}
 	if (rv == 0 && st != NULL) {
 		if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0)
 			rec_of_stat(&cur, id, st);

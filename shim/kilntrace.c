@@ -101,7 +101,6 @@ extern char **environ;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int trace_fd = -1;       /* -1: not opened yet; -2: cannot */
-static int fd_fresh;            /* trace_fd opened since the last write */
 static dev_t trace_dev;         /* what trace_fd was opened on */
 static ino_t trace_ino;
 static char trace_path[PATH_MAX];
@@ -168,7 +167,6 @@ fd_open(void)
 	trace_fd = fd;
 	trace_dev = st.st_dev;
 	trace_ino = st.st_ino;
-	fd_fresh = 1;
 	return 0;
 }
 
@@ -199,18 +197,15 @@ fd_ready(void)
 
 /* Before a write (mu held): the fd must still be the trace file; the tool
  * may have closed it or put another file in its place. Then it is opened
- * again (the other file is the tool's: left alone). */
+ * again (the other file is the tool's: left alone). Not opened yet: it is
+ * opened (and fstat'ed) now, for this write, with nothing to check. */
 static int
 fd_check(void)
 {
 	struct stat st;
 
-	if (fd_ready() != 0)
-		return -1;
-	if (fd_fresh) {   /* opened and fstat'ed for this very write */
-		fd_fresh = 0;
-		return 0;
-	}
+	if (trace_fd < 0)
+		return fd_ready();
 	if (fstat(trace_fd, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino)
 		return 0;
 	if (fd_open() != 0) {
@@ -239,7 +234,7 @@ raw_write(const char *p, size_t n)
 static void
 flush_locked(void)
 {
-	if (buflen > 0 && trace_fd >= 0)
+	if (buflen > 0 && trace_fd != -2)
 		raw_write(buf, buflen);
 	buflen = 0;
 }
@@ -390,7 +385,7 @@ rec_now(const char *line)
 		return;
 	busy++;
 	pthread_mutex_lock(&mu);
-	if (fd_ready() == 0) {
+	if (trace_fd != -2) {   /* (the write opens the trace file) */
 		if (buflen + len <= sizeof buf) {
 			memcpy(buf + buflen, line, len);
 			buflen += len;

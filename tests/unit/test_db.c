@@ -276,27 +276,45 @@ rss_file_kib(void)
 	return kib;
 }
 
+/* A store at "store" opened with o, holding n index records naming blob
+ * *a, every one read once: several MiB of its pages are mapped. */
+static kiln_store *
+mapped_store(void **state, const kiln_store_opts *o, int n, kiln_id *a)
+{
+	kiln_store *s;
+
+	assert_kiln(0, kiln_store_open(tu_path(state, "store"), o, &s));
+	*a = put_text(s, "A");
+	index_fill(s, n, 1000, a);
+	index_read_all(s, n);
+	return s;
+}
+
+/* RssFile (KiB) before and after fn(s); the case is skipped where this
+ * kernel does not say. */
+static void
+rss_around(kiln_store *s, void (*fn)(kiln_store *), long *before, long *after)
+{
+	*before = rss_file_kib();
+	fn(s);
+	*after = rss_file_kib();
+	if (*before < 0 || *after < 0)
+		skip();
+}
+
 /* Every page a long-running daemon read stays mapped until the store hands
  * the mappings back; afterwards the records still read (the pages fault in
  * again). The map starts small so that it has moved (grown) before. */
 static void
 unmapping_pages_shrinks_the_resident_set_and_keeps_the_data(void **state)
 {
-	kiln_store *s;
 	kiln_id a, got;
 	char url[200];
 	const int n = 40000;
+	kiln_store *s = mapped_store(state, &small_map, n, &a);
 	long before, after;
 
-	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &small_map, &s));
-	a = put_text(s, "A");
-	index_fill(s, n, 1000, &a);
-	index_read_all(s, n);
-	before = rss_file_kib();
-	kiln_store_unmap_pages(s);
-	after = rss_file_kib();
-	if (before < 0 || after < 0)
-		skip();
+	rss_around(s, kiln_store_unmap_pages, &before, &after);
 	/* ~40,000 records of ~90 bytes: several MiB of pages */
 	if (before - after < 2048)
 		fail_msg("RssFile %ld KiB before, %ld KiB after: the database's "
@@ -367,16 +385,9 @@ trimming_leaves_a_small_mapping_and_hands_a_big_one_back(void **state)
 	long before, after;
 
 	o.mapped_max = 64 << 20;
-	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
-	a = put_text(s, "A");
-	index_fill(s, n, 1000, &a);
-	index_read_all(s, n);
+	s = mapped_store(state, &o, n, &a);
 	/* several MiB mapped, within 64 MiB: left alone */
-	before = rss_file_kib();
-	kiln_store_trim_pages(s);
-	after = rss_file_kib();
-	if (before < 0 || after < 0)
-		skip();
+	rss_around(s, kiln_store_trim_pages, &before, &after);
 	if (before - after > 512)
 		fail_msg("RssFile %ld KiB before, %ld KiB after: trimming within "
 		         "the allowance unmapped the database", before, after);
@@ -386,9 +397,7 @@ trimming_leaves_a_small_mapping_and_hands_a_big_one_back(void **state)
 	o.mapped_max = 1 << 20;
 	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &o, &s));
 	index_read_all(s, n);
-	before = rss_file_kib();
-	kiln_store_trim_pages(s);
-	after = rss_file_kib();
+	rss_around(s, kiln_store_trim_pages, &before, &after);
 	if (before - after < 2048)
 		fail_msg("RssFile %ld KiB before, %ld KiB after: trimming past "
 		         "the allowance left the pages mapped", before, after);
