@@ -302,7 +302,7 @@ struct engine {
 
 	pthread_mutex_t batch_mu;
 	kiln_batch *batch;
-	int64_t last_commit_ns;
+	int64_t batch_since_ns;  /* (batch_mu) when its oldest record came; 0: empty */
 	int64_t last_unmap_ns;   /* pages_tick (atomic) */
 	pthread_mutex_t commit_mu;
 };

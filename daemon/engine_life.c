@@ -90,7 +90,6 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 			rv = KILN_EIO;
 			goto fail;
 		}
-	e->last_commit_ns = engine_now_ns();
 	*ep = e;
 	return 0;
 fail:
