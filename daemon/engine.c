@@ -23,6 +23,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1184,6 +1186,17 @@ worker_main(void *arg)
 	struct graph *g;
 	struct node *n;
 
+	/* A worker blocked in posix_spawn is woken by its child's exec and,
+	 * as a normal task, preempts that child on its core to go on with
+	 * its bookkeeping (finishing the previous step): every tool's exec
+	 * waited ~0.1 ms behind the daemon (fork to exec 0.19 ms median in a
+	 * 1k build, 0.07 ms in a plain spawn loop). SCHED_BATCH wakes
+	 * without preempting; the tools themselves start under SCHED_OTHER
+	 * (spawner_new). */
+	if (e->workers_batch) {
+		struct sched_param prio0 = {0};
+		pthread_setschedparam(pthread_self(), SCHED_BATCH, &prio0);
+	}
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		if (e->nsusp > 0)   /* resumed runs go before new ones */

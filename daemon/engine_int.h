@@ -235,6 +235,7 @@ struct engine {
 	int quit;
 	pthread_t *threads;
 	unsigned nthreads;
+	int workers_batch;       /* workers run SCHED_BATCH (see worker_main) */
 
 	kiln_desc *desc;         /* NULL until the first build */
 	struct dirstamp {

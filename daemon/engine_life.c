@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,10 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	snprintf(scratch, sizeof scratch, "%s/.kiln/scratch", e->root);
 	engine_rmtree(scratch);
 	trace_setup(e);
-	if ((rv = spawner_new(&e->sp)) != 0)
+	/* only from the normal policy: a daemon started under another one
+	 * (chrt, a real-time or idle class) keeps it for its tools */
+	e->workers_batch = sched_getscheduler(0) == SCHED_OTHER;
+	if ((rv = spawner_new(&e->sp, e->workers_batch)) != 0)
 		goto fail;
 	/* deciding and finishing steps is file-system work that waits on the
 	 * kernel more than it computes: twice the cores keeps -j slots fed */

@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -90,7 +91,8 @@ struct kilnd_spawner {
 	unsigned nfas;
 };
 
-static int spawn_attrs(const sigset_t *ignored, posix_spawnattr_t *at);
+static int spawn_attrs(const sigset_t *ignored, int sched_normal,
+                       posix_spawnattr_t *at);
 
 static int64_t
 now_ns(void)
@@ -269,7 +271,7 @@ reaper_main(void *arg)
 }
 
 int
-spawner_new(struct kilnd_spawner **spp)
+spawner_new(struct kilnd_spawner **spp, int sched_normal)
 {
 	struct kilnd_spawner *sp;
 	sigset_t all, old;
@@ -290,7 +292,7 @@ spawner_new(struct kilnd_spawner **spp)
 		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
 			sigaddset(&sp->ignored, sig);
 	}
-	if ((rv = spawn_attrs(&sp->ignored, &sp->attr)) != 0)
+	if ((rv = spawn_attrs(&sp->ignored, sched_normal, &sp->attr)) != 0)
 		goto fail;
 	if ((sp->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		rv = kiln_err_from_errno(errno);
@@ -321,10 +323,12 @@ fail:
 /* The attributes every tool gets: its own process group, no blocked
  * signals, and default dispositions (the daemon ignores SIGPIPE, and an
  * ignored signal would stay ignored across exec; glibc resets the ones
- * with handlers itself). */
+ * with handlers itself); with sched_normal, the SCHED_OTHER policy (its
+ * nice value kept), whatever policy the starting thread runs under. */
 static int
-spawn_attrs(const sigset_t *ignored, posix_spawnattr_t *at)
+spawn_attrs(const sigset_t *ignored, int sched_normal, posix_spawnattr_t *at)
 {
+	struct sched_param prio0 = {0};
 	sigset_t none;
 
 	sigemptyset(&none);
@@ -332,10 +336,13 @@ spawn_attrs(const sigset_t *ignored, posix_spawnattr_t *at)
 		return KILN_ENOMEM;
 	if (posix_spawnattr_setflags(at, POSIX_SPAWN_SETPGROUP |
 	                             POSIX_SPAWN_SETSIGMASK |
-	                             POSIX_SPAWN_SETSIGDEF) != 0 ||
+	                             POSIX_SPAWN_SETSIGDEF |
+	                             (sched_normal ? POSIX_SPAWN_SETSCHEDULER : 0)) != 0 ||
 	    posix_spawnattr_setpgroup(at, 0) != 0 ||
 	    posix_spawnattr_setsigmask(at, &none) != 0 ||
-	    posix_spawnattr_setsigdefault(at, ignored) != 0) {
+	    posix_spawnattr_setsigdefault(at, ignored) != 0 ||
+	    posix_spawnattr_setschedpolicy(at, SCHED_OTHER) != 0 ||
+	    posix_spawnattr_setschedparam(at, &prio0) != 0) {
 		posix_spawnattr_destroy(at);
 		return KILN_ENOMEM;
 	}

@@ -45,8 +45,12 @@ struct kilnd_spawner;
 
 /* Start the reaper thread. The signals the process ignores now (and
  * SIGPIPE) are the ones reset to their defaults in every tool: ignore no
- * other signal later. Returns 0, KILN_ENOMEM or KILN_EIO. */
-int spawner_new(struct kilnd_spawner **sp);
+ * other signal later. With sched_normal every tool starts under
+ * SCHED_OTHER (nice kept) whatever the policy of the thread starting it
+ * (an unprivileged process can always go from SCHED_BATCH to it, not
+ * from SCHED_IDLE or a real-time one). Returns 0, KILN_ENOMEM or
+ * KILN_EIO. */
+int spawner_new(struct kilnd_spawner **sp, int sched_normal);
 
 /* Start a child. On 0, done(arg, result) will be called exactly once, on
  * the reaper thread, after the child has ended (and *pid, may be NULL, is

@@ -590,3 +590,38 @@ YAML
 	build_ok
 	expect_ran "all.txt copy/b.txt greet.txt marked.txt"
 }
+
+# The policy (SCHED_OTHER 0, SCHED_BATCH 3) each tool ran under.
+write_policy_project() {
+	mkdir -p src
+	printf 'x\n' >src/a.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default: {}
+tools:
+  policy: { run: [sh, -c, 'cut -d" " -f41 /proc/$$/stat > "$0"', "${out}", "${in}"] }
+assets:
+  - url: policy.txt
+    tool: policy
+    inputs: [src/a.txt]
+YAML
+}
+
+@test "tools run under the daemon's own scheduling policy, not its workers' SCHED_BATCH" {
+	write_policy_project
+	build_ok
+	[ "$(cat build/default/policy.txt)" = 0 ]
+	# the workers that start tools do run SCHED_BATCH (else this proves nothing)
+	pid=$(cat .kiln/kilnd.pid)
+	batch=$(for t in /proc/"$pid"/task/*; do sed 's/^.*) //' "$t/stat" | cut -d' ' -f39; done | grep -cx 3)
+	[ "$batch" -ge 1 ] || { echo "no SCHED_BATCH thread in kilnd"; false; }
+	# a daemon started under another policy keeps it for its tools
+	"$KILN" stop
+	printf 'y\n' >src/a.txt
+	run chrt --batch 0 "$KILN" build
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(cat build/default/policy.txt)" = 3 ]
+}

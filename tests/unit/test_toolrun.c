@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +132,7 @@ run_tool(void **state, const char *const *argv, const char *const *envp,
 	pid_t pid = 0;
 
 	seen_init(&seen);
-	assert_kiln(0, spawner_new(&sp));
+	assert_kiln(0, spawner_new(&sp, 0));
 	assert_kiln(0, spawner_start(sp, &rq, on_done, &sl, &pid));
 	assert_true(pid > 0);
 	if (seen_wait(&seen, 1, 10000) != 1)
@@ -245,7 +246,7 @@ kept_spawn_settings_follow_each_cwd_and_log(void **state)
 	int fd = open_log(state, "log"), fd2;
 
 	seen_init(&seen);
-	assert_kiln(0, spawner_new(&sp));
+	assert_kiln(0, spawner_new(&sp, 0));
 	for (int i = 0; i < 3; i++) {
 		struct spawn_req rq = {argv[0], argv, no_env, tu_path(state, "%s", dirs[i]), fd};
 		if (i < 2)
@@ -323,6 +324,44 @@ signals_blocked_in_the_parent_are_unblocked_in_the_tool(void **state)
 	assert_signalled(&r, SIGTERM, "blocked SIGTERM");
 }
 
+/* The policy (field 41 of /proc/<pid>/stat) a tool started by a
+ * SCHED_BATCH thread runs under, from a spawner made with sched_normal. */
+static int
+tool_policy_from_batch_thread(void **state, int sched_normal)
+{
+	const char *argv[] = {"/bin/sh", "-c", "cut -d' ' -f41 /proc/$$/stat", NULL};
+	struct sched_param prio0 = {0};
+	struct kilnd_spawner *sp;
+	struct seen seen;
+	struct slot sl = {.seen = &seen};
+	struct spawn_req rq = {argv[0], argv, no_env, NULL, open_log(state, "log")};
+	int policy, rv;
+
+	assert_int_equal(0, pthread_setschedparam(pthread_self(), SCHED_BATCH, &prio0));
+	seen_init(&seen);
+	assert_kiln(0, spawner_new(&sp, sched_normal));
+	rv = spawner_start(sp, &rq, on_done, &sl, NULL);
+	if (rv == 0 && seen_wait(&seen, 1, 10000) != 1)
+		fail_msg("done not called within 10 s");
+	spawner_free(sp);
+	close(rq.log_fd);
+	assert_int_equal(0, pthread_setschedparam(pthread_self(), SCHED_OTHER, &prio0));
+	assert_kiln(0, rv);
+	assert_true(sl.r.exited && sl.r.status == 0);
+	if (sscanf(read_log(state, "log"), "%d", &policy) != 1)
+		fail_msg("no policy in the log: '%s'", read_log(state, "log"));
+	unlink(tu_path(state, "log"));
+	return policy;
+}
+
+static void
+tools_start_under_the_normal_policy_when_asked(void **state)
+{
+	assert_int_equal(SCHED_OTHER, tool_policy_from_batch_thread(state, 1));
+	/* and inherit the starting thread's otherwise */
+	assert_int_equal(SCHED_BATCH, tool_policy_from_batch_thread(state, 0));
+}
+
 static void
 signals_ignored_in_the_parent_are_default_in_the_tool(void **state)
 {
@@ -353,7 +392,7 @@ fifty_children_at_once_each_done_exactly_once(void **state)
 	int log_fd = open_log(state, "log");
 
 	seen_init(&seen);
-	assert_kiln(0, spawner_new(&sp));
+	assert_kiln(0, spawner_new(&sp, 0));
 	for (int i = 0; i < N; i++) {
 		const char *argv[] = {"/bin/sh", "-c", script[i], NULL};
 		struct spawn_req rq = {"/bin/sh", argv, no_env, NULL, log_fd};
@@ -426,7 +465,7 @@ spawning_beside_reaping_reports_each_child_once(void **state)
 	pthread_t t[2];
 	int log_fd = open_log(state, "log");
 
-	assert_kiln(0, spawner_new(&sp));
+	assert_kiln(0, spawner_new(&sp, 0));
 	for (int k = 0; k < 2; k++) {
 		st[k] = (struct starter){sp, log_fd, 37 * k, 0};
 		assert_int_equal(0, pthread_create(&t[k], NULL, starter_main, &st[k]));
@@ -488,7 +527,7 @@ kill_tool(void **state, const char *script, unsigned grace_ms, int64_t *took_ms)
 	pid_t pid;
 
 	seen_init(&seen);
-	assert_kiln(0, spawner_new(&sp));
+	assert_kiln(0, spawner_new(&sp, 0));
 	assert_kiln(0, spawner_start(sp, &rq, on_done, &sl, &pid));
 	for (int i = 0; i < 500 && strchr(read_log(state, "log"), '\n') == NULL; i++)
 		tu_sleep_ms(10);
@@ -587,7 +626,7 @@ free_with_running_children_kills_them_and_returns_promptly(void **state)
 	int64_t t0, took;
 
 	seen_init(&seen);
-	assert_kiln(0, spawner_new(&sp));
+	assert_kiln(0, spawner_new(&sp, 0));
 	for (int i = 0; i < N; i++) {
 		sl[i] = (struct slot){.seen = &seen};
 		assert_kiln(0, spawner_start(sp, &rq, on_done, &sl[i], NULL));
@@ -625,7 +664,7 @@ children_without_a_pidfd_are_reaped_and_killed_too(void **state)
 	seen_init(&seen);
 	for (int i = 0; i < 3; i++)
 		sl[i] = (struct slot){.seen = &seen};
-	assert_kiln(0, spawner_new(&sp));
+	assert_kiln(0, spawner_new(&sp, 0));
 	assert_true((lowest = dup(0)) >= 0);
 	close(lowest);
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
@@ -671,7 +710,7 @@ start_errors_call_no_done(void **state)
 
 	seen_init(&seen);
 	tu_write_file(tu_path(state, "data.txt"), "x\n", 2);
-	assert_kiln(0, spawner_new(&sp));
+	assert_kiln(0, spawner_new(&sp, 0));
 	for (size_t i = 0; i < N; i++) {
 		const char *path = tu_path(state, "%s", cases[i].path);
 		const char *argv[] = {path, NULL};
@@ -816,6 +855,7 @@ main(void)
 		T(no_descriptor_of_the_parent_leaks_into_the_tool),
 		T(signals_blocked_in_the_parent_are_unblocked_in_the_tool),
 		T(signals_ignored_in_the_parent_are_default_in_the_tool),
+		T(tools_start_under_the_normal_policy_when_asked),
 		T(fifty_children_at_once_each_done_exactly_once),
 		T(spawning_beside_reaping_reports_each_child_once),
 		T(kill_ends_the_whole_process_group_with_sigterm),
