@@ -727,7 +727,7 @@ static int
 quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 {
 	kiln_id small[64], *v = small;
-	size_t nv = 1, cap = 64;
+	size_t nv = 1, cap = 1;   /* the program's */
 	char exe[PATH_MAX];
 	int rv;
 
