@@ -291,6 +291,21 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 	free(stack);
 }
 
+/* Work arrived (e->mu held): wake one idle worker, unless one is waking
+ * already. That one, once it has taken its work, wakes the next if more is
+ * left (worker_main), so workers join one at a time as the work needs them.
+ * A signal for every step made ready woke all of them for each step of a
+ * warm build's pass over 11,000 up-to-date steps, which then spent more
+ * time waking each other and in the lock than deciding. */
+static void
+workers_wake(struct engine *e)
+{
+	if (e->nidle > e->nwaking && e->nwaking == 0) {
+		e->nwaking++;
+		pthread_cond_signal(&e->cv);
+	}
+}
+
 static void
 make_ready(struct engine *e, struct graph *g, struct node *n)
 {
@@ -301,7 +316,7 @@ make_ready(struct engine *e, struct graph *g, struct node *n)
 		node_finish(e, g, n, N_FAILED);
 		return;
 	}
-	pthread_cond_signal(&e->cv);
+	workers_wake(e);
 }
 
 int
@@ -1021,7 +1036,7 @@ engine_tool_done(void *arg, const struct spawn_result *r)
 		e->capcompleted = ncap;
 	}
 	e->completed[e->ncompleted++] = rc;
-	pthread_cond_signal(&e->cv);
+	workers_wake(e);
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -1105,12 +1120,17 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	}
 }
 
-/* Decide a ready step (e->mu held, dropped for the work). */
-static void
-work_eval(struct engine *e, struct graph *g, struct node *n)
+static void work_left_wake(struct engine *e);
+static int eval_room(const struct engine *e);
+static struct node *pop_live(struct heap *h, enum node_state want, struct graph **gp);
+
+/* Deciding a ready step, in three parts: before (e->mu held; 0 when it
+ * was settled without looking at files), the work (unlocked), after
+ * (e->mu held). */
+static int
+eval_before(struct engine *e, struct graph *g, struct node *n)
 {
-	int dry = e->wave_dry, dep_would = 0;
-	enum eval_result r;
+	int dep_would = 0;
 
 	n->st = N_EVAL;
 	for (uint32_t k = 0; k < n->ndeps; k++)
@@ -1123,16 +1143,28 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 		free(n->reason);
 		n->reason = strdup(why);
 		node_finish(e, g, n, N_WOULD_RUN);
-		return;
+		return 0;
 	}
 	if (n->nneeds > 0 && need_prereqs(e, g, n))
-		return;  /* waits on what its last result needed */
-	pthread_mutex_unlock(&e->mu);
-	r = step_eval(e, g, n, dry);
+		return 0;  /* waits on what its last result needed */
+	return 1;
+}
+
+static enum eval_result
+eval_work(struct engine *e, struct graph *g, struct node *n, int dry)
+{
+	enum eval_result r = step_eval(e, g, n, dry);
+
 	if (r == EVAL_FAIL)
 		step_record_failure(e, g, n);
 	pages_tick(e);
-	pthread_mutex_lock(&e->mu);
+	return r;
+}
+
+static void
+eval_after(struct engine *e, struct graph *g, struct node *n, enum eval_result r,
+           int dry)
+{
 	if (r == EVAL_DONE) {
 		node_finish(e, g, n, N_DONE);
 	} else if (r == EVAL_FAIL) {
@@ -1147,6 +1179,48 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 		if (heap_push(&e->runnable, g, n) != 0)
 			node_fail(e, g, n);
 	}
+}
+
+/* Steps a worker takes from the ready heap at once, at most. */
+#define EVAL_BATCH 8
+
+/* Decide ready steps, first the popped n, then more while many are
+ * waiting (e->mu held, dropped for the work). Up to EVAL_BATCH at once,
+ * never more than a share of the ready heap each worker's: a warm
+ * build's pass over 11,000 up-to-date steps, ~1 µs of work each, spent
+ * more time taking and waiting for the lock, twice a step, than
+ * deciding. */
+static void
+work_eval(struct engine *e, struct graph *g, struct node *n)
+{
+	struct graph *bg[EVAL_BATCH];
+	struct node *bn[EVAL_BATCH];
+	enum eval_result r[EVAL_BATCH];
+	size_t want = e->ready.n / (2 * (size_t)e->nthreads) + 1, k = 0;
+	int dry = e->wave_dry;
+
+	if (want > EVAL_BATCH)
+		want = EVAL_BATCH;
+	for (;;) {
+		if (!node_wanted(e, n) || e->quit)
+			node_finish(e, g, n, N_CANCELLED);
+		else if (eval_before(e, g, n)) {
+			bg[k] = g;
+			bn[k++] = n;
+		}
+		if (k >= want || !eval_room(e) ||
+		    (n = pop_live(&e->ready, N_READY, &g)) == NULL)
+			break;
+	}
+	work_left_wake(e);
+	if (k == 0)
+		return;
+	pthread_mutex_unlock(&e->mu);
+	for (size_t i = 0; i < k; i++)
+		r[i] = eval_work(e, bg[i], bn[i], dry);
+	pthread_mutex_lock(&e->mu);
+	for (size_t i = 0; i < k; i++)
+		eval_after(e, bg[i], bn[i], r[i], dry);
 }
 
 /* Pop the next live entry of h (stale duplicates skipped). */
@@ -1179,6 +1253,16 @@ eval_room(const struct engine *e)
 	return e->ready.n > 0 && e->ready.v[0].prio > e->runnable.v[0].prio;
 }
 
+/* A worker took work (e->mu held): if more is waiting, another may start
+ * on it. (Stale heap entries count: at worst one wake too many.) */
+static void
+work_left_wake(struct engine *e)
+{
+	if ((e->running < jobs_limit(e) && e->runnable.n > 0) || e->ncompleted > 0 ||
+	    (e->ready.n > 0 && eval_room(e)))
+		workers_wake(e);
+}
+
 void *
 worker_main(void *arg)
 {
@@ -1205,22 +1289,26 @@ worker_main(void *arg)
 		 * published: the tools are what the build waits on */
 		if (e->running < jobs_limit(e) && !e->quit &&
 		    (n = pop_live(&e->runnable, N_RUNNABLE, &g)) != NULL) {
+			work_left_wake(e);
 			if (node_wanted(e, n))
 				work_start(e, g, n);
 			else
 				node_finish(e, g, n, N_CANCELLED);
 		} else if (e->ncompleted > 0) {
-			work_complete(e, e->completed[--e->ncompleted]);
+			struct run_ctx *rc = e->completed[--e->ncompleted];
+			work_left_wake(e);
+			work_complete(e, rc);
 		} else if (eval_room(e) && (n = pop_live(&e->ready, N_READY, &g)) != NULL) {
-			if (node_wanted(e, n) && !e->quit)
-				work_eval(e, g, n);
-			else
-				node_finish(e, g, n, N_CANCELLED);
+			work_eval(e, g, n);
 		} else if (e->quit && e->running == 0 && e->nsusp == 0) {
 			pthread_cond_broadcast(&e->cv); /* the others leave too */
 			break;
 		} else {
+			e->nidle++;
 			pthread_cond_wait(&e->cv, &e->mu);
+			e->nidle--;
+			if (e->nwaking > 0)
+				e->nwaking--;
 			continue;
 		}
 		builds_check(e);
