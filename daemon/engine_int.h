@@ -235,8 +235,6 @@ struct engine {
 	int quit;
 	pthread_t *threads;
 	unsigned nthreads;
-	unsigned nidle;          /* workers waiting on cv */
-	unsigned nwaking;        /* of those, signalled and not yet running */
 	int workers_batch;       /* workers run SCHED_BATCH (see worker_main) */
 
 	kiln_desc *desc;         /* NULL until the first build */
