@@ -21,13 +21,12 @@
  * A crash at any point leaves either nothing, a temp file (swept on a later
  * open), or a complete blob without a use record (an orphan gc collects).
  *
- * KILN_DURABLE_BATCH skips the fsyncs of 2 and 3 and counts the put
- * instead (after 4, so the count covers every file operation of the put);
- * store_sync_puts, called before each record commit, makes all counted
- * puts durable with one syncfs(). Concurrent commits and puts need no lock:
- * put_count and synced_count only grow, a commit syncs when they differ,
- * and afterwards raises synced_count to the put_count it read before its
- * syncfs started — a put counted later is left for the next commit. */
+ * KILN_DURABLE_BATCH skips the fsyncs of 2 and 3 and notes the put
+ * instead (after 4, so the note covers every file operation of the put);
+ * store_sync_puts, called before each record commit, makes the noted puts
+ * durable: a few one by one, many with one syncfs(). Syncs take turns
+ * (sync_mu): a commit whose records name a blob another commit is syncing
+ * waits for that sync. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -181,7 +180,7 @@ publish(struct pending *p)
 		utimensat(AT_FDCWD, p->final, NULL, AT_SYMLINK_NOFOLLOW);
 		if ((rv = store_use_defer(p->s, &p->id, p->size)) != 0)
 			return rv;
-		__atomic_add_fetch(&p->s->put_count, 1, __ATOMIC_SEQ_CST);
+		store_unsynced_add(p->s, &p->id);
 		return 0;
 	}
 	if ((rv = place(p)) != 0 ||
@@ -190,27 +189,105 @@ publish(struct pending *p)
 	return 0;
 }
 
+void
+store_unsynced_add(kiln_store *s, const kiln_id *id)
+{
+	pthread_mutex_lock(&s->uses_mu);
+	s->nputs_unsynced++;
+	if (!s->unsynced_many && s->nunsynced == s->capunsynced) {
+		kiln_id *nv = s->nunsynced < STORE_SYNC_EACH_MAX
+		              ? realloc(s->unsynced, STORE_SYNC_EACH_MAX * sizeof *nv) : NULL;
+		if (nv == NULL)
+			s->unsynced_many = 1;
+		else {
+			s->unsynced = nv;
+			s->capunsynced = STORE_SYNC_EACH_MAX;
+		}
+	}
+	if (!s->unsynced_many)
+		s->unsynced[s->nunsynced++] = *id;
+	pthread_mutex_unlock(&s->uses_mu);
+}
+
+/* fdatasync (dir: fsync) the file at path. */
+static int
+sync_path(const char *path, int dir)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0)), rv = 0;
+
+	if (fd < 0)
+		return kiln_err_from_errno(errno);
+	if ((dir ? fsync(fd) : fdatasync(fd)) != 0)
+		rv = kiln_err_from_errno(errno);
+	close(fd);
+	return rv;
+}
+
+/* Each blob's data, its shard folder (its name) and objects/ (a new
+ * shard's name), each folder once. */
+static int
+sync_each(kiln_store *s, const kiln_id *ids, size_t n)
+{
+	char path[PATH_MAX];
+	uint8_t shard_done[256] = {0};
+	int rv;
+
+	for (size_t i = 0; i < n; i++) {
+		store_blob_path(s, &ids[i], path);
+		if ((rv = sync_path(path, 0)) != 0)
+			return rv;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *slash;
+		if (shard_done[ids[i].b[0]])
+			continue;
+		shard_done[ids[i].b[0]] = 1;
+		store_blob_path(s, &ids[i], path);
+		if ((slash = strrchr(path, '/')) != NULL)
+			*slash = '\0';
+		if ((rv = sync_path(path, 1)) != 0)
+			return rv;
+	}
+	return fsync(s->objects_fd) != 0 ? kiln_err_from_errno(errno) : 0;
+}
+
 int
 store_sync_puts(kiln_store *s)
 {
-	uint64_t seen, synced;
+	kiln_id ids[STORE_SYNC_EACH_MAX];
+	size_t n;
+	uint64_t nputs;
+	int many, rv = 0;
 
 	if (s->durability != KILN_DURABLE_BATCH)
 		return 0;
-	seen = __atomic_load_n(&s->put_count, __ATOMIC_SEQ_CST);
-	synced = __atomic_load_n(&s->synced_count, __ATOMIC_SEQ_CST);
-	if (seen == synced)
-		return 0;
-	/* One flush of the whole file system: every blob and shard folder
-	 * counted in seen (and the rest of the page cache with them). */
-	if (syncfs(s->objects_fd) != 0)
-		return kiln_err_from_errno(errno);
-	/* Never lower it: a concurrent commit may have synced more. */
-	while (synced < seen &&
-	       !__atomic_compare_exchange_n(&s->synced_count, &synced, seen, 0,
-	                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-		;
-	return 0;
+	pthread_mutex_lock(&s->sync_mu);
+	pthread_mutex_lock(&s->uses_mu);
+	nputs = s->nputs_unsynced;
+	many = s->unsynced_many;
+	n = many ? 0 : s->nunsynced;
+	if (n > 0)
+		memcpy(ids, s->unsynced, n * sizeof *ids);
+	s->nputs_unsynced = 0;
+	s->nunsynced = 0;
+	s->unsynced_many = 0;
+	pthread_mutex_unlock(&s->uses_mu);
+	if (nputs > 0) {
+		/* many: one flush of the whole file system, every blob and
+		 * shard folder (and the rest of the page cache with them) */
+		if (many)
+			rv = syncfs(s->objects_fd) != 0 ? kiln_err_from_errno(errno) : 0;
+		else
+			rv = sync_each(s, ids, n);
+		if (rv != 0) {   /* pending again: the next sync flushes all */
+			pthread_mutex_lock(&s->uses_mu);
+			s->nputs_unsynced += nputs;
+			s->unsynced_many = 1;
+			pthread_mutex_unlock(&s->uses_mu);
+		}
+	}
+	pthread_mutex_unlock(&s->sync_mu);
+	return rv;
 }
 
 int
@@ -495,7 +572,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 		close(p.fd);
 		return rv;
 	}
-	__atomic_add_fetch(&s->put_count, 1, __ATOMIC_SEQ_CST);
+	store_unsynced_add(s, &p.id);
 	close(p.fd);
 	if (id != NULL)
 		*id = p.id;

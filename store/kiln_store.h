@@ -104,12 +104,13 @@ enum kiln_durability {
 	 * by dropping the records, and a rebuild puts the content back). */
 	KILN_DURABLE_NONE = 1,
 	/* Puts do not fsync; instead, before the next record is committed
-	 * (single or batch), one syncfs() of the store's filesystem makes
-	 * every blob put through this handle since the last sync durable,
-	 * and the record commits synchronously. Records still never name a
-	 * blob that a power cut could lose, and a blob costs no fsync of its
-	 * own or of its folder (a put still commits its use time to the
-	 * database synchronously, as with FSYNC): what a build daemon wants. */
+	 * (single or batch), every blob put through this handle since the
+	 * last sync is made durable (a few one by one, many with one
+	 * syncfs() of the store's filesystem), and the record commits
+	 * synchronously. Records still never name a blob that a power cut
+	 * could lose, and a put costs no fsync or transaction of its own
+	 * (its use record waits for that commit): what a build daemon
+	 * wants. */
 	KILN_DURABLE_BATCH = 2,
 };
 

@@ -293,6 +293,7 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 	s->durability = opts->durability;
 	s->objects_fd = -1;
 	pthread_mutex_init(&s->uses_mu, NULL);
+	pthread_mutex_init(&s->sync_mu, NULL);
 	s->dir = strdup(dir);
 	s->objects = path_join(dir, "objects");
 	s->tmp = path_join(dir, "tmp");
@@ -347,6 +348,8 @@ kiln_store_close(kiln_store *s)
 	db_close(s->db);
 	free(s->uses);
 	pthread_mutex_destroy(&s->uses_mu);
+	pthread_mutex_destroy(&s->sync_mu);
+	free(s->unsynced);
 	if (s->objects_fd >= 0)
 		close(s->objects_fd);
 	free(s->dir);

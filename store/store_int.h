@@ -40,11 +40,17 @@ struct kiln_store {
 	kiln_db *db;
 	/* KILN_DURABLE_BATCH only (else -1): the objects folder, for syncfs. */
 	int objects_fd;
-	/* KILN_DURABLE_BATCH: puts published without an fsync, and how many of
-	 * them the last completed syncfs covered. Both only grow (atomics);
-	 * put_count > synced_count means a record commit must sync first. */
-	uint64_t put_count;
-	uint64_t synced_count;
+	/* KILN_DURABLE_BATCH: blobs published without an fsync since the
+	 * last sync took them (under uses_mu): their ids while they are few
+	 * (STORE_SYNC_EACH_MAX at most; past that, or without memory for
+	 * one, only "many": the next sync is a syncfs), and how many. */
+	kiln_id *unsynced;
+	size_t nunsynced, capunsynced;
+	uint64_t nputs_unsynced;
+	int unsynced_many;
+	/* KILN_DURABLE_BATCH: one sync at a time, so that a commit waits for
+	 * another's sync of the blobs its records may name. */
+	pthread_mutex_t sync_mu;
 	/* KILN_DURABLE_BATCH: use records of blobs put since the last record
 	 * commit, written by that commit (a put costs no transaction; gc
 	 * judges such a blob by its file's mtime, which put refreshes). */
@@ -70,11 +76,23 @@ int store_writable(const kiln_store *s);
 
 /* ---- blob.c: KILN_DURABLE_BATCH ---- */
 
+/* Blobs synced one by one at most; more and a sync is one syncfs(). */
+#define STORE_SYNC_EACH_MAX 16
+
 /* Before a record commit: when puts were published without an fsync since
- * the last sync, syncfs() the store's file system once, so no record can
- * name a blob a power cut would lose. A no-op for the other durabilities.
- * Safe from any thread. Returns 0 or the errno-mapped KILN_E* of syncfs. */
+ * the last sync, make them durable, so no record can name a blob a power
+ * cut would lose: up to STORE_SYNC_EACH_MAX of them one by one (each
+ * file's fdatasync, then its shard folder's and objects/'s fsync), more
+ * with one syncfs() of the store's file system. (syncfs writes out every
+ * dirty page of that file system, other programs' too: 200 MB of someone
+ * else's writes made a 3-blob commit take 100 ms more.) A no-op for the
+ * other durabilities. Safe from any thread. Returns 0 or the errno-mapped
+ * KILN_E*; on an error the puts stay pending for the next sync. */
 int store_sync_puts(kiln_store *s);
+
+/* A blob was published without an fsync (KILN_DURABLE_BATCH): the next
+ * store_sync_puts makes it durable. */
+void store_unsynced_add(kiln_store *s, const kiln_id *id);
 
 /* Make a unique named temp file "<tmp>/<kind>-<pid>-XXXXXX" (path into
  * name, PATH_MAX) and return its fd in *fd. The pid lets an open tell a

@@ -29,6 +29,8 @@ static struct {
 	int nfsync;        /* fsync calls while armed, LMDB's own excepted */
 	int ndbsync;       /* LMDB's own flushes (fsync, fdatasync) while armed */
 	int fail_syncfs;   /* the next syncfs fails with EIO */
+	int nblobsync;     /* fdatasync of anything but LMDB's files while armed */
+	int fail_blobsync; /* the next such fdatasync fails with EIO */
 	struct stat synced; /* what the last syncfs was given */
 	int ndirops;       /* link, unlink, rename, renameat2 done while armed */
 	int nblobstat;     /* lstat of a file under objects/ while armed */
@@ -92,8 +94,16 @@ fsync(int fd)
 int
 fdatasync(int fd)
 {
-	if (io.armed && is_db_file(fd))
+	if (io.armed && is_db_file(fd)) {
 		io.ndbsync++;
+	} else if (io.armed) {
+		io.nblobsync++;
+		if (io.fail_blobsync) {
+			io.fail_blobsync = 0;
+			errno = EIO;
+			return -1;
+		}
+	}
 	return real_call("fdatasync", fd);
 }
 
@@ -585,20 +595,19 @@ put_every_way(void **state, kiln_store *s, uint64_t seed, kiln_id ids[5])
 }
 
 static void
-durable_batch_puts_skip_fsync_and_the_next_commit_syncs_once(void **state)
+durable_batch_puts_skip_fsync_and_the_next_commit_syncs_them(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_BATCH);
 	kiln_batch *b = batch_new();
 	kiln_id ids[5], more[5];
-	struct stat objects;
 	size_t skipped;
 
-	assert_int_equal(stat(tu_path(state, "store/objects"), &objects), 0);
 	io_arm();
 	put_every_way(state, s, 1, ids);
-	if (io.nfsync != 0 || io.nsyncfs != 0)
-		fail_msg("5 puts with KILN_DURABLE_BATCH made %d fsyncs and %d syncfs "
-		         "calls; expected none", io.nfsync, io.nsyncfs);
+	if (io.nfsync != 0 || io.nsyncfs != 0 || io.nblobsync != 0)
+		fail_msg("5 puts with KILN_DURABLE_BATCH made %d fsyncs, %d fdatasyncs "
+		         "and %d syncfs calls; expected none", io.nfsync, io.nblobsync,
+		         io.nsyncfs);
 	/* nor a database transaction each: their use records wait for the
 	 * next commit */
 	if (io.ndbsync != 0)
@@ -610,29 +619,62 @@ durable_batch_puts_skip_fsync_and_the_next_commit_syncs_once(void **state)
 		assert_kiln(0, kiln_batch_index_set(b, "pc", url, &ids[i]));
 	}
 	assert_kiln(0, kiln_store_commit(s, b, &skipped));
-	if (io.nsyncfs != 1)
-		fail_msg("a batch commit after 5 unsynced puts made %d syncfs calls, "
-		         "expected 1", io.nsyncfs);
-	if (io.synced.st_dev != objects.st_dev || io.synced.st_ino != objects.st_ino)
-		fail_msg("syncfs was given an fd that is not the store's objects/");
+	/* a few blobs: each one's data, then its folder's and objects/'s
+	 * names, never the whole file system's dirty pages */
+	if (io.nblobsync != 5 || io.nsyncfs != 0)
+		fail_msg("a batch commit after 5 unsynced puts made %d fdatasyncs and "
+		         "%d syncfs calls, expected 5 and 0", io.nblobsync, io.nsyncfs);
+	if (io.nfsync < 2)
+		fail_msg("a batch commit after 5 unsynced puts fsynced %d folders, "
+		         "expected their shards' and objects/", io.nfsync);
 	/* Nothing put since: nothing to sync. */
+	io_arm();
 	assert_kiln(0, kiln_store_step_put(s, "pc", "u0", "x", 1));
 	assert_kiln(0, kiln_store_index_set(s, "pc", "again", &ids[0]));
-	assert_int_equal(io.nsyncfs, 1);
+	assert_int_equal(io.nblobsync + io.nsyncfs + io.nfsync, 0);
 
-	/* A failed syncfs fails the commit, which commits nothing, and the
-	 * puts stay pending for the next one. */
+	/* A failed sync fails the commit, which commits nothing, and the
+	 * puts stay pending for the next one, a whole syncfs. */
 	put_every_way(state, s, 2, more);
-	io.fail_syncfs = 1;
+	io.fail_blobsync = 1;
 	assert_kiln(KILN_EIO, kiln_store_index_set(s, "pc", "more", &more[0]));
 	assert_kiln(KILN_ENOTFOUND, kiln_store_index_get(s, "pc", "more", &ids[0]));
-	assert_int_equal(io.nsyncfs, 2);
+	assert_int_equal(io.nsyncfs, 0);
 	assert_kiln(0, kiln_store_index_set(s, "pc", "more", &more[0]));
-	assert_int_equal(io.nsyncfs, 3);
+	assert_int_equal(io.nsyncfs, 1);
 	assert_kiln(0, kiln_store_file_put(s, "f", &(kiln_file_rec){0}));
-	assert_int_equal(io.nsyncfs, 3);
+	assert_int_equal(io.nsyncfs, 1);
 	io.armed = 0;
 	kiln_batch_free(b);
+	kiln_store_close(s);
+}
+
+static void
+many_unsynced_puts_are_synced_with_one_syncfs(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_BATCH);
+	kiln_id id;
+	struct stat objects;
+
+	assert_int_equal(stat(tu_path(state, "store/objects"), &objects), 0);
+	io_arm();
+	for (int i = 0; i < STORE_SYNC_EACH_MAX + 1; i++)
+		id = tu_put_content(s, (uint64_t)i + 100, 200);
+	assert_kiln(0, kiln_store_index_set(s, "pc", "last", &id));
+	if (io.nsyncfs != 1 || io.nblobsync != 0)
+		fail_msg("a commit after %d unsynced puts made %d syncfs calls and %d "
+		         "fdatasyncs, expected 1 and 0", STORE_SYNC_EACH_MAX + 1,
+		         io.nsyncfs, io.nblobsync);
+	if (io.synced.st_dev != objects.st_dev || io.synced.st_ino != objects.st_ino)
+		fail_msg("syncfs was given an fd that is not the store's objects/");
+	/* and as many as it syncs one by one, one by one */
+	io_arm();
+	for (int i = 0; i < STORE_SYNC_EACH_MAX; i++)
+		id = tu_put_content(s, (uint64_t)i + 200, 200);
+	assert_kiln(0, kiln_store_index_set(s, "pc", "last", &id));
+	assert_int_equal(io.nsyncfs, 0);
+	assert_int_equal(io.nblobsync, STORE_SYNC_EACH_MAX);
+	io.armed = 0;
 	kiln_store_close(s);
 }
 
@@ -851,7 +893,8 @@ main(void)
 		T(queueing_checks_names_and_sizes_like_the_single_calls),
 		T(steps_round_trip),
 		T(fsck_reports_and_drops_undecodable_step_records),
-		T(durable_batch_puts_skip_fsync_and_the_next_commit_syncs_once),
+		T(durable_batch_puts_skip_fsync_and_the_next_commit_syncs_them),
+		T(many_unsynced_puts_are_synced_with_one_syncfs),
 		T(other_durabilities_never_syncfs_and_fsync_keeps_its_fsyncs),
 		T(batch_put_move_is_one_rename_and_keeps_the_inode),
 		T(a_commit_looks_at_each_blob_once_however_many_records_name_it),
