@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,18 @@ engine_rmtree(const char *path)
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Whether this thread can switch to SCHED_BATCH and back to SCHED_OTHER
+ * (it ends as it began when it can). */
+static int
+policy_round_trip_works(void)
+{
+	struct sched_param prio0 = {0};
+
+	if (pthread_setschedparam(pthread_self(), SCHED_BATCH, &prio0) != 0)
+		return 0;
+	return pthread_setschedparam(pthread_self(), SCHED_OTHER, &prio0) == 0;
+}
+
 int
 engine_new(const struct engine_config *cfg, struct engine **ep)
 {
@@ -77,8 +90,11 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	engine_rmtree(scratch);
 	trace_setup(e);
 	/* only from the normal policy: a daemon started under another one
-	 * (chrt, a real-time or idle class) keeps it for its tools */
-	e->workers_batch = sched_getscheduler(0) == SCHED_OTHER;
+	 * (chrt, a real-time or idle class) keeps it for its tools; and only
+	 * where this thread can go to SCHED_BATCH and back (a sandbox that
+	 * refuses the call would otherwise fail every tool's start) */
+	e->workers_batch = sched_getscheduler(0) == SCHED_OTHER &&
+	                   policy_round_trip_works();
 	if ((rv = spawner_new(&e->sp, e->workers_batch)) != 0)
 		goto fail;
 	/* deciding and finishing steps is file-system work that waits on the
