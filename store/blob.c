@@ -193,34 +193,15 @@ void
 store_unsynced_add(kiln_store *s, const kiln_id *id)
 {
 	pthread_mutex_lock(&s->uses_mu);
-	s->nputs_unsynced++;
-	if (!s->unsynced_many && s->nunsynced == s->capunsynced) {
-		kiln_id *nv = s->nunsynced < STORE_SYNC_EACH_MAX
-		              ? realloc(s->unsynced, STORE_SYNC_EACH_MAX * sizeof *nv) : NULL;
-		if (nv == NULL)
-			s->unsynced_many = 1;
-		else {
-			s->unsynced = nv;
-			s->capunsynced = STORE_SYNC_EACH_MAX;
-		}
-	}
-	if (!s->unsynced_many)
+	for (size_t i = 0; i < s->nunsynced && !s->unsynced_many; i++)
+		if (memcmp(s->unsynced[i].b, id->b, sizeof id->b) == 0)
+			goto out;   /* the same bytes again: one sync will do */
+	if (s->nunsynced < STORE_SYNC_EACH_MAX)
 		s->unsynced[s->nunsynced++] = *id;
+	else
+		s->unsynced_many = 1;
+out:
 	pthread_mutex_unlock(&s->uses_mu);
-}
-
-/* fdatasync (dir: fsync) the file at path. */
-static int
-sync_path(const char *path, int dir)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0)), rv = 0;
-
-	if (fd < 0)
-		return kiln_err_from_errno(errno);
-	if ((dir ? fsync(fd) : fdatasync(fd)) != 0)
-		rv = kiln_err_from_errno(errno);
-	close(fd);
-	return rv;
 }
 
 /* Each blob's data, its shard folder (its name) and objects/ (a new
@@ -234,18 +215,16 @@ sync_each(kiln_store *s, const kiln_id *ids, size_t n)
 
 	for (size_t i = 0; i < n; i++) {
 		store_blob_path(s, &ids[i], path);
-		if ((rv = sync_path(path, 0)) != 0)
+		if ((rv = fio_fdatasync_path(path)) != 0)
 			return rv;
 	}
 	for (size_t i = 0; i < n; i++) {
-		char *slash;
 		if (shard_done[ids[i].b[0]])
 			continue;
 		shard_done[ids[i].b[0]] = 1;
 		store_blob_path(s, &ids[i], path);
-		if ((slash = strrchr(path, '/')) != NULL)
-			*slash = '\0';
-		if ((rv = sync_path(path, 1)) != 0)
+		*strrchr(path, '/') = '\0';
+		if ((rv = fio_fsync_dir(path)) != 0)
 			return rv;
 	}
 	return fsync(s->objects_fd) != 0 ? kiln_err_from_errno(errno) : 0;
@@ -256,35 +235,28 @@ store_sync_puts(kiln_store *s)
 {
 	kiln_id ids[STORE_SYNC_EACH_MAX];
 	size_t n;
-	uint64_t nputs;
 	int many, rv = 0;
 
 	if (s->durability != KILN_DURABLE_BATCH)
 		return 0;
 	pthread_mutex_lock(&s->sync_mu);
 	pthread_mutex_lock(&s->uses_mu);
-	nputs = s->nputs_unsynced;
+	n = s->nunsynced;
 	many = s->unsynced_many;
-	n = many ? 0 : s->nunsynced;
-	if (n > 0)
-		memcpy(ids, s->unsynced, n * sizeof *ids);
-	s->nputs_unsynced = 0;
+	memcpy(ids, s->unsynced, n * sizeof *ids);
 	s->nunsynced = 0;
 	s->unsynced_many = 0;
 	pthread_mutex_unlock(&s->uses_mu);
-	if (nputs > 0) {
-		/* many: one flush of the whole file system, every blob and
-		 * shard folder (and the rest of the page cache with them) */
-		if (many)
-			rv = syncfs(s->objects_fd) != 0 ? kiln_err_from_errno(errno) : 0;
-		else
-			rv = sync_each(s, ids, n);
-		if (rv != 0) {   /* pending again: the next sync flushes all */
-			pthread_mutex_lock(&s->uses_mu);
-			s->nputs_unsynced += nputs;
-			s->unsynced_many = 1;
-			pthread_mutex_unlock(&s->uses_mu);
-		}
+	/* many: one flush of the whole file system, every blob and shard
+	 * folder (and the rest of the page cache with them) */
+	if (many)
+		rv = syncfs(s->objects_fd) != 0 ? kiln_err_from_errno(errno) : 0;
+	else if (n > 0)
+		rv = sync_each(s, ids, n);
+	if (rv != 0) {   /* pending again: the next sync flushes all */
+		pthread_mutex_lock(&s->uses_mu);
+		s->unsynced_many = 1;
+		pthread_mutex_unlock(&s->uses_mu);
 	}
 	pthread_mutex_unlock(&s->sync_mu);
 	return rv;

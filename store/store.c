@@ -349,7 +349,6 @@ kiln_store_close(kiln_store *s)
 	free(s->uses);
 	pthread_mutex_destroy(&s->uses_mu);
 	pthread_mutex_destroy(&s->sync_mu);
-	free(s->unsynced);
 	if (s->objects_fd >= 0)
 		close(s->objects_fd);
 	free(s->dir);

@@ -31,6 +31,10 @@
 
 typedef struct kiln_db kiln_db;
 
+/* KILN_DURABLE_BATCH: blobs synced one by one at most; more and a sync
+ * is one syncfs(). */
+#define STORE_SYNC_EACH_MAX 16
+
 struct kiln_store {
 	char *dir;            /* as given */
 	char *objects;        /* <dir>/objects */
@@ -41,12 +45,11 @@ struct kiln_store {
 	/* KILN_DURABLE_BATCH only (else -1): the objects folder, for syncfs. */
 	int objects_fd;
 	/* KILN_DURABLE_BATCH: blobs published without an fsync since the
-	 * last sync took them (under uses_mu): their ids while they are few
-	 * (STORE_SYNC_EACH_MAX at most; past that, or without memory for
-	 * one, only "many": the next sync is a syncfs), and how many. */
-	kiln_id *unsynced;
-	size_t nunsynced, capunsynced;
-	uint64_t nputs_unsynced;
+	 * last sync took them (under uses_mu), while they are few; past
+	 * STORE_SYNC_EACH_MAX, or after a failed sync, unsynced_many: the
+	 * next sync is a syncfs. */
+	kiln_id unsynced[STORE_SYNC_EACH_MAX];
+	size_t nunsynced;
 	int unsynced_many;
 	/* KILN_DURABLE_BATCH: one sync at a time, so that a commit waits for
 	 * another's sync of the blobs its records may name. */
@@ -75,9 +78,6 @@ void store_blob_path(const kiln_store *s, const kiln_id *id, char *buf);
 int store_writable(const kiln_store *s);
 
 /* ---- blob.c: KILN_DURABLE_BATCH ---- */
-
-/* Blobs synced one by one at most; more and a sync is one syncfs(). */
-#define STORE_SYNC_EACH_MAX 16
 
 /* Before a record commit: when puts were published without an fsync since
  * the last sync, make them durable, so no record can name a blob a power
@@ -110,6 +110,8 @@ int names_profile_check(const char *profile, size_t len);
 int fio_read_all(int fd, void *buf, size_t len);
 /* fsync the folder at path. */
 int fio_fsync_dir(const char *path);
+/* fdatasync the file at path. */
+int fio_fdatasync_path(const char *path);
 /* mkdir that treats EEXIST as success; *made (may be NULL) says whether it
  * was created now. */
 int fio_mkdir(const char *path, mode_t mode, int *made);
