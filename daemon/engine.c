@@ -1105,8 +1105,35 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	}
 }
 
-static int eval_room(const struct engine *e);
-static struct node *pop_live(struct heap *h, enum node_state want, struct graph **gp);
+/* Pop the next live entry of h (stale duplicates skipped). */
+static struct node *
+pop_live(struct heap *h, enum node_state want, struct graph **gp)
+{
+	struct heap_item it;
+
+	while (heap_pop(h, &it)) {
+		struct node *n = &it.g->nodes[it.idx];
+		if (n->st == want && it.prio == n->heap_prio) {
+			*gp = it.g;
+			return n;
+		}
+	}
+	return NULL;
+}
+
+/* Whether a worker may decide another ready step (e->mu held). Deciding
+ * runs ahead of the tools by a bounded number of steps: a step decided to
+ * run holds its key's parts (~0.5 KB of labels and values) until its tool
+ * starts, and a 100,000-step clean build would otherwise decide every step
+ * up front and hold them all. A step more urgent than every waiting one (an
+ * editor's) is decided at once. */
+static int
+eval_room(const struct engine *e)
+{
+	if (e->runnable.n < 16 + 4 * (size_t)jobs_limit(e))
+		return 1;
+	return e->ready.n > 0 && e->ready.v[0].prio > e->runnable.v[0].prio;
+}
 
 /* Deciding a ready step, in three parts: before (e->mu held; 0 when it
  * was settled without looking at files), the work (unlocked), after
@@ -1207,36 +1234,6 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 	pthread_mutex_lock(&e->mu);
 	for (size_t i = 0; i < k; i++)
 		eval_after(e, bg[i], bn[i], r[i], dry);
-}
-
-/* Pop the next live entry of h (stale duplicates skipped). */
-static struct node *
-pop_live(struct heap *h, enum node_state want, struct graph **gp)
-{
-	struct heap_item it;
-
-	while (heap_pop(h, &it)) {
-		struct node *n = &it.g->nodes[it.idx];
-		if (n->st == want && it.prio == n->heap_prio) {
-			*gp = it.g;
-			return n;
-		}
-	}
-	return NULL;
-}
-
-/* Whether a worker may decide another ready step (e->mu held). Deciding
- * runs ahead of the tools by a bounded number of steps: a step decided to
- * run holds its key's parts (~0.5 KB of labels and values) until its tool
- * starts, and a 100,000-step clean build would otherwise decide every step
- * up front and hold them all. A step more urgent than every waiting one (an
- * editor's) is decided at once. */
-static int
-eval_room(const struct engine *e)
-{
-	if (e->runnable.n < 16 + 4 * (size_t)jobs_limit(e))
-		return 1;
-	return e->ready.n > 0 && e->ready.v[0].prio > e->runnable.v[0].prio;
 }
 
 void *
