@@ -7,7 +7,10 @@
 # new inode walk past those freed in the last minutes (recently_deleted()),
 # so back-to-back builds on one file system get slower run by run, and the
 # order of the sides would decide the result. Prints per side the median
-# wall time and the daemon's CPU time (utime+stime), with every run.
+# wall time, the daemon's CPU time (utime+stime) and the share of the
+# machine's CPU time left idle during the build (/proc/stat: the -j slots
+# standing empty), with every run. BIN_DIR/env, when there, is sourced
+# before each of that side's builds (environment for an A/B of a setting).
 #
 # Needs root (mount), mkfs.ext4 and python3. PROJECT comes from
 #   bin/bench/bench_engine --kiln bin/kiln -n 1000 --gen-only DIR
@@ -35,23 +38,29 @@ for r in $(seq "$runs"); do
 		rm -rf "$mnt/p/.kiln" "$mnt/p/build"
 		sync
 		cd "$mnt/p"
+		idle0=$(awk '/^cpu /{print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat)
 		t0=$(date +%s%N)
-		"$b/kiln" build -j2 >/dev/null || echo "ab.sh: the build with $b failed" >&2
+		(if [ -f "$b/env" ]; then . "$b/env"; fi
+		 "$b/kiln" build -j2 >/dev/null) || echo "ab.sh: the build with $b failed" >&2
 		t1=$(date +%s%N)
+		idle=$(awk -v s="$idle0" '/^cpu /{split(s, a, " ");
+			printf "%.1f", 100 * ($5 + $6 - a[1]) / ($2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 - a[2])}' /proc/stat)
 		cpu=$(awk '{print ($14 + $15) * 10}' "/proc/$(cat .kiln/kilnd.pid)/stat")
 		"$b/kiln" stop >/dev/null 2>&1 || true
 		cd /
-		echo "$b $(((t1 - t0) / 1000000)) $cpu" >>"$raw"
+		echo "$b $(((t1 - t0) / 1000000)) $cpu $idle" >>"$raw"
 	done
 done
 python3 - "$raw" <<'PY'
 import statistics, sys
-wall, cpu = {}, {}
+wall, cpu, idle = {}, {}, {}
 for line in open(sys.argv[1]):
-    b, w, c = line.split()
+    b, w, c, i = line.split()
     wall.setdefault(b, []).append(int(w))
     cpu.setdefault(b, []).append(int(c))
+    idle.setdefault(b, []).append(float(i))
 for b in wall:
     print(f"{b}: wall median {statistics.median(wall[b]):.0f} ms {sorted(wall[b])}, "
-          f"kilnd CPU median {statistics.median(cpu[b]):.0f} ms {sorted(cpu[b])}")
+          f"kilnd CPU median {statistics.median(cpu[b]):.0f} ms {sorted(cpu[b])}, "
+          f"idle median {statistics.median(idle[b]):.1f} % {sorted(idle[b])}")
 PY
