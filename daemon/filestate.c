@@ -3,9 +3,13 @@
  *
  * The table maps a path to its last stat and hash; entries are never
  * removed (a project's files number in the hundreds of thousands at most,
- * and a missing file is worth remembering too). One mutex guards the
- * table; stat and hashing run outside it, so two threads asking for the
- * same changed file may both hash it, which is wasted work but harmless. */
+ * and a missing file is worth remembering too). It is split in shards by
+ * the path's hash, each with its own mutex: a warm build asks about every
+ * file of the project from every worker at once, a few hundred ns each,
+ * and with one mutex the workers spent more time blocked on it (futex
+ * sleeps and wake-ups) than answering. Stat and hashing run outside the
+ * locks, so two threads asking for the same changed file may both hash
+ * it, which is wasted work but harmless. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,18 +37,27 @@ struct fentry {
 	char path[];
 };
 
-struct filestate {
-	kiln_store *s;
-	char *root;
-	int rootfd;       /* O_PATH: short path walks from the root */
+/* Shards: a power of two, well above the worker count so that two
+ * workers rarely meet on one. */
+#define FS_SHARDS 64
+
+/* One part of the table: the paths whose hash's top bits say so. */
+struct shard {
 	pthread_mutex_t mu;
 	struct fentry **slots;
 	size_t cap, n;
 	struct fentry *dirty;  /* records to write at the next flush */
-	uint64_t pass;
-	int verify;
-	struct watch *watch;   /* NULL: stat every file every pass */
+} __attribute__((aligned(64)));   /* a cache line each */
+
+struct filestate {
+	kiln_store *s;
+	char *root;
+	int rootfd;       /* O_PATH: short path walks from the root */
+	_Atomic uint64_t pass;
+	atomic_int verify;
+	struct watch *_Atomic watch;   /* NULL: stat every file every pass */
 	atomic_uint_fast64_t nstat, nhashed;
+	struct shard shards[FS_SHARDS];
 };
 
 static uint64_t
@@ -57,31 +70,46 @@ str_hash(const char *s)
 	return h;
 }
 
+/* The first slot count of a shard (64 shards: 4,096 slots in all). */
+#define SHARD_CAP0 64
+
 int
 filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 {
-	struct filestate *fs = calloc(1, sizeof *fs);
+	struct filestate *fs = aligned_alloc(64, sizeof *fs);
+	size_t k;
 
-	if (fs == NULL || (fs->root = strdup(root)) == NULL ||
-	    (fs->slots = calloc(1024, sizeof *fs->slots)) == NULL) {
-		if (fs != NULL)
-			free(fs->root);
-		free(fs);
+	*fsp = NULL;
+	if (fs == NULL)
 		return KILN_ENOMEM;
-	}
+	memset(fs, 0, sizeof *fs);
+	if ((fs->root = strdup(root)) == NULL)
+		goto nomem;
+	for (k = 0; k < FS_SHARDS; k++)
+		if ((fs->shards[k].slots = calloc(SHARD_CAP0, sizeof(struct fentry *))) == NULL)
+			goto nomem;
 	if ((fs->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		int rv = kiln_err_from_errno(errno);
-		free(fs->slots);
+		for (k = 0; k < FS_SHARDS; k++)
+			free(fs->shards[k].slots);
 		free(fs->root);
 		free(fs);
 		return rv;
 	}
-	fs->cap = 1024;
+	for (k = 0; k < FS_SHARDS; k++) {
+		fs->shards[k].cap = SHARD_CAP0;
+		pthread_mutex_init(&fs->shards[k].mu, NULL);
+	}
 	fs->s = s;
-	fs->pass = 1;
-	pthread_mutex_init(&fs->mu, NULL);
+	atomic_init(&fs->pass, 1);
 	*fsp = fs;
 	return 0;
+nomem:
+	for (k = 0; k < FS_SHARDS; k++)
+		free(fs->shards[k].slots);
+	free(fs->root);
+	free(fs);
+	return KILN_ENOMEM;
 }
 
 void
@@ -89,37 +117,34 @@ filestate_free(struct filestate *fs)
 {
 	if (fs == NULL)
 		return;
-	for (size_t i = 0; i < fs->cap; i++)
-		free(fs->slots[i]);
-	free(fs->slots);
+	for (size_t k = 0; k < FS_SHARDS; k++) {
+		struct shard *sh = &fs->shards[k];
+		for (size_t i = 0; i < sh->cap; i++)
+			free(sh->slots[i]);
+		free(sh->slots);
+		pthread_mutex_destroy(&sh->mu);
+	}
 	free(fs->root);
 	close(fs->rootfd);
-	pthread_mutex_destroy(&fs->mu);
 	free(fs);
 }
 
 void
 filestate_pass(struct filestate *fs)
 {
-	pthread_mutex_lock(&fs->mu);
-	fs->pass++;
-	pthread_mutex_unlock(&fs->mu);
+	atomic_fetch_add(&fs->pass, 1);
 }
 
 void
 filestate_set_watch(struct filestate *fs, struct watch *w)
 {
-	pthread_mutex_lock(&fs->mu);
-	fs->watch = w;
-	pthread_mutex_unlock(&fs->mu);
+	atomic_store(&fs->watch, w);
 }
 
 void
 filestate_set_verify(struct filestate *fs, int verify)
 {
-	pthread_mutex_lock(&fs->mu);
-	fs->verify = verify;
-	pthread_mutex_unlock(&fs->mu);
+	atomic_store(&fs->verify, verify);
 }
 
 void
@@ -129,17 +154,26 @@ filestate_counts(struct filestate *fs, uint64_t *nstat, uint64_t *nhashed)
 	*nhashed = atomic_load(&fs->nhashed);
 }
 
-/* Double the table (mu held). */
-static int
-table_grow(struct filestate *fs)
+/* The shard of a path's hash: its top bits (the low ones pick the slot). */
+static struct shard *
+shard_of(struct filestate *fs, uint64_t h)
 {
-	size_t ncap = fs->cap * 2;
+	return &fs->shards[h >> 58];
+}
+
+_Static_assert(FS_SHARDS == 64, "shard_of takes the hash's top 6 bits");
+
+/* Double a shard's table (its mu held). */
+static int
+table_grow(struct shard *sh)
+{
+	size_t ncap = sh->cap * 2;
 	struct fentry **ns = calloc(ncap, sizeof *ns);
 
 	if (ns == NULL)
 		return KILN_ENOMEM;
-	for (size_t i = 0; i < fs->cap; i++) {
-		struct fentry *e = fs->slots[i];
+	for (size_t i = 0; i < sh->cap; i++) {
+		struct fentry *e = sh->slots[i];
 		if (e == NULL)
 			continue;
 		size_t j = e->h & (ncap - 1);
@@ -147,36 +181,36 @@ table_grow(struct filestate *fs)
 			j = (j + 1) & (ncap - 1);
 		ns[j] = e;
 	}
-	free(fs->slots);
-	fs->slots = ns;
-	fs->cap = ncap;
+	free(sh->slots);
+	sh->slots = ns;
+	sh->cap = ncap;
 	return 0;
 }
 
-/* The entry of path, made when absent (mu held). NULL: out of memory. */
+/* The entry of path (hash h), made when absent (sh->mu held). NULL: out
+ * of memory. */
 static struct fentry *
-table_get(struct filestate *fs, const char *path)
+table_get(struct shard *sh, const char *path, uint64_t h)
 {
-	uint64_t h = str_hash(path);
-	size_t i = h & (fs->cap - 1);
+	size_t i = h & (sh->cap - 1);
 	struct fentry *e;
 	size_t len;
 
-	for (; fs->slots[i] != NULL; i = (i + 1) & (fs->cap - 1))
-		if (fs->slots[i]->h == h && strcmp(fs->slots[i]->path, path) == 0)
-			return fs->slots[i];
-	if ((fs->n + 1) * 4 > fs->cap * 3) {
-		if (table_grow(fs) != 0)
+	for (; sh->slots[i] != NULL; i = (i + 1) & (sh->cap - 1))
+		if (sh->slots[i]->h == h && strcmp(sh->slots[i]->path, path) == 0)
+			return sh->slots[i];
+	if ((sh->n + 1) * 4 > sh->cap * 3) {
+		if (table_grow(sh) != 0)
 			return NULL;
-		return table_get(fs, path);
+		return table_get(sh, path, h);
 	}
 	len = strlen(path);
 	if ((e = calloc(1, sizeof *e + len + 1)) == NULL)
 		return NULL;
 	memcpy(e->path, path, len + 1);
 	e->h = h;
-	fs->slots[i] = e;
-	fs->n++;
+	sh->slots[i] = e;
+	sh->n++;
 	return e;
 }
 
@@ -248,36 +282,36 @@ file_hash(struct filestate *fs, const char *path, struct stat *st, kiln_id *hash
 int
 filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 {
+	uint64_t h = str_hash(path);
+	struct shard *sh = shard_of(fs, h);
+	struct watch *w = atomic_load(&fs->watch);
 	struct fentry *e;
 	kiln_file_rec rec, db;
 	struct stat st;
-	int rv, known, verify, watched;
-	uint64_t pass, gen = 0;
+	int rv, known, verify = atomic_load(&fs->verify), watched;
+	uint64_t pass = atomic_load(&fs->pass), gen = 0;
 
-	pthread_mutex_lock(&fs->mu);
-	if ((e = table_get(fs, path)) == NULL) {
-		pthread_mutex_unlock(&fs->mu);
+	pthread_mutex_lock(&sh->mu);
+	if ((e = table_get(sh, path, h)) == NULL) {
+		pthread_mutex_unlock(&sh->mu);
 		return KILN_ENOMEM;
 	}
 	/* seen this pass, or nothing touched it since it was last looked at
 	 * (the watch's lock nests inside ours; it never takes ours) */
-	if (e->pass == fs->pass ||
-	    (fs->watch != NULL && !fs->verify && (e->known || e->missing) &&
-	     watch_clean(fs->watch, path, e->seen_gen))) {
-		e->pass = fs->pass;
+	if (e->pass == pass ||
+	    (w != NULL && !verify && (e->known || e->missing) &&
+	     watch_clean(w, path, e->seen_gen))) {
+		e->pass = pass;
 		rv = e->missing ? KILN_ENOTFOUND : 0;
 		*hash = e->missing ? (kiln_id){{0}} : e->rec.hash;
-		pthread_mutex_unlock(&fs->mu);
+		pthread_mutex_unlock(&sh->mu);
 		return rv;
 	}
 	known = e->known;
 	rec = e->rec;
-	pass = fs->pass;
-	verify = fs->verify;
-	pthread_mutex_unlock(&fs->mu);
+	pthread_mutex_unlock(&sh->mu);
 
-	watched = fs->watch != NULL && path[0] != '/' &&
-	          watch_prepare(fs->watch, path, &gen) == 0;
+	watched = w != NULL && path[0] != '/' && watch_prepare(w, path, &gen) == 0;
 
 	if (!known) {
 		/* a restarted daemon: what the last one recorded */
@@ -296,17 +330,17 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 		known = -1;  /* changed: record it */
 	}
 	if (rv == KILN_ENOTFOUND) {
-		pthread_mutex_lock(&fs->mu);
+		pthread_mutex_lock(&sh->mu);
 		e->missing = 1;
 		e->pass = pass;
 		e->seen_gen = watched ? gen : 0;
-		pthread_mutex_unlock(&fs->mu);
+		pthread_mutex_unlock(&sh->mu);
 		memset(hash, 0, sizeof *hash);
 		return rv;
 	}
 	if (rv != 0)
 		return rv;
-	pthread_mutex_lock(&fs->mu);
+	pthread_mutex_lock(&sh->mu);
 	e->rec = rec;
 	e->known = 1;
 	e->missing = 0;
@@ -314,10 +348,10 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	e->seen_gen = watched ? gen : 0;
 	if (known == -1 && path[0] != '/' && !e->dirty) {
 		e->dirty = 1;
-		e->next_dirty = fs->dirty;
-		fs->dirty = e;
+		e->next_dirty = sh->dirty;
+		sh->dirty = e;
 	}
-	pthread_mutex_unlock(&fs->mu);
+	pthread_mutex_unlock(&sh->mu);
 	return 0;
 }
 
@@ -326,15 +360,18 @@ filestate_flush(struct filestate *fs, kiln_batch *b)
 {
 	int rv = 0;
 
-	pthread_mutex_lock(&fs->mu);
-	while (fs->dirty != NULL && rv == 0) {
-		struct fentry *e = fs->dirty;
-		if ((rv = kiln_batch_file_put(b, e->path, &e->rec)) == 0) {
-			fs->dirty = e->next_dirty;
-			e->dirty = 0;
-			e->next_dirty = NULL;
+	for (size_t k = 0; k < FS_SHARDS && rv == 0; k++) {
+		struct shard *sh = &fs->shards[k];
+		pthread_mutex_lock(&sh->mu);
+		while (sh->dirty != NULL && rv == 0) {
+			struct fentry *e = sh->dirty;
+			if ((rv = kiln_batch_file_put(b, e->path, &e->rec)) == 0) {
+				sh->dirty = e->next_dirty;
+				e->dirty = 0;
+				e->next_dirty = NULL;
+			}
 		}
+		pthread_mutex_unlock(&sh->mu);
 	}
-	pthread_mutex_unlock(&fs->mu);
 	return rv;
 }

@@ -15,8 +15,12 @@
  * unwatched folder (a file looked for where its folder did not exist yet
  * was not watchable, so not trusted).
  *
- * Threads: w->mu guards everything; the reader thread takes it for each
- * batch of events it read. */
+ * Threads: w->lock guards everything; the reader thread takes it for
+ * writing for each batch of events it read. watch_clean, asked about every
+ * file of a warm build from every worker at once, only reads: it takes the
+ * lock shared, and writers go first (a waiting writer holds back new
+ * readers), so a stream of lookups never keeps events from being
+ * recorded. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -63,7 +67,7 @@ struct wdir {
 };
 
 struct watch {
-	pthread_mutex_t mu;
+	pthread_rwlock_t lock;
 	int fd, stopfd;
 	pthread_t thread;
 	int have_thread;
@@ -341,9 +345,9 @@ reader_main(void *arg)
 		if (p[1].revents)
 			break;
 		if (p[0].revents) {
-			pthread_mutex_lock(&w->mu);
+			pthread_rwlock_wrlock(&w->lock);
 			drain(w);
-			pthread_mutex_unlock(&w->mu);
+			pthread_rwlock_unlock(&w->lock);
 		}
 	}
 	return NULL;
@@ -365,7 +369,13 @@ watch_new(const char *root, struct watch **wp)
 	w->gen = 1;
 	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	w->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	pthread_mutex_init(&w->mu, NULL);
+	{
+		pthread_rwlockattr_t a;
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&w->lock, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
 	if (w->fd < 0 || w->stopfd < 0) {
 		rv = kiln_err_from_errno(errno);
 		watch_free(w);
@@ -412,7 +422,7 @@ watch_free(struct watch *w)
 	free(w->whole);
 	smap_clear(&w->dir_index);
 	smap_clear(&w->changed);
-	pthread_mutex_destroy(&w->mu);
+	pthread_rwlock_destroy(&w->lock);
 	free(w->root);
 	free(w);
 }
@@ -420,10 +430,10 @@ watch_free(struct watch *w)
 void
 watch_sync(struct watch *w)
 {
-	pthread_mutex_lock(&w->mu);
+	pthread_rwlock_wrlock(&w->lock);
 	drain(w);
 	w->gen++;
-	pthread_mutex_unlock(&w->mu);
+	pthread_rwlock_unlock(&w->lock);
 }
 
 /* Watch folder dir (relative; "" the root). 0 or -1. Lock held. */
@@ -493,7 +503,7 @@ watch_prepare(struct watch *w, const char *relpath, uint64_t *gen)
 	if (relpath[0] == '/' || len >= sizeof dir)
 		return -1;
 	memcpy(dir, relpath, len + 1);
-	pthread_mutex_lock(&w->mu);
+	pthread_rwlock_wrlock(&w->lock);
 	/* the file's folder, then each one above it, the root last */
 	for (char *slash = strrchr(dir, '/'); rv == 0;) {
 		if (slash == NULL) {
@@ -505,7 +515,7 @@ watch_prepare(struct watch *w, const char *relpath, uint64_t *gen)
 		slash = strrchr(dir, '/');
 	}
 	*gen = w->gen;
-	pthread_mutex_unlock(&w->mu);
+	pthread_rwlock_unlock(&w->lock);
 	return rv;
 }
 
@@ -517,7 +527,7 @@ watch_clean(struct watch *w, const char *relpath, uint64_t gen)
 
 	if (gen == 0)
 		return 0;
-	pthread_mutex_lock(&w->mu);
+	pthread_rwlock_rdlock(&w->lock);
 	clean = gen >= w->reset_gen &&
 	        ((changed = smap_get(&w->changed, relpath)) == NULL || *changed <= gen);
 	for (size_t i = 0; clean && i < w->nwhole; i++) {
@@ -525,6 +535,6 @@ watch_clean(struct watch *w, const char *relpath, uint64_t gen)
 		if (d->whole_gen > gen && entry_of(relpath, d->path))
 			clean = 0;
 	}
-	pthread_mutex_unlock(&w->mu);
+	pthread_rwlock_unlock(&w->lock);
 	return clean;
 }
