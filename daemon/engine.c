@@ -604,28 +604,66 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 	return 1;
 }
 
-/* Returns 0 or the error writing the map. */
-static int
-index_write(struct engine *e, struct index_job *j)
+/* After a clean whole-profile build, build/<profile>/ holds exactly the
+ * profile's outputs: files of steps no longer described go. */
+static void
+index_prune(struct engine *e, const struct index_job *j)
 {
+	const char **keep;
+
+	if (!j->prune || (keep = calloc(j->n + 1, sizeof *keep)) == NULL)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		keep[i] = j->v[i].file;
+	qsort(keep, j->n, sizeof *keep, str_cmp);
+	materialize_prune(e->root, j->profile, keep, j->n);
+	free(keep);
+}
+
+/* The index map, written beside its place on a thread of its own while
+ * the build's records are committed. */
+struct index_writer {
+	struct engine *e;
+	struct index_job *job;
+	struct index_tmp tmp;
 	int rv;
+};
+
+static void *
+index_writer_main(void *arg)
+{
+	struct index_writer *w = arg;
 
 	/* in the map's order already (iorder) */
-	if ((rv = materialize_write_index(e->root, j->profile, j->v, j->n)) != 0)
-		return rv;
-	/* after a clean whole-profile build, build/<profile>/ holds exactly
-	 * the profile's outputs: files of steps no longer described go */
-	if (j->prune) {
-		const char **keep = calloc(j->n + 1, sizeof *keep);
-		if (keep != NULL) {
-			for (size_t i = 0; i < j->n; i++)
-				keep[i] = j->v[i].file;
-			qsort(keep, j->n, sizeof *keep, str_cmp);
-			materialize_prune(e->root, j->profile, keep, j->n);
-			free(keep);
-		}
-	}
-	return 0;
+	w->rv = materialize_index_write_tmp(w->e->root, w->job->profile,
+	                                    w->job->v, w->job->n, &w->tmp);
+	return NULL;
+}
+
+/* Commit the build's records and write its index map (e->mu not held):
+ * the map is written while the commit waits on the disk (its fdatasyncs
+ * and fsyncs: a 10k one-change build's 3 ms), and put in its place after
+ * it, so it never names what is not committed. Returns 0 or the error
+ * writing the map. */
+static int
+commit_and_index(struct engine *e, struct index_job *job)
+{
+	struct index_writer w = {e, job, {-1, ""}, 0};
+	pthread_t th;
+	int threaded = 0, rv;
+
+	if (job != NULL)
+		threaded = pthread_create(&th, NULL, index_writer_main, &w) == 0;
+	batch_commit(e);
+	if (job == NULL)
+		return 0;
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		index_writer_main(&w);   /* no thread: one after the other */
+	if ((rv = w.rv) == 0 && (rv = materialize_index_put(&w.tmp)) == 0)
+		index_prune(e, job);
+	return rv;
 }
 
 /* The build's last step finished (e->mu held, dropped and retaken). */
@@ -643,11 +681,9 @@ build_end(struct engine *e, struct build *b)
 	if (!b->dry_run)
 		snprintf(b->index, sizeof b->index, "build/%.40s/kiln-index.txt", b->profile);
 	pthread_mutex_unlock(&e->mu);
-	batch_commit(e);
-	if (have_job) {
-		index_rv = index_write(e, &job);
+	index_rv = commit_and_index(e, have_job ? &job : NULL);
+	if (have_job)
 		index_job_free(&job);
-	}
 	pthread_mutex_lock(&e->mu);
 	if (index_rv != 0) {
 		b->index[0] = '\0';

@@ -392,35 +392,75 @@ index_write_fd(int fd, const char *profile, const struct index_entry *e,
 }
 
 int
-materialize_write_index(const char *root, const char *profile,
-                        struct index_entry *entries, size_t n)
+materialize_index_write_tmp(const char *root, const char *profile,
+                            struct index_entry *entries, size_t n,
+                            struct index_tmp *t)
 {
-	char rel[PATH_MAX], tmp[64];
+	char rel[PATH_MAX];
 	const char *name;
-	int dfd, fd, rv;
+	int fd, rv;
 
+	t->dfd = -1;
 	if ((rv = kiln_profile_check(profile)) != 0 ||
 	    (rv = index_check(entries, n)) != 0)
 		return rv;
 	snprintf(rel, sizeof(rel), "build/%s/" INDEX_NAME, profile);
-	if ((rv = walk_parents(root, rel, 1, &dfd, &name)) != 0)
+	if ((rv = walk_parents(root, rel, 1, &t->dfd, &name)) != 0) {
+		t->dfd = -1;
 		return rv;
+	}
 	/* O_EXCL: a name left by a crash may be a hard link to a blob. */
 	for (int tries = 0; tries < 100; tries++) {
-		tmp_name(tmp, sizeof(tmp));
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		tmp_name(t->tmp, sizeof(t->tmp));
+		fd = openat(t->dfd, t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
 	if (fd < 0)
 		rv = kiln_err_from_errno(errno);
-	else if ((rv = index_write_fd(fd, profile, entries, n)) == 0 &&
-	         renameat(dfd, tmp, dfd, name) != 0)
-		rv = errno == EISDIR ? KILN_EEXIST : kiln_err_from_errno(errno);
-	if (fd >= 0 && rv != 0)
-		unlinkat(dfd, tmp, 0);
-	close(dfd);
+	else if ((rv = index_write_fd(fd, profile, entries, n)) != 0)
+		unlinkat(t->dfd, t->tmp, 0);
+	if (rv != 0) {
+		close(t->dfd);
+		t->dfd = -1;
+	}
 	return rv;
+}
+
+int
+materialize_index_put(struct index_tmp *t)
+{
+	int rv = 0;
+
+	if (t->dfd < 0)
+		return KILN_EINVAL;
+	if (renameat(t->dfd, t->tmp, t->dfd, INDEX_NAME) != 0) {
+		rv = errno == EISDIR ? KILN_EEXIST : kiln_err_from_errno(errno);
+		unlinkat(t->dfd, t->tmp, 0);
+	}
+	close(t->dfd);
+	t->dfd = -1;
+	return rv;
+}
+
+void
+materialize_index_drop(struct index_tmp *t)
+{
+	if (t->dfd < 0)
+		return;
+	unlinkat(t->dfd, t->tmp, 0);
+	close(t->dfd);
+	t->dfd = -1;
+}
+
+int
+materialize_write_index(const char *root, const char *profile,
+                        struct index_entry *entries, size_t n)
+{
+	struct index_tmp t;
+	int rv = materialize_index_write_tmp(root, profile, entries, n, &t);
+
+	return rv != 0 ? rv : materialize_index_put(&t);
 }
 
 /* ---- pruning ------------------------------------------------------------ */

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +381,47 @@ index_has_the_exact_format_sorted_by_url(void **state)
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
 }
 
+/* Written beside its place first: the old map stays, whole, until the new
+ * one is put in its place; a dropped one leaves nothing behind. */
+static void
+index_written_aside_appears_only_when_put(void **state)
+{
+	const char *root = proj(state);
+	char map[PATH_MAX], dir[PATH_MAX], want[512], hex[33];
+	struct index_entry e[1];
+	struct index_tmp t;
+	kiln_id a;
+
+	snprintf(map, sizeof map, "%s", tu_path(state, "proj/build/pc/kiln-index.txt"));
+	snprintf(dir, sizeof dir, "%s", tu_path(state, "proj/build/pc"));
+	kiln_id_of_buf("a", 1, &a);
+	kiln_id_to_hex(&a, hex);
+	e[0] = (struct index_entry){"sprites/hero", a, 1, "sprites/hero.png"};
+	assert_kiln(0, materialize_write_index(root, "pc", e, 0));
+
+	assert_kiln(0, materialize_index_write_tmp(root, "pc", e, 1, &t));
+	assert_string_equal(slurp(map), "kiln-index 1 pc\n");
+	assert_int_equal(count_entries(dir), 2);   /* the map and the new one */
+	assert_kiln(0, materialize_index_put(&t));
+	snprintf(want, sizeof want, "kiln-index 1 pc\nsprites/hero\t%s\t1\tsprites/hero.png\n", hex);
+	assert_string_equal(slurp(map), want);
+	assert_int_equal(count_entries(dir), 1);
+	assert_int_equal(t.dfd, -1);
+
+	assert_kiln(0, materialize_index_write_tmp(root, "pc", e, 0, &t));
+	materialize_index_drop(&t);
+	assert_string_equal(slurp(map), want);
+	assert_int_equal(count_entries(dir), 1);
+	materialize_index_drop(&t);   /* ended: nothing more to do */
+	assert_kiln(KILN_EINVAL, materialize_index_put(&t));
+
+	/* refused up front: nothing written, nothing to put */
+	e[0].file = "../x";
+	assert_kiln(KILN_EINVAL, materialize_index_write_tmp(root, "pc", e, 1, &t));
+	assert_int_equal(t.dfd, -1);
+	assert_int_equal(count_entries(dir), 1);
+}
+
 static void
 index_refuses_what_its_format_cannot_hold(void **state)
 {
@@ -466,6 +508,7 @@ main(void)
 		T(a_blob_not_in_the_store_is_not_found_and_nothing_is_made),
 		T(another_filesystem_gets_a_copy),
 		T(index_has_the_exact_format_sorted_by_url),
+		T(index_written_aside_appears_only_when_put),
 		T(index_refuses_what_its_format_cannot_hold),
 		T(prune_removes_stale_files_and_empty_folders_and_keeps_the_rest),
 	};
