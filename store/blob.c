@@ -57,6 +57,7 @@ struct pending {
 	kiln_id id;
 	uint64_t size;
 	char final[PATH_MAX];
+	int made_shard;   /* place() made the shard folder */
 };
 
 static int
@@ -119,7 +120,7 @@ replace_damaged(const struct pending *p)
 
 /* Step 3: link into objects/, making the shard folder on first use. */
 static int
-place(const struct pending *p)
+place(struct pending *p)
 {
 	char shard[PATH_MAX];
 	struct stat st;
@@ -131,6 +132,7 @@ place(const struct pending *p)
 	if (e == ENOENT) {
 		if ((rv = fio_mkdir(shard, 0755, &made)) != 0)
 			return rv;
+		p->made_shard |= made;
 		if (made && durable(p->s) && (rv = fio_fsync_dir(p->s->objects)) != 0)
 			return rv;
 		e = tmp_link(p, p->final);
@@ -180,7 +182,7 @@ publish(struct pending *p)
 		utimensat(AT_FDCWD, p->final, NULL, AT_SYMLINK_NOFOLLOW);
 		if ((rv = store_use_defer(p->s, &p->id, p->size)) != 0)
 			return rv;
-		store_unsynced_add(p->s, &p->id);
+		store_unsynced_add(p->s, &p->id, p->made_shard);
 		return 0;
 	}
 	if ((rv = place(p)) != 0 ||
@@ -190,9 +192,10 @@ publish(struct pending *p)
 }
 
 void
-store_unsynced_add(kiln_store *s, const kiln_id *id)
+store_unsynced_add(kiln_store *s, const kiln_id *id, int made_shard)
 {
 	pthread_mutex_lock(&s->uses_mu);
+	s->unsynced_shard |= made_shard;
 	for (size_t i = 0; i < s->nunsynced && !s->unsynced_many; i++)
 		if (memcmp(s->unsynced[i].b, id->b, sizeof id->b) == 0)
 			goto out;   /* the same bytes again: one sync will do */
@@ -204,30 +207,43 @@ out:
 	pthread_mutex_unlock(&s->uses_mu);
 }
 
-/* Each blob's data, its shard folder (its name) and objects/ (a new
- * shard's name), each folder once. */
+/* Each blob's data, its shard folder (its name) and, when a put made a
+ * shard folder, objects/ (the shard's name), each folder once. Every
+ * blob's writeback is started before the first is waited for, so their
+ * writes go to the disk together, not one wait each. */
 static int
-sync_each(kiln_store *s, const kiln_id *ids, size_t n)
+sync_each(kiln_store *s, const kiln_id *ids, size_t n, int made_shard)
 {
 	char path[PATH_MAX];
 	uint8_t shard_done[256] = {0};
-	int rv;
+	int fds[STORE_SYNC_EACH_MAX], rv = 0;
+	size_t i;
 
-	for (size_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		store_blob_path(s, &ids[i], path);
-		if ((rv = fio_fdatasync_path(path)) != 0)
-			return rv;
+		if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			rv = kiln_err_from_errno(errno);
+			break;
+		}
+		/* only a head start: the fdatasync below is what counts */
+		sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE);
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t k = 0; k < i; k++) {
+		if (rv == 0 && fdatasync(fds[k]) != 0)
+			rv = kiln_err_from_errno(errno);
+		close(fds[k]);
+	}
+	for (i = 0; i < n && rv == 0; i++) {
 		if (shard_done[ids[i].b[0]])
 			continue;
 		shard_done[ids[i].b[0]] = 1;
 		store_blob_path(s, &ids[i], path);
 		*strrchr(path, '/') = '\0';
-		if ((rv = fio_fsync_dir(path)) != 0)
-			return rv;
+		rv = fio_fsync_dir(path);
 	}
-	return fsync(s->objects_fd) != 0 ? kiln_err_from_errno(errno) : 0;
+	if (rv == 0 && made_shard && fsync(s->objects_fd) != 0)
+		rv = kiln_err_from_errno(errno);
+	return rv;
 }
 
 int
@@ -235,7 +251,7 @@ store_sync_puts(kiln_store *s)
 {
 	kiln_id ids[STORE_SYNC_EACH_MAX];
 	size_t n;
-	int many, rv = 0;
+	int many, shard, rv = 0;
 
 	if (s->durability != KILN_DURABLE_BATCH)
 		return 0;
@@ -243,16 +259,18 @@ store_sync_puts(kiln_store *s)
 	pthread_mutex_lock(&s->uses_mu);
 	n = s->nunsynced;
 	many = s->unsynced_many;
+	shard = s->unsynced_shard;
 	memcpy(ids, s->unsynced, n * sizeof *ids);
 	s->nunsynced = 0;
 	s->unsynced_many = 0;
+	s->unsynced_shard = 0;
 	pthread_mutex_unlock(&s->uses_mu);
 	/* many: one flush of the whole file system, every blob and shard
 	 * folder (and the rest of the page cache with them) */
 	if (many)
 		rv = syncfs(s->objects_fd) != 0 ? kiln_err_from_errno(errno) : 0;
 	else if (n > 0)
-		rv = sync_each(s, ids, n);
+		rv = sync_each(s, ids, n, shard);
 	if (rv != 0) {   /* pending again: the next sync flushes all */
 		pthread_mutex_lock(&s->uses_mu);
 		s->unsynced_many = 1;
@@ -311,7 +329,7 @@ kiln_blob_writer_abort(kiln_blob_writer *w)
 int
 kiln_blob_writer_commit(kiln_blob_writer *w, const kiln_id *expect, kiln_id *id)
 {
-	struct pending p = {w->s, w->fd, w->name, {{0}}, w->size, ""};
+	struct pending p = {w->s, w->fd, w->name, {{0}}, w->size, "", 0};
 	int rv = w->err;
 
 	if (rv == 0) {
@@ -477,9 +495,10 @@ move_to_tmp(kiln_store *s, const char *path, char name[PATH_MAX], int *cross)
 static int
 move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 {
-	struct pending p = {s, -1, "", {{0}}, 0, ""};
+	struct pending p = {s, -1, "", {{0}}, 0, "", 0};
 	struct stat cur;
 	char shard[PATH_MAX];
+	int made = 0;
 	int rv = 0, e, stale = 0;
 
 	if ((p.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
@@ -502,7 +521,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	if (e == ENOENT && access(path, F_OK) == 0) {   /* the shard, not path */
 		snprintf(shard, sizeof shard, "%.*s",
 		         (int)(strrchr(p.final, '/') - p.final), p.final);
-		if ((rv = fio_mkdir(shard, 0755, NULL)) != 0)
+		if ((rv = fio_mkdir(shard, 0755, &made)) != 0)
 			goto out;
 		e = renameat2(AT_FDCWD, path, AT_FDCWD, p.final, RENAME_NOREPLACE) == 0 ? 0 : errno;
 	}
@@ -544,7 +563,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 		close(p.fd);
 		return rv;
 	}
-	store_unsynced_add(s, &p.id);
+	store_unsynced_add(s, &p.id, made);
 	close(p.fd);
 	if (id != NULL)
 		*id = p.id;
@@ -560,7 +579,7 @@ int
 kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 {
 	char name[PATH_MAX];
-	struct pending p = {s, -1, name, {{0}}, 0, ""};
+	struct pending p = {s, -1, name, {{0}}, 0, "", 0};
 	struct stat st;
 	int rv, cross;
 

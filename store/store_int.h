@@ -51,6 +51,7 @@ struct kiln_store {
 	kiln_id unsynced[STORE_SYNC_EACH_MAX];
 	size_t nunsynced;
 	int unsynced_many;
+	int unsynced_shard;   /* one of them made its shard folder */
 	/* KILN_DURABLE_BATCH: one sync at a time, so that a commit waits for
 	 * another's sync of the blobs its records may name. */
 	pthread_mutex_t sync_mu;
@@ -82,7 +83,8 @@ int store_writable(const kiln_store *s);
 /* Before a record commit: when puts were published without an fsync since
  * the last sync, make them durable, so no record can name a blob a power
  * cut would lose: up to STORE_SYNC_EACH_MAX of them one by one (each
- * file's fdatasync, then its shard folder's and objects/'s fsync), more
+ * file's fdatasync, then its shard folder's fsync, and objects/'s when a
+ * put made a shard folder), more
  * with one syncfs() of the store's file system. (syncfs writes out every
  * dirty page of that file system, other programs' too: 200 MB of someone
  * else's writes made a 3-blob commit take 100 ms more.) A no-op for the
@@ -91,8 +93,9 @@ int store_writable(const kiln_store *s);
 int store_sync_puts(kiln_store *s);
 
 /* A blob was published without an fsync (KILN_DURABLE_BATCH): the next
- * store_sync_puts makes it durable. */
-void store_unsynced_add(kiln_store *s, const kiln_id *id);
+ * store_sync_puts makes it durable. made_shard: its put made its shard
+ * folder, whose name in objects/ must be made durable too. */
+void store_unsynced_add(kiln_store *s, const kiln_id *id, int made_shard);
 
 /* Make a unique named temp file "<tmp>/<kind>-<pid>-XXXXXX" (path into
  * name, PATH_MAX) and return its fd in *fd. The pid lets an open tell a

@@ -27,6 +27,7 @@ static struct {
 	int armed;
 	int nsyncfs;       /* syncfs calls while armed */
 	int nfsync;        /* fsync calls while armed, LMDB's own excepted */
+	int nobjsync;      /* of those, fsyncs of the store's objects/ */
 	int ndbsync;       /* LMDB's own flushes (fsync, fdatasync) while armed */
 	int fail_syncfs;   /* the next syncfs fails with EIO */
 	int nblobsync;     /* fdatasync of anything but LMDB's files while armed */
@@ -79,13 +80,29 @@ is_db_file(int fd)
 	return strstr(target, "/store/db") != NULL;
 }
 
+/* Whether fd is the store's objects/ folder itself. */
+static int
+is_objects_dir(int fd)
+{
+	char link[64], target[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	if ((n = readlink(link, target, sizeof target - 1)) <= 0)
+		return 0;
+	target[n] = '\0';
+	return n >= 14 && strcmp(target + n - 14, "/store/objects") == 0;
+}
+
 int
 fsync(int fd)
 {
-	if (io.armed && !is_db_file(fd))
+	if (io.armed && !is_db_file(fd)) {
 		io.nfsync++;
-	else if (io.armed)
+		io.nobjsync += is_objects_dir(fd);
+	} else if (io.armed) {
 		io.ndbsync++;
+	}
 	return real_call("fsync", fd);
 }
 
@@ -678,6 +695,42 @@ many_unsynced_puts_are_synced_with_one_syncfs(void **state)
 	kiln_store_close(s);
 }
 
+/* objects/ holds only the 256 shard folders' names: a commit syncs it
+ * when one of its blobs made its shard, not every time. */
+static void
+objects_is_synced_only_after_a_new_shard(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_BATCH);
+	char bufs[40][24];
+	kiln_id ids[40], id;
+	int a = -1, b = -1;
+
+	/* two contents that land in one shard (same first hash byte) */
+	for (int i = 0; i < 40 && b < 0; i++) {
+		snprintf(bufs[i], sizeof bufs[i], "shard-%d", i);
+		kiln_id_of_buf(bufs[i], strlen(bufs[i]), &ids[i]);
+		for (int k = 0; k < i && b < 0; k++)
+			if (ids[k].b[0] == ids[i].b[0]) {
+				a = k;
+				b = i;
+			}
+	}
+	assert_true(b >= 0);
+	io_arm();
+	assert_kiln(0, kiln_store_put_buf(s, bufs[a], strlen(bufs[a]), &id));
+	assert_kiln(0, kiln_store_index_set(s, "pc", "a", &id));
+	assert_int_equal(io.nblobsync, 1);
+	assert_int_equal(io.nobjsync, 1);   /* the new shard's name */
+	io_arm();
+	assert_kiln(0, kiln_store_put_buf(s, bufs[b], strlen(bufs[b]), &id));
+	assert_kiln(0, kiln_store_index_set(s, "pc", "b", &id));
+	assert_int_equal(io.nblobsync, 1);
+	assert_int_equal(io.nfsync, 1);     /* its shard folder, for its name */
+	assert_int_equal(io.nobjsync, 0);
+	io.armed = 0;
+	kiln_store_close(s);
+}
+
 static void
 other_durabilities_never_syncfs_and_fsync_keeps_its_fsyncs(void **state)
 {
@@ -895,6 +948,7 @@ main(void)
 		T(fsck_reports_and_drops_undecodable_step_records),
 		T(durable_batch_puts_skip_fsync_and_the_next_commit_syncs_them),
 		T(many_unsynced_puts_are_synced_with_one_syncfs),
+		T(objects_is_synced_only_after_a_new_shard),
 		T(other_durabilities_never_syncfs_and_fsync_keeps_its_fsyncs),
 		T(batch_put_move_is_one_rename_and_keeps_the_inode),
 		T(a_commit_looks_at_each_blob_once_however_many_records_name_it),
