@@ -67,30 +67,36 @@ syncfs(int fd)
 
 /* LMDB (the store's database) syncs its own files; only the store's blob
  * and folder fsyncs are of interest here. */
-static int
-is_db_file(int fd)
+/* What fd names (its /proc/self/fd link) into target: the length, or
+ * 0 when it cannot be read. */
+static size_t
+fd_target(int fd, char target[4096])
 {
-	char link[64], target[4096];
+	char link[64];
 	ssize_t n;
 
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	if ((n = readlink(link, target, sizeof target - 1)) <= 0)
+	if ((n = readlink(link, target, 4095)) <= 0)
 		return 0;
 	target[n] = '\0';
-	return strstr(target, "/store/db") != NULL;
+	return (size_t)n;
+}
+
+static int
+is_db_file(int fd)
+{
+	char target[4096];
+
+	return fd_target(fd, target) > 0 && strstr(target, "/store/db") != NULL;
 }
 
 /* Whether fd is the store's objects/ folder itself. */
 static int
 is_objects_dir(int fd)
 {
-	char link[64], target[4096];
-	ssize_t n;
+	char target[4096];
+	size_t n = fd_target(fd, target);
 
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	if ((n = readlink(link, target, sizeof target - 1)) <= 0)
-		return 0;
-	target[n] = '\0';
 	return n >= 14 && strcmp(target + n - 14, "/store/objects") == 0;
 }
 
