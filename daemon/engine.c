@@ -642,9 +642,11 @@ index_writer_main(void *arg)
 
 /* Commit the build's records and write its index map (e->mu not held):
  * the map is written while the commit waits on the disk (its fdatasyncs
- * and fsyncs: a 10k one-change build's 3 ms), and put in its place after
- * it, so it never names what is not committed. Returns 0 or the error
- * writing the map. */
+ * and fsyncs: a 10k one-change build's 3 ms), and put in its place only
+ * once the commit has returned, so it never goes ahead of it. (As when
+ * they ran one after the other, a failed commit, logged, does not stop
+ * the map: the files it names are in build/, and the next build decides
+ * their steps again.) Returns 0 or the error writing the map. */
 static int
 commit_and_index(struct engine *e, struct index_job *job)
 {
