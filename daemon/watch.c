@@ -493,6 +493,25 @@ fail:
 	return -1;
 }
 
+/* Whether every folder on relpath's way (copied into dir) is watched
+ * already, so watch_prepare has nothing to change (lock held, either
+ * way). */
+static int
+dirs_watched(struct watch *w, char *dir, const char *relpath, size_t len)
+{
+	memcpy(dir, relpath, len + 1);
+	for (char *slash = strrchr(dir, '/');; slash = strrchr(dir, '/')) {
+		uint64_t *idx;
+		if (slash != NULL)
+			*slash = '\0';
+		idx = smap_get(&w->dir_index, slash != NULL ? dir : "");
+		if (idx == NULL || w->dirs[*idx].wd < 0)
+			return 0;
+		if (slash == NULL)
+			return 1;
+	}
+}
+
 int
 watch_prepare(struct watch *w, const char *relpath, uint64_t *gen)
 {
@@ -502,6 +521,16 @@ watch_prepare(struct watch *w, const char *relpath, uint64_t *gen)
 
 	if (relpath[0] == '/' || len >= sizeof dir)
 		return -1;
+	/* Most files are in folders watched already (a restore materializes
+	 * 10,000 outputs into a few): a shared lock is enough to see that,
+	 * where the exclusive one made the workers queue on it. */
+	pthread_rwlock_rdlock(&w->lock);
+	if (dirs_watched(w, dir, relpath, len)) {
+		*gen = w->gen;
+		pthread_rwlock_unlock(&w->lock);
+		return 0;
+	}
+	pthread_rwlock_unlock(&w->lock);
 	memcpy(dir, relpath, len + 1);
 	pthread_rwlock_wrlock(&w->lock);
 	/* the file's folder, then each one above it, the root last */
