@@ -17,8 +17,9 @@
  *
  * Threads: w->lock guards everything; the reader thread takes it for
  * writing for each batch of events it read. watch_clean, asked about every
- * file of a warm build from every worker at once, only reads: it takes the
- * lock shared, and writers go first (a waiting writer holds back new
+ * file of a warm build from every worker at once, only reads, and so does
+ * watch_prepare for a file whose folders are all watched already: they
+ * take the lock shared. Writers go first (a waiting writer holds back new
  * readers), so a stream of lookups never keeps events from being
  * recorded. */
 #include <errno.h>
