@@ -77,6 +77,7 @@ int
 filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 {
 	struct filestate *fs = aligned_alloc(64, sizeof *fs);
+	int rv = KILN_ENOMEM;
 	size_t k;
 
 	*fsp = NULL;
@@ -84,17 +85,13 @@ filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 		return KILN_ENOMEM;
 	memset(fs, 0, sizeof *fs);
 	if ((fs->root = strdup(root)) == NULL)
-		goto nomem;
+		goto fail;
 	for (k = 0; k < FS_SHARDS; k++)
 		if ((fs->shards[k].slots = calloc(SHARD_CAP0, sizeof(struct fentry *))) == NULL)
-			goto nomem;
+			goto fail;
 	if ((fs->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		int rv = kiln_err_from_errno(errno);
-		for (k = 0; k < FS_SHARDS; k++)
-			free(fs->shards[k].slots);
-		free(fs->root);
-		free(fs);
-		return rv;
+		rv = kiln_err_from_errno(errno);
+		goto fail;
 	}
 	for (k = 0; k < FS_SHARDS; k++) {
 		fs->shards[k].cap = SHARD_CAP0;
@@ -104,12 +101,12 @@ filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 	atomic_init(&fs->pass, 1);
 	*fsp = fs;
 	return 0;
-nomem:
+fail:
 	for (k = 0; k < FS_SHARDS; k++)
 		free(fs->shards[k].slots);
 	free(fs->root);
 	free(fs);
-	return KILN_ENOMEM;
+	return rv;
 }
 
 void

@@ -72,8 +72,8 @@ int materialize_write_index(const char *root, const char *profile,
 /* materialize_write_index in two parts, so that the map can be written
  * while something else goes on and only appear when that is done: the
  * map written to a new name beside kiln-index.txt (the same checks and
- * errors; on an error nothing is left), then put in place under its name
- * (or dropped: the new file removed). Either ends t. */
+ * errors; on an error nothing is left and t is ended), then put in place
+ * under its name, which ends t (on an error the new file is removed). */
 struct index_tmp {
 	int dfd;        /* build/<profile>/; -1: nothing to put or drop */
 	char tmp[64];   /* the new file's name in it */
@@ -82,7 +82,6 @@ int materialize_index_write_tmp(const char *root, const char *profile,
                                 struct index_entry *entries, size_t n,
                                 struct index_tmp *t);
 int materialize_index_put(struct index_tmp *t);
-void materialize_index_drop(struct index_tmp *t);
 
 /* Remove files (and symlinks, never followed) under root/build/<profile>/
  * that are not in keep (relative paths, sorted by strcmp) and are not

@@ -57,20 +57,6 @@ fio_fsync_dir(const char *path)
 }
 
 int
-fio_fdatasync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int rv = 0;
-
-	if (fd < 0)
-		return kiln_err_from_errno(errno);
-	if (fdatasync(fd) != 0)
-		rv = kiln_err_from_errno(errno);
-	close(fd);
-	return rv;
-}
-
-int
 fio_mkdir(const char *path, mode_t mode, int *made)
 {
 	if (made != NULL)

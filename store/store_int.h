@@ -113,8 +113,6 @@ int names_profile_check(const char *profile, size_t len);
 int fio_read_all(int fd, void *buf, size_t len);
 /* fsync the folder at path. */
 int fio_fsync_dir(const char *path);
-/* fdatasync the file at path. */
-int fio_fdatasync_path(const char *path);
 /* mkdir that treats EEXIST as success; *made (may be NULL) says whether it
  * was created now. */
 int fio_mkdir(const char *path, mode_t mode, int *made);
