@@ -54,6 +54,15 @@ engine_wall_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t
+engine_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* ---- heaps ---------------------------------------------------------------- */
 
 static int
@@ -241,6 +250,7 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 	for (;;) {
 		int was_queued = !done_state(n->st) && n->st != N_IDLE;
 		n->st = st;
+		n->reruns = 0;
 		if (st != N_DONE || n->outcome != O_UP_TO_DATE)
 			g->index_dirty = 1;
 		if (was_queued && e->queued > 0)
@@ -1084,6 +1094,52 @@ node_cancelled(const struct engine *e, const struct node *n)
 	return 1;
 }
 
+/* Runs of one step in a wave that may be thrown away because their
+ * inputs changed while the tool ran, before the step fails: a file
+ * rewritten without pause would otherwise keep it running for ever. */
+#define MAX_RERUNS 3
+
+/* n's run read inputs that changed under it (step_finish said STEP_AGAIN,
+ * nothing recorded; e->mu not held, taken): decide it again, unless it was
+ * cancelled or has been thrown away too often already. */
+static void
+run_again(struct engine *e, struct graph *g, struct node *n, int cancelled)
+{
+	char msg[1400];
+	int give_up = n->reruns + 1 >= MAX_RERUNS;
+
+	snprintf(msg, sizeof msg, "%s (%s): %s; %s", n->ks->url, g->profile,
+	         n->reason ? n->reason : "an input changed while its tool ran",
+	         cancelled ? "cancelled" : give_up ? "giving up" : "deciding it again");
+	if (e->cfg.log)
+		e->cfg.log(e->cfg.arg, 0, msg);
+	if (give_up && !cancelled) {
+		set_error(n, "%s: its inputs kept changing while its tool ran (%d runs "
+		          "thrown away; the last: %s)", n->ks->url, n->reruns + 1,
+		          n->reason ? n->reason : "?");
+		step_record_failure(e, g, n);
+	} else if (cancelled) {
+		step_forget(n);
+	}
+	if (!cancelled && !give_up) {
+		/* a change in the clock tick the tool started in is taken for
+		 * one during the run: start again in the next tick */
+		struct timespec tick = {0, 0};
+		clock_getres(CLOCK_REALTIME_COARSE, &tick);
+		tick.tv_nsec += 1000000;
+		nanosleep(&tick, NULL);
+	}
+	pthread_mutex_lock(&e->mu);
+	if (cancelled) {
+		node_finish(e, g, n, N_CANCELLED);
+	} else if (give_up) {
+		node_fail(e, g, n);
+	} else {
+		n->reruns++;
+		make_ready(e, g, n);
+	}
+}
+
 /* A tool ended: finish its step (e->mu held, dropped for the work). */
 static void
 work_complete(struct engine *e, struct run_ctx *rc)
@@ -1094,6 +1150,10 @@ work_complete(struct engine *e, struct run_ctx *rc)
 
 	pthread_mutex_unlock(&e->mu);
 	rv = step_finish(e, g, n);
+	if (rv == STEP_AGAIN) {
+		run_again(e, g, n, cancelled);
+		return;
+	}
 	if (rv != 0 && !cancelled)
 		step_record_failure(e, g, n);
 	else if (rv != 0)

@@ -89,9 +89,17 @@ struct scratch_slot {
 	int log_fd;              /* its empty log, open; or -1 */
 };
 
+/* A discovered file as hashed after its run (engine_verify.c). */
+struct disc_seen {
+	kiln_id h;
+	uint8_t missing;
+};
+
 /* A node's decision and run in progress (node.w). */
 struct node_work {
 	struct key_parts parts;
+	struct fs_seen *seen_in; /* each declared input as its key part saw it */
+	struct disc_seen *disc_seen; /* n->disc hashed after the run (ndisc) */
 	kiln_id new_key;
 	Kiln__StepRecord *prev;  /* the previous decision record, if read */
 	unsigned scratch;        /* .kiln/scratch/<n> */
@@ -100,6 +108,8 @@ struct node_work {
 	pid_t pid;
 	struct spawn_result res;
 	int64_t start_ns;
+	int64_t start_wall_ns;   /* CLOCK_REALTIME_COARSE when it started: the
+	                            clock file times come from */
 	kiln_id log_id;
 	int has_log;
 	struct run_ctx run;
@@ -162,6 +172,8 @@ struct node {
 	uint8_t have;            /* key and outs hold a complete result */
 	uint8_t traced;          /* the last result's run was traced */
 	uint8_t send_event;      /* publish a StepEvent when done */
+	uint8_t reruns;          /* decided again in this wave because its
+	                            inputs changed while its tool ran */
 };
 
 struct graph {
@@ -278,6 +290,7 @@ struct engine {
 		int rv;
 		char exe[PATH_MAX];
 		kiln_id hash;
+		struct fs_seen seen;   /* the program when hashed in this wave */
 	} *tools;
 	size_t ntools, captools;
 
@@ -325,7 +338,10 @@ enum eval_result step_eval(struct engine *e, struct graph *g, struct node *n,
 int step_start(struct engine *e, struct graph *g, struct node *n);
 
 /* Finish n after its tool ended (unlocked): outputs into the store,
- * records, materialization. 0 or -1 with n->error set. */
+ * records, materialization. 0; -1 with n->error set; or STEP_AGAIN: its
+ * inputs changed while the tool ran (n->reason says which), nothing was
+ * published or recorded, and the step must be decided again. */
+#define STEP_AGAIN 1
 int step_finish(struct engine *e, struct graph *g, struct node *n);
 
 /* Record a failure (log kept, decision record) after step_* failed. */
@@ -374,7 +390,21 @@ void set_error(struct node *n, const char *fmt, ...)
  * NULL), looked up once per tool per wave. 0, or an error with n->error
  * set. */
 int step_program(struct engine *e, struct node *n, char *exe, size_t len,
-                 kiln_id *h);
+                 kiln_id *h, struct fs_seen *seen);
+
+/* Whether the materialized output at path is still the file rec says
+ * (judged as the materialization mode allows). */
+int step_output_unchanged(struct engine *e, const char *path, const kiln_file_rec *rec);
+
+/* ---- engine_verify.c ---- */
+
+/* After n's tool exited 0 (its depfile and trace read into n->disc):
+ * whether everything it may have read is what its key was made from.
+ * 1 yes (n->w->disc_seen holds the discovered files' hashes, for its
+ * action result); 0 no, why says what changed (the step must be decided
+ * again, nothing recorded); or a KILN_E* error. */
+int run_verify(struct engine *e, struct graph *g, struct node *n, char *why,
+               size_t whylen);
 
 /* Hard-link n's outputs into build/<profile>/ (n->outs[].mat updated). */
 int materialize_all(struct engine *e, struct node *n);
@@ -542,5 +572,7 @@ void scratch_free_all(struct engine *e);
 
 int64_t engine_now_ns(void);
 int64_t engine_wall_ns(void);
+/* CLOCK_REALTIME_COARSE: the clock the kernel stamps file times from. */
+int64_t engine_coarse_ns(void);
 
 #endif

@@ -253,7 +253,7 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 		goto out;
 	}
-	if ((rv = step_program(e, n, exe, sizeof exe, NULL)) != 0)
+	if ((rv = step_program(e, n, exe, sizeof exe, NULL, NULL)) != 0)
 		goto out;
 	rq.path = exe;
 	rq.argv = (const char *const *)av.v;
@@ -261,6 +261,7 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	rq.cwd = e->root;
 	rq.log_fd = n->w->log_fd;
 	n->w->start_ns = engine_now_ns();
+	n->w->start_wall_ns = engine_coarse_ns();
 	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->w->run, &n->w->pid)) != 0)
 		set_error(n, "cannot start '%s' for %s: %s", exe, n->ks->url, kiln_strerror(rv));
 out:
@@ -409,8 +410,10 @@ action_result_put(struct engine *e, struct node *n)
 		fdv[i].path = n->disc[i];
 		fdv[i].source = i < n->ndisc_depfile ? KILN__FILE_DEP__SOURCE__DEPFILE
 		                : KILN__FILE_DEP__SOURCE__TRACE;
-		/* a missing file keeps an empty hash: "must still be missing" */
-		if (trace_dep_hash(e, n->disc[i], &fdh[i]) == 0) {
+		/* a missing file keeps an empty hash: "must still be missing".
+		 * The hash is the one run_verify took after the run. */
+		if (n->w->disc_seen != NULL && !n->w->disc_seen[i].missing) {
+			fdh[i] = n->w->disc_seen[i].h;
 			fdv[i].hash.data = fdh[i].b;
 			fdv[i].hash.len = 16;
 		}
@@ -475,6 +478,20 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		rv = -1;
 		goto out;
 	}
+	/* and that it read what its key says (engine_verify.c) */
+	if ((rv = run_verify(e, g, n, tail, sizeof tail)) != 1) {
+		if (rv == 0) {
+			free(n->reason);
+			n->reason = strdup(tail);
+			rv = STEP_AGAIN;
+		} else {
+			set_error(n, "%s: checking its inputs after the run: %s", n->ks->url,
+			          kiln_strerror(rv));
+			rv = -1;
+		}
+		goto out;
+	}
+	rv = 0;
 	for (size_t i = 0; i < n->ks->noutputs && rv == 0; i++) {
 		char out[PATH_MAX * 3];
 		struct stat st;

@@ -95,6 +95,8 @@ node_work_free(struct node *n)
 		return;
 	key_parts_free(&n->w->parts);
 	prev_drop(n);
+	free(n->w->seen_in);
+	free(n->w->disc_seen);
 	free(n->w);
 	n->w = NULL;
 }
@@ -219,11 +221,13 @@ tool_uses(const kiln_tool *t, const char *name)
  * since a PATH search is several syscalls and a build has many steps per
  * tool. */
 int
-step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h)
+step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h,
+             struct fs_seen *seen)
 {
 	const kiln_tool *t = n->ks->tool;
 	const char *prog = t->shell ? "/bin/sh" : n->ks->nargv ? n->ks->argv[0] : "";
 	struct tool_seen *ts = NULL;
+	struct fs_seen fss;
 	kiln_id hash;
 	int rv;
 
@@ -240,6 +244,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 		rv = ts->rv;
 		snprintf(exe, len, "%s", ts->exe);
 		hash = ts->hash;
+		fss = ts->seen;
 		pthread_mutex_unlock(&e->tools_mu);
 		goto done;
 	}
@@ -247,7 +252,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 		pthread_mutex_unlock(&e->tools_mu);
 	rv = spawn_find(prog, e->tool_path, e->root, exe, len);
 	if (rv == 0)
-		rv = filestate_hash(e->fs, exe, &hash);
+		rv = filestate_hash_seen(e->fs, exe, &hash, &fss);
 	if (cacheable) {
 		if (ts == NULL && e->ntools == e->captools) {
 			size_t ncap = e->captools ? e->captools * 2 : 16;
@@ -265,6 +270,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 			ts->rv = rv;
 			snprintf(ts->exe, sizeof ts->exe, "%s", exe);
 			ts->hash = hash;
+			ts->seen = fss;
 		}
 		pthread_mutex_unlock(&e->tools_mu);
 	}
@@ -276,6 +282,8 @@ done:
 		                               : kiln_strerror(rv), e->tool_path);
 	else if (h != NULL)
 		*h = hash;
+	if (rv == 0 && seen != NULL)
+		*seen = fss;
 	return rv;
 }
 
@@ -293,6 +301,12 @@ mat_unchanged(struct engine *e, const char *path, const kiln_file_rec *rec)
 	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == rec->mtime_ns;
 }
 
+int
+step_output_unchanged(struct engine *e, const char *path, const kiln_file_rec *rec)
+{
+	return mat_unchanged(e, path, rec);
+}
+
 static int
 parts_tool(struct engine *e, const struct graph *g, struct node *n,
            struct key_parts *kp)
@@ -304,7 +318,7 @@ parts_tool(struct engine *e, const struct graph *g, struct node *n,
 	struct sbuf b = {0};
 	int rv;
 
-	if ((rv = step_program(e, n, exe, sizeof exe, &h)) != 0)
+	if ((rv = step_program(e, n, exe, sizeof exe, &h, NULL)) != 0)
 		return rv;
 	rv = key_parts_text(kp, "tool", t->name);
 	if (rv == 0 && t->version && t->version[0])
@@ -352,9 +366,16 @@ parts_step(struct engine *e, const struct graph *g, struct node *n,
 	}
 	for (size_t i = 0; i < ks->noutputs && rv == 0; i++)
 		rv = key_parts_text2(kp, "out ", ks->outputs[i].name, ks->outputs[i].file);
+	free(n->w->seen_in);
+	n->w->seen_in = NULL;
+	/* what each input was when hashed: the run is checked against it */
+	if (ks->ninputs > 0 &&
+	    (n->w->seen_in = calloc(ks->ninputs, sizeof *n->w->seen_in)) == NULL)
+		return KILN_ENOMEM;
 	for (size_t i = 0; i < ks->ninputs && rv == 0; i++) {
 		kiln_id h;
-		if ((rv = filestate_hash(e->fs, ks->inputs[i], &h)) == KILN_ENOTFOUND) {
+		if ((rv = filestate_hash_seen(e->fs, ks->inputs[i], &h,
+		                              &n->w->seen_in[i])) == KILN_ENOTFOUND) {
 			set_error(n, "missing source file '%s' (an input of %s, %s:%d)",
 			          ks->inputs[i], ks->url, ks->loc.file ? ks->loc.file : "?",
 			          ks->loc.line);
@@ -736,7 +757,7 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 	cap += n->ks->ninputs + n->ndisc + n->nneeds;
 	if (cap > 64 && (v = malloc(cap * sizeof *v)) == NULL)
 		return KILN_ENOMEM;
-	if ((rv = step_program(e, n, exe, sizeof exe, &v[0])) != 0)
+	if ((rv = step_program(e, n, exe, sizeof exe, &v[0], NULL)) != 0)
 		goto out;
 	for (size_t i = 0; i < n->ks->ninputs; i++)
 		if ((rv = filestate_hash(e->fs, n->ks->inputs[i], &v[nv++])) != 0)

@@ -15,9 +15,13 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "filestate.h"
@@ -34,6 +38,7 @@ struct fentry {
 	uint8_t known;    /* rec holds a stat and hash (else: unknown) */
 	uint8_t missing;  /* at the last stat it did not exist */
 	uint8_t dirty;    /* rec changed since the last flush (on the list) */
+	uint8_t racy;     /* rec's stat cannot vouch for its content (fs_seen) */
 	char path[];
 };
 
@@ -253,22 +258,73 @@ file_stat(struct filestate *fs, const char *path, struct stat *st, int *watched)
 	return S_ISREG(st->st_mode) ? 0 : KILN_ENOTFOUND;
 }
 
-/* Hash the file's content, and stat it again through the open file so the
- * stat recorded is the one of the bytes hashed. */
+/* Open a project file for reading beneath the root: no "..", absolute
+ * symlink or relative one climbing out of the project may lead the open
+ * elsewhere (openat2's RESOLVE_BENEATH: the kernel checks every step, so
+ * a folder swapped for a link between our checks cannot slip through).
+ * -1 with errno set; EXDEV when the path leads out. */
 static int
-file_hash(struct filestate *fs, const char *path, struct stat *st, kiln_id *hash)
+open_beneath(int rootfd, const char *path)
 {
-	int fd = openat(path[0] == '/' ? AT_FDCWD : fs->rootfd, path,
-	                O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	char link[64], real[PATH_MAX], root[PATH_MAX];
+	ssize_t n, m;
+	int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+
+	if (fd >= 0 || errno != ENOSYS)
+		return fd;
+	/* kernels before 5.6: open, then ask where the descriptor landed */
+	if ((fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		return -1;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = readlink(link, real, sizeof real - 1);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", rootfd);
+	m = readlink(link, root, sizeof root - 1);
+	if (n < 0 || m < 0 || n <= m || memcmp(real, root, (size_t)m) != 0 ||
+	    real[m] != '/') {
+		close(fd);
+		errno = EXDEV;
+		return -1;
+	}
+	return fd;
+}
+
+static int64_t
+wall_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Hash the file's content, and stat it again through the open file so the
+ * stat recorded is the one of the bytes hashed. *racy: its last change is
+ * so close to now that a change in the same clock tick would keep this
+ * stat (git's "racily clean" entries). */
+static int
+file_hash(struct filestate *fs, const char *path, struct stat *st, kiln_id *hash,
+          int *racy)
+{
+	int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+	                        : open_beneath(fs->rootfd, path);
+	int64_t now;
 	int rv;
 
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
-		                                           : kiln_err_from_errno(errno);
+		       : errno == EXDEV || errno == ELOOP ? KILN_EOUTSIDE
+		                                          : kiln_err_from_errno(errno);
 	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
 		close(fd);
 		return KILN_ENOTFOUND;
 	}
+	now = wall_now_ns();
+	*racy = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec + FS_RACY_NS > now ||
+	        (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec + FS_RACY_NS > now;
 	rv = kiln_id_of_fd(fd, hash, NULL);
 	close(fd);
 	if (rv == 0)
@@ -276,8 +332,27 @@ file_hash(struct filestate *fs, const char *path, struct stat *st, kiln_id *hash
 	return rv;
 }
 
+static void
+seen_set(struct fs_seen *seen, const struct fentry *e)
+{
+	if (seen == NULL)
+		return;
+	memset(seen, 0, sizeof *seen);
+	seen->missing = e->missing;
+	seen->racy = e->racy;
+	if (!e->missing)
+		seen->rec = e->rec;
+}
+
 int
 filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
+{
+	return filestate_hash_seen(fs, path, hash, NULL);
+}
+
+int
+filestate_hash_seen(struct filestate *fs, const char *path, kiln_id *hash,
+                    struct fs_seen *seen)
 {
 	uint64_t h = str_hash(path);
 	struct shard *sh = shard_of(fs, h);
@@ -285,7 +360,7 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	struct fentry *e;
 	kiln_file_rec rec, db;
 	struct stat st;
-	int rv, known, verify = atomic_load(&fs->verify), watched;
+	int rv, known, verify = atomic_load(&fs->verify), watched, racy = 0, was_racy;
 	uint64_t pass = atomic_load(&fs->pass), gen = 0;
 
 	pthread_mutex_lock(&sh->mu);
@@ -301,16 +376,18 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 		e->pass = pass;
 		rv = e->missing ? KILN_ENOTFOUND : 0;
 		*hash = e->missing ? (kiln_id){{0}} : e->rec.hash;
+		seen_set(seen, e);
 		pthread_mutex_unlock(&sh->mu);
 		return rv;
 	}
-	known = e->known;
+	was_racy = e->racy;
+	known = e->known && !was_racy;   /* a racy stat proves nothing */
 	rec = e->rec;
 	pthread_mutex_unlock(&sh->mu);
 
 	watched = w != NULL && path[0] != '/' && watch_prepare(w, path, &gen) == 0;
 
-	if (!known) {
+	if (!known && !was_racy) {
 		/* a restarted daemon: what the last one recorded */
 		if (path[0] != '/' && kiln_store_file_get(fs->s, path, &db) == 0) {
 			rec = db;
@@ -321,7 +398,7 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	if (rv == 0 && known && !verify && stat_equal(&rec, &st)) {
 		*hash = rec.hash;
 	} else if (rv == 0) {
-		rv = file_hash(fs, path, &st, hash);
+		rv = file_hash(fs, path, &st, hash, &racy);
 		rec_of_stat(&rec, &st);
 		rec.hash = *hash;
 		known = -1;  /* changed: record it */
@@ -329,8 +406,10 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	if (rv == KILN_ENOTFOUND) {
 		pthread_mutex_lock(&sh->mu);
 		e->missing = 1;
+		e->racy = 0;
 		e->pass = pass;
 		e->seen_gen = watched ? gen : 0;
+		seen_set(seen, e);
 		pthread_mutex_unlock(&sh->mu);
 		memset(hash, 0, sizeof *hash);
 		return rv;
@@ -341,6 +420,8 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 	e->rec = rec;
 	e->known = 1;
 	e->missing = 0;
+	if (known == -1)
+		e->racy = (uint8_t)racy;
 	e->pass = pass;
 	e->seen_gen = watched ? gen : 0;
 	if (known == -1 && path[0] != '/' && !e->dirty) {
@@ -348,8 +429,42 @@ filestate_hash(struct filestate *fs, const char *path, kiln_id *hash)
 		e->next_dirty = sh->dirty;
 		sh->dirty = e;
 	}
+	seen_set(seen, e);
 	pthread_mutex_unlock(&sh->mu);
 	return 0;
+}
+
+void
+filestate_forget(struct filestate *fs, const char *path)
+{
+	uint64_t h = str_hash(path);
+	struct shard *sh = shard_of(fs, h);
+	struct fentry *e;
+
+	pthread_mutex_lock(&sh->mu);
+	if ((e = table_get(sh, path, h)) != NULL) {
+		e->pass = 0;
+		e->seen_gen = 0;
+	}
+	pthread_mutex_unlock(&sh->mu);
+}
+
+int
+filestate_unchanged(struct filestate *fs, const char *path, const struct fs_seen *seen)
+{
+	struct stat st;
+	kiln_id h;
+	int watched = 0, racy, rv = file_stat(fs, path, &st, &watched);
+
+	if (seen->missing)
+		return rv == KILN_ENOTFOUND;
+	if (rv != 0 || !stat_equal(&seen->rec, &st))
+		return 0;
+	if (!seen->racy)
+		return 1;
+	/* the stat cannot tell: the content can */
+	return file_hash(fs, path, &st, &h, &racy) == 0 && stat_equal(&seen->rec, &st) &&
+	       memcmp(h.b, seen->rec.hash.b, sizeof h.b) == 0;
 }
 
 int
@@ -362,7 +477,12 @@ filestate_flush(struct filestate *fs, kiln_batch *b)
 		pthread_mutex_lock(&sh->mu);
 		while (sh->dirty != NULL && rv == 0) {
 			struct fentry *e = sh->dirty;
-			if ((rv = kiln_batch_file_put(b, e->path, &e->rec)) == 0) {
+			kiln_file_rec r = e->rec;
+			/* a racy record must not vouch for the file after a
+			 * restart either: a stat that can never match */
+			if (e->racy)
+				r.ctime_ns = -1;
+			if ((rv = kiln_batch_file_put(b, e->path, &r)) == 0) {
 				sh->dirty = e->next_dirty;
 				e->dirty = 0;
 				e->next_dirty = NULL;

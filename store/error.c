@@ -32,6 +32,7 @@ static const struct {
 	{KILN_EBADPROJECT, "the project's descriptions have errors"},
 	{KILN_EFAILED, "a build step failed"},
 	{KILN_ECANCELLED, "cancelled"},
+	{KILN_EOUTSIDE, "a symlink on the path leads out of the project"},
 };
 
 const char *

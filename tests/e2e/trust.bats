@@ -57,23 +57,24 @@ YAML
 @test "an input edited while its tool runs is never cached under the old key (50 edits at random delays)" {
 	write_slow_project
 	build_ok
-	for i in $(seq 1 50); do
-		printf 'one-%s\n' "$i" >src/a.txt
+	for iter in $(seq 1 50); do
+		printf 'one-%s\n' "$iter" >src/a.txt
 		"$KILN" build --json >"$BATS_TEST_TMPDIR/b.out" 2>&1 &
 		bpid=$!
 		# 0 to 0.5 s: before the read, during the run, around its end
 		sleep "0.$(printf '%02d' $((RANDOM % 50)))"
-		printf 'two-%s\n' "$i" >src/a.txt
+		printf 'two-%s\n' "$iter" >src/a.txt
 		wait "$bpid" || { cat "$BATS_TEST_TMPDIR/b.out"; false; }
-		# whatever that build did, the next one must serve two-$i
+		# (not $i: bats' run clobbers it)
+		# whatever that build did, the next one must serve two-$iter
 		build_ok
 		got=$(cat build/pc/c/a.txt)
-		[ "$got" = "two-$i" ] || { echo "iteration $i: build/ holds '$got' for two-$i"; cat "$BATS_TEST_TMPDIR/b.out"; echo "$output"; false; }
-		# and the key of one-$i, if cached, must give one-$i
-		printf 'one-%s\n' "$i" >src/a.txt
+		[ "$got" = "two-$iter" ] || { echo "iteration $iter: build/ holds '$got' for two-$iter"; cat "$BATS_TEST_TMPDIR/b.out"; echo "$output"; false; }
+		# and the key of one-$iter, if cached, must give one-$iter
+		printf 'one-%s\n' "$iter" >src/a.txt
 		build_ok
 		got=$(cat build/pc/c/a.txt)
-		[ "$got" = "one-$i" ] || { echo "iteration $i: key of one-$i served '$got'"; cat "$BATS_TEST_TMPDIR/b.out"; echo "$output"; false; }
+		[ "$got" = "one-$iter" ] || { echo "iteration $iter: key of one-$iter served '$got'"; cat "$BATS_TEST_TMPDIR/b.out"; echo "$output"; false; }
 	done
 }
 
