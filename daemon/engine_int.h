@@ -392,9 +392,9 @@ void set_error(struct node *n, const char *fmt, ...)
 int step_program(struct engine *e, struct node *n, char *exe, size_t len,
                  kiln_id *h, struct fs_seen *seen);
 
-/* Whether the materialized output at path is still the file rec says
- * (judged as the materialization mode allows). */
-int step_output_unchanged(struct engine *e, const char *path, const kiln_file_rec *rec);
+/* Whether the materialized output o at path still holds o's blob: its
+ * stat as recorded, or else its content. */
+int step_output_unchanged(struct engine *e, const char *path, const struct node_out *o);
 
 /* ---- engine_verify.c ---- */
 

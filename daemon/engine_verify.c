@@ -71,7 +71,7 @@ key_inputs_changed(struct engine *e, struct graph *g, struct node *n)
 	for (uint32_t k = 0; k < n->ndeps; k++) {
 		const struct node *d = &g->nodes[n->deps[k]];
 		for (size_t i = 0; i < d->ks->noutputs; i++)
-			if (!step_output_unchanged(e, d->outpaths[i], &d->outs[i].mat))
+			if (!step_output_unchanged(e, d->outpaths[i], &d->outs[i]))
 				return d->outpaths[i];
 	}
 	for (size_t j = 0; j < n->nrneeds; j++) {
@@ -80,7 +80,7 @@ key_inputs_changed(struct engine *e, struct graph *g, struct node *n)
 		if (nd->out < 0)
 			continue;
 		d = &g->nodes[nd->idx];
-		if (!step_output_unchanged(e, d->outpaths[nd->out], &d->outs[nd->out].mat))
+		if (!step_output_unchanged(e, d->outpaths[nd->out], &d->outs[nd->out]))
 			return d->outpaths[nd->out];
 	}
 	return NULL;
