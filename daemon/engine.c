@@ -1284,9 +1284,9 @@ worker_main(void *arg)
 	/* A worker blocked in its tool's spawn (a vfork, toolrun.c) is woken
 	 * by its child's exec and, as a normal task, preempts that child on
 	 * its core to go on with its bookkeeping (finishing the previous
-	 * step): every tool's exec
-	 * waited ~0.1 ms behind the daemon (fork to exec 0.19 ms median in a
-	 * 1k build, 0.07 ms in a plain spawn loop). SCHED_BATCH wakes
+	 * step): every tool's exec waited ~0.1 ms behind the daemon (fork
+	 * to exec 0.19 ms median in a 1k build, 0.07 ms in a plain spawn
+	 * loop). SCHED_BATCH wakes
 	 * without preempting; the tools themselves start under SCHED_OTHER
 	 * (spawner_new). */
 	if (e->workers_batch) {

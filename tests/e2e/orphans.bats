@@ -119,7 +119,7 @@ expect_out() {
 	[ -z "$(sleepers 30.93)" ] || { echo "left running: $(sleepers 30.93)"; false; }
 }
 
-@test "the sweep leaves alone a process of another project and the client" {
+@test "the sweep leaves alone the processes of other projects" {
 	write_project "cat '\${in}' > '\${out}'"
 	# a process carrying another project's marker, and one carrying this
 	# project's root only as a prefix of its marker
