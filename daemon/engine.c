@@ -1341,11 +1341,12 @@ worker_main(void *arg)
 	struct graph *g;
 	struct node *n;
 
-	/* A worker blocked in posix_spawn is woken by its child's exec and,
-	 * as a normal task, preempts that child on its core to go on with
-	 * its bookkeeping (finishing the previous step): every tool's exec
-	 * waited ~0.1 ms behind the daemon (fork to exec 0.19 ms median in a
-	 * 1k build, 0.07 ms in a plain spawn loop). SCHED_BATCH wakes
+	/* A worker blocked in its tool's spawn (a vfork, toolrun.c) is woken
+	 * by its child's exec and, as a normal task, preempts that child on
+	 * its core to go on with its bookkeeping (finishing the previous
+	 * step): every tool's exec waited ~0.1 ms behind the daemon (fork
+	 * to exec 0.19 ms median in a 1k build, 0.07 ms in a plain spawn
+	 * loop). SCHED_BATCH wakes
 	 * without preempting; the tools themselves start under SCHED_OTHER
 	 * (spawner_new). */
 	if (e->workers_batch) {

@@ -49,7 +49,8 @@ struct engine_config {
 };
 
 /* Start the engine (no project is read until the first build). Clears
- * scratch folders left by a previous daemon. Returns 0, KILN_ENOMEM,
+ * scratch folders left by a previous daemon, after killing the processes
+ * its tools left running (orphans.h). Returns 0, KILN_ENOMEM,
  * KILN_EIO. */
 int engine_new(const struct engine_config *cfg, struct engine **ep);
 

@@ -102,7 +102,7 @@ struct node_work {
 	struct disc_seen *disc_seen; /* n->disc hashed after the run (ndisc) */
 	kiln_id new_key;
 	Kiln__StepRecord *prev;  /* the previous decision record, if read */
-	unsigned scratch;        /* .kiln/scratch/<n> */
+	unsigned scratch;        /* its folder's number (scratch_path) */
 	int log_fd;
 	off_t trace_off;         /* where this run's records start in <n>.trace */
 	pid_t pid;
@@ -275,6 +275,7 @@ struct engine {
 	unsigned starting;       /* workers inside step_start */
 	uint32_t queued;         /* nodes waiting, ready or running */
 	unsigned next_scratch;
+	char scratch_run[64];    /* this daemon run's area in .kiln/scratch */
 	/* scratch folders free for the next run (engine_scratch.c) */
 	pthread_mutex_t scratch_mu;
 	struct scratch_slot *scratch_free;
@@ -554,6 +555,20 @@ void engine_batch_unlock(struct engine *e);
 void engine_rmtree(const char *path);
 
 /* ---- engine_scratch.c ---- */
+
+/* Remove the scratch areas of earlier daemon runs and make this run's
+ * (e->scratch_run), which no earlier run used. Call once, after the sweep
+ * of orphans: nothing of an earlier run may still write there. 0 or a
+ * KILN_E* code. */
+int scratch_init(struct engine *e);
+
+/* The path of scratch folder id (suffix "") or of its log, trace or
+ * depfile beside it (suffix ".log", ".trace", ".d"), in this run's area:
+ * relative to the project root, or absolute when absolute is set. id 0 is
+ * the area itself. Every scratch path is built here. 0 or KILN_ERANGE
+ * (out too small). */
+int scratch_path(const struct engine *e, unsigned id, const char *suffix,
+                 int absolute, char *out, size_t len);
 
 /* A scratch folder for a run: a free one (empty, with its empty log) or a
  * new one. *id is its number; *log_fd the open log for the tool's stdout

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "orphans.h"
 #include "watch.h"
 
 /* ---- life ----------------------------------------------------------------- */
@@ -44,6 +45,28 @@ engine_rmtree(const char *path)
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Kill what tools of a previous daemon of this project left running
+ * (orphans.h), and say so in the daemon's log. How long it waits for them
+ * to end is generous: a process SIGKILLed in uninterruptible sleep ends
+ * when its I/O does. */
+static void
+orphans_sweep(struct engine *e)
+{
+	char msg[128];
+	unsigned n = 0;
+	int rv = orphans_kill(e->root, 2000, &n);
+
+	if (e->cfg.log == NULL || (rv == 0 && n == 0))
+		return;
+	if (rv != 0)
+		snprintf(msg, sizeof msg, "looking for processes a previous daemon "
+		         "left running: %s (killed %u)", kiln_strerror(rv), n);
+	else
+		snprintf(msg, sizeof msg, "killed %u process%s a previous daemon of "
+		         "this project left running", n, n == 1 ? "" : "es");
+	e->cfg.log(e->cfg.arg, rv != 0, msg);
+}
+
 /* Whether this thread can switch to SCHED_BATCH and back to SCHED_OTHER
  * (it ends as it began when it can). */
 static int
@@ -60,7 +83,6 @@ int
 engine_new(const struct engine_config *cfg, struct engine **ep)
 {
 	struct engine *e = calloc(1, sizeof *e);
-	char scratch[PATH_MAX];
 	int rv = KILN_ENOMEM;
 
 	if (e == NULL)
@@ -86,8 +108,12 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	/* without inotify (or with --no-watch) every file is stat'ed */
 	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0)
 		filestate_set_watch(e->fs, e->watch);
-	snprintf(scratch, sizeof scratch, "%s/.kiln/scratch", e->root);
-	engine_rmtree(scratch);
+	/* before the old scratch areas go: nothing of a previous daemon may
+	 * still be running, there or anywhere */
+	orphans_sweep(e);
+	if ((rv = scratch_init(e)) != 0)
+		goto fail;
+	rv = KILN_ENOMEM;
 	trace_setup(e);
 	/* only from the normal policy: a daemon started under another one
 	 * (chrt, a real-time or idle class) keeps it for its tools; and only

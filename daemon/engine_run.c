@@ -1,7 +1,8 @@
 /* engine_run.c — running one step's tool and publishing what it made
  * (see engine_int.h; engine_step.c decides whether it must run).
  *
- * The tool gets its own scratch folder .kiln/scratch/<n>/ for its outputs,
+ * The tool gets its own scratch folder (.kiln/scratch/<run>/<n>/,
+ * engine_scratch.c) for its outputs,
  * a log file beside it for stdout and stderr, and the project root as its
  * working folder. Finishing: each output is moved into the store (a rename:
  * the scratch folder is on the project's filesystem), hard-linked into
@@ -20,6 +21,7 @@
 
 #include "depfile.h"
 #include "engine_int.h"
+#include "orphans.h"
 
 /* ---- running -------------------------------------------------------------- */
 
@@ -72,8 +74,9 @@ paths_make(struct engine *e, const struct graph *g, const struct node *n,
            struct paths *p)
 {
 	memset(&p->in, 0, sizeof p->in);
-	snprintf(p->scratch, sizeof p->scratch, ".kiln/scratch/%u", n->w->scratch);
-	snprintf(p->depfile, sizeof p->depfile, ".kiln/scratch/%u.d", n->w->scratch);
+	if (scratch_path(e, n->w->scratch, "", 0, p->scratch, sizeof p->scratch) != 0 ||
+	    scratch_path(e, n->w->scratch, ".d", 0, p->depfile, sizeof p->depfile) != 0)
+		return KILN_ERANGE;
 	for (size_t i = 0; i < n->ks->ninputs; i++)
 		av_push(&p->in, strdup(n->ks->inputs[i]));
 	for (uint32_t k = 0; k < n->ndeps; k++) {
@@ -81,7 +84,6 @@ paths_make(struct engine *e, const struct graph *g, const struct node *n,
 		for (size_t i = 0; i < d->ks->noutputs; i++)
 			av_push(&p->in, strdup(d->outpaths[i]));
 	}
-	(void)e;
 	return p->in.oom ? KILN_ENOMEM : 0;
 }
 
@@ -206,6 +208,10 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	av_push(env, strdup(buf));
 	snprintf(buf, sizeof buf, "KILN_PROJECT=%s", e->root);
 	av_push(env, strdup(buf));
+	/* what the next daemon's sweep finds this run's processes by: every
+	 * process the tool starts inherits it (orphans.h) */
+	snprintf(buf, sizeof buf, ORPHANS_MARKER "=%s", e->root);
+	av_push(env, strdup(buf));
 	snprintf(buf, sizeof buf, "KILN_URL=%s", n->ks->url);
 	av_push(env, strdup(buf));
 	/* kiln need: $KILN, $KILN_SOCKET, $KILN_STEP_TOKEN (engine_need.c) */
@@ -322,10 +328,10 @@ dep_keep(const struct engine *e, const char *p, char *rel, size_t len)
 	return 1;
 }
 
-/* Read the step's depfile (.kiln/scratch/<n>.d) into n->disc. 0, or -1
+/* Read the step's depfile (scratch_path ".d") into n->disc. 0, or -1
  * with n->error set. */
 static int
-depfile_read(struct engine *e, struct node *n, const char *dir)
+depfile_read(struct engine *e, struct node *n)
 {
 	char path[PATH_MAX + 16], **deps = NULL, **keep = NULL;
 	size_t ndeps = 0, nkeep = 0;
@@ -334,7 +340,7 @@ depfile_read(struct engine *e, struct node *n, const char *dir)
 	int rv, fd;
 	struct stat st;
 
-	snprintf(path, sizeof path, "%s.d", dir);
+	scratch_path(e, n->w->scratch, ".d", 1, path, sizeof path);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
 	    st.st_size > (64 << 20)) {
 		if (fd >= 0)
@@ -453,8 +459,9 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 	pid_t pid = n->w->pid;
 	int rv = 0;
 
-	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n->w->scratch);
-	snprintf(logp, sizeof logp, "%s.log", dir);
+	/* the lengths were checked when the run started (paths_make) */
+	scratch_path(e, n->w->scratch, "", 1, dir, sizeof dir);
+	scratch_path(e, n->w->scratch, ".log", 1, logp, sizeof logp);
 	n->duration_ns = (uint64_t)n->w->res.wall_ns;
 	__atomic_store_n(&n->w->pid, 0, __ATOMIC_RELEASE);   /* engine_cancel reads it */
 	/* the last lines are for the error message: only a failure reads them */
@@ -473,7 +480,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		goto out;
 	}
 	/* what it read and wrote, before anything it made is published */
-	if ((n->ks->tool->depfile && depfile_read(e, n, dir) != 0) ||
+	if ((n->ks->tool->depfile && depfile_read(e, n) != 0) ||
 	    trace_finish(e, n, pid, dir) != 0) {
 		rv = -1;
 		goto out;
@@ -531,7 +538,7 @@ out:
 		need_run_commit(n, 0);
 	if (n->ks->tool->depfile) {
 		char dep[PATH_MAX + 16];
-		snprintf(dep, sizeof dep, "%s.d", dir);
+		scratch_path(e, n->w->scratch, ".d", 1, dep, sizeof dep);
 		unlink(dep);
 	}
 	/* outputs were moved out: the folder is usually empty and is reused */

@@ -1,8 +1,16 @@
 /* engine_scratch.c — the scratch folders steps run in, kept and reused.
  *
- * Every run gets .kiln/scratch/<n>/ for its outputs, with <n>.log (its
- * stdout and stderr) and <n>.trace (the file-access shim's records) beside
- * it. Making and removing those for every step cost more than the tools
+ * Each daemon run has an area of its own, .kiln/scratch/<run>/, made with
+ * mkdtemp when the engine starts (<run> is the start time and six random
+ * characters; the areas of earlier runs are removed first). A step's run
+ * gets <area>/<n>/ for its outputs, with <n>.log (its stdout and stderr),
+ * <n>.trace (the file-access shim's records) and <n>.d (its depfile)
+ * beside it. A path is never handed out by two daemon runs: a process of
+ * a killed daemon's run that survived the sweep (orphans.h) and still
+ * writes by its old path writes into a removed area, never into a folder
+ * of the new run. scratch_path is the one place that builds these paths.
+ *
+ * Making and removing those for every step cost more than the tools
  * themselves on small steps: each is an inode allocated and freed, and on
  * ext4 without a journal every allocation walks past the inodes freed in
  * the last minutes (recently_deleted()), so the churn grows quadratically
@@ -17,7 +25,8 @@
  * The processes of a run are killed (its process group) before the run is
  * finished, so nothing of an earlier run writes into a reused folder.
  *
- * Threads: any worker; the free list has its own lock (never held while
+ * Threads: scratch_init from the thread starting the engine; the rest
+ * from any worker; the free list has its own lock (never held while
  * calling out). */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -72,12 +82,55 @@ out:
 	return rv;
 }
 
-/* Make folder dir, and .kiln/scratch above it when that is missing (made
- * on the first step, and again if removed). 0: made, 1: it was there. */
+/* Where every daemon run's area is, relative to the root. */
+#define SCRATCH_TOP ".kiln/scratch"
+
+int
+scratch_path(const struct engine *e, unsigned id, const char *suffix,
+             int absolute, char *out, size_t len)
+{
+	int n;
+
+	if (id == 0)   /* the area itself */
+		n = snprintf(out, len, "%s%s" SCRATCH_TOP "/%s", absolute ? e->root : "",
+		             absolute ? "/" : "", e->scratch_run);
+	else
+		n = snprintf(out, len, "%s%s" SCRATCH_TOP "/%s/%u%s",
+		             absolute ? e->root : "", absolute ? "/" : "",
+		             e->scratch_run, id, suffix);
+	return n < 0 || (size_t)n >= len ? KILN_ERANGE : 0;
+}
+
+int
+scratch_init(struct engine *e)
+{
+	char top[PATH_MAX], area[PATH_MAX];
+	struct tm tm;
+	time_t now = time(NULL);
+
+	snprintf(top, sizeof top, "%s/" SCRATCH_TOP, e->root);
+	engine_rmtree(top);
+	if (mkdir(top, 0755) != 0 && errno != EEXIST)
+		return kiln_err_from_errno(errno);
+	/* the time keeps a name apart from every earlier run's even though
+	 * their areas are gone, which mkdtemp alone cannot see */
+	gmtime_r(&now, &tm);
+	if ((size_t)snprintf(area, sizeof area, "%s/%04d%02d%02dT%02d%02d%02d-XXXXXX",
+	                     top, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+	                     tm.tm_hour, tm.tm_min, tm.tm_sec) >= sizeof area)
+		return KILN_ERANGE;
+	if (mkdtemp(area) == NULL)
+		return kiln_err_from_errno(errno);
+	snprintf(e->scratch_run, sizeof e->scratch_run, "%s", strrchr(area, '/') + 1);
+	return 0;
+}
+
+/* Make folder dir, and the area and .kiln/scratch above it when they are
+ * missing (removed under the running daemon). 0: made, 1: it was there. */
 static int
 dir_make(struct engine *e, const char *dir)
 {
-	char parent[PATH_MAX];
+	char path[PATH_MAX];
 
 	if (mkdir(dir, 0755) == 0)
 		return 0;
@@ -85,9 +138,12 @@ dir_make(struct engine *e, const char *dir)
 		return 1;
 	if (errno != ENOENT)
 		return kiln_err_from_errno(errno);
-	snprintf(parent, sizeof parent, "%s/.kiln/scratch", e->root);
-	if (mkdir(parent, 0755) != 0 && errno != EEXIST)
+	snprintf(path, sizeof path, "%s/" SCRATCH_TOP, e->root);
+	if (mkdir(path, 0755) != 0 && errno != EEXIST)
 		return kiln_err_from_errno(errno);
+	if (scratch_path(e, 0, "", 1, path, sizeof path) != 0 ||
+	    (mkdir(path, 0755) != 0 && errno != EEXIST))
+		return KILN_EIO;
 	return mkdir(dir, 0755) == 0 ? 0 : kiln_err_from_errno(errno);
 }
 
@@ -105,7 +161,8 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 	*id = n;
 	*log_fd = -1;
 	*trace_off = 0;
-	if ((size_t)snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, n) >= sizeof dir) {
+	if (scratch_path(e, n, "", 1, dir, sizeof dir) != 0 ||
+	    scratch_path(e, n, ".trace", 1, path, sizeof path) != 0) {
 		if (sl.log_fd >= 0)
 			close(sl.log_fd);
 		return KILN_ERANGE;
@@ -113,7 +170,6 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 	if (fresh && (rv = dir_make(e, dir)) < 0)
 		return rv;
 	/* the last runs' records stay: this run's start after them */
-	snprintf(path, sizeof path, "%s.trace", dir);
 	if (!fresh && stat(path, &st) == 0) {
 		if (st.st_size <= TRACE_KEEP)
 			*trace_off = st.st_size;
@@ -136,7 +192,7 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 		*log_fd = sl.log_fd;
 		return 0;
 	}
-	snprintf(path, sizeof path, "%s.log", dir);
+	scratch_path(e, n, ".log", 1, path, sizeof path);
 	if ((*log_fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
 		rv = kiln_err_from_errno(errno);
 		goto fail;
@@ -171,7 +227,8 @@ scratch_give(struct engine *e, unsigned id, int log_fd)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16];
 
-	snprintf(dir, sizeof dir, "%s/.kiln/scratch/%u", e->root, id);
+	if (scratch_path(e, id, "", 1, dir, sizeof dir) != 0)
+		return;   /* never handed out: scratch_take checked the length */
 	if (dir_empty(dir) && pool_push(e, (struct scratch_slot){id, log_fd}) == 0)
 		return;
 	if (log_fd >= 0)
@@ -179,9 +236,9 @@ scratch_give(struct engine *e, unsigned id, int log_fd)
 	/* something was left behind (or the folder is gone): start afresh
 	 * under another number rather than clean up after the tool */
 	engine_rmtree(dir);
-	snprintf(path, sizeof path, "%s.log", dir);
+	scratch_path(e, id, ".log", 1, path, sizeof path);
 	unlink(path);
-	snprintf(path, sizeof path, "%s.trace", dir);
+	scratch_path(e, id, ".trace", 1, path, sizeof path);
 	unlink(path);
 }
 

@@ -2,8 +2,8 @@
  * "File-access tracing"): finding the shim (shim/kilntrace.c), the
  * environment that loads it into a tool, and reading what it recorded.
  *
- * After a tool exits 0 its trace (.kiln/scratch/<n>.trace, the record
- * format is in shim/kilntrace.c) is read: a change to any file outside the
+ * After a tool exits 0 its trace (<n>.trace beside its scratch folder,
+ * engine_scratch.c; the record format is in shim/kilntrace.c) is read: a change to any file outside the
  * step's scratch folder and depfile fails the step; project files the
  * tool read, stat'ed or looked for in vain (outside .kiln/ and build/, not
  * declared inputs) join n->disc after the depfile's, and folders it listed
@@ -97,10 +97,13 @@ trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
 	if (asprintf(&out[n], "LD_PRELOAD=%s", e->trace_shim) < 0)
 		goto fail;
 	n++;
-	if (asprintf(&out[n], "KILN_TRACE_FILE=%s/.kiln/scratch/%u.trace", e->root,
-	             scratch) < 0)
-		goto fail;
-	n++;
+	{
+		char path[PATH_MAX + 16];
+		if (scratch_path(e, scratch, ".trace", 1, path, sizeof path) != 0 ||
+		    asprintf(&out[n], "KILN_TRACE_FILE=%s", path) < 0)
+			goto fail;
+		n++;
+	}
 	/* Python would write __pycache__/ beside the project's scripts: a
 	 * write outside the scratch folder */
 	if ((out[n] = strdup("PYTHONDONTWRITEBYTECODE=1")) == NULL)
@@ -245,8 +248,9 @@ struct pidcount {   /* a slot of trace_read's pid table */
 struct trace_read {
 	struct engine *e;
 	struct node *n;
-	const char *scratch;      /* absolute: root/.kiln/scratch/<n> */
+	const char *scratch;      /* absolute: the step's scratch folder */
 	size_t lroot, lscratch;
+	char depfile[PATH_MAX + 16], trace[PATH_MAX + 16];  /* beside it */
 	char **paths;             /* project-relative dependencies */
 	size_t npaths, cappaths;
 	struct pidcount *pids;    /* open addressing, cappids a power of 2 */
@@ -335,10 +339,12 @@ path_add(struct trace_read *t, const char *rel, int listing)
 static int
 own_file(const struct trace_read *t, const char *p)
 {
+	if (strcmp(p, t->depfile) == 0 || strcmp(p, t->trace) == 0)
+		return 1;
 	if (strncmp(p, t->scratch, t->lscratch) != 0)
 		return 0;
 	p += t->lscratch;
-	return *p == '\0' || *p == '/' || strcmp(p, ".d") == 0 || strcmp(p, ".trace") == 0;
+	return *p == '\0' || *p == '/';
 }
 
 /* A file or folder the tool looked at: a dependency if it is a project
@@ -523,10 +529,12 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 	}
 	if (e->trace_shim[0] == '\0' || n->ks->tool->notrace)
 		return 0;
-	snprintf(path, sizeof path, "%s.trace", dir);
 	t.e = e;
 	t.n = n;
 	t.scratch = dir;
+	scratch_path(e, n->w->scratch, ".d", 1, t.depfile, sizeof t.depfile);
+	scratch_path(e, n->w->scratch, ".trace", 1, t.trace, sizeof t.trace);
+	snprintf(path, sizeof path, "%s", t.trace);
 	t.lroot = strlen(e->root);
 	t.lscratch = strlen(dir);
 	pid_add(&t, (long)pid, -1, 0);   /* the tool's own first image */

@@ -1,8 +1,10 @@
 /* toolrun.c — running build tools (see toolrun.h).
  *
- * spawner_start posix_spawns the tool in a new process group and hands it
- * to the spawner's reaper thread through a list and an eventfd. The reaper
- * polls the eventfd and one pidfd per child; when a pidfd turns readable
+ * spawner_start starts the tool (spawn_one: a clone sharing our memory
+ * until its exec, like posix_spawn, which cannot set the parent-death
+ * signal a tool needs to die with the daemon) in a new process group,
+ * and hands it to the spawner's reaper thread through a list and an
+ * eventfd. The reaper polls the eventfd and one pidfd per child; when a pidfd turns readable
  * the child is a zombie, so its pid (and with it the process group id) is
  * still reserved: the reaper SIGKILLs what is left of the group (a tool's
  * stray background processes must not outlive its step and write into the
@@ -26,10 +28,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -56,27 +58,13 @@ struct child {
 	int64_t kill_at_ns; /* SIGKILL the group then; 0: not asked */
 };
 
-/* A tool's file actions for one log fd number and cwd, kept for the
- * spawner's life: building them costs a getrlimit system call per action
- * (glibc checks each fd against the limit), six a tool. They name fd
- * numbers, not files, so an entry stays right whatever file the number
- * holds later. posix_spawn only reads them: shared by concurrent spawns. */
-struct fa_entry {
-	struct fa_entry *next;
-	int log_fd;
-	char *cwd;          /* NULL: the daemon's */
-	posix_spawn_file_actions_t fa;
-};
-
-/* Kept entries at most (one per pooled scratch folder is the usual). */
-#define FA_KEEP_MAX 256
-
 struct kilnd_spawner {
-	/* signals the daemon ignores (fixed at spawner_new, and SIGPIPE): an
-	 * ignored disposition survives exec, handlers do not, so only these
-	 * need resetting in the child (one sigaction each, where resetting all
-	 * 62 was ~60 system calls in every tool before its exec) */
-	sigset_t ignored;
+	/* signals reset to their default in every tool, fixed at spawner_new:
+	 * the ones the daemon ignores (and SIGPIPE), as an ignored disposition
+	 * survives exec; and the ones with a handler, as the child shares the
+	 * daemon's memory until its exec and must never run one */
+	sigset_t reset;
+	int sched_normal;   /* tools start under SCHED_OTHER */
 	pthread_mutex_t mu;
 	struct child *children;
 	unsigned nrunning;
@@ -86,13 +74,7 @@ struct kilnd_spawner {
 	pthread_t thread;
 	struct pollfd *pfd; /* reaper thread only */
 	size_t npfd_max;
-	posix_spawnattr_t attr;  /* every tool's (spawn_attrs), read-only */
-	struct fa_entry *fas;    /* under mu; entries are never changed */
-	unsigned nfas;
 };
-
-static int spawn_attrs(const sigset_t *ignored, int sched_normal,
-                       posix_spawnattr_t *at);
 
 static int64_t
 now_ns(void)
@@ -285,18 +267,17 @@ spawner_new(struct kilnd_spawner **spp, int sched_normal)
 		return KILN_ENOMEM;
 	}
 	sp->npfd_max = 16;
-	sigemptyset(&sp->ignored);
-	sigaddset(&sp->ignored, SIGPIPE);
+	sp->sched_normal = sched_normal;
+	sigemptyset(&sp->reset);
+	sigaddset(&sp->reset, SIGPIPE);
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction sa;
-		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-			sigaddset(&sp->ignored, sig);
+		if (sigaction(sig, NULL, &sa) == 0 &&
+		    ((sa.sa_flags & SA_SIGINFO) || sa.sa_handler != SIG_DFL))
+			sigaddset(&sp->reset, sig);
 	}
-	if ((rv = spawn_attrs(&sp->ignored, sched_normal, &sp->attr)) != 0)
-		goto fail;
 	if ((sp->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		posix_spawnattr_destroy(&sp->attr);
 		goto fail;
 	}
 	pthread_mutex_init(&sp->mu, NULL);
@@ -308,7 +289,6 @@ spawner_new(struct kilnd_spawner **spp, int sched_normal)
 	if (rv != 0) {
 		pthread_mutex_destroy(&sp->mu);
 		close(sp->efd);
-		posix_spawnattr_destroy(&sp->attr);
 		rv = rv == EAGAIN ? KILN_ENOMEM : KILN_EIO;
 		goto fail;
 	}
@@ -318,82 +298,6 @@ fail:
 	free(sp->pfd);
 	free(sp);
 	return rv;
-}
-
-/* The attributes every tool gets: its own process group, no blocked
- * signals, and default dispositions (the daemon ignores SIGPIPE, and an
- * ignored signal would stay ignored across exec; glibc resets the ones
- * with handlers itself); with sched_normal, the SCHED_OTHER policy (its
- * nice value kept), whatever policy the starting thread runs under. */
-static int
-spawn_attrs(const sigset_t *ignored, int sched_normal, posix_spawnattr_t *at)
-{
-	struct sched_param prio0 = {0};
-	sigset_t none;
-
-	sigemptyset(&none);
-	if (posix_spawnattr_init(at) != 0)
-		return KILN_ENOMEM;
-	if (posix_spawnattr_setflags(at, POSIX_SPAWN_SETPGROUP |
-	                             POSIX_SPAWN_SETSIGMASK |
-	                             POSIX_SPAWN_SETSIGDEF |
-	                             (sched_normal ? POSIX_SPAWN_SETSCHEDULER : 0)) != 0 ||
-	    posix_spawnattr_setpgroup(at, 0) != 0 ||
-	    posix_spawnattr_setsigmask(at, &none) != 0 ||
-	    posix_spawnattr_setsigdefault(at, ignored) != 0 ||
-	    posix_spawnattr_setschedpolicy(at, SCHED_OTHER) != 0 ||
-	    posix_spawnattr_setschedparam(at, &prio0) != 0) {
-		posix_spawnattr_destroy(at);
-		return KILN_ENOMEM;
-	}
-	return 0;
-}
-
-/* stdin from /dev/null, stdout and stderr to log_fd (not 0..2, see
- * spawner_start), cwd, and nothing else open. */
-static int
-spawn_actions(posix_spawn_file_actions_t *fa, int log_fd, const char *cwd)
-{
-	if (posix_spawn_file_actions_init(fa) != 0)
-		return KILN_ENOMEM;
-	if (posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
-	    posix_spawn_file_actions_adddup2(fa, log_fd, 1) != 0 ||
-	    posix_spawn_file_actions_adddup2(fa, log_fd, 2) != 0 ||
-	    posix_spawn_file_actions_addclosefrom_np(fa, 3) != 0 ||
-	    (cwd != NULL && posix_spawn_file_actions_addchdir_np(fa, cwd) != 0)) {
-		posix_spawn_file_actions_destroy(fa);
-		return KILN_ENOMEM;
-	}
-	return 0;
-}
-
-/* The kept file actions for log_fd and cwd, made and kept on first use;
- * NULL when they cannot be kept (then spawn_one makes its own). */
-static const posix_spawn_file_actions_t *
-fa_kept(struct kilnd_spawner *sp, int log_fd, const char *cwd)
-{
-	struct fa_entry *f;
-
-	pthread_mutex_lock(&sp->mu);
-	for (f = sp->fas; f != NULL; f = f->next)
-		if (f->log_fd == log_fd &&
-		    (f->cwd == NULL ? cwd == NULL : cwd != NULL && strcmp(f->cwd, cwd) == 0))
-			break;
-	if (f == NULL && sp->nfas < FA_KEEP_MAX && (f = calloc(1, sizeof *f)) != NULL) {
-		f->log_fd = log_fd;
-		if ((cwd != NULL && (f->cwd = strdup(cwd)) == NULL) ||
-		    spawn_actions(&f->fa, log_fd, cwd) != 0) {
-			free(f->cwd);
-			free(f);
-			f = NULL;
-		} else {
-			f->next = sp->fas;
-			sp->fas = f;
-			sp->nfas++;
-		}
-	}
-	pthread_mutex_unlock(&sp->mu);
-	return f != NULL ? &f->fa : NULL;
 }
 
 static int
@@ -417,42 +321,135 @@ spawn_err(int err)
 
 static int find_check(const char *path);
 
-/* posix_spawn rq; *pid on 0. */
+/* What the child of spawn_one reads, and where it leaves the errno of a
+ * failed exec: it shares the parent's memory until then. */
+struct spawn_args {
+	const struct kilnd_spawner *sp;
+	const struct spawn_req *rq;
+	int log_fd;          /* rq->log_fd, or a copy numbered 3 or above */
+	pid_t parent;        /* the spawning process */
+	volatile int err;    /* 0: the exec happened */
+};
+
+/* Stack of the child of spawn_one (on the spawning thread's stack: that
+ * thread is suspended until the child execs or exits). What runs on it is
+ * a few system-call wrappers, and glibc's closefrom fallback (1 KiB). */
+#define SPAWN_STACK 32768
+
+/* Set the child's stdin, stdout and stderr, close everything else, go to
+ * cwd. 0, or an errno value. */
+static int
+child_fds(int log_fd, const char *cwd)
+{
+	int fd;
+
+	/* 0 freed first: a daemon at its descriptor limit still gets it */
+	close(0);
+	if ((fd = open("/dev/null", O_RDONLY)) < 0)
+		return errno;
+	/* log_fd is 3 or above (spawn_one), so neither dup2 is a no-op that
+	 * would keep close-on-exec, nor undone by another */
+	if ((fd != 0 && (dup2(fd, 0) < 0 || close(fd) != 0)) ||
+	    dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
+		return errno;
+	closefrom(3);
+	if (cwd != NULL && chdir(cwd) != 0)
+		return errno;
+	return 0;
+}
+
+/* The child between clone and exec. It shares the parent's memory and
+ * even its thread's TLS, with every signal blocked (spawn_one): only
+ * async-signal-safe calls, no allocation, no lock, and no sanitizer
+ * bookkeeping (an ASan frame would poison shadow memory that nothing
+ * unpoisons, as this frame never returns). */
+__attribute__((no_sanitize("address", "undefined"), noinline)) static int
+child_main(void *arg)
+{
+	struct spawn_args *a = arg;
+	const struct kilnd_spawner *sp = a->sp;
+	struct sched_param prio0 = {0};
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t none;
+	int err;
+
+	/* no handler of the daemon may run here, and an ignored signal
+	 * would stay ignored in the tool */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&sp->reset, sig) == 1)
+			sigaction(sig, &dfl, NULL);
+	if (setpgid(0, 0) != 0 ||
+	    (sp->sched_normal && sched_setscheduler(0, SCHED_OTHER, &prio0) != 0)) {
+		err = errno;
+		goto fail;
+	}
+	/* Die with the daemon. The signal comes when the *thread* that
+	 * cloned us ends, not the process: tools are started by the engine's
+	 * workers (engine.c work_start, from worker_main), which live until
+	 * engine_free, and that kills every tool first. A daemon killed
+	 * before this line has made us an orphan already: no signal will
+	 * come, so go now. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+		err = errno;
+		goto fail;
+	}
+	if (getppid() != a->parent)
+		_exit(127);
+	if ((err = child_fds(a->log_fd, a->rq->cwd)) != 0)
+		goto fail;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(a->rq->path, (char *const *)a->rq->argv, (char *const *)a->rq->envp);
+	err = errno;
+fail:
+	a->err = err != 0 ? err : EIO;
+	_exit(127);
+}
+
+/* Start rq; *pid on 0. posix_spawn cannot set a parent-death signal, so
+ * this is a clone(CLONE_VM | CLONE_VFORK) of its own, as glibc's: the
+ * calling thread waits until the child has exec'd or exited, and an
+ * exec's errno comes back through the memory they share. */
 static int
 spawn_one(struct kilnd_spawner *sp, const struct spawn_req *rq, pid_t *pid)
 {
-	const posix_spawn_file_actions_t *kept = NULL;
-	posix_spawn_file_actions_t fa;
+	_Alignas(16) char stack[SPAWN_STACK];
+	struct spawn_args a = {sp, rq, rq->log_fd, getpid(), 0};
 	struct stat st;
-	int log_fd = rq->log_fd, tmp_fd = -1, rv, err;
+	sigset_t all, old;
+	int tmp_fd = -1, rv = 0;
+	pid_t p;
 
-	/* posix_spawn reports these too, but only where the child shares our
-	 * memory until exec (not under valgrind, where it would be exit 127
-	 * instead); checked first, a missing program is the same error
-	 * everywhere. */
+	/* Where the child does not share our memory (valgrind makes the clone
+	 * a fork) an exec failure is only exit 127: checked first, a missing
+	 * program is the same error everywhere. */
 	if ((rv = find_check(rq->path)) != 0)
 		return rv;
 	if (rq->cwd != NULL && (stat(rq->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
 		return KILN_ENOTFOUND;
-
 	/* dup2 onto 1 and 2 would be undone by the open onto 0, or be a
 	 * no-op that keeps close-on-exec: give the log a higher number. */
-	if (log_fd >= 0 && log_fd <= 2) {
-		if ((tmp_fd = fcntl(log_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+	if (a.log_fd >= 0 && a.log_fd <= 2) {
+		if ((tmp_fd = fcntl(a.log_fd, F_DUPFD_CLOEXEC, 3)) < 0)
 			return kiln_err_from_errno(errno);
-		log_fd = tmp_fd;
+		a.log_fd = tmp_fd;
 	}
-	/* a borrowed low fd's number is passing: not kept */
-	if (tmp_fd < 0)
-		kept = fa_kept(sp, log_fd, rq->cwd);
-	if (kept == NULL && (rv = spawn_actions(&fa, log_fd, rq->cwd)) != 0)
-		goto out;
-	err = posix_spawn(pid, rq->path, kept != NULL ? kept : &fa, &sp->attr,
-	                  (char *const *)rq->argv, (char *const *)rq->envp);
-	rv = err == 0 ? 0 : spawn_err(err);
-	if (kept == NULL)
-		posix_spawn_file_actions_destroy(&fa);
-out:
+	/* The child starts with every signal blocked until its handlers are
+	 * reset: none of ours may run in it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	p = clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	if (p < 0)
+		rv = spawn_err(errno);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (p > 0 && a.err != 0) {
+		/* it never ran the tool: reap it here, nobody else knows it */
+		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+			;
+		rv = spawn_err(a.err);
+	} else if (p > 0) {
+		*pid = p;
+	}
 	if (tmp_fd >= 0)
 		close(tmp_fd);
 	return rv;
@@ -540,7 +537,6 @@ spawner_running(struct kilnd_spawner *sp)
 void
 spawner_free(struct kilnd_spawner *sp)
 {
-	struct fa_entry *f;
 	struct child *c;
 
 	if (sp == NULL)
@@ -554,13 +550,6 @@ spawner_free(struct kilnd_spawner *sp)
 	pthread_join(sp->thread, NULL);
 	pthread_mutex_destroy(&sp->mu);
 	close(sp->efd);
-	while ((f = sp->fas) != NULL) {
-		sp->fas = f->next;
-		posix_spawn_file_actions_destroy(&f->fa);
-		free(f->cwd);
-		free(f);
-	}
-	posix_spawnattr_destroy(&sp->attr);
 	free(sp->pfd);
 	free(sp);
 }

@@ -1,10 +1,13 @@
 /* toolrun.h — running build tools.
  *
- * A tool runs by argv through posix_spawn (never a shell unless the argv
- * itself is /bin/sh -c ...), in its own process group, with stdin from
- * /dev/null and stdout and stderr both appended to one log file. The
- * daemon's blocked signals are unblocked and its signal dispositions reset
- * in the child, and no descriptor of the daemon leaks into it (closefrom).
+ * A tool runs by argv (never a shell unless the argv itself is /bin/sh
+ * -c ...), in its own process group, with stdin from /dev/null and stdout
+ * and stderr both appended to one log file. The daemon's blocked signals
+ * are unblocked and its signal dispositions reset in the child, and no
+ * descriptor of the daemon leaks into it (closefrom). A tool gets SIGKILL
+ * when the thread that started it ends (PR_SET_PDEATHSIG): a daemon killed
+ * with kill -9 takes its tools with it (not what they started themselves:
+ * see orphans.h). Start tools only from threads that outlive them.
  *
  * A running tool holds no thread: one reaper thread per spawner waits on
  * every child's pidfd and calls the caller's done function when the child
@@ -43,9 +46,10 @@ typedef void (*spawn_done_fn)(void *arg, const struct spawn_result *r);
 
 struct kilnd_spawner;
 
-/* Start the reaper thread. The signals the process ignores now (and
- * SIGPIPE) are the ones reset to their defaults in every tool: ignore no
- * other signal later. With sched_normal every tool starts under
+/* Start the reaper thread. The signals the process ignores or handles now
+ * (and SIGPIPE) are the ones reset to their defaults in every tool: ignore
+ * or handle no other signal later (a handler must never run in a child
+ * that shares the daemon's memory before its exec). With sched_normal every tool starts under
  * SCHED_OTHER (nice kept) whatever the policy of the thread starting it
  * (an unprivileged process can always go from SCHED_BATCH to it, not
  * from SCHED_IDLE or a real-time one). Returns 0, KILN_ENOMEM or

@@ -409,7 +409,7 @@ YAML
 	"$KILN" status >/dev/null
 	"$KILN" build -j 2 first.txt first-upper.txt >ctrlc.log 2>&1 &
 	client=$!
-	wait_for sh -c 'ls .kiln/scratch/*/first.txt.started >/dev/null 2>&1'
+	wait_for sh -c 'ls .kiln/scratch/*/*/first.txt.started >/dev/null 2>&1'
 	kill -INT "$client"
 	status=0
 	wait "$client" || status=$?
@@ -426,7 +426,7 @@ YAML
 	sed -i 's/copy: { run: \[cp, "${in}", "${out}"\] }/copy: { run: [sh, -c, "sleep 3; cp \\"$0\\" \\"$1\\"", "${in}", "${out}"] }/' kiln.yaml
 	"$KILN" build >stopped.log 2>&1 &
 	client=$!
-	wait_for sh -c 'ls -d .kiln/scratch/*/ >/dev/null 2>&1'
+	wait_for sh -c 'ls -d .kiln/scratch/*/*/ >/dev/null 2>&1'
 	pid=$(daemon_pid)
 	run timeout 20 "$KILN" stop
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -560,8 +560,9 @@ YAML
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"src/extra-2.dat"* ]] || { echo "$output"; false; }
 	[[ "$output" != *"src/extra-1.dat"* ]] || { echo "$output"; false; }
-	# nothing is left in .kiln/scratch but folders ready for reuse
-	[ -z "$(find .kiln/scratch -mindepth 2)" ] || { find .kiln/scratch; false; }
+	# nothing is left in the daemon run's area of .kiln/scratch but
+	# folders ready for reuse
+	[ -z "$(find .kiln/scratch -mindepth 3)" ] || { find .kiln/scratch; false; }
 	# the trace decides reruns per run too: extra-1 changing reruns look-1 only
 	printf 'extra one\n' >src/extra-1.dat
 	build_ok -j 1

@@ -1,7 +1,8 @@
 /* test_toolrun — running build tools: exit codes and signals, the log,
  * the cwd and environment a tool gets, what it must not inherit (fds,
  * blocked or ignored signals), many children at once, killing process
- * groups, and finding programs. Done callbacks run on the reaper thread;
+ * groups, dying with the process (or thread) that started them, and
+ * finding programs. Done callbacks run on the reaper thread;
  * they only record, and the main thread asserts. */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -699,6 +701,9 @@ start_errors_call_no_done(void **state)
 	} cases[] = {
 		{"nope/missing", KILN_ENOTFOUND},
 		{"data.txt", KILN_EACCES},
+		/* these fail in the child's exec, after every check before */
+		{"noformat", KILN_EACCES},
+		{"nointerp", KILN_ENOTFOUND},
 	};
 	enum { N = sizeof(cases) / sizeof(cases[0]) };
 	const char *sh[] = {"/bin/sh", "-c", "exit 0", NULL};
@@ -710,6 +715,10 @@ start_errors_call_no_done(void **state)
 
 	seen_init(&seen);
 	tu_write_file(tu_path(state, "data.txt"), "x\n", 2);
+	tu_write_file(tu_path(state, "noformat"), "\x01\x02\x03\x04", 4);
+	assert_int_equal(chmod(tu_path(state, "noformat"), 0755), 0);
+	tu_write_file(tu_path(state, "nointerp"), "#!/nonexistent/sh\n", 18);
+	assert_int_equal(chmod(tu_path(state, "nointerp"), 0755), 0);
 	assert_kiln(0, spawner_new(&sp, 0));
 	for (size_t i = 0; i < N; i++) {
 		const char *path = tu_path(state, "%s", cases[i].path);
@@ -727,6 +736,101 @@ start_errors_call_no_done(void **state)
 		assert_kiln(cases[i].err, rv[i]);
 	assert_kiln(KILN_ENOTFOUND, rv[N]);
 	assert_int_equal(seen.ncalls, 0);
+	/* a child whose exec failed was reaped, not left a zombie */
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+}
+
+/* ---- dying with the daemon ---------------------------------------------- */
+
+/* In a forked helper: start `sleep 30`, write its pid to fd, wait to be
+ * killed. Never returns. */
+static void
+helper_spawn_and_wait(void **state, int fd)
+{
+	const char *argv[] = {"/bin/sleep", "30", NULL};
+	struct spawn_req rq = {"/bin/sleep", argv, no_env, NULL, open_log(state, "log")};
+	struct kilnd_spawner *sp;
+	struct seen seen;
+	struct slot sl = {.seen = &seen};
+	pid_t pid = 0;
+
+	seen_init(&seen);
+	if (spawner_new(&sp, 0) != 0 || spawner_start(sp, &rq, on_done, &sl, &pid) != 0)
+		_exit(1);
+	if (write(fd, &pid, sizeof pid) != (ssize_t)sizeof pid)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static void
+a_tool_dies_when_the_process_that_started_it_is_killed(void **state)
+{
+	int p[2];
+	pid_t helper, tool = 0;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_true((helper = fork()) >= 0);
+	if (helper == 0) {
+		close(p[0]);
+		helper_spawn_and_wait(state, p[1]);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &tool, sizeof tool), (ssize_t)sizeof tool);
+	close(p[0]);
+	assert_true(tool > 0);
+	assert_false(pid_gone(tool));
+	assert_int_equal(kill(helper, SIGKILL), 0);
+	assert_int_equal(waitpid(helper, NULL, 0), helper);
+	for (int i = 0; i < 500 && !pid_gone(tool); i++)
+		tu_sleep_ms(10);
+	if (!pid_gone(tool)) {
+		kill(tool, SIGKILL);
+		fail_msg("the tool %d outlived the killed process that started it",
+		         (int)tool);
+	}
+}
+
+/* The signal follows the thread that started the tool, not the process
+ * (why the engine starts tools from its long-lived workers only). */
+struct short_thread {
+	struct kilnd_spawner *sp;
+	struct slot *sl;
+	int log_fd, rv;
+};
+
+static void *
+short_thread_main(void *arg)
+{
+	struct short_thread *st = arg;
+	const char *argv[] = {"/bin/sleep", "30", NULL};
+	struct spawn_req rq = {"/bin/sleep", argv, no_env, NULL, st->log_fd};
+
+	st->rv = spawner_start(st->sp, &rq, on_done, st->sl, NULL);
+	return NULL;
+}
+
+static void
+a_tool_dies_when_the_thread_that_started_it_ends(void **state)
+{
+	struct kilnd_spawner *sp;
+	struct seen seen;
+	struct slot sl = {.seen = &seen};
+	struct short_thread st = {.sl = &sl, .log_fd = open_log(state, "log")};
+	pthread_t t;
+
+	seen_init(&seen);
+	assert_kiln(0, spawner_new(&sp, 0));
+	st.sp = sp;
+	assert_int_equal(0, pthread_create(&t, NULL, short_thread_main, &st));
+	pthread_join(t, NULL);
+	assert_kiln(0, st.rv);
+	if (seen_wait(&seen, 1, 10000) != 1)
+		fail_msg("the tool still ran 10 s after its thread ended");
+	spawner_free(sp);
+	close(st.log_fd);
+	assert_signalled(&sl.r, SIGKILL, "sleep whose thread ended");
 }
 
 /* ---- finding programs and reading logs ---------------------------------- */
@@ -865,6 +969,8 @@ main(void)
 		T(free_with_running_children_kills_them_and_returns_promptly),
 		T(children_without_a_pidfd_are_reaped_and_killed_too),
 		T(start_errors_call_no_done),
+		T(a_tool_dies_when_the_process_that_started_it_is_killed),
+		T(a_tool_dies_when_the_thread_that_started_it_ends),
 		T(spawn_find_cases),
 		T(log_tail_cases),
 	};
