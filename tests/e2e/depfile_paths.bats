@@ -189,3 +189,31 @@ YAML
 	run "$KILN" why sneaky.txt
 	[[ "$output" == *"reused a cached result"*"warning: used build/pc/gen/a.txt"* ]] || { echo "$output"; false; }
 }
+
+@test "paths that cannot be store keys are warnings, never lost silently: 32 kept, then 'and N more'" {
+	[ -f "$(dirname "$KILND")/libkilntrace.so" ] || skip "no libkilntrace.so"
+	mkdir -p src
+	printf 'a\n' >src/a.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  pc:
+tools:
+  probe:
+    shell: true
+    run: 'for i in $(seq 1 40); do test -e "$(printf "odd\001name%d" $i)" || :; done; cat ${in} > ${out}'
+assets:
+  - url: probed.txt
+    tool: probe
+    inputs: [src/a.txt]
+YAML
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[[ "$output" == *'  warning: cannot record odd\x01name1 as a dependency (not a valid store key'* ]] || { echo "$output"; false; }
+	[ "$(printf '%s\n' "$output" | grep -c '^  warning: cannot record')" -eq 32 ] || { echo "$output"; false; }
+	printf '%s\n' "$output" | grep -qx '  warning: and 8 more warnings like these' || { echo "$output"; false; }
+	run "$KILN" why probed.txt
+	[ "$(printf '%s\n' "$output" | grep -c '^warning: ')" -eq 33 ] || { echo "$output"; false; }
+}
