@@ -61,7 +61,7 @@ DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
 # tools, materializing outputs, file states, action keys, the scheduler;
 # and the event ring (events.c, no server either).
 ENGINE_SRC = daemon/engine_version.c daemon/engine_key.c daemon/filestate.c daemon/watch.c \
-             daemon/engine.c daemon/engine_graph.c daemon/engine_life.c daemon/engine_deps.c daemon/engine_step.c daemon/engine_run.c daemon/engine_scratch.c daemon/engine_need.c daemon/engine_trace.c daemon/depfile.c daemon/toolrun.c daemon/orphans.c daemon/materialize.c \
+             daemon/engine.c daemon/engine_graph.c daemon/engine_life.c daemon/engine_deps.c daemon/engine_step.c daemon/engine_run.c daemon/engine_scratch.c daemon/engine_need.c daemon/engine_trace.c daemon/engine_discover.c daemon/dep_path.c daemon/depfile.c daemon/toolrun.c daemon/orphans.c daemon/materialize.c \
              daemon/engine_verify.c daemon/events.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/verified.c daemon/jobs.c \
@@ -73,7 +73,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
-             test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_events
+             test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace
 
 VARIANTS = release asan

@@ -153,6 +153,8 @@ kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w)
 		return KILN_EPROTO;
 	w->this_daemon = c->held.rep->why_reply->this_daemon;
 	w->traced = rec->traced;
+	w->warnings = (const char *const *)rec->warnings;
+	w->nwarnings = rec->n_warnings;
 	w->decision = (int)rec->decision;
 	w->reason = rec->reason;
 	w->error = rec->error;

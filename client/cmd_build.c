@@ -99,6 +99,15 @@ step_json(const kiln_step_event *s)
 		kiln_id_to_hex(&s->log, hex);
 		printf(",\"log\":\"%s\"", hex);
 	}
+	if (s->nwarnings > 0) {
+		fputs(",\"warnings\":[", stdout);
+		for (size_t i = 0; i < s->nwarnings; i++) {
+			if (i)
+				fputs(",", stdout);
+			cli_json_str(s->warnings[i]);
+		}
+		fputs("]", stdout);
+	}
 	fputs(",\"outputs\":[", stdout);
 	for (size_t i = 0; i < s->noutputs; i++) {
 		kiln_id_to_hex(&s->outputs[i].id, hex);
@@ -120,7 +129,9 @@ step_print(struct build_view *v, const kiln_step_event *s)
 		step_json(s);
 		return;
 	}
-	if (v->tty && (s->result == KILN_STEP_RAN || s->result == KILN_STEP_REUSED)) {
+	/* a step with warnings gets its own lines, on a terminal too */
+	if (v->tty && s->nwarnings == 0 &&
+	    (s->result == KILN_STEP_RAN || s->result == KILN_STEP_REUSED)) {
 		printf("\r\033[K[%u/%u] %s", s->done, s->total, s->url);
 		v->live = 1;
 		fflush(stdout);
@@ -153,6 +164,8 @@ step_print(struct build_view *v, const kiln_step_event *s)
 		printf("%s %s%s%s\n", result_word(s->result), s->url,
 		       s->reason[0] ? ": " : "", s->reason);
 	}
+	for (size_t i = 0; i < s->nwarnings; i++)
+		printf("  warning: %s\n", s->warnings[i]);
 	fflush(stdout);
 }
 
@@ -347,8 +360,9 @@ static const char why_help[] =
 	"\n"
 	"Say why the last build ran the step URL (which input, param, tool or\n"
 	"variable changed, from which hash or value to which), or why it reused\n"
-	"a result, and whether its run was file-access traced. Hashes show their\n"
-	"first 8 hex digits.\n";
+	"a result, whether its run was file-access traced, and its warnings\n"
+	"(paths it used that kiln could not record as dependencies). Hashes\n"
+	"show their first 8 hex digits.\n";
 
 static const char log_usage[] = "usage: kiln log URL [-C DIR] [-p PROFILE]\n";
 static const char log_help[] =
@@ -450,6 +464,8 @@ cmd_why(const struct cli *cli, int argc, char **argv)
 		       "depfile and what traced processes saw are its dependencies)");
 	if (w.decision == 2 && w.error[0])
 		printf("error: %s\n", w.error);
+	for (size_t i = 0; i < w.nwarnings; i++)
+		printf("warning: %s\n", w.warnings[i]);
 	for (size_t i = 0; i < w.noutputs; i++) {
 		kiln_id_to_hex(&w.outputs[i].id, hex);
 		printf("output %s: %s %s (%llu bytes)\n", w.outputs[i].name,

@@ -35,7 +35,8 @@ static const char rdeps_help[] =
 	"usage: kiln rdeps PATH|URL [--all] [-C DIR] [-p PROFILE]\n"
 	"\n"
 	"Print every step that depends on a file (a path relative to the\n"
-	"current folder or to the project) or on a step (its URL), one per\n"
+	"current folder or to the project; a file outside the project that a\n"
+	"depfile or trace recorded) or on a step (its URL), one per\n"
 	"line with how: `URL  (input PATH | discovered PATH | prerequisite URL\n"
 	"| needs URL)`. With --all, also the steps depending on those, and so\n"
 	"on, each indented by its distance.\n"
@@ -143,8 +144,9 @@ cmd_deps(const struct cli *cli, int argc, char **argv)
 }
 
 /* A target that names an existing file, as a path relative to the project
- * folder; anything else is passed on as written (a URL, or a path relative
- * to the project). */
+ * folder, or absolute for a file outside it (as the daemon records those);
+ * anything else is passed on as written (a URL, or a path relative to the
+ * project). */
 static const char *
 project_relative(kiln_conn *c, const char *target, char *buf, size_t len)
 {
@@ -158,8 +160,9 @@ project_relative(kiln_conn *c, const char *target, char *buf, size_t len)
 		return target;
 	n = strlen(root);
 	if (strncmp(real, root, n) != 0 || real[n] != '/')
-		return target;
-	snprintf(buf, len, "%s", real + n + 1);
+		snprintf(buf, len, "%s", real);
+	else
+		snprintf(buf, len, "%s", real + n + 1);
 	return buf;
 }
 

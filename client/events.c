@@ -96,6 +96,8 @@ step_take(struct kiln_sub *s, const Kiln__StepEvent *se)
 	st->duration_ns = se->duration_ns;
 	st->done = se->done;
 	st->total = se->total;
+	st->warnings = (const char *const *)se->warnings;
+	st->nwarnings = se->n_warnings;
 }
 
 /* Fill ev from the batch's next event and move the cursor past it. */

@@ -187,6 +187,10 @@ typedef struct kiln_step_event {
 	kiln_id log;            /* the tool's stdout and stderr, in the store */
 	uint64_t duration_ns;
 	uint32_t done, total;   /* progress of builds[0] */
+	const char *const *warnings; /* RAN or REUSED: paths its run used that
+	                           kiln could not record as dependencies, one
+	                           sentence each (docs/build.md) */
+	size_t nwarnings;
 } kiln_step_event;
 
 typedef struct kiln_build_summary {
@@ -308,6 +312,9 @@ typedef struct kiln_why_info {
 	int this_daemon;        /* decided by the running daemon's builds */
 	int traced;             /* ran or reused: its run was file-access
 	                           traced (every process) */
+	const char *const *warnings; /* ran or reused: the result's warnings
+	                           (paths it could not record) */
+	size_t nwarnings;
 } kiln_why_info;
 
 /* Why the last build of profile (NULL: the first) ran or reused url.
@@ -317,7 +324,8 @@ int kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *
 /* ---- dependencies ------------------------------------------------------ */
 
 typedef struct kiln_dep_file {
-	const char *path;       /* project-relative */
+	const char *path;       /* project-relative; absolute outside the
+	                           project; "dir/" a folder's listing */
 	int missing;            /* it did not exist when the step ran */
 	int traced;             /* found by tracing (else: the depfile) */
 	kiln_id hash;           /* zero when missing */

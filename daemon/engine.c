@@ -172,6 +172,10 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 		se.outputs = po->p;
 		se.n_outputs = po->n;
 	}
+	if (n->st == N_DONE && n->have) {
+		se.warnings = n->warnings;
+		se.n_warnings = step_nwarnings(n);
+	}
 	if (n->w != NULL && n->w->has_log) {
 		se.log.data = n->w->log_id.b;
 		se.log.len = 16;

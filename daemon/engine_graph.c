@@ -28,6 +28,7 @@ graph_free(struct graph *g)
 		for (size_t k = 0; k < n->ndisc; k++)
 			free(n->disc[k]);
 		free(n->disc);
+		step_warnings_free(n);
 		need_deps_free(n->needs, n->nneeds);
 		need_deps_free(n->rneeds, n->nrneeds);
 		free(n->reason);

@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "depfile.h"
 #include "engine_int.h"
 #include "orphans.h"
 
@@ -305,85 +304,6 @@ signal_name(int sig)
 	return s ? s : "?";
 }
 
-/* Whether a depfile names a file kiln should watch: a project file
- * outside kiln's own folders (system headers, the scratch folder and
- * build/ outputs are not the step's sources). Writes the project-relative
- * form into rel. */
-static int
-dep_keep(const struct engine *e, const char *p, char *rel, size_t len)
-{
-	size_t lr = strlen(e->root);
-
-	if (p[0] == '/') {
-		if (strncmp(p, e->root, lr) != 0 || p[lr] != '/')
-			return 0;
-		p += lr + 1;
-	}
-	while (strncmp(p, "./", 2) == 0)
-		p += 2;
-	if (strncmp(p, ".kiln/", 6) == 0 || strncmp(p, "build/", 6) == 0 ||
-	    kiln_url_check(p) != 0 || strlen(p) + 1 > len)
-		return 0;
-	memcpy(rel, p, strlen(p) + 1);
-	return 1;
-}
-
-/* Read the step's depfile (scratch_path ".d") into n->disc. 0, or -1
- * with n->error set. */
-static int
-depfile_read(struct engine *e, struct node *n)
-{
-	char path[PATH_MAX + 16], **deps = NULL, **keep = NULL;
-	size_t ndeps = 0, nkeep = 0;
-	void *buf = NULL;
-	size_t len = 0;
-	int rv, fd;
-	struct stat st;
-
-	scratch_path(e, n->w->scratch, ".d", 1, path, sizeof path);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
-	    st.st_size > (64 << 20)) {
-		if (fd >= 0)
-			close(fd);
-		set_error(n, "%s: the tool did not write its depfile (${depfile}, "
-		          "%s)", n->ks->url, path + strlen(e->root) + 1);
-		return -1;
-	}
-	len = (size_t)st.st_size;
-	if ((buf = malloc(len + 1)) == NULL || (size_t)read(fd, buf, len) != len) {
-		close(fd);
-		free(buf);
-		set_error(n, "%s: cannot read its depfile", n->ks->url);
-		return -1;
-	}
-	close(fd);
-	rv = depfile_parse(buf, len, &deps, &ndeps);
-	free(buf);
-	if (rv != 0) {
-		set_error(n, "%s: its depfile is not make syntax (%s)", n->ks->url,
-		          kiln_strerror(rv));
-		return -1;
-	}
-	if ((keep = calloc(ndeps + 1, sizeof *keep)) == NULL)
-		rv = KILN_ENOMEM;
-	for (size_t i = 0; rv == 0 && i < ndeps; i++) {
-		char rel[PATH_MAX];
-		if (dep_keep(e, deps[i], rel, sizeof rel) && (keep[nkeep] = strdup(rel)) != NULL)
-			nkeep++;
-	}
-	if (rv == 0)
-		rv = step_set_disc(n, keep, nkeep);
-	for (size_t i = 0; keep && i < nkeep; i++)
-		free(keep[i]);
-	free(keep);
-	depfile_free(deps, ndeps);
-	if (rv != 0) {
-		set_error(n, "%s: out of memory reading its depfile", n->ks->url);
-		return -1;
-	}
-	return 0;
-}
-
 /* Queue n's action result (its outputs, the files it discovered with what
  * they hold now, the steps it needed, its log) under n->w->new_key.
  * 0 or KILN_ENOMEM. */
@@ -429,6 +349,8 @@ action_result_put(struct engine *e, struct node *n)
 	ar.n_files = nd;
 	ar.needs = udp;
 	ar.traced = n->traced;
+	ar.warnings = n->warnings;
+	ar.n_warnings = step_nwarnings(n);
 	if (n->w->has_log) {
 		ar.log.data = n->w->log_id.b;
 		ar.log.len = 16;
@@ -480,8 +402,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		goto out;
 	}
 	/* what it read and wrote, before anything it made is published */
-	if ((n->ks->tool->depfile && depfile_read(e, n) != 0) ||
-	    trace_finish(e, n, pid, dir) != 0) {
+	if (step_deps_read(e, g, n, pid, dir) != 0) {
 		rv = -1;
 		goto out;
 	}

@@ -537,6 +537,10 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 	r.time_ns = engine_wall_ns();
 	r.duration_ns = n->duration_ns;
 	r.traced = decision != KILN__STEP_RECORD__DECISION__FAILED && n->traced;
+	if (decision != KILN__STEP_RECORD__DECISION__FAILED) {
+		r.warnings = n->warnings;
+		r.n_warnings = step_nwarnings(n);
+	}
 	if (decision == KILN__STEP_RECORD__DECISION__FAILED) {
 		r.exit_code = n->w->res.exited ? n->w->res.status : 0;
 		r.signal = n->w->res.exited ? 0 : n->w->res.status;
@@ -722,6 +726,9 @@ cache_lookup(struct engine *e, struct graph *g, struct node *n,
 		if (rv != 0)
 			goto out;
 	}
+	/* the run's warnings hold for every reuse of its result */
+	if (step_set_warnings(n, res->warnings, res->n_warnings) != 0)
+		goto out;
 	n->traced = res->traced;
 	n->w->has_log = res->log.len == 16;
 	if (n->w->has_log)

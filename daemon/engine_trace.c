@@ -5,11 +5,14 @@
  * After a tool exits 0 its trace (<n>.trace beside its scratch folder,
  * engine_scratch.c; the record format is in shim/kilntrace.c) is read: a change to any file outside the
  * step's scratch folder and depfile fails the step; project files the
- * tool read, stat'ed or looked for in vain (outside .kiln/ and build/, not
- * declared inputs) join n->disc after the depfile's, and folders it listed
- * join as "folder/" (their sorted names are hashed: trace_dep_hash).
- * Everything outside the project root is ignored for dependencies: system
- * files belong to the machine, not to the project's content.
+ * tool read, stat'ed or looked for in vain join n->disc after the
+ * depfile's, and folders it listed join as "folder/" (their sorted names
+ * are hashed: trace_dep_hash). Which paths, and under what name, is
+ * engine_discover.c's step_dep_name (dep_path.h's policy, the same as for
+ * depfiles): project files, and files outside the project but not the
+ * machine's, by absolute path; a use of build/ the step does not declare,
+ * or a path that cannot be recorded, is a warning. Declared inputs are
+ * left out (they are in the key).
  *
  * A run is traced when every process image that ran wrote its hello line
  * and every process ended normally: each pid must say hello (H) once more
@@ -36,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dep_path.h"
 #include "engine_int.h"
 
 #ifndef KILN_LIBDIR
@@ -142,13 +146,17 @@ str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The hash of a folder's sorted names (rel ends with '/'). */
+/* The hash of a folder's sorted names (rel ends with '/'; project-relative
+ * or absolute). */
 static int
 listing_hash(const struct engine *e, const char *rel, kiln_id *h)
 {
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof path, "%s/%s", e->root, rel);
+	if (rel[0] == '/')   /* a folder outside the project */
+		snprintf(path, sizeof path, "%s", rel);
+	else
+		snprintf(path, sizeof path, "%s/%s", e->root, rel);
 	return folder_names_hash(path, 0, h);
 }
 
@@ -163,36 +171,6 @@ trace_dep_hash(struct engine *e, const char *path, kiln_id *h)
 }
 
 /* ---- reading a trace ------------------------------------------------------ */
-
-/* Normalize an absolute path in place: no "//", ".", or ".." components
- * (lexically: a tool that goes through a symlink and back up is rare). */
-static void
-path_clean(char *p)
-{
-	char *out = p, *in = p;
-
-	while (*in) {
-		while (*in == '/')
-			in++;
-		char *seg = in;
-		while (*in && *in != '/')
-			in++;
-		size_t sl = (size_t)(in - seg);
-		if (sl == 0 || (sl == 1 && seg[0] == '.'))
-			continue;
-		if (sl == 2 && seg[0] == '.' && seg[1] == '.') {
-			while (out > p && *--out != '/')
-				;
-			continue;
-		}
-		*out++ = '/';
-		memmove(out, seg, sl);
-		out += sl;
-	}
-	if (out == p)
-		*out++ = '/';
-	*out = '\0';
-}
 
 /* Undo the shim's escapes (\\ and \n) in place. */
 static void
@@ -247,11 +225,13 @@ struct pidcount {   /* a slot of trace_read's pid table */
 
 struct trace_read {
 	struct engine *e;
+	const struct graph *g;
 	struct node *n;
+	struct warn_list *wl;
 	const char *scratch;      /* absolute: the step's scratch folder */
 	size_t lroot, lscratch;
 	char depfile[PATH_MAX + 16], trace[PATH_MAX + 16];  /* beside it */
-	char **paths;             /* project-relative dependencies */
+	char **paths;             /* dependencies, as step_dep_name names them */
 	size_t npaths, cappaths;
 	struct pidcount *pids;    /* open addressing, cappids a power of 2 */
 	size_t npids, cappids;
@@ -307,7 +287,7 @@ pid_add(struct trace_read *t, long pid, long delta, long live)
 }
 
 static void
-path_add(struct trace_read *t, const char *rel, int listing)
+path_add(struct trace_read *t, const char *name)
 {
 	char *s;
 
@@ -321,13 +301,7 @@ path_add(struct trace_read *t, const char *rel, int listing)
 		t->paths = nv;
 		t->cappaths = ncap;
 	}
-	if (!listing)
-		s = strdup(rel);
-	else if (rel[0] == '\0')
-		s = strdup("./");   /* the project folder itself */
-	else if (asprintf(&s, "%s/", rel) < 0)
-		s = NULL;
-	if (s == NULL) {
+	if ((s = strdup(name)) == NULL) {
 		t->oom = 1;
 		return;
 	}
@@ -347,34 +321,20 @@ own_file(const struct trace_read *t, const char *p)
 	return *p == '\0' || *p == '/';
 }
 
-/* A file or folder the tool looked at: a dependency if it is a project
- * file kiln does not already know. */
+/* A file or folder the tool looked at (kind R, S, M or D): a dependency
+ * if the policy records it and it is no declared input. */
 static void
-trace_look(struct trace_read *t, const char *p, int listing)
+trace_look(struct trace_read *t, const char *p, char kind)
 {
-	const char *rel;
+	char name[PATH_MAX];
 
-	if (strncmp(p, t->e->root, t->lroot) != 0 || (p[t->lroot] != '/' && p[t->lroot] != '\0'))
-		return;   /* outside the project */
-	rel = p[t->lroot] ? p + t->lroot + 1 : "";
-	if (strncmp(rel, ".kiln", 5) == 0 && (rel[5] == '/' || rel[5] == '\0'))
+	if (!step_dep_name(t->e, t->g, t->n, p, kind == 'D', kind == 'M', t->wl, name,
+	                   sizeof name))
 		return;
-	if (strncmp(rel, "build", 5) == 0 && (rel[5] == '/' || rel[5] == '\0'))
-		return;
-	if (!listing) {
-		struct stat st;
-		if (rel[0] == '\0' || kiln_url_check(rel) != 0)
+	for (size_t i = 0; kind != 'D' && i < t->n->ks->ninputs; i++)
+		if (strcmp(t->n->ks->inputs[i], name) == 0)
 			return;
-		for (size_t i = 0; i < t->n->ks->ninputs; i++)
-			if (strcmp(t->n->ks->inputs[i], rel) == 0)
-				return;
-		/* a folder stat'ed is no content (a listing is) */
-		if (fstatat(t->e->rootfd, rel, &st, 0) == 0 && S_ISDIR(st.st_mode))
-			return;
-	} else if (rel[0] && kiln_url_check(rel) != 0) {
-		return;
-	}
-	path_add(t, rel, listing);
+	path_add(t, name);
 }
 
 static void
@@ -407,9 +367,13 @@ trace_line(struct trace_read *t, char *line)
 		return;
 	}
 	unescape(rest);
-	if (rest[0] != '/')
+	if (rest[0] != '/') {   /* the shim could not make it absolute */
+		if (kind != 'W')
+			step_warn_unrecordable(t->wl, rest, "the tracer saw it relative "
+			                       "to an unknown folder");
 		return;
-	path_clean(rest);
+	}
+	dep_path_clean(rest);
 	if (kind == 'W') {
 		if (!own_file(t, rest) && !write_harmless(rest) && t->bad[0] == '\0')
 			snprintf(t->bad, sizeof t->bad, "%s", rest);
@@ -417,7 +381,7 @@ trace_line(struct trace_read *t, char *line)
 	}
 	if (own_file(t, rest))
 		return;
-	trace_look(t, rest, kind == 'D');
+	trace_look(t, rest, kind);
 }
 
 /* Feed the trace's lines from off on (this run's; engine_scratch.c) to
@@ -515,7 +479,8 @@ disc_merge(struct trace_read *t)
 }
 
 int
-trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
+trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
+             const char *dir, struct warn_list *wl)
 {
 	struct trace_read t = {0};
 	char path[PATH_MAX + 16];
@@ -530,7 +495,9 @@ trace_finish(struct engine *e, struct node *n, pid_t pid, const char *dir)
 	if (e->trace_shim[0] == '\0' || n->ks->tool->notrace)
 		return 0;
 	t.e = e;
+	t.g = g;
 	t.n = n;
+	t.wl = wl;
 	t.scratch = dir;
 	scratch_path(e, n->w->scratch, ".d", 1, t.depfile, sizeof t.depfile);
 	scratch_path(e, n->w->scratch, ".trace", 1, t.trace, sizeof t.trace);

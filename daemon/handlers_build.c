@@ -173,9 +173,11 @@ h_rdeps(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	int rv;
 
 	(void)w;
-	/* a URL or a project-relative path: both are relative names that
-	 * never leave the project, which kiln_url_check enforces */
-	if (q->target == NULL || kiln_url_check(q->target) != 0)
+	/* a URL or a project-relative path (relative names that never leave
+	 * the project, which kiln_url_check enforces), or the absolute path of
+	 * an external file a step discovered: only a lookup key, never opened */
+	if (q->target == NULL ||
+	    (q->target[0] == '/' ? kiln_url_check(q->target + 1) : kiln_url_check(q->target)) != 0)
 		return KILN_EINVAL;
 	if ((rv = engine_rdeps(d->engine, q->profile, q->target, q->all, &r,
 	                       a->error, sizeof a->error)) != 0)

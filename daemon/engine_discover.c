@@ -1,0 +1,359 @@
+/* engine_discover.c — what a step's run revealed it used, after its tool
+ * exited 0: its depfile (tools with `depfile: true`), then its file-access
+ * trace (engine_trace.c), each path put through the one policy of
+ * dep_path.h, and the warnings for paths kiln could not record
+ * (docs/build.md, "Discovered paths").
+ *
+ * A path is recorded (n->disc, the result's FileDeps) when it is a project
+ * file or an external one. It is left out silently when it is the
+ * machine's, kiln's own (.kiln/), or one of the step's inputs under
+ * build/ (those are in its key). Everything else is a warning in the
+ * result (n->warnings, ActionResult.warnings): a use of another step's
+ * output under build/ the step does not declare, or a path that cannot be
+ * a store key. Warnings are capped at WARN_MAX, then one "and N more"
+ * line counting the distinct others.
+ *
+ * Threads: engine workers, on nodes they hold. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dep_path.h"
+#include "depfile.h"
+#include "engine_int.h"
+
+#define WARN_PATH_SHOWN 200 /* a path's bytes shown in a warning */
+
+/* ---- warnings -------------------------------------------------------------- */
+
+/* Add a warning (duplicates dropped). Past WARN_MAX only its hash is kept,
+ * to count the distinct others. */
+static void
+warn_add(struct warn_list *wl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+warn_add(struct warn_list *wl, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < wl->n; i++)
+		if (strcmp(wl->v[i], buf) == 0)
+			return;
+	if (wl->n < WARN_MAX) {
+		if ((wl->v[wl->n] = strdup(buf)) == NULL)
+			wl->oom = 1;
+		else
+			wl->n++;
+		return;
+	}
+	if (wl->nextra == wl->capextra) {
+		size_t ncap = wl->capextra ? 2 * wl->capextra : 64;
+		kiln_id *nv = realloc(wl->extra, ncap * sizeof *nv);
+		if (nv == NULL) {
+			wl->oom = 1;
+			return;
+		}
+		wl->extra = nv;
+		wl->capextra = ncap;
+	}
+	kiln_id_of_buf(buf, strlen(buf), &wl->extra[wl->nextra++]);
+}
+
+static int
+id_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(kiln_id));
+}
+
+/* The number of distinct warnings past the kept ones. */
+static size_t
+warn_more(struct warn_list *wl)
+{
+	size_t n = 0;
+
+	if (wl->nextra > 1)
+		qsort(wl->extra, wl->nextra, sizeof *wl->extra, id_cmp);
+	for (size_t i = 0; i < wl->nextra; i++)
+		n += i == 0 || id_cmp(&wl->extra[i], &wl->extra[i - 1]) != 0;
+	return n;
+}
+
+static void
+warn_free(struct warn_list *wl)
+{
+	for (size_t i = 0; i < wl->n; i++)
+		free(wl->v[i]);
+	free(wl->extra);
+	memset(wl, 0, sizeof *wl);
+}
+
+size_t
+step_nwarnings(const struct node *n)
+{
+	size_t k = 0;
+
+	while (n->warnings != NULL && n->warnings[k] != NULL)
+		k++;
+	return k;
+}
+
+void
+step_warnings_free(struct node *n)
+{
+	for (size_t i = 0; n->warnings != NULL && n->warnings[i] != NULL; i++)
+		free(n->warnings[i]);
+	free(n->warnings);
+	n->warnings = NULL;
+}
+
+int
+step_set_warnings(struct node *n, char *const *v, size_t count)
+{
+	char **nv = NULL;
+
+	if (count > 0 && (nv = calloc(count + 1, sizeof *nv)) == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		if ((nv[i] = strdup(v[i])) == NULL) {
+			while (i > 0)
+				free(nv[--i]);
+			free(nv);
+			return KILN_ENOMEM;
+		}
+	step_warnings_free(n);
+	n->warnings = nv;
+	return 0;
+}
+
+/* Make wl the result's warnings (and free it). 0 or KILN_ENOMEM. */
+static int
+warn_finish(struct node *n, struct warn_list *wl)
+{
+	size_t more = warn_more(wl);
+	int rv = wl->oom ? KILN_ENOMEM : 0;
+
+	if (rv == 0 && more > 0) {
+		if (asprintf(&wl->v[wl->n], "and %zu more warning%s like these", more,
+		             more == 1 ? "" : "s") < 0)
+			rv = KILN_ENOMEM;
+		else
+			wl->n++;
+	}
+	if (rv == 0)
+		rv = step_set_warnings(n, wl->v, wl->n);
+	warn_free(wl);
+	return rv;
+}
+
+/* path as a warning shows it: control characters as \xNN, cut short. */
+static void
+path_show(const char *path, char *out, size_t len)
+{
+	size_t j = 0;
+
+	for (const unsigned char *p = (const unsigned char *)path; *p && j + 5 < len; p++) {
+		if ((size_t)((const char *)p - path) >= WARN_PATH_SHOWN) {
+			snprintf(out + j, len - j, "...");
+			return;
+		}
+		if (*p < 0x20 || *p == 0x7f)
+			j += (size_t)snprintf(out + j, len - j, "\\x%02x", *p);
+		else
+			out[j++] = (char)*p;
+	}
+	out[j] = '\0';
+}
+
+void
+step_warn_unrecordable(struct warn_list *wl, const char *path, const char *why)
+{
+	char shown[WARN_PATH_SHOWN + 64];
+
+	path_show(path, shown, sizeof shown);
+	warn_add(wl, "cannot record %s as a dependency (%s): editing it will not "
+	         "rerun the step", shown, why);
+}
+
+/* ---- the policy, for one path -------------------------------------------- */
+
+/* Whether rel (under build/) is one of n's inputs: its prerequisites'
+ * outputs, or an output its run was handed by `kiln need`. */
+static int
+build_input(const struct graph *g, const struct node *n, const char *rel)
+{
+	for (uint32_t k = 0; k < n->ndeps; k++) {
+		const struct node *d = &g->nodes[n->deps[k]];
+		for (size_t i = 0; i < d->ks->noutputs; i++)
+			if (strcmp(d->outpaths[i], rel) == 0)
+				return 1;
+	}
+	for (uint32_t i = 0; i < n->nrneeds; i++) {
+		const struct need_dep *nd = &n->rneeds[i];
+		if (nd->out >= 0 && nd->idx < g->n &&
+		    strcmp(g->nodes[nd->idx].outpaths[nd->out], rel) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Warn about rel under build/: another step's output (or no step's), which
+ * n does not declare. */
+static void
+warn_build(struct warn_list *wl, const struct graph *g, const char *rel)
+{
+	char shown[WARN_PATH_SHOWN + 64];
+
+	path_show(rel, shown, sizeof shown);
+	for (uint32_t k = 0; k < g->n; k++) {
+		const struct node *d = &g->nodes[k];
+		for (size_t i = 0; i < d->ks->noutputs; i++)
+			if (strcmp(d->outpaths[i], rel) == 0) {
+				warn_add(wl, "used %s, an output of step %s it does not "
+				         "declare: kiln cannot track that; declare it as an "
+				         "input (\"@%s\") or ask for it with `kiln need %s`",
+				         shown, d->ks->url, d->ks->url, d->ks->url);
+				return;
+			}
+	}
+	warn_add(wl, "used %s under build/, no output of a step it declares: kiln "
+	         "cannot track that; declare the step that makes it as an input "
+	         "(\"@URL\") or ask for it with `kiln need URL`", shown);
+}
+
+int
+step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
+              const char *path, int listing, int missing, struct warn_list *wl,
+              char *out, size_t outlen)
+{
+	const struct dep_path_policy pp = {e->root, getenv("HOME")};
+	enum dep_path_class cls = dep_path_classify(&pp, path, listing, out, outlen);
+	struct stat st;
+
+	if (cls == DEP_PATH_IGNORED)
+		return 0;
+	if (cls == DEP_PATH_INVALID) {
+		step_warn_unrecordable(wl, out, "not a valid store key: a control "
+		                       "character or backslash, or too long");
+		return 0;
+	}
+	/* a folder stat'ed is no content (a listing is) */
+	if (!listing && !missing &&
+	    fstatat(out[0] == '/' ? AT_FDCWD : e->rootfd, out, &st, 0) == 0 &&
+	    S_ISDIR(st.st_mode))
+		return 0;
+	if (cls == DEP_PATH_BUILD) {
+		/* a search path into build/ probes for names no step makes:
+		 * a miss there is no use of an output */
+		if (!missing && (listing || !build_input(g, n, out)))
+			warn_build(wl, g, out);
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- depfiles ----------------------------------------------------------------- */
+
+/* Read the whole depfile at path: a malloc'd buffer (NUL-terminated) and
+ * its length. 0, or -1 with n->error set. */
+static int
+depfile_load(struct engine *e, struct node *n, const char *path, char **buf,
+             size_t *len)
+{
+	struct stat st;
+	int fd;
+
+	*buf = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
+	    st.st_size > (64 << 20)) {
+		if (fd >= 0)
+			close(fd);
+		set_error(n, "%s: the tool did not write its depfile (${depfile}, "
+		          "%s)", n->ks->url, path + strlen(e->root) + 1);
+		return -1;
+	}
+	*len = (size_t)st.st_size;
+	if ((*buf = malloc(*len + 1)) == NULL || (size_t)read(fd, *buf, *len) != *len) {
+		close(fd);
+		free(*buf);
+		*buf = NULL;
+		set_error(n, "%s: cannot read its depfile", n->ks->url);
+		return -1;
+	}
+	(*buf)[*len] = '\0';
+	close(fd);
+	return 0;
+}
+
+/* Read the step's depfile (scratch_path ".d") into n->disc. 0, or -1
+ * with n->error set. */
+static int
+depfile_read(struct engine *e, const struct graph *g, struct node *n,
+             const char *dir, struct warn_list *wl)
+{
+	char path[PATH_MAX + 16], **deps = NULL, **keep = NULL, *buf;
+	size_t ndeps = 0, nkeep = 0, len = 0;
+	int rv;
+
+	(void)dir;
+	scratch_path(e, n->w->scratch, ".d", 1, path, sizeof path);
+	if (depfile_load(e, n, path, &buf, &len) != 0)
+		return -1;
+	rv = depfile_parse(buf, len, &deps, &ndeps);
+	free(buf);
+	if (rv != 0) {
+		set_error(n, "%s: its depfile is not make syntax (%s)", n->ks->url,
+		          kiln_strerror(rv));
+		return -1;
+	}
+	if ((keep = calloc(ndeps + 1, sizeof *keep)) == NULL)
+		rv = KILN_ENOMEM;
+	for (size_t i = 0; rv == 0 && i < ndeps; i++) {
+		char name[PATH_MAX];
+		int dup = 0;
+		if (!step_dep_name(e, g, n, deps[i], 0, 0, wl, name, sizeof name))
+			continue;
+		/* "a/../b.h" and "b.h" are one file now */
+		for (size_t k = 0; k < nkeep && !dup; k++)
+			dup = strcmp(keep[k], name) == 0;
+		if (!dup && (keep[nkeep] = strdup(name)) == NULL)
+			rv = KILN_ENOMEM;
+		else if (!dup)
+			nkeep++;
+	}
+	if (rv == 0)
+		rv = step_set_disc(n, keep, nkeep);
+	for (size_t i = 0; keep && i < nkeep; i++)
+		free(keep[i]);
+	free(keep);
+	depfile_free(deps, ndeps);
+	if (rv != 0) {
+		set_error(n, "%s: out of memory reading its depfile", n->ks->url);
+		return -1;
+	}
+	return 0;
+}
+
+int
+step_deps_read(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
+               const char *dir)
+{
+	struct warn_list wl = {0};
+	int rv = 0;
+
+	if ((n->ks->tool->depfile && depfile_read(e, g, n, dir, &wl) != 0) ||
+	    trace_finish(e, g, n, pid, dir, &wl) != 0)
+		rv = -1;
+	if (warn_finish(n, &wl) != 0 && rv == 0) {
+		set_error(n, "%s: out of memory", n->ks->url);
+		rv = -1;
+	}
+	return rv;
+}
