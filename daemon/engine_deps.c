@@ -92,6 +92,43 @@ struct deps_reply {
 	struct bag bag;
 };
 
+/* The result of an action entry that made rec's outputs (the newest when
+ * none matches), unpacked on its own; NULL when none. */
+static Kiln__ActionResult *
+result_of_entry(const void *data, size_t len, const Kiln__StepRecord *rec)
+{
+	Kiln__ActionEntry *entry = kiln__action_entry__unpack(NULL, len, data);
+	Kiln__ActionResult *res = NULL;
+	size_t pick = 0;
+	uint8_t *buf;
+
+	if (entry == NULL || entry->n_results == 0)
+		goto out;
+	for (size_t i = 0; i < entry->n_results; i++) {
+		const Kiln__ActionResult *r = entry->results[i];
+		int same = r->n_outputs == rec->n_outputs;
+		for (size_t k = 0; same && k < r->n_outputs; k++)
+			same = r->outputs[k]->id.len == rec->outputs[k]->id.len &&
+			       memcmp(r->outputs[k]->id.data, rec->outputs[k]->id.data,
+			              r->outputs[k]->id.len) == 0;
+		if (same) {
+			pick = i;
+			break;
+		}
+	}
+	/* a copy of its own, so the caller frees one message as before */
+	len = kiln__action_result__get_packed_size(entry->results[pick]);
+	if ((buf = malloc(len ? len : 1)) != NULL) {
+		kiln__action_result__pack(entry->results[pick], buf);
+		res = kiln__action_result__unpack(NULL, len, buf);
+		free(buf);
+	}
+out:
+	if (entry != NULL)
+		kiln__action_entry__free_unpacked(entry, NULL);
+	return res;
+}
+
 /* The last successful result of (profile, url), unpacked; NULL when none
  * (never built, last attempt failed, record or result unreadable). */
 static Kiln__ActionResult *
@@ -113,7 +150,7 @@ last_result(struct engine *e, const char *profile, const char *url)
 	if (rec->decision != KILN__STEP_RECORD__DECISION__FAILED && rec->key.len == 16) {
 		memcpy(key.b, rec->key.data, 16);
 		if (kiln_store_action_get(e->s, &key, &a) == 0)
-			res = kiln__action_result__unpack(NULL, a->len, a->data);
+			res = result_of_entry(a->data, a->len, rec);
 		kiln_action_free(a);
 	}
 	kiln__step_record__free_unpacked(rec, NULL);

@@ -400,6 +400,22 @@ int step_program(struct engine *e, struct node *n, char *exe, size_t len,
  * stat as recorded, or else its content. */
 int step_output_unchanged(struct engine *e, const char *path, const struct node_out *o);
 
+/* ---- engine_results.c: several results per action key ---- */
+
+/* The results kept under key, newest use first (free with
+ * kiln__action_entry__free_unpacked); NULL when none or unreadable. */
+Kiln__ActionEntry *results_get(struct engine *e, const kiln_id *key);
+
+/* Queue ar as key's newest result, after the key's other results that
+ * discovered other files (or the same with other hashes), at most 8.
+ * 0 or KILN_ENOMEM. */
+int results_put(struct engine *e, const kiln_id *key, Kiln__ActionResult *ar);
+
+/* entry's result at was used: queue the entry with it first. 0 or
+ * KILN_ENOMEM. */
+int results_touch(struct engine *e, const kiln_id *key, Kiln__ActionEntry *entry,
+                  size_t at);
+
 /* ---- engine_verify.c ---- */
 
 /* After n's tool exited 0 (its depfile and trace read into n->disc):

@@ -305,30 +305,26 @@ signal_name(int sig)
 }
 
 /* Queue n's action result (its outputs, the files it discovered with what
- * they hold now, the steps it needed, its log) under n->w->new_key.
+ * they held after the run, the steps it needed, its log) under
+ * n->w->new_key, beside the key's other results (engine_results.c).
  * 0 or KILN_ENOMEM. */
 static int
 action_result_put(struct engine *e, struct node *n)
 {
 	Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
-	size_t no = n->ks->noutputs, nd = n->ndisc, len;
+	size_t no = n->ks->noutputs, nd = n->ndisc;
 	struct pb_outputs *po = step_outputs_pb(n, 0);
-	kiln_id *ids = calloc(no + 1, sizeof *ids);
 	/* most steps discover nothing: no allocations for them */
 	Kiln__FileDep *fdv = nd ? calloc(nd, sizeof *fdv) : NULL;
 	Kiln__FileDep **fdp = nd ? calloc(nd, sizeof *fdp) : NULL;
 	kiln_id *fdh = nd ? calloc(nd, sizeof *fdh) : NULL;
 	Kiln__UrlDep **udp = NULL;
-	uint8_t *buf = NULL;
-	kiln_batch *b;
 	int rv = KILN_ENOMEM;
 
-	if (po == NULL || ids == NULL ||
+	if (po == NULL ||
 	    (nd > 0 && (fdv == NULL || fdp == NULL || fdh == NULL)) ||
 	    need_result_pb(n, &udp, &ar.n_needs) != 0)
 		goto out;
-	for (size_t i = 0; i < no; i++)
-		ids[i] = n->outs[i].id;
 	ar.outputs = po->p;
 	ar.n_outputs = no;
 	for (size_t i = 0; i < nd; i++) {
@@ -356,21 +352,13 @@ action_result_put(struct engine *e, struct node *n)
 		ar.log.len = 16;
 	}
 	ar.duration_ns = n->duration_ns;
-	len = kiln__action_result__get_packed_size(&ar);
-	if ((buf = malloc(len ? len : 1)) == NULL)
-		goto out;
-	kiln__action_result__pack(&ar, buf);
-	engine_batch_lock(e, &b);
-	rv = kiln_batch_action_put(b, &n->w->new_key, ids, no, buf, len);
-	engine_batch_unlock(e);
+	rv = results_put(e, &n->w->new_key, &ar);
 out:
-	free(buf);
 	free(udp);
 	free(fdv);
 	free(fdp);
 	free(fdh);
 	free(po);
-	free(ids);
 	return rv;
 }
 

@@ -652,37 +652,27 @@ step_set_disc(struct node *n, char *const *paths, size_t count)
 	return 0;
 }
 
-/* Look the key up; on a usable result fill n->outs (not materialized),
- * n->disc and n->needs (1). When a discovered dependency no longer holds,
- * why says which (0). 2: the result needs steps not done in this wave
- * yet (n->needs names them). */
+/* Whether result res can serve n now: its blobs are in the store and
+ * intact, its discovered files hash as recorded, its needs resolve to
+ * their recorded outputs. 1 (n->outs filled, not materialized); 0 (why
+ * says which discovered file changed, *missing_blob when a blob is gone);
+ * 2: it needs steps not done in this wave yet (n->needs names them). */
 static int
-cache_lookup(struct engine *e, struct graph *g, struct node *n,
-             int *missing_blob, char *why, size_t whylen)
+result_holds(struct engine *e, struct graph *g, struct node *n,
+             const Kiln__ActionResult *res, int *missing_blob, char *why, size_t whylen)
 {
-	kiln_action *a = NULL;
-	Kiln__ActionResult *res = NULL;
-	int ok = 0;
-
-	*missing_blob = 0;
-	if (kiln_store_action_get(e->s, &n->w->new_key, &a) != 0)
+	if (res->n_outputs != n->ks->noutputs)
 		return 0;
-	res = kiln__action_result__unpack(NULL, a->len, a->data);
-	if (res == NULL || res->n_outputs != n->ks->noutputs)
-		goto out;
 	for (size_t i = 0; i < res->n_outputs; i++) {
 		Kiln__StepOutput *o = res->outputs[i];
 		if (o->id.len != 16 || strcmp(o->name, n->ks->outputs[i].name) != 0)
-			goto out;
+			return 0;
 		memcpy(n->outs[i].id.b, o->id.data, 16);
 		n->outs[i].size = o->size;
-		if (kiln_store_has(e->s, &n->outs[i].id, NULL) != 0) {
+		if (kiln_store_has(e->s, &n->outs[i].id, NULL) != 0 ||
+		    !blob_still_good(e, n->outpaths[i], &n->outs[i].id)) {
 			*missing_blob = 1;
-			goto out;
-		}
-		if (!blob_still_good(e, n->outpaths[i], &n->outs[i].id)) {
-			*missing_blob = 1;
-			goto out;
+			return 0;
 		}
 	}
 	/* discovered dependencies must still hold */
@@ -703,41 +693,75 @@ cache_lookup(struct engine *e, struct graph *g, struct node *n,
 			snprintf(why, whylen, "discovered dependency %s (%s) changed %.8s -> %.8s",
 			         f->path, f->source == KILN__FILE_DEP__SOURCE__DEPFILE ?
 			         "depfile" : "trace", was, now);
-			goto out;
+			return 0;
 		}
 	}
 	/* kiln need: every needed URL must still resolve to its hash
 	 * (engine_need.c) */
 	if (res->n_needs > 0 || n->nneeds > 0) {
 		int r = need_check_result(e, g, n, res->needs, res->n_needs, why, whylen);
-		if (r == -1)
-			ok = 2;
 		if (r != 1)
-			goto out;
+			return r == -1 ? 2 : 0;
 	}
-	{
-		char **paths = calloc(res->n_files + 1, sizeof *paths);
-		if (paths == NULL)
-			goto out;
-		for (size_t i = 0; i < res->n_files; i++)
-			paths[i] = res->files[i]->path;
-		int rv = step_set_disc(n, paths, res->n_files);
-		free(paths);
-		if (rv != 0)
-			goto out;
-	}
+	return 1;
+}
+
+/* Serve n from result res (result_holds said 1): its discovered files,
+ * warnings, tracing and log become n's. 0 or KILN_ENOMEM. */
+static int
+result_take(struct node *n, const Kiln__ActionResult *res)
+{
+	char **paths = calloc(res->n_files + 1, sizeof *paths);
+	int rv;
+
+	if (paths == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < res->n_files; i++)
+		paths[i] = res->files[i]->path;
+	rv = step_set_disc(n, paths, res->n_files);
+	free(paths);
 	/* the run's warnings hold for every reuse of its result */
-	if (step_set_warnings(n, res->warnings, res->n_warnings) != 0)
-		goto out;
+	if (rv == 0)
+		rv = step_set_warnings(n, res->warnings, res->n_warnings);
+	if (rv != 0)
+		return rv;
 	n->traced = res->traced;
 	n->w->has_log = res->log.len == 16;
 	if (n->w->has_log)
 		memcpy(n->w->log_id.b, res->log.data, 16);
-	ok = 1;
-out:
-	if (res != NULL)
-		kiln__action_result__free_unpacked(res, NULL);
-	kiln_action_free(a);
+	return 0;
+}
+
+/* Look the key up (engine_results.c: several results per key) and take
+ * the first result that holds (1; *hit is its place, 0 the newest). When none does, why says what the
+ * newest one lacks (0). 2: a result needs steps not done in this wave yet
+ * (n->needs names them). */
+static int
+cache_lookup(struct engine *e, struct graph *g, struct node *n,
+             int *missing_blob, size_t *hit, char *why, size_t whylen)
+{
+	Kiln__ActionEntry *entry = results_get(e, &n->w->new_key);
+	int ok = 0;
+
+	*missing_blob = 0;
+	*hit = 0;
+	for (size_t i = 0; entry != NULL && i < entry->n_results && ok == 0; i++) {
+		int gone = 0;
+		char later[600];
+		/* the newest result's story is the one worth telling */
+		ok = result_holds(e, g, n, entry->results[i], &gone, i == 0 ? why : later,
+		                  i == 0 ? whylen : sizeof later);
+		if (i == 0)
+			*missing_blob = gone;
+		if (ok == 1 && result_take(n, entry->results[i]) != 0)
+			ok = 0;
+		if (ok == 1) {
+			*hit = i;
+			results_touch(e, &n->w->new_key, entry, i);
+		}
+	}
+	if (entry != NULL)
+		kiln__action_entry__free_unpacked(entry, NULL);
 	return ok;
 }
 
@@ -813,6 +837,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	int have_quick;
 	char reason[1200];
 	int missing_blob, rv, same;
+	size_t hit;
 
 	have_quick = quick_key(e, g, n, &quick) == 0;
 	if (have_quick && n->have && id_eq(&quick, &n->quick) && outputs_intact(e, n)) {
@@ -860,7 +885,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	if (!same)
 		prev_load(e, g, n);
 	dep_why[0] = '\0';
-	if ((rv = cache_lookup(e, g, n, &missing_blob, dep_why, sizeof dep_why)) == 2) {
+	if ((rv = cache_lookup(e, g, n, &missing_blob, &hit, dep_why, sizeof dep_why)) == 2) {
 		/* decided again once what it needs is done (engine_need.c) */
 		n->have = 0;
 		prev_drop(n);
@@ -868,13 +893,21 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		return EVAL_NEEDS;
 	}
 	if (rv) {
-		int up = same || prev_same_key(n);
+		/* an older result of the same key (an undo) is not "up to date":
+		 * build/ gets other bytes */
+		int up = (same || prev_same_key(n)) && hit == 0;
 		if (!dry_run && materialize_all(e, n) != 0)
 			return EVAL_FAIL;
+		if (!up && hit > 0)
+			prev_load(e, g, n);
 		if (up)
 			snprintf(reason, sizeof reason, "%s", n->have ?
 			         "up to date; restored its outputs in build/ from the store" :
 			         "up to date");
+		else if (hit > 0 && prev_same_key(n))
+			snprintf(reason, sizeof reason, "reused an earlier result of the same "
+			         "key: the files it discovered hold again (%s)", dep_why[0] ?
+			         dep_why : "an undo");
 		else if (n->w->prev != NULL)
 			reason_of_changes(n, "reused a cached result: ", reason, sizeof reason);
 		else
