@@ -930,6 +930,8 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 		filestate_pass(e->fs);
 		if (e->watch != NULL)
 			watch_sync(e->watch);
+		if (e->blobs != NULL)
+			watch_sync(e->blobs);
 	}
 	b->id = ++e->next_build;
 	b->slot = slot;

@@ -55,6 +55,8 @@ struct node_out {
 	uint64_t size;
 	kiln_file_rec mat;   /* the materialized file, as last seen */
 	uint64_t mat_gen;    /* the watch's generation when mat was seen (0: none) */
+	uint64_t blob_gen;   /* the store watch's generation when its blob was
+	                        last found in the store (0: none) */
 };
 
 struct engine;
@@ -242,6 +244,8 @@ struct engine {
 	kiln_store *s;
 	struct filestate *fs;
 	struct watch *watch;     /* NULL: no inotify (--no-watch, or none) */
+	struct watch *blobs;     /* the store's objects/ (NULL: none): a blob
+	                            deleted under a warm daemon is noticed */
 	struct kilnd_spawner *sp;
 
 	pthread_mutex_t mu;
@@ -415,6 +419,16 @@ int results_put(struct engine *e, const kiln_id *key, Kiln__ActionResult *ar);
  * KILN_ENOMEM. */
 int results_touch(struct engine *e, const kiln_id *key, Kiln__ActionEntry *entry,
                   size_t at);
+
+/* ---- engine_blobs.c ---- */
+
+/* Watch the store's objects/ folder (e->blobs; stays NULL without the
+ * project's watch or inotify). */
+void blobs_watch_open(struct engine *e);
+
+/* Whether o's blob is in the store: from the store's watch when nothing
+ * touched it since it was last found, else a stat. 1 yes, 0 no. */
+int blob_present(struct engine *e, struct node_out *o);
 
 /* ---- engine_verify.c ---- */
 

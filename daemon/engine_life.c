@@ -108,6 +108,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	/* without inotify (or with --no-watch) every file is stat'ed */
 	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0)
 		filestate_set_watch(e->fs, e->watch);
+	blobs_watch_open(e);
 	/* before the old scratch areas go: nothing of a previous daemon may
 	 * still be running, there or anywhere */
 	orphans_sweep(e);
@@ -179,6 +180,7 @@ engine_free(struct engine *e)
 	stamps_free(e);
 	filestate_free(e->fs);
 	watch_free(e->watch);
+	watch_free(e->blobs);
 	kiln_batch_free(e->batch);
 	free(e->ready.v);
 	free(e->runnable.v);

@@ -589,7 +589,8 @@ outputs_record(struct engine *e, const struct graph *g, struct node *n)
 
 /* ---- deciding ------------------------------------------------------------- */
 
-/* Whether every materialized output is as this daemon left it. */
+/* Whether every materialized output is as this daemon left it, and its
+ * blob still in the store. */
 static int
 outputs_intact(struct engine *e, struct node *n)
 {
@@ -606,6 +607,10 @@ outputs_intact(struct engine *e, struct node *n)
 			return 0;
 		o->mat_gen = watched ? gen : 0;
 	}
+	/* and the store still has what the index names */
+	for (size_t i = 0; i < n->ks->noutputs; i++)
+		if (!blob_present(e, &n->outs[i]))
+			return 0;
 	return 1;
 }
 
