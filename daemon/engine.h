@@ -36,6 +36,11 @@ struct engine_config {
 	unsigned default_jobs;   /* tools at once when a build says 0; 0: cores */
 	const char *tool_path;   /* PATH for finding and running tools */
 	int no_watch;            /* stat every file every build (no inotify) */
+	/* A testing aid: wait this long between a tool's end and the check
+	 * that its inputs held (engine_verify.c), so that a test can change a
+	 * file in that window (KILN_TEST_HOLD_FINISH_MS in kilnd's
+	 * environment). 0 in real use. */
+	unsigned hold_finish_ms;
 	/* The daemon's ipc:// address, given to tools as $KILN_SOCKET for
 	 * `kiln need` (NULL: tools get no KILN_* need variables). */
 	const char *ipc_url;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -395,6 +396,11 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		goto out;
 	}
 	/* and that it read what its key says (engine_verify.c) */
+	if (e->cfg.hold_finish_ms > 0) {
+		struct timespec hold = {e->cfg.hold_finish_ms / 1000,
+		                        (long)(e->cfg.hold_finish_ms % 1000) * 1000000};
+		nanosleep(&hold, NULL);
+	}
 	if ((rv = run_verify(e, g, n, tail, sizeof tail)) != 1) {
 		if (rv == 0) {
 			free(n->reason);

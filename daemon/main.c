@@ -361,12 +361,14 @@ static int
 engine_start(struct kilnd *d, char *err, size_t len)
 {
 	const char *path = getenv("PATH"), *nw = getenv("KILN_NO_WATCH");
+	const char *hold = getenv("KILN_TEST_HOLD_FINISH_MS");
 	struct engine_config c = {
 		.root = d->paths.project,
 		.store = d->store,
 		.workers = d->cfg.build_workers,
 		.tool_path = path && path[0] ? path : NULL,
 		.no_watch = d->cfg.no_watch || (nw != NULL && nw[0] != '\0' && strcmp(nw, "0") != 0),
+		.hold_finish_ms = hold ? (unsigned)strtoul(hold, NULL, 10) : 0,
 		.ipc_url = d->paths.url,
 		.publish = engine_publish,
 		.log = engine_log,
