@@ -88,18 +88,33 @@ daemon_spawn(const struct kiln_paths *p, const char *kilnd)
 	char path[4096], project[sizeof(p->project)];
 	char *argv[] = {"kilnd", "--project", project, NULL};
 	posix_spawn_file_actions_t fa;
+	char **env;
+	size_t n;
 	int search, status, rv;
 	pid_t pid;
 
 	kilnd_path(kilnd, path, sizeof(path), &search);
 	snprintf(project, sizeof(project), "%s", p->project);
-	if (posix_spawn_file_actions_init(&fa) != 0)
+	/* A kiln run by a step's tool (kiln need) carries the mark kilnd's
+	 * sweep finds a dead daemon's tools by (daemon/orphans.c): a daemon
+	 * it starts must not carry it, or the next daemon of the first
+	 * project would take it for one of its tools. */
+	for (n = 0; environ[n] != NULL; n++)
+		;
+	if ((env = calloc(n + 1, sizeof *env)) == NULL)
 		return KILN_ENOMEM;
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (strncmp(environ[i], "KILN_TOOL_OF=", 13) != 0)
+			env[k++] = environ[i];
+	if (posix_spawn_file_actions_init(&fa) != 0) {
+		free(env);
+		return KILN_ENOMEM;
+	}
 	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-	rv = (search ? posix_spawnp : posix_spawn)(&pid, path, &fa, NULL, argv,
-	                                           environ);
+	rv = (search ? posix_spawnp : posix_spawn)(&pid, path, &fa, NULL, argv, env);
 	posix_spawn_file_actions_destroy(&fa);
+	free(env);
 	if (rv != 0)
 		return KILN_ENODAEMON;
 	while (waitpid(pid, &status, 0) < 0)

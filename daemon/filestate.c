@@ -454,8 +454,14 @@ filestate_unchanged(struct filestate *fs, const char *path, const struct fs_seen
 {
 	struct stat st;
 	kiln_id h;
-	int watched = 0, racy, rv = file_stat(fs, path, &st, &watched);
+	int racy, rv = 0;
 
+	/* not counted in nstat: that says what deciding cost */
+	if (fstatat(path[0] == '/' ? AT_FDCWD : fs->rootfd, path, &st, 0) != 0)
+		rv = errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
+		                                         : kiln_err_from_errno(errno);
+	else if (!S_ISREG(st.st_mode))
+		rv = KILN_ENOTFOUND;
 	if (seen->missing)
 		return rv == KILN_ENOTFOUND;
 	if (rv != 0 || !stat_equal(&seen->rec, &st))

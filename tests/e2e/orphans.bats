@@ -134,3 +134,23 @@ expect_out() {
 	kill "$other" "$prefix"
 	expect_out "hello"
 }
+
+@test "a daemon a tool started for another project is not taken for a tool by the next sweep" {
+	# the tool runs `kiln status` for project B, which starts B's daemon
+	mkdir -p "$BATS_TEST_TMPDIR/B"
+	: >"$BATS_TEST_TMPDIR/B/kiln.yaml"
+	write_project "(cd '$BATS_TEST_TMPDIR/B' && \$KILN status) >/dev/null 2>&1 || true; cat '\${in}' > '\${out}'"
+	sed -i 's/^  t: { shell: true, run: \(.*\) }$/  t: { shell: true, trace: false, run: \1 }/' kiln.yaml
+	run "$KILN" build
+	[ "$status" -eq 0 ] || { echo "$output"; cat kiln.yaml; false; }
+	bpid=$(cat "$BATS_TEST_TMPDIR/B/.kiln/kilnd.pid")
+	kill -0 "$bpid"
+	kill -9 "$(daemon_pid)"
+	run "$KILN" build
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# (a killed daemon may linger a moment as a zombie: its state says)
+	sleep 0.2
+	kill -0 "$bpid" && [ "$(awk '{ print $3 }' "/proc/$bpid/stat")" != Z ] ||
+		{ echo "project B's daemon was killed by A's sweep"; false; }
+	kill -TERM "$bpid"
+}

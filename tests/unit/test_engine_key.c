@@ -141,6 +141,9 @@ filestate_hashes_only_what_stat_says_changed(void **state)
 
 	assert_int_equal(kiln_store_open(tu_path(state, "store"), &o, &s), 0);
 	tu_write_file(tu_path(state, "a.txt"), "hello", 5);
+	/* not changed in the last clock ticks: its stat can vouch for it
+	 * (filestate_does_not_trust_a_racy_stat) */
+	assert_int_equal(tu_sh("sleep 0.05"), 0);
 	assert_int_equal(filestate_new(s, root, &fs), 0);
 	assert_int_equal(filestate_hash(fs, "a.txt", &h1), 0);
 	kiln_id_of_buf("hello", 5, &want);
@@ -166,6 +169,7 @@ filestate_hashes_only_what_stat_says_changed(void **state)
 	assert_int_equal(kiln_id_cmp(&h2, &want), 0);
 	/* same size, new content: found by its stat, new hash */
 	tu_write_file(tu_path(state, "a.txt"), "HELLO", 5);
+	assert_int_equal(tu_sh("sleep 0.05"), 0);
 	filestate_pass(fs);
 	assert_int_equal(filestate_hash(fs, "a.txt", &h2), 0);
 	assert_int_not_equal(kiln_id_cmp(&h2, &want), 0);
@@ -187,6 +191,7 @@ filestate_remembers_across_daemons_through_the_store(void **state)
 
 	assert_int_equal(kiln_store_open(tu_path(state, "store"), &o, &s), 0);
 	tu_write_file(tu_path(state, "a.txt"), "hello", 5);
+	assert_int_equal(tu_sh("sleep 0.05"), 0);
 	assert_int_equal(filestate_new(s, tu_dir(state), &fs), 0);
 	assert_int_equal(filestate_hash(fs, "a.txt", &h), 0);
 	assert_int_equal(kiln_batch_new(&b), 0);
@@ -204,6 +209,119 @@ filestate_remembers_across_daemons_through_the_store(void **state)
 	kiln_store_close(s);
 }
 
+/* A file changed in the clock tick it was hashed in could change again
+ * with the same stat: such a racy record is hashed again at its next
+ * look, and saved so that a restarted daemon hashes it too. */
+static void
+filestate_does_not_trust_a_racy_stat(void **state)
+{
+	kiln_store *s;
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE, .durability = KILN_DURABLE_NONE};
+	struct filestate *fs;
+	struct fs_seen seen;
+	kiln_batch *b;
+	kiln_id h, want;
+	uint64_t nstat, nhashed, nhashed2;
+
+	assert_int_equal(kiln_store_open(tu_path(state, "store"), &o, &s), 0);
+	tu_write_file(tu_path(state, "a.txt"), "hello", 5);
+	assert_int_equal(filestate_new(s, tu_dir(state), &fs), 0);
+	assert_int_equal(filestate_hash_seen(fs, "a.txt", &h, &seen), 0);
+	assert_true(seen.racy);
+	/* the same bytes, same size, the mtime put back: only content tells */
+	tu_write_file(tu_path(state, "a.txt"), "HELLO", 5);
+	assert_int_equal(tu_sh("touch -d @%lld.%09lld '%s/a.txt'",
+	                       (long long)(seen.rec.mtime_ns / 1000000000),
+	                       (long long)(seen.rec.mtime_ns % 1000000000), tu_dir(state)), 0);
+	filestate_pass(fs);
+	filestate_counts(fs, &nstat, &nhashed);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h), 0);
+	kiln_id_of_buf("HELLO", 5, &want);
+	assert_int_equal(kiln_id_cmp(&h, &want), 0);
+	filestate_counts(fs, &nstat, &nhashed2);
+	assert_int_equal(nhashed2, nhashed + 1);
+	/* written to the store so that it never matches a stat */
+	assert_int_equal(kiln_batch_new(&b), 0);
+	assert_int_equal(filestate_flush(fs, b), 0);
+	assert_int_equal(kiln_store_commit(s, b, NULL), 0);
+	kiln_batch_free(b);
+	filestate_free(fs);
+	assert_int_equal(filestate_new(s, tu_dir(state), &fs), 0);
+	filestate_counts(fs, &nstat, &nhashed);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h), 0);
+	filestate_counts(fs, &nstat, &nhashed2);
+	assert_int_equal(nhashed2, nhashed + 1);
+	filestate_free(fs);
+	kiln_store_close(s);
+}
+
+/* What a step's key was made from, checked after its tool ran. */
+static void
+filestate_unchanged_sees_any_change_since_the_record(void **state)
+{
+	kiln_store *s;
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE, .durability = KILN_DURABLE_NONE};
+	struct filestate *fs;
+	struct fs_seen seen, gone;
+	kiln_id h;
+	const char *root = tu_dir(state);
+
+	assert_int_equal(kiln_store_open(tu_path(state, "store"), &o, &s), 0);
+	tu_write_file(tu_path(state, "a.txt"), "hello", 5);
+	assert_int_equal(tu_sh("sleep 0.05"), 0);
+	assert_int_equal(filestate_new(s, root, &fs), 0);
+	assert_int_equal(filestate_hash_seen(fs, "a.txt", &h, &seen), 0);
+	assert_false(seen.racy);
+	assert_int_equal(filestate_unchanged(fs, "a.txt", &seen), 1);
+	/* touched: the content may have changed and changed back */
+	assert_int_equal(tu_sh("touch '%s/a.txt'", root), 0);
+	assert_int_equal(filestate_unchanged(fs, "a.txt", &seen), 0);
+	/* this pass still answers from memory until told to forget it */
+	tu_write_file(tu_path(state, "a.txt"), "other", 5);
+	assert_int_equal(filestate_hash(fs, "a.txt", &h), 0);
+	assert_int_equal(memcmp(h.b, seen.rec.hash.b, 16), 0);
+	filestate_forget(fs, "a.txt");
+	assert_int_equal(filestate_hash(fs, "a.txt", &h), 0);
+	assert_int_not_equal(memcmp(h.b, seen.rec.hash.b, 16), 0);
+	/* a missing file stays unchanged until it appears */
+	assert_int_equal(filestate_hash_seen(fs, "b.txt", &h, &gone), KILN_ENOTFOUND);
+	assert_true(gone.missing);
+	assert_int_equal(filestate_unchanged(fs, "b.txt", &gone), 1);
+	tu_write_file(tu_path(state, "b.txt"), "new", 3);
+	assert_int_equal(filestate_unchanged(fs, "b.txt", &gone), 0);
+	filestate_free(fs);
+	kiln_store_close(s);
+}
+
+/* A project file is read beneath the root: a symlink out of it is
+ * refused, one inside it followed. */
+static void
+filestate_refuses_a_symlink_out_of_the_project(void **state)
+{
+	kiln_store *s;
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE, .durability = KILN_DURABLE_NONE};
+	struct filestate *fs;
+	kiln_id h, want;
+	const char *root = tu_dir(state);
+
+	assert_int_equal(kiln_store_open(tu_path(state, "store"), &o, &s), 0);
+	assert_int_equal(tu_sh("mkdir -p '%s/p/src' '%s/outside' && echo secret > '%s/outside/s' && "
+	                       "echo inside > '%s/p/src/real' && ln -s real '%s/p/src/in' && "
+	                       "ln -s '%s/outside/s' '%s/p/src/abs' && ln -s ../../outside/s '%s/p/src/rel' && "
+	                       "ln -s '%s/outside' '%s/p/dir'",
+	                       root, root, root, root, root, root, root, root, root, root), 0);
+	assert_int_equal(filestate_new(s, tu_path(state, "p"), &fs), 0);
+	assert_int_equal(filestate_hash(fs, "src/in", &h), 0);
+	kiln_id_of_buf("inside\n", 7, &want);
+	assert_int_equal(kiln_id_cmp(&h, &want), 0);
+	assert_int_equal(filestate_hash(fs, "src/abs", &h), KILN_EOUTSIDE);
+	assert_int_equal(filestate_hash(fs, "src/rel", &h), KILN_EOUTSIDE);
+	assert_int_equal(filestate_hash(fs, "dir/s", &h), KILN_EOUTSIDE);
+	assert_int_equal(filestate_hash(fs, "../outside/s", &h), KILN_EOUTSIDE);
+	filestate_free(fs);
+	kiln_store_close(s);
+}
+
 int
 main(void)
 {
@@ -215,6 +333,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(filestate_hashes_only_what_stat_says_changed,
 		                                tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(filestate_remembers_across_daemons_through_the_store,
+		                                tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(filestate_does_not_trust_a_racy_stat,
+		                                tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(filestate_unchanged_sees_any_change_since_the_record,
+		                                tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(filestate_refuses_a_symlink_out_of_the_project,
 		                                tu_setup_dir, tu_teardown_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
