@@ -687,6 +687,25 @@ kiln_store_verify(kiln_store *s, const kiln_id *id)
 }
 
 int
+kiln_store_quarantine(kiln_store *s, const kiln_id *id)
+{
+	char from[PATH_MAX], to[PATH_MAX], hex[KILN_ID_HEX_LEN + 1];
+
+	if (s->flags & KILN_STORE_RDONLY)
+		return KILN_EREADONLY;
+	store_blob_path(s, id, from);
+	kiln_id_to_hex(id, hex);
+	if ((size_t)snprintf(to, sizeof to, "%s/corrupt/%s", s->dir, hex) >= sizeof to)
+		return KILN_ERANGE;
+	/* one rename: a reader has the blob's name or nothing, and an fd
+	 * open on it (a copy under way) reads what it read before */
+	if (rename(from, to) == 0)
+		return 0;
+	return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
+	                                           : kiln_err_from_errno(errno);
+}
+
+int
 kiln_store_read(kiln_store *s, const kiln_id *id, void **bufp, size_t *lenp)
 {
 	struct stat st;
