@@ -193,5 +193,5 @@ expect_own_file() {
 	write_project symlink
 	run --separate-stderr "$KILN" check -q
 	[ "$status" -eq 2 ] || { echo "status $status"; echo "$stderr"; false; }
-	[[ "$stderr" == *"kiln.yaml:4:14: materialize: "*"copy"*"hardlink"* ]] || { echo "$stderr"; false; }
+	[[ "$stderr" == *"kiln.yaml:4:14: error: materialize: "*"copy"*"hardlink"* ]] || { echo "$stderr"; false; }
 }
