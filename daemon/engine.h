@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln_desc.h"
 #include "kiln_proto.h"
 #include "kiln_store.h"
 
@@ -36,6 +37,9 @@ struct engine_config {
 	unsigned default_jobs;   /* tools at once when a build says 0; 0: cores */
 	const char *tool_path;   /* PATH for finding and running tools */
 	int no_watch;            /* stat every file every build (no inotify) */
+	/* How outputs go into build/ for this daemon's life, whatever the
+	 * project says (KILN_MAT_UNSET: as the project says). */
+	kiln_mat_mode materialize;
 	/* The daemon's ipc:// address, given to tools as $KILN_SOCKET for
 	 * `kiln need` (NULL: tools get no KILN_* need variables). */
 	const char *ipc_url;

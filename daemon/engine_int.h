@@ -376,7 +376,8 @@ void set_error(struct node *n, const char *fmt, ...)
 int step_program(struct engine *e, struct node *n, char *exe, size_t len,
                  kiln_id *h);
 
-/* Hard-link n's outputs into build/<profile>/ (n->outs[].mat updated). */
+/* Put n's outputs into build/<profile>/ as the materialize mode says
+ * (n->outs[].mat updated); a copy already intact is left. */
 int materialize_all(struct engine *e, struct node *n);
 
 /* Queue n's index entries and materialized-file records. */

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/openat2.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -135,7 +137,38 @@ rec_of_stat(const struct stat *st, const kiln_id *id, kiln_file_rec *rec)
 	rec->hash = *id;
 }
 
-/* Make tmp in dfd a copy of blob id (0444, like the blob). */
+/* Cleared the first time the file system refuses a clone (ext4, tmpfs,
+ * or build/ and the store on two file systems): one daemon serves one
+ * project, so every later output would be refused the same way, and the
+ * copy then opens the blob once instead of twice. */
+static atomic_int clone_works = 1;
+
+/* Make the new file fd a reflink of blob id: 0, or KILN_ENOTSUP (no
+ * reflink here: copy instead), KILN_ENOTFOUND. */
+static int
+clone_blob(kiln_store *s, const kiln_id *id, int fd)
+{
+	int bfd, rv;
+
+	if (!atomic_load_explicit(&clone_works, memory_order_relaxed))
+		return KILN_ENOTSUP;
+	if ((rv = kiln_store_open_blob(s, id, &bfd)) != 0)
+		return rv;
+	rv = ioctl(fd, FICLONE, bfd) == 0 ? 0 : errno;
+	close(bfd);
+	if (rv == EOPNOTSUPP || rv == ENOTTY || rv == EINVAL || rv == EXDEV ||
+	    rv == ENOSYS)
+		atomic_store_explicit(&clone_works, 0, memory_order_relaxed);
+	return rv == 0 ? 0 : KILN_ENOTSUP;
+}
+
+/* Make tmp in dfd a file of its own with blob id's bytes (0444, like the
+ * blob): a reflink where the file system has them, else a copy checked
+ * against id as it is written (kiln_store_copy_out hashes the whole blob
+ * before writing a byte). A reflink is not read back: the engine hashed
+ * the blob just before (the put after a run, kiln_store_verify before a
+ * cached result is served again), and reading it would cost most of
+ * what the clone saves. */
 static int
 copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
 {
@@ -144,11 +177,36 @@ copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	if (fd < 0)
 		return kiln_err_from_errno(errno);
-	rv = kiln_store_copy_out(s, id, fd);
+	if ((rv = clone_blob(s, id, fd)) == KILN_ENOTSUP)
+		rv = kiln_store_copy_out(s, id, fd);
 	if (close(fd) != 0 && rv == 0)
 		rv = kiln_err_from_errno(errno);
 	if (rv != 0)
 		unlinkat(dfd, tmp, 0);
+	return rv;
+}
+
+/* Put a copy of blob id at name in dfd, replacing whatever is there (a
+ * hard link to the blob included): made under a temporary name and
+ * renamed, so a reader sees the old file or the whole new one. */
+static int
+place_copy(kiln_store *s, const kiln_id *id, int dfd, const char *name)
+{
+	char tmp[64];
+	int rv = KILN_EEXIST;
+
+	/* EEXIST: a name left by a crashed daemon of our pid */
+	for (int tries = 0; tries < 100 && rv == KILN_EEXIST; tries++) {
+		tmp_name(tmp, sizeof(tmp));
+		rv = copy_blob_at(s, id, dfd, tmp);
+	}
+	if (rv != 0)
+		return rv;
+	if (renameat(dfd, tmp, dfd, name) != 0) {
+		rv = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST
+		             ? KILN_EEXIST : kiln_err_from_errno(errno);
+		unlinkat(dfd, tmp, 0);
+	}
 	return rv;
 }
 
@@ -242,14 +300,34 @@ replace_if_other(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 	return 0;
 }
 
+/* Hard-link mode: a link to the blob at name in dfd, or nothing to do
+ * when name already is the blob's inode. */
+static int
+place_link(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
+           const char *name)
+{
+	int e;
+
+	/* A clean build/ (a full build, a restore) takes one link and no
+	 * look first: a taken name says EEXIST, a blob missing from the
+	 * store ENOENT (the folder is open). The temp name and rename of
+	 * place_blob are for replacing a file atomically. */
+	e = linkat(AT_FDCWD, blob, dfd, name, 0) == 0 ? 0 : errno;
+	if (e == EEXIST || e == ENOENT)
+		return replace_if_other(s, id, blob, dfd, name);
+	if (e != 0)
+		return place_blob(s, id, blob, dfd, name);   /* EXDEV: a copy */
+	return 0;
+}
+
 int
 materialize_output(kiln_store *s, const char *root, int rootfd, const char *relpath,
-                   const kiln_id *id, kiln_file_rec *st)
+                   const kiln_id *id, kiln_mat_mode mode, kiln_file_rec *st)
 {
 	char blob[PATH_MAX];
 	struct stat bst, cur;
 	const char *name;
-	int dfd, rv, e;
+	int dfd, rv;
 
 	if ((rv = rel_check(relpath)) != 0 ||
 	    (rv = kiln_store_blob_path(s, id, blob, sizeof(blob))) != 0)
@@ -259,15 +337,10 @@ materialize_output(kiln_store *s, const char *root, int rootfd, const char *relp
 	    ((rv = blob_stat(blob, &bst)) != 0 ||
 	     (rv = walk_parents(root, relpath, 1, &dfd, &name)) != 0))
 		return rv;
-	/* A clean build/ (a full build, a restore) takes one link and no
-	 * look first: a taken name says EEXIST, a blob missing from the
-	 * store ENOENT (the folder is open). The temp name and rename of
-	 * place_blob are for replacing a file atomically. */
-	e = linkat(AT_FDCWD, blob, dfd, name, 0) == 0 ? 0 : errno;
-	if (e == EEXIST || e == ENOENT)
-		rv = replace_if_other(s, id, blob, dfd, name);
-	else if (e != 0)
-		rv = place_blob(s, id, blob, dfd, name);   /* EXDEV: a copy */
+	if (mode == KILN_MAT_HARDLINK)
+		rv = place_link(s, id, blob, dfd, name);
+	else
+		rv = place_copy(s, id, dfd, name);
 	if (rv == 0 && st != NULL) {
 		if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0)
 			rec_of_stat(&cur, id, st);
