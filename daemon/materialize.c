@@ -162,13 +162,35 @@ clone_blob(kiln_store *s, const kiln_id *id, int fd)
 	return rv == 0 ? 0 : KILN_ENOTSUP;
 }
 
-/* Make tmp in dfd a file of its own with blob id's bytes (0444, like the
- * blob): a reflink where the file system has them, else a copy checked
- * against id as it is written (kiln_store_copy_out hashes the whole blob
- * before writing a byte). A reflink is not read back: the engine hashed
- * the blob just before (the put after a run, kiln_store_verify before a
- * cached result is served again), and reading it would cost most of
- * what the clone saves. */
+/* Fill the new file fd with blob id's bytes: a reflink where the file
+ * system has them, else a copy checked against id as it is written
+ * (kiln_store_copy_out hashes the whole blob before writing a byte). A
+ * reflink is not read back: the engine hashed the blob just before (the
+ * put after a run, kiln_store_verify before a cached result is served
+ * again), and reading it would cost most of what the clone saves. */
+static int
+fill_copy(kiln_store *s, const kiln_id *id, int fd)
+{
+	int rv = clone_blob(s, id, fd);
+
+	return rv == KILN_ENOTSUP ? kiln_store_copy_out(s, id, fd) : rv;
+}
+
+/* Rename tmp over name in dfd; tmp is removed when that fails. */
+static int
+rename_into(int dfd, const char *tmp, const char *name)
+{
+	int rv = 0;
+
+	if (renameat(dfd, tmp, dfd, name) != 0) {
+		rv = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST
+		             ? KILN_EEXIST : kiln_err_from_errno(errno);
+		unlinkat(dfd, tmp, 0);
+	}
+	return rv;
+}
+
+/* Make tmp in dfd a copy of blob id (0444, like the blob). */
 static int
 copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
 {
@@ -177,8 +199,7 @@ copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	if (fd < 0)
 		return kiln_err_from_errno(errno);
-	if ((rv = clone_blob(s, id, fd)) == KILN_ENOTSUP)
-		rv = kiln_store_copy_out(s, id, fd);
+	rv = fill_copy(s, id, fd);
 	if (close(fd) != 0 && rv == 0)
 		rv = kiln_err_from_errno(errno);
 	if (rv != 0)
@@ -186,11 +207,10 @@ copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
 	return rv;
 }
 
-/* Put a copy of blob id at name in dfd, replacing whatever is there (a
- * hard link to the blob included): made under a temporary name and
- * renamed, so a reader sees the old file or the whole new one. */
+/* place_copy where O_TMPFILE is missing: made under a temporary name and
+ * renamed. */
 static int
-place_copy(kiln_store *s, const kiln_id *id, int dfd, const char *name)
+place_copy_named(kiln_store *s, const kiln_id *id, int dfd, const char *name)
 {
 	char tmp[64];
 	int rv = KILN_EEXIST;
@@ -200,13 +220,68 @@ place_copy(kiln_store *s, const kiln_id *id, int dfd, const char *name)
 		tmp_name(tmp, sizeof(tmp));
 		rv = copy_blob_at(s, id, dfd, tmp);
 	}
-	if (rv != 0)
-		return rv;
-	if (renameat(dfd, tmp, dfd, name) != 0) {
-		rv = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST
-		             ? KILN_EEXIST : kiln_err_from_errno(errno);
-		unlinkat(dfd, tmp, 0);
+	return rv != 0 ? rv : rename_into(dfd, tmp, name);
+}
+
+/* Cleared when linking by AT_EMPTY_PATH is refused (it needs
+ * CAP_DAC_READ_SEARCH): /proc/self/fd/N then, every time. */
+static atomic_int empty_path_works = 1;
+
+/* Give the unnamed file fd (O_TMPFILE) the name name in dfd: 0 or an
+ * errno (EEXIST: the name is taken). */
+static int
+link_unnamed(int fd, int dfd, const char *name)
+{
+	char proc[64];
+
+	if (atomic_load_explicit(&empty_path_works, memory_order_relaxed)) {
+		if (linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != ENOENT && errno != EPERM)
+			return errno;
+		atomic_store_explicit(&empty_path_works, 0, memory_order_relaxed);
 	}
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+}
+
+/* The unnamed file fd put at name in dfd over what is there: linked under
+ * a temporary name, then renamed. */
+static int
+replace_with_unnamed(int fd, int dfd, const char *name)
+{
+	char tmp[64];
+	int e = EEXIST;
+
+	/* EEXIST: a name left by a crashed daemon of our pid */
+	for (int tries = 0; tries < 100 && e == EEXIST; tries++) {
+		tmp_name(tmp, sizeof(tmp));
+		e = link_unnamed(fd, dfd, tmp);
+	}
+	return e != 0 ? kiln_err_from_errno(e) : rename_into(dfd, tmp, name);
+}
+
+/* Put a copy of blob id at name in dfd, replacing whatever is there (a
+ * hard link to the blob included), so that a reader sees the old file or
+ * the whole new one, never part of it. The copy is made as an unnamed
+ * file (O_TMPFILE) and linked at its name: a clean build/ (a restore)
+ * takes one directory update a file where a named temporary and a rename
+ * took two, each under the folder's lock the workers contend for. */
+static int
+place_copy(kiln_store *s, const kiln_id *id, int dfd, const char *name)
+{
+	int fd, rv, e;
+
+	fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL
+		       ? place_copy_named(s, id, dfd, name) : kiln_err_from_errno(errno);
+	if ((rv = fill_copy(s, id, fd)) == 0) {
+		e = link_unnamed(fd, dfd, name);
+		rv = e == EEXIST ? replace_with_unnamed(fd, dfd, name)
+		                 : e != 0 ? kiln_err_from_errno(e) : 0;
+	}
+	close(fd);
 	return rv;
 }
 
@@ -230,14 +305,7 @@ place_blob(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 		}
 		return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
 	}
-	if (rv != 0)
-		return rv;
-	if (renameat(dfd, tmp, dfd, name) != 0) {
-		rv = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST
-		             ? KILN_EEXIST : kiln_err_from_errno(errno);
-		unlinkat(dfd, tmp, 0);
-	}
-	return rv;
+	return rv != 0 ? rv : rename_into(dfd, tmp, name);
 }
 
 /* The folder of an output opened with one openat2 that refuses a symlink
