@@ -196,3 +196,18 @@ expect_own_file() {
 	[ "$status" -eq 2 ] || { echo "status $status"; echo "$stderr"; false; }
 	[[ "$stderr" == *"kiln.yaml:4:14: error: materialize: "*"copy"*"hardlink"* ]] || { echo "$stderr"; false; }
 }
+
+@test "kilnd --materialize overrides kiln.yaml; a bad mode, flag or environment, is refused" {
+	write_project hardlink
+	"$KILND" --project . --materialize copy
+	build
+	blob_of_a
+	expect_own_file build/pc/c/a.txt
+	"$KILN" stop
+	run --separate-stderr "$KILND" --project . --materialize symlink
+	[ "$status" -eq 2 ] || { echo "status $status"; echo "$stderr"; false; }
+	[[ "$stderr" == *"--materialize 'symlink': expected copy or hardlink"* ]] || { echo "$stderr"; false; }
+	KILN_MATERIALIZE=symlink run --separate-stderr "$KILND" --project . --foreground
+	[ "$status" -eq 1 ] || { echo "status $status"; echo "$stderr"; false; }
+	[[ "$stderr$output" == *"KILN_MATERIALIZE='symlink': expected copy or hardlink"* ]] || { echo "$output"; echo "$stderr"; false; }
+}
