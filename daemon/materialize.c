@@ -4,10 +4,11 @@
  * Every path is walked from the project root one folder at a time with
  * openat(O_NOFOLLOW | O_DIRECTORY), so a symlink a user (or a tool) left in
  * build/ cannot send a write outside the project; the last step then works
- * on names relative to that folder's fd. A file is put in place by making
- * it under a temporary name in its own folder (a hard link to the blob, or
- * a copy) and renaming it over the old one: a game reading build/ sees the
- * old file or the new one, never none.
+ * on names relative to that folder's fd. A file that replaces another is
+ * made under a temporary name in its own folder (a hard link to the blob,
+ * or a copy) and renamed over the old one: a game reading build/ sees the
+ * old file or the new one, never none, and never part of a copy (a copy
+ * is written unnamed, O_TMPFILE, and only then linked at a name).
  *
  * Threads: no state of its own but the temporary-name counter (atomic). */
 #include <dirent.h>

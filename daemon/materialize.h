@@ -47,9 +47,11 @@
  * to the blob, or a copy when linking fails with EXDEV, EMLINK or EPERM.
  * Any other mode: whatever is there is replaced by a copy of its own (a
  * reflink, or bytes checked against id as they are written; a reflink is
- * not read back, see copy_blob_at), even when it already holds the bytes:
+ * not read back, see fill_copy), even when it already holds the bytes:
  * the caller knows when it does (its record of the file). Copies are mode
- * 0444, made under a temporary name and renamed over the old file. Missing
+ * 0444 less the umask (kilnd's 077: 0400, in folders only its user
+ * enters), made unnamed (O_TMPFILE) and linked at their name, or renamed
+ * over the old file (a reader sees the old file or the whole new one). Missing
  * folders are made. *st (may be NULL) gets what the file looks like
  * afterwards. Returns 0,
  * KILN_ENOTFOUND (the blob is not in the store), KILN_EINVAL (bad

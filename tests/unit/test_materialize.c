@@ -447,7 +447,7 @@ copy_mode_never_writes_a_blob_that_does_not_match_its_name(void **state)
 	const char *out = tu_path(state, "proj/build/pc/a.txt");
 
 	if (reflinks_here(blob, tu_path(state, "probe"))) {
-		/* a reflink is not read back (materialize.c, copy_blob_at) */
+		/* a reflink is not read back (materialize.c, fill_copy) */
 		print_message("# this file system makes reflinks: no copy to check\n");
 		kiln_store_close(s);
 		skip();
