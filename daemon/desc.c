@@ -303,6 +303,22 @@ kiln_desc_project(const kiln_desc *d)
 	return d->files[0]->project ? d->files[0]->project : "";
 }
 
+kiln_mat_mode
+kiln_desc_materialize(const kiln_desc *d)
+{
+	return (kiln_mat_mode)d->files[0]->materialize;
+}
+
+kiln_mat_mode
+kiln_mat_mode_parse(const char *s)
+{
+	if (s != NULL && strcmp(s, "copy") == 0)
+		return KILN_MAT_COPY;
+	if (s != NULL && strcmp(s, "hardlink") == 0)
+		return KILN_MAT_HARDLINK;
+	return KILN_MAT_UNSET;
+}
+
 size_t
 kiln_desc_profiles(const kiln_desc *d, const char *const **names)
 {

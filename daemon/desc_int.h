@@ -151,6 +151,7 @@ struct desc_file {
 	diags dg;        /* parse and field errors of this file */
 	/* root only */
 	const char *project;
+	int materialize; /* kiln_mat_mode */
 	vec sources;     /* const char *, relative folders */
 	kiln_loc sources_loc;
 	vec profiles;    /* struct desc_profile */

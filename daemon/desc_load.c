@@ -636,6 +636,16 @@ static void k_project(struct ld *c, const ynode *v, void *obj, const char *f)
 	(void)obj;
 	c->f->project = text(c, v, f);
 }
+static void k_materialize(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	const char *s = text(c, v, f);
+
+	(void)obj;
+	if (s != NULL && (c->f->materialize = kiln_mat_mode_parse(s)) == KILN_MAT_UNSET)
+		diag_add(c->dg, KILN_DIAG_ERROR, at(c, v), f, "'%s' is not a way to "
+		         "materialize outputs: use 'copy' (the default: files of their "
+		         "own) or 'hardlink' (links to the store's blobs)", s);
+}
 static void
 one_source(struct ld *c, const ynode *n, const char *field, void *arg)
 {
@@ -726,12 +736,13 @@ static void k_root_only(struct ld *c, const ynode *v, void *obj, const char *f)
 static const struct field root_fields[] = {
 	{"kiln", k_kiln}, {"project", k_project}, {"sources", k_sources},
 	{"profiles", k_profiles}, {"tools", k_tools}, {"rules", k_rules},
-	{"assets", k_assets}, {"bundles", k_bundles},
+	{"assets", k_assets}, {"bundles", k_bundles}, {"materialize", k_materialize},
 };
 static const struct field sub_fields[] = {
 	{"kiln", k_kiln}, {"tools", k_tools}, {"rules", k_rules},
 	{"assets", k_assets}, {"bundles", k_bundles}, {"project", k_root_only},
 	{"sources", k_root_only}, {"profiles", k_root_only},
+	{"materialize", k_root_only},
 };
 
 int

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln_desc.h"
 #include "kiln_proto.h"
 #include "kiln_store.h"
 
@@ -41,6 +42,9 @@ struct engine_config {
 	 * file in that window (KILN_TEST_HOLD_FINISH_MS in kilnd's
 	 * environment). 0 in real use. */
 	unsigned hold_finish_ms;
+	/* How outputs go into build/ for this daemon's life, whatever the
+	 * project says (KILN_MAT_UNSET: as the project says). */
+	kiln_mat_mode materialize;
 	/* The daemon's ipc:// address, given to tools as $KILN_SOCKET for
 	 * `kiln need` (NULL: tools get no KILN_* need variables). */
 	const char *ipc_url;

@@ -440,7 +440,8 @@ int blob_present(struct engine *e, struct node_out *o);
 int run_verify(struct engine *e, struct graph *g, struct node *n, char *why,
                size_t whylen);
 
-/* Hard-link n's outputs into build/<profile>/ (n->outs[].mat updated). */
+/* Put n's outputs into build/<profile>/ as the materialize mode says
+ * (n->outs[].mat updated); a copy already intact is left. */
 int materialize_all(struct engine *e, struct node *n);
 
 /* Queue n's index entries and materialized-file records. */

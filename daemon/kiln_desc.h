@@ -138,6 +138,21 @@ size_t kiln_desc_nerrors(const kiln_desc *d);
 const char *kiln_desc_root(const kiln_desc *d);
 const char *kiln_desc_project(const kiln_desc *d);
 
+/* How build/<profile>/ gets the files it holds (kiln.yaml's top-level
+ * 'materialize'; docs/format.md, and materialize.h for what each does). */
+typedef enum kiln_mat_mode {
+	KILN_MAT_UNSET = 0,  /* not given: copies */
+	KILN_MAT_COPY,       /* files of their own: a reflink, else a copy */
+	KILN_MAT_HARDLINK,   /* hard links to the store's blobs (opt-in) */
+} kiln_mat_mode;
+
+/* The project's 'materialize' (KILN_MAT_UNSET when not given). */
+kiln_mat_mode kiln_desc_materialize(const kiln_desc *d);
+
+/* "copy" or "hardlink" as a mode; anything else (NULL too) is
+ * KILN_MAT_UNSET. */
+kiln_mat_mode kiln_mat_mode_parse(const char *s);
+
 /* Profile names in the order kiln.yaml lists them; the first is the
  * default. */
 size_t kiln_desc_profiles(const kiln_desc *d, const char *const **names);

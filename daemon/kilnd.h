@@ -61,6 +61,8 @@ struct kilnd_config {
 	                               unchanged is not re-hashed to be served */
 	uint32_t build_workers;     /* engine threads deciding steps; 0: cores */
 	int no_watch;               /* --no-watch: stat every file every build */
+	int materialize;            /* --materialize: a kiln_mat_mode; UNSET:
+	                               KILN_MATERIALIZE, else the project's */
 };
 
 /* Fill c with the defaults. */

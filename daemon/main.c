@@ -63,6 +63,9 @@ static const char help[] =
 	"  --no-watch             do not watch the project with inotify: stat\n"
 	"                         every file on every build (also\n"
 	"                         KILN_NO_WATCH=1 in the environment)\n"
+	"  --materialize MODE     put outputs into build/ as copies (copy) or as\n"
+	"                         hard links to the store (hardlink), whatever\n"
+	"                         kiln.yaml says (also KILN_MATERIALIZE=MODE)\n"
 	"  -h, --help             show this help\n"
 	"  --version              print the version\n"
 	"\n"
@@ -259,6 +262,7 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		{"workers", required_argument, NULL, 'W'},
 		{"verify-ttl", required_argument, NULL, 'T'},
 		{"no-watch", no_argument, NULL, 'N'},
+		{"materialize", required_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -278,6 +282,11 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		case 'c': c->tls_cert = optarg; break;
 		case 'k': c->tls_key = optarg; break;
 		case 'N': c->no_watch = 1; break;
+		case 'm':
+			if ((c->materialize = kiln_mat_mode_parse(optarg)) == KILN_MAT_UNSET)
+				return bad_usage("--materialize '%s': expected copy or hardlink",
+				                 optarg);
+			break;
 		case 'h': fputs(help, stdout); return KILND_EXIT_OK;
 		case 'V': printf("kilnd %s\n", KILND_VERSION); return KILND_EXIT_OK;
 		case ':': return bad_usage("option '%s' needs a value", argv[optind - 1]);
@@ -362,6 +371,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 {
 	const char *path = getenv("PATH"), *nw = getenv("KILN_NO_WATCH");
 	const char *hold = getenv("KILN_TEST_HOLD_FINISH_MS");
+	const char *mat = getenv("KILN_MATERIALIZE");
 	struct engine_config c = {
 		.root = d->paths.project,
 		.store = d->store,
@@ -369,13 +379,22 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.tool_path = path && path[0] ? path : NULL,
 		.no_watch = d->cfg.no_watch || (nw != NULL && nw[0] != '\0' && strcmp(nw, "0") != 0),
 		.hold_finish_ms = hold ? (unsigned)strtoul(hold, NULL, 10) : 0,
+		.materialize = (kiln_mat_mode)d->cfg.materialize,
 		.ipc_url = d->paths.url,
 		.publish = engine_publish,
 		.log = engine_log,
 		.arg = d,
 	};
-	int rv = engine_new(&c, &d->engine);
+	int rv;
 
+	/* the flag first; a bad value in the environment is refused like a
+	 * bad flag, not quietly ignored */
+	if (c.materialize == KILN_MAT_UNSET && mat != NULL && mat[0] != '\0' &&
+	    (c.materialize = kiln_mat_mode_parse(mat)) == KILN_MAT_UNSET) {
+		snprintf(err, len, "KILN_MATERIALIZE='%s': expected copy or hardlink", mat);
+		return KILN_EINVAL;
+	}
+	rv = engine_new(&c, &d->engine);
 	if (rv != 0)
 		snprintf(err, len, "starting the build engine: %s", kiln_strerror(rv));
 	return rv;

@@ -4,10 +4,11 @@
  * Every path is walked from the project root one folder at a time with
  * openat(O_NOFOLLOW | O_DIRECTORY), so a symlink a user (or a tool) left in
  * build/ cannot send a write outside the project; the last step then works
- * on names relative to that folder's fd. A file is put in place by making
- * it under a temporary name in its own folder (a hard link to the blob, or
- * a copy) and renaming it over the old one: a game reading build/ sees the
- * old file or the new one, never none.
+ * on names relative to that folder's fd. A file that replaces another is
+ * made under a temporary name in its own folder (a hard link to the blob,
+ * or a copy) and renamed over the old one: a game reading build/ sees the
+ * old file or the new one, never none, and never part of a copy (a copy
+ * is written unnamed, O_TMPFILE, and only then linked at a name).
  *
  * Threads: no state of its own but the temporary-name counter (atomic). */
 #include <dirent.h>
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/openat2.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -135,6 +138,59 @@ rec_of_stat(const struct stat *st, const kiln_id *id, kiln_file_rec *rec)
 	rec->hash = *id;
 }
 
+/* Cleared the first time the file system refuses a clone (ext4, tmpfs,
+ * or build/ and the store on two file systems): one daemon serves one
+ * project, so every later output would be refused the same way, and the
+ * copy then opens the blob once instead of twice. */
+static atomic_int clone_works = 1;
+
+/* Make the new file fd a reflink of blob id: 0, or KILN_ENOTSUP (no
+ * reflink here: copy instead), KILN_ENOTFOUND. */
+static int
+clone_blob(kiln_store *s, const kiln_id *id, int fd)
+{
+	int bfd, rv;
+
+	if (!atomic_load_explicit(&clone_works, memory_order_relaxed))
+		return KILN_ENOTSUP;
+	if ((rv = kiln_store_open_blob(s, id, &bfd)) != 0)
+		return rv;
+	rv = ioctl(fd, FICLONE, bfd) == 0 ? 0 : errno;
+	close(bfd);
+	if (rv == EOPNOTSUPP || rv == ENOTTY || rv == EINVAL || rv == EXDEV ||
+	    rv == ENOSYS)
+		atomic_store_explicit(&clone_works, 0, memory_order_relaxed);
+	return rv == 0 ? 0 : KILN_ENOTSUP;
+}
+
+/* Fill the new file fd with blob id's bytes: a reflink where the file
+ * system has them, else a copy checked against id as it is written
+ * (kiln_store_copy_out hashes the whole blob before writing a byte). A
+ * reflink is not read back: the engine hashed the blob just before (the
+ * put after a run, kiln_store_verify before a cached result is served
+ * again), and reading it would cost most of what the clone saves. */
+static int
+fill_copy(kiln_store *s, const kiln_id *id, int fd)
+{
+	int rv = clone_blob(s, id, fd);
+
+	return rv == KILN_ENOTSUP ? kiln_store_copy_out(s, id, fd) : rv;
+}
+
+/* Rename tmp over name in dfd; tmp is removed when that fails. */
+static int
+rename_into(int dfd, const char *tmp, const char *name)
+{
+	int rv = 0;
+
+	if (renameat(dfd, tmp, dfd, name) != 0) {
+		rv = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST
+		             ? KILN_EEXIST : kiln_err_from_errno(errno);
+		unlinkat(dfd, tmp, 0);
+	}
+	return rv;
+}
+
 /* Make tmp in dfd a copy of blob id (0444, like the blob). */
 static int
 copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
@@ -144,11 +200,89 @@ copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	if (fd < 0)
 		return kiln_err_from_errno(errno);
-	rv = kiln_store_copy_out(s, id, fd);
+	rv = fill_copy(s, id, fd);
 	if (close(fd) != 0 && rv == 0)
 		rv = kiln_err_from_errno(errno);
 	if (rv != 0)
 		unlinkat(dfd, tmp, 0);
+	return rv;
+}
+
+/* place_copy where O_TMPFILE is missing: made under a temporary name and
+ * renamed. */
+static int
+place_copy_named(kiln_store *s, const kiln_id *id, int dfd, const char *name)
+{
+	char tmp[64];
+	int rv = KILN_EEXIST;
+
+	/* EEXIST: a name left by a crashed daemon of our pid */
+	for (int tries = 0; tries < 100 && rv == KILN_EEXIST; tries++) {
+		tmp_name(tmp, sizeof(tmp));
+		rv = copy_blob_at(s, id, dfd, tmp);
+	}
+	return rv != 0 ? rv : rename_into(dfd, tmp, name);
+}
+
+/* Cleared when linking by AT_EMPTY_PATH is refused (it needs
+ * CAP_DAC_READ_SEARCH): /proc/self/fd/N then, every time. */
+static atomic_int empty_path_works = 1;
+
+/* Give the unnamed file fd (O_TMPFILE) the name name in dfd: 0 or an
+ * errno (EEXIST: the name is taken). */
+static int
+link_unnamed(int fd, int dfd, const char *name)
+{
+	char proc[64];
+
+	if (atomic_load_explicit(&empty_path_works, memory_order_relaxed)) {
+		if (linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != ENOENT && errno != EPERM)
+			return errno;
+		atomic_store_explicit(&empty_path_works, 0, memory_order_relaxed);
+	}
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+}
+
+/* The unnamed file fd put at name in dfd over what is there: linked under
+ * a temporary name, then renamed. */
+static int
+replace_with_unnamed(int fd, int dfd, const char *name)
+{
+	char tmp[64];
+	int e = EEXIST;
+
+	/* EEXIST: a name left by a crashed daemon of our pid */
+	for (int tries = 0; tries < 100 && e == EEXIST; tries++) {
+		tmp_name(tmp, sizeof(tmp));
+		e = link_unnamed(fd, dfd, tmp);
+	}
+	return e != 0 ? kiln_err_from_errno(e) : rename_into(dfd, tmp, name);
+}
+
+/* Put a copy of blob id at name in dfd, replacing whatever is there (a
+ * hard link to the blob included), so that a reader sees the old file or
+ * the whole new one, never part of it. The copy is made as an unnamed
+ * file (O_TMPFILE) and linked at its name: a clean build/ (a restore)
+ * takes one directory update a file where a named temporary and a rename
+ * took two, each under the folder's lock the workers contend for. */
+static int
+place_copy(kiln_store *s, const kiln_id *id, int dfd, const char *name)
+{
+	int fd, rv, e;
+
+	fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL
+		       ? place_copy_named(s, id, dfd, name) : kiln_err_from_errno(errno);
+	if ((rv = fill_copy(s, id, fd)) == 0) {
+		e = link_unnamed(fd, dfd, name);
+		rv = e == EEXIST ? replace_with_unnamed(fd, dfd, name)
+		                 : e != 0 ? kiln_err_from_errno(e) : 0;
+	}
+	close(fd);
 	return rv;
 }
 
@@ -172,14 +306,7 @@ place_blob(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 		}
 		return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
 	}
-	if (rv != 0)
-		return rv;
-	if (renameat(dfd, tmp, dfd, name) != 0) {
-		rv = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST
-		             ? KILN_EEXIST : kiln_err_from_errno(errno);
-		unlinkat(dfd, tmp, 0);
-	}
-	return rv;
+	return rv != 0 ? rv : rename_into(dfd, tmp, name);
 }
 
 /* The folder of an output opened with one openat2 that refuses a symlink
@@ -242,14 +369,34 @@ replace_if_other(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 	return 0;
 }
 
+/* Hard-link mode: a link to the blob at name in dfd, or nothing to do
+ * when name already is the blob's inode. */
+static int
+place_link(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
+           const char *name)
+{
+	int e;
+
+	/* A clean build/ (a full build, a restore) takes one link and no
+	 * look first: a taken name says EEXIST, a blob missing from the
+	 * store ENOENT (the folder is open). The temp name and rename of
+	 * place_blob are for replacing a file atomically. */
+	e = linkat(AT_FDCWD, blob, dfd, name, 0) == 0 ? 0 : errno;
+	if (e == EEXIST || e == ENOENT)
+		return replace_if_other(s, id, blob, dfd, name);
+	if (e != 0)
+		return place_blob(s, id, blob, dfd, name);   /* EXDEV: a copy */
+	return 0;
+}
+
 int
 materialize_output(kiln_store *s, const char *root, int rootfd, const char *relpath,
-                   const kiln_id *id, kiln_file_rec *st)
+                   const kiln_id *id, kiln_mat_mode mode, kiln_file_rec *st)
 {
 	char blob[PATH_MAX];
 	struct stat bst, cur;
 	const char *name;
-	int dfd, rv, e;
+	int dfd, rv;
 
 	if ((rv = rel_check(relpath)) != 0 ||
 	    (rv = kiln_store_blob_path(s, id, blob, sizeof(blob))) != 0)
@@ -259,15 +406,10 @@ materialize_output(kiln_store *s, const char *root, int rootfd, const char *relp
 	    ((rv = blob_stat(blob, &bst)) != 0 ||
 	     (rv = walk_parents(root, relpath, 1, &dfd, &name)) != 0))
 		return rv;
-	/* A clean build/ (a full build, a restore) takes one link and no
-	 * look first: a taken name says EEXIST, a blob missing from the
-	 * store ENOENT (the folder is open). The temp name and rename of
-	 * place_blob are for replacing a file atomically. */
-	e = linkat(AT_FDCWD, blob, dfd, name, 0) == 0 ? 0 : errno;
-	if (e == EEXIST || e == ENOENT)
-		rv = replace_if_other(s, id, blob, dfd, name);
-	else if (e != 0)
-		rv = place_blob(s, id, blob, dfd, name);   /* EXDEV: a copy */
+	if (mode == KILN_MAT_HARDLINK)
+		rv = place_link(s, id, blob, dfd, name);
+	else
+		rv = place_copy(s, id, dfd, name);
 	if (rv == 0 && st != NULL) {
 		if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0)
 			rec_of_stat(&cur, id, st);

@@ -1,10 +1,18 @@
 /* materialize.h — the files a game reads.
  *
  * build/<profile>/ under the project holds every output of the profile's
- * last build, at <folder of the URL>/<output file name>, as a hard link to
- * the store's read-only blob (a copy when the store is on another
- * filesystem), plus kiln-index.txt, the map a game loads to find each
- * URL's file and hash (format below; docs/build.md repeats it).
+ * last build, at <folder of the URL>/<output file name>, plus
+ * kiln-index.txt, the map a game loads to find each URL's file and hash
+ * (format below; docs/build.md repeats it). Each output is, by the
+ * project's 'materialize' (kiln_desc.h):
+ *   copy (the default): a file of its own, 0444, sharing no inode with
+ *     the store or another output, so writing into it (root, or after a
+ *     chmod) changes nothing else: a reflink (FICLONE) where the file
+ *     system has them (btrfs, XFS), else a copy checked against the
+ *     blob's name as it is written;
+ *   hardlink: a hard link to the store's read-only blob (a copy when the
+ *     store is on another filesystem): no bytes written, but a write
+ *     through it changes the blob and every output with those bytes.
  *
  * kiln-index.txt, version 1: UTF-8 text, '\n' line ends. The first line is
  *   kiln-index 1 <profile>
@@ -29,15 +37,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln_desc.h"
 #include "kiln_store.h"
 
 /* Make root/relpath the blob id (rootfd: root opened, O_PATH will do, or
- * -1 to open it by path): nothing to do when it already is the
- * blob's inode; otherwise replace whatever is there (a stale file, one the
- * user edited or replaced, a symlink) by a hard link to the blob, or a
- * copy (mode 0444, checked against id as it is written) when linking
- * fails with EXDEV, EMLINK or EPERM. Missing folders are made. *st (may be
- * NULL) gets what the file looks like afterwards. Returns 0,
+ * -1 to open it by path), by mode. KILN_MAT_HARDLINK: nothing to do when
+ * it already is the blob's inode; otherwise replace whatever is there (a
+ * stale file, one the user edited or replaced, a symlink) by a hard link
+ * to the blob, or a copy when linking fails with EXDEV, EMLINK or EPERM.
+ * Any other mode: whatever is there is replaced by a copy of its own (a
+ * reflink, or bytes checked against id as they are written; a reflink is
+ * not read back, see fill_copy), even when it already holds the bytes:
+ * the caller knows when it does (its record of the file). Copies are mode
+ * 0444 less the umask (kilnd's 077: 0400, in folders only its user
+ * enters), made unnamed (O_TMPFILE) and linked at their name, or renamed
+ * over the old file (a reader sees the old file or the whole new one). Missing
+ * folders are made. *st (may be NULL) gets what the file looks like
+ * afterwards. Returns 0,
  * KILN_ENOTFOUND (the blob is not in the store), KILN_EINVAL (bad
  * relpath, or a symlink on the way), KILN_EEXIST (a folder stands where
  * the file goes, or a file where a folder goes), KILN_ECORRUPT (copying,
@@ -46,7 +62,8 @@
  * links: materializing the same content at a second path makes
  * materialize_unchanged say 0 for the first. */
 int materialize_output(kiln_store *s, const char *root, int rootfd,
-                       const char *relpath, const kiln_id *id, kiln_file_rec *st);
+                       const char *relpath, const kiln_id *id, kiln_mat_mode mode,
+                       kiln_file_rec *st);
 
 /* Whether root/relpath still is what rec says, judged by stat alone
  * (size, mtime_ns, ino, ctime_ns): 1 yes, 0 no or missing. */

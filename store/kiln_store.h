@@ -215,6 +215,19 @@ int kiln_store_copy_out(kiln_store *s, const kiln_id *id, int fd);
 /* Re-hash the blob. Returns 0, KILN_ENOTFOUND or KILN_ECORRUPT. */
 int kiln_store_verify(kiln_store *s, const kiln_id *id);
 
+/* Move blob id out of objects/ into <store>/corrupt/<32 hex> (replacing
+ * an earlier file of that name there), as `kiln fsck --repair` does, so
+ * that it is never served again: kiln_store_has says KILN_ENOTFOUND and
+ * records naming it read as misses until the content is put again. For a
+ * blob the caller found damaged (kiln_store_verify said KILN_ECORRUPT):
+ * the bytes are not looked at again, so a sound blob put back under the
+ * name in between would be moved too (a miss, nothing wrong served). The
+ * blobs record is left (gc and a later put of the content handle a
+ * missing file). Returns 0, KILN_ENOTFOUND (no such blob: another caller
+ * moved it first), KILN_EREADONLY, KILN_ERANGE (a store path too long),
+ * KILN_EACCES or KILN_EIO. */
+int kiln_store_quarantine(kiln_store *s, const kiln_id *id);
+
 /* Mark blobs as used now (gc removes the least recently used first).
  * Unknown ids are ignored. */
 int kiln_store_touch(kiln_store *s, const kiln_id *ids, size_t n);

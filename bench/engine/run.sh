@@ -18,6 +18,9 @@
 #                                                 builds run once to set up
 #                                                 (ninja ~5 min, make more)
 #                  KILN_BENCH_VERBOSE [0]         1: every run's figure on stderr
+#                  KILN_BENCH_MATERIALIZE []      kiln.yaml's materialize: copy
+#                                                 or hardlink (none: kiln's
+#                                                 default, copy)
 #                  KILN_BENCH_ENGINE_BIG_N [100000] --big's N (to try --big fast)
 # The default run takes 2-3 minutes on 2 cores; a quick one:
 #   bench/engine/run.sh bin -n 1000

@@ -233,6 +233,34 @@ corrupt_blob_is_an_error_and_never_written_out(void **state)
 }
 
 static void
+quarantine_moves_a_damaged_blob_to_corrupt_and_it_is_gone(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	char data[3000], hex[KILN_ID_HEX_LEN + 1];
+	struct stat st;
+	kiln_id id, again;
+
+	tu_fill(data, sizeof data, 7);
+	assert_kiln(0, kiln_store_put_buf(s, data, sizeof data, &id));
+	tu_flip_byte(tu_blob_path(state, &id), 10);
+	assert_kiln(KILN_ECORRUPT, kiln_store_verify(s, &id));
+	assert_kiln(0, kiln_store_quarantine(s, &id));
+	kiln_id_to_hex(&id, hex);
+	if (stat(tu_path(state, "store/corrupt/%s", hex), &st) != 0 ||
+	    st.st_size != (off_t)sizeof data)
+		fail_msg("the damaged blob should be kept as store/corrupt/%s "
+		         "(%zu bytes) for forensics; stat says %s", hex, sizeof data,
+		         strerror(errno));
+	assert_kiln(KILN_ENOTFOUND, kiln_store_has(s, &id, NULL));
+	/* a second caller (another worker) finds nothing left to move */
+	assert_kiln(KILN_ENOTFOUND, kiln_store_quarantine(s, &id));
+	/* the content put again is a sound blob under its name */
+	assert_kiln(0, kiln_store_put_buf(s, data, sizeof data, &again));
+	assert_kiln(0, kiln_store_verify(s, &id));
+	kiln_store_close(s);
+}
+
+static void
 a_truncated_blob_is_replaced_when_its_content_is_put_again(void **state)
 {
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_FSYNC);
@@ -299,6 +327,7 @@ read_only_store_refuses_puts(void **state)
 	assert_kiln(0, kiln_store_open(tu_path(state, "store"), &ro, &s));
 	assert_kiln(KILN_EREADONLY, kiln_store_put_buf(s, "y", 1, &id));
 	assert_kiln(KILN_EREADONLY, kiln_blob_writer_open(s, &w));
+	assert_kiln(KILN_EREADONLY, kiln_store_quarantine(s, &id));
 	assert_kiln(0, kiln_store_verify(s, &id));
 	kiln_store_close(s);
 }
@@ -317,6 +346,7 @@ main(void)
 		T(put_move_refuses_non_files_and_leaves_them),
 		T(writer_with_a_wrong_expected_hash_publishes_nothing),
 		T(corrupt_blob_is_an_error_and_never_written_out),
+		T(quarantine_moves_a_damaged_blob_to_corrupt_and_it_is_gone),
 		T(a_truncated_blob_is_replaced_when_its_content_is_put_again),
 		T(missing_blob_is_not_found_everywhere),
 		T(empty_blob_round_trips),

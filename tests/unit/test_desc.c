@@ -224,6 +224,53 @@ a_missing_kiln_yaml_is_not_found(void **state)
 	assert_null(d);
 }
 
+/* kiln.yaml with materialize: value (NULL: not given), loaded. */
+static int
+load_materialize(void **state, const char *value, kiln_desc **d)
+{
+	char yaml[512];
+
+	snprintf(yaml, sizeof yaml, "%s%s%s%s", root_yaml, value ? "materialize: " : "",
+	         value ? value : "", value ? "\n" : "");
+	tu_write_file(tu_path(state, "kiln.yaml"), yaml, strlen(yaml));
+	return kiln_desc_load(tu_dir(state), d);
+}
+
+static void
+materialize_is_copy_or_hardlink_and_anything_else_names_its_line(void **state)
+{
+	static const struct { const char *value; int rv; kiln_mat_mode mode; } cases[] = {
+		{NULL, 0, KILN_MAT_UNSET},
+		{"copy", 0, KILN_MAT_COPY},
+		{"hardlink", 0, KILN_MAT_HARDLINK},
+		{"symlink", KILN_EINVAL, KILN_MAT_UNSET},
+		{"[copy]", KILN_EINVAL, KILN_MAT_UNSET},
+	};
+	const kiln_diag *g;
+	kiln_desc *d;
+
+	project(state);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int rv = load_materialize(state, cases[i].value, &d);
+		if (rv != cases[i].rv) {
+			print_diags(d);
+			fail_msg("materialize: %s loaded with %d, expected %d",
+			         cases[i].value ? cases[i].value : "(none)", rv, cases[i].rv);
+		}
+		assert_int_equal(kiln_desc_materialize(d), cases[i].mode);
+		if (rv != 0) {
+			assert_int_equal(kiln_desc_diags(d, &g), 1);
+			assert_string_equal(g[0].loc.file, "kiln.yaml");
+			assert_int_equal(g[0].loc.line, 9);
+			assert_int_equal(g[0].loc.col, 14);
+			assert_string_equal(g[0].field, "materialize");
+		}
+		kiln_desc_free(d);
+	}
+	assert_int_equal(kiln_mat_mode_parse(NULL), KILN_MAT_UNSET);
+	assert_int_equal(kiln_mat_mode_parse("Copy"), KILN_MAT_UNSET);
+}
+
 int
 main(void)
 {
@@ -235,6 +282,7 @@ main(void)
 		T(reload_of_kiln_yaml_rereads_everything),
 		T(a_list_param_spreads_into_one_argv_item_each),
 		T(a_missing_kiln_yaml_is_not_found),
+		T(materialize_is_copy_or_hardlink_and_anything_else_names_its_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

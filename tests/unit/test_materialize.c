@@ -1,5 +1,7 @@
-/* test_materialize — outputs under build/<profile>/: hard links to blobs
- * (a copy across filesystems), replacing what a user put there, refusing
+/* test_materialize — outputs under build/<profile>/: copies of their own
+ * by default (a reflink where the file system has them; checked against
+ * the blob's name), hard links to blobs in hardlink mode (a copy across
+ * filesystems), replacing what a user put there, refusing
  * paths and symlinks that lead elsewhere, the exact kiln-index.txt text,
  * and pruning what the last build did not make. The project is "proj" in
  * the case dir and the store is "store" beside it. */
@@ -10,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,12 +108,12 @@ first_materialize_hard_links_the_blob(void **state)
 
 	/* the folders do not exist yet: walked down from root and made */
 	assert_kiln(0, materialize_output(s, root, -1, "build/pc/sprites/hero.png", &id,
-	                                  &rec));
+	                                  KILN_MAT_HARDLINK, &rec));
 	/* and the daemon's way, from its open root, into the folder now there */
 	assert_true((rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
 	assert_int_equal(unlink(tu_path(state, "proj/build/pc/sprites/hero.png")), 0);
 	assert_kiln(0, materialize_output(s, root, rootfd, "build/pc/sprites/hero.png", &id,
-	                                  &rec));
+	                                  KILN_MAT_HARDLINK, &rec));
 	close(rootfd);
 	st = stat_of(tu_path(state, "proj/build/pc/sprites/hero.png"));
 	blob = stat_of(tu_blob_path(state, &id));
@@ -138,9 +142,9 @@ second_materialize_is_a_no_op(void **state)
 	const char *root = proj(state);
 	kiln_file_rec a, b;
 
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, &a));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, KILN_MAT_HARDLINK, &a));
 	tu_sleep_ms(20); /* a relink would show in the ctime */
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, &b));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, KILN_MAT_HARDLINK, &b));
 	assert_memory_equal(&a, &b, sizeof(a));
 	assert_int_equal(materialize_unchanged(root, "build/pc/ui/atlas.bin", &a), 1);
 	assert_int_equal(stat_of(tu_blob_path(state, &id)).st_nlink, 2);
@@ -156,11 +160,11 @@ a_file_put_there_by_someone_else_is_replaced_by_the_blob(void **state)
 	const char *out = tu_path(state, "proj/build/pc/a.txt");
 	kiln_file_rec rec, old;
 
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, &old));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, &old));
 	assert_int_equal(unlink(out), 0);
 	tu_write_file(out, "a user's file", 13);
 	assert_int_equal(materialize_unchanged(root, "build/pc/a.txt", &old), 0);
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, &rec));
 	assert_int_equal(stat_of(out).st_ino, stat_of(tu_blob_path(state, &id)).st_ino);
 	assert_string_equal(slurp(out), "the real thing");
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
@@ -169,7 +173,7 @@ a_file_put_there_by_someone_else_is_replaced_by_the_blob(void **state)
 	tu_write_file(tu_path(state, "target"), "keep me", 7);
 	assert_int_equal(unlink(out), 0);
 	assert_int_equal(symlink(tu_path(state, "target"), out), 0);
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, &rec));
 	assert_true(S_ISREG(stat_of(out).st_mode));
 	assert_int_equal(stat_of(out).st_ino, stat_of(tu_blob_path(state, &id)).st_ino);
 	assert_string_equal(slurp(tu_path(state, "target")), "keep me");
@@ -185,8 +189,8 @@ an_output_moving_to_other_content_is_swapped_atomically(void **state)
 	const char *out = tu_path(state, "proj/build/pc/a.txt");
 	kiln_file_rec r1, r2;
 
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v1, &r1));
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v2, &r2));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v1, KILN_MAT_HARDLINK, &r1));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v2, KILN_MAT_HARDLINK, &r2));
 	assert_string_equal(slurp(out), "version 2");
 	assert_int_equal(stat_of(tu_blob_path(state, &v1)).st_nlink, 1);
 	assert_int_equal(stat_of(tu_blob_path(state, &v2)).st_nlink, 2);
@@ -204,7 +208,7 @@ unchanged_is_judged_by_stat(void **state)
 	struct timespec times[2] = {{1, 0}, {1, 0}};
 	kiln_file_rec rec;
 
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x", &id, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x", &id, KILN_MAT_COPY, &rec));
 	assert_int_equal(materialize_unchanged(root, "build/pc/x", &rec), 1);
 	assert_int_equal(materialize_unchanged(root, "build/pc/missing", &rec), 0);
 	assert_int_equal(materialize_unchanged(root, "build/../build/pc/x", &rec), 0);
@@ -226,7 +230,7 @@ bad_relpaths_are_refused(void **state)
 	const char *root = proj(state);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rv = materialize_output(s, root, -1, bad[i], &id, NULL);
+		int rv = materialize_output(s, root, -1, bad[i], &id, KILN_MAT_COPY, NULL);
 
 		if (rv != KILN_EINVAL)
 			fail_msg("'%s': expected KILN_EINVAL, got %s", bad[i],
@@ -255,9 +259,9 @@ a_symlinked_folder_on_the_way_is_refused_and_nothing_written_outside(void **stat
 		assert_int_equal(symlink(tu_path(state, "elsewhere"),
 		                         tu_path(state, "%s", links[i])), 0);
 		assert_kiln(KILN_EINVAL,
-		            materialize_output(s, root, -1, "build/pc/a.png", &id, NULL));
+		            materialize_output(s, root, -1, "build/pc/a.png", &id, KILN_MAT_COPY, NULL));
 		assert_kiln(KILN_EINVAL,
-		            materialize_output(s, root, -1, "build/pc/sub/a.png", &id, NULL));
+		            materialize_output(s, root, -1, "build/pc/sub/a.png", &id, KILN_MAT_COPY, NULL));
 		assert_kiln(KILN_EINVAL, materialize_write_index(root, "pc", &e, 1));
 		assert_kiln(KILN_EINVAL, materialize_prune(root, "pc", NULL, 0));
 		assert_int_equal(materialize_unchanged(root, "build/pc/a.png",
@@ -276,11 +280,11 @@ a_folder_where_the_file_goes_or_a_file_where_a_folder_goes_is_eexist(void **stat
 	const char *root = proj(state);
 
 	assert_int_equal(tu_sh("mkdir -p '%s/build/pc/a.png/inner'", root), 0);
-	assert_kiln(KILN_EEXIST, materialize_output(s, root, -1, "build/pc/a.png", &id, NULL));
+	assert_kiln(KILN_EEXIST, materialize_output(s, root, -1, "build/pc/a.png", &id, KILN_MAT_COPY, NULL));
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc/a.png")), 1);
 	tu_write_file(tu_path(state, "proj/build/pc/file"), "f", 1);
 	assert_kiln(KILN_EEXIST,
-	            materialize_output(s, root, -1, "build/pc/file/b.png", &id, NULL));
+	            materialize_output(s, root, -1, "build/pc/file/b.png", &id, KILN_MAT_COPY, NULL));
 	assert_string_equal(slurp(tu_path(state, "proj/build/pc/file")), "f");
 	kiln_store_close(s);
 }
@@ -294,12 +298,13 @@ a_blob_not_in_the_store_is_not_found_and_nothing_is_made(void **state)
 
 	int rootfd;
 
-	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, -1, "build/pc/a", &id, NULL));
+	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, -1, "build/pc/a", &id, KILN_MAT_HARDLINK, NULL));
+	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, -1, "build/pc/a", &id, KILN_MAT_COPY, NULL));
 	assert_int_equal(count_entries(root), 0);
 	/* its folder there already: the link fails, nothing is left */
 	assert_int_equal(mkdir(tu_path(state, "proj/build"), 0755), 0);
 	assert_true((rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
-	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, rootfd, "build/a", &id, NULL));
+	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, rootfd, "build/a", &id, KILN_MAT_COPY, NULL));
 	close(rootfd);
 	assert_int_equal(count_entries(tu_path(state, "proj/build")), 0);
 	kiln_store_close(s);
@@ -327,7 +332,7 @@ another_filesystem_gets_a_copy(void **state)
 		skip();
 	}
 	snprintf(out, sizeof(out), "%s/build/pc/a.txt", root);
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, &rec));
 	st = stat_of(out);
 	if (strcmp(slurp(out), "copied across") != 0 || st.st_ino == blob.st_ino ||
 	    st.st_nlink != 1 || (st.st_mode & 0777) != 0444 || rec.ino != st.st_ino)
@@ -339,6 +344,126 @@ another_filesystem_gets_a_copy(void **state)
 	snprintf(out, sizeof(out), "%s/build/pc", root);
 	assert_int_equal(count_entries(out), 1);
 	tu_rmtree(root);
+	kiln_store_close(s);
+}
+
+/* Whether this file system makes reflinks (FICLONE from a to a new b). */
+static int
+reflinks_here(const char *a, const char *b)
+{
+	int from = open(a, O_RDONLY | O_CLOEXEC), to, ok;
+
+	to = open(b, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	ok = from >= 0 && to >= 0 && ioctl(to, FICLONE, from) == 0;
+	if (from >= 0)
+		close(from);
+	if (to >= 0)
+		close(to);
+	unlink(b);
+	return ok;
+}
+
+/* path is a file of its own holding text: one link, not blob's inode. */
+static void
+assert_own_copy(const char *path, const char *blob, const char *text)
+{
+	struct stat st = stat_of(path), b = stat_of(blob);
+
+	if (strcmp(slurp(path), text) != 0 || st.st_ino == b.st_ino ||
+	    st.st_nlink != 1 || b.st_nlink != 1 || (st.st_mode & 0777) != 0444)
+		fail_msg("%s: content '%s' (expected '%s'), ino %ju (blob %ju), nlink "
+		         "%ju (blob %ju), mode %o: expected a 0444 copy of its own", path,
+		         slurp(path), text, (uintmax_t)st.st_ino, (uintmax_t)b.st_ino,
+		         (uintmax_t)st.st_nlink, (uintmax_t)b.st_nlink, st.st_mode & 0777);
+}
+
+static void
+copy_mode_makes_files_of_their_own_and_writing_into_one_changes_nothing_else(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id id = put_text(s, "shared bytes");
+	const char *root = proj(state), *blob = tu_blob_path(state, &id);
+	const char *a = tu_path(state, "proj/build/pc/c/a.txt");
+	char b[4096];
+	kiln_file_rec ra, rb;
+	int fd;
+
+	snprintf(b, sizeof b, "%s/proj/build/pc/c/b.txt", tu_dir(state));
+	/* reflink (btrfs, XFS) or, here on ext4 or tmpfs, the copy it falls
+	 * back to: either way no inode is shared */
+	print_message("# reflinks here: %s\n",
+	              reflinks_here(blob, tu_path(state, "probe")) ? "yes" : "no (copies)");
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/c/a.txt", &id,
+	                                  KILN_MAT_COPY, &ra));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/c/b.txt", &id,
+	                                  KILN_MAT_COPY, &rb));
+	assert_own_copy(a, tu_blob_path(state, &id), "shared bytes");
+	assert_own_copy(b, tu_blob_path(state, &id), "shared bytes");
+	assert_int_not_equal(stat_of(a).st_ino, stat_of(b).st_ino);
+	assert_int_equal(ra.ino, stat_of(a).st_ino);
+	assert_memory_equal(ra.hash.b, id.b, sizeof id.b);
+	assert_int_equal(materialize_unchanged(root, "build/pc/c/a.txt", &ra), 1);
+	assert_int_equal(count_entries(tu_path(state, "proj/build/pc/c")), 2);
+	/* what root (or anyone after a chmod) can do to a 0444 file */
+	assert_int_equal(chmod(a, 0644), 0);
+	assert_true((fd = open(a, O_WRONLY | O_TRUNC)) >= 0);
+	assert_int_equal(write(fd, "EDITED", 6), 6);
+	close(fd);
+	assert_string_equal(slurp(b), "shared bytes");
+	assert_kiln(0, kiln_store_verify(s, &id));
+	assert_int_equal(materialize_unchanged(root, "build/pc/c/a.txt", &ra), 0);
+	/* and the next materialize puts it back */
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/c/a.txt", &id,
+	                                  KILN_MAT_COPY, &ra));
+	assert_own_copy(a, blob, "shared bytes");
+	kiln_store_close(s);
+}
+
+static void
+copy_mode_replaces_a_hard_link_left_by_hardlink_mode(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id id = put_text(s, "was linked");
+	const char *root = proj(state), *blob = tu_blob_path(state, &id);
+	const char *out = tu_path(state, "proj/build/pc/x.bin");
+	kiln_file_rec rec;
+
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x.bin", &id,
+	                                  KILN_MAT_HARDLINK, &rec));
+	assert_int_equal(stat_of(out).st_ino, stat_of(blob).st_ino);
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x.bin", &id,
+	                                  KILN_MAT_COPY, &rec));
+	assert_own_copy(out, blob, "was linked");
+	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
+	kiln_store_close(s);
+}
+
+static void
+copy_mode_never_writes_a_blob_that_does_not_match_its_name(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id id = put_text(s, "good bytes"), old = put_text(s, "older output");
+	const char *root = proj(state), *blob = tu_blob_path(state, &id);
+	const char *out = tu_path(state, "proj/build/pc/a.txt");
+
+	if (reflinks_here(blob, tu_path(state, "probe"))) {
+		/* a reflink is not read back (materialize.c, fill_copy) */
+		print_message("# this file system makes reflinks: no copy to check\n");
+		kiln_store_close(s);
+		skip();
+	}
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &old,
+	                                  KILN_MAT_COPY, NULL));
+	tu_flip_byte(blob, 2);
+	assert_kiln(KILN_ECORRUPT, materialize_output(s, root, -1, "build/pc/a.txt", &id,
+	                                              KILN_MAT_COPY, NULL));
+	/* the old file stays whole, and no temporary file is left */
+	assert_string_equal(slurp(out), "older output");
+	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
+	assert_kiln(KILN_ECORRUPT, materialize_output(s, root, -1, "build/pc/new.txt", &id,
+	                                              KILN_MAT_COPY, NULL));
+	assert_false(exists(tu_path(state, "proj/build/pc/new.txt")));
+	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
 	kiln_store_close(s);
 }
 
@@ -502,6 +627,9 @@ main(void)
 		T(a_folder_where_the_file_goes_or_a_file_where_a_folder_goes_is_eexist),
 		T(a_blob_not_in_the_store_is_not_found_and_nothing_is_made),
 		T(another_filesystem_gets_a_copy),
+		T(copy_mode_makes_files_of_their_own_and_writing_into_one_changes_nothing_else),
+		T(copy_mode_replaces_a_hard_link_left_by_hardlink_mode),
+		T(copy_mode_never_writes_a_blob_that_does_not_match_its_name),
 		T(index_has_the_exact_format_sorted_by_url),
 		T(index_written_aside_appears_only_when_put),
 		T(index_refuses_what_its_format_cannot_hold),
