@@ -184,24 +184,48 @@ step_warn_unrecordable(struct warn_list *wl, const char *path, const char *why)
 
 /* ---- the policy, for one path -------------------------------------------- */
 
-/* Whether rel (under build/) is one of n's inputs: its prerequisites'
- * outputs, or an output its run was handed by `kiln need`. */
 static int
-build_input(const struct graph *g, const struct node *n, const char *rel)
+str_cmp(const void *a, const void *b)
 {
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* wl->inputs: n's prerequisites' outputs and the outputs its run was
+ * handed by `kiln need`, sorted. 0 or KILN_ENOMEM. */
+static int
+build_inputs_make(struct warn_list *wl, const struct graph *g, const struct node *n)
+{
+	size_t cap = n->nrneeds;
+
+	wl->inputs_made = 1;
+	for (uint32_t k = 0; k < n->ndeps; k++)
+		cap += g->nodes[n->deps[k]].ks->noutputs;
+	if ((wl->inputs = calloc(cap + 1, sizeof *wl->inputs)) == NULL)
+		return KILN_ENOMEM;
 	for (uint32_t k = 0; k < n->ndeps; k++) {
 		const struct node *d = &g->nodes[n->deps[k]];
 		for (size_t i = 0; i < d->ks->noutputs; i++)
-			if (strcmp(d->outpaths[i], rel) == 0)
-				return 1;
+			wl->inputs[wl->ninputs++] = d->outpaths[i];
 	}
 	for (uint32_t i = 0; i < n->nrneeds; i++) {
 		const struct need_dep *nd = &n->rneeds[i];
-		if (nd->out >= 0 && nd->idx < g->n &&
-		    strcmp(g->nodes[nd->idx].outpaths[nd->out], rel) == 0)
-			return 1;
+		if (nd->out >= 0 && nd->idx < g->n)
+			wl->inputs[wl->ninputs++] = g->nodes[nd->idx].outpaths[nd->out];
 	}
+	qsort(wl->inputs, wl->ninputs, sizeof *wl->inputs, str_cmp);
 	return 0;
+}
+
+/* Whether rel (under build/) is one of n's inputs: its prerequisites'
+ * outputs, or an output its run was handed by `kiln need`. Out of memory
+ * it is taken for one (no warning is better than a false one). */
+static int
+build_input(struct warn_list *wl, const struct graph *g, const struct node *n,
+            const char *rel)
+{
+	if (!wl->inputs_made && build_inputs_make(wl, g, n) != 0)
+		return 1;
+	return bsearch(&rel, wl->inputs, wl->ninputs, sizeof *wl->inputs, str_cmp) != NULL;
 }
 
 /* Warn about rel under build/: another step's output (or no step's), which
@@ -228,6 +252,15 @@ warn_build(struct warn_list *wl, const struct graph *g, const char *rel)
 	         "(\"@URL\") or ask for it with `kiln need URL`", shown);
 }
 
+static int
+is_folder(const struct engine *e, const char *path)
+{
+	struct stat st;
+
+	return fstatat(path[0] == '/' ? AT_FDCWD : e->rootfd, path, &st, 0) == 0 &&
+	       S_ISDIR(st.st_mode);
+}
+
 int
 step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
               const char *path, int listing, int missing, struct warn_list *wl,
@@ -235,7 +268,6 @@ step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
 {
 	const struct dep_path_policy pp = {e->root, getenv("HOME")};
 	enum dep_path_class cls = dep_path_classify(&pp, path, listing, out, outlen);
-	struct stat st;
 
 	if (cls == DEP_PATH_IGNORED)
 		return 0;
@@ -244,19 +276,16 @@ step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
 		                       "character or backslash, or too long");
 		return 0;
 	}
-	/* a folder stat'ed is no content (a listing is) */
-	if (!listing && !missing &&
-	    fstatat(out[0] == '/' ? AT_FDCWD : e->rootfd, out, &st, 0) == 0 &&
-	    S_ISDIR(st.st_mode))
-		return 0;
+	/* a search path into build/ probes for names no step makes: a miss
+	 * there is no use of an output; nor is a folder stat'ed, anywhere (a
+	 * listing is) */
 	if (cls == DEP_PATH_BUILD) {
-		/* a search path into build/ probes for names no step makes:
-		 * a miss there is no use of an output */
-		if (!missing && (listing || !build_input(g, n, out)))
+		if (!missing && (listing || !build_input(wl, g, n, out)) &&
+		    (listing || !is_folder(e, out)))
 			warn_build(wl, g, out);
 		return 0;
 	}
-	return 1;
+	return listing || missing || !is_folder(e, out);
 }
 
 /* ---- depfiles ----------------------------------------------------------------- */
@@ -355,5 +384,6 @@ step_deps_read(struct engine *e, const struct graph *g, struct node *n, pid_t pi
 		set_error(n, "%s: out of memory", n->ks->url);
 		rv = -1;
 	}
+	free(wl.inputs);
 	return rv;
 }

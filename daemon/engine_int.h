@@ -492,6 +492,12 @@ struct warn_list {
 	kiln_id *extra;          /* hashes of the ones past WARN_MAX */
 	size_t nextra, capextra;
 	int oom;
+	/* the run's inputs under build/ (its prerequisites' and needs'
+	 * outputs), sorted when the first build/ path is met: a bundle over
+	 * 1,000 outputs reads each, and a scan per path cost ~1M compares */
+	const char **inputs;
+	size_t ninputs;
+	int inputs_made;
 };
 
 /* After n's tool (root process pid) exited 0 in scratch folder dir
