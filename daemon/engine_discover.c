@@ -92,6 +92,7 @@ warn_free(struct warn_list *wl)
 	for (size_t i = 0; i < wl->n; i++)
 		free(wl->v[i]);
 	free(wl->extra);
+	free(wl->inputs);
 	memset(wl, 0, sizeof *wl);
 }
 
@@ -384,6 +385,5 @@ step_deps_read(struct engine *e, const struct graph *g, struct node *n, pid_t pi
 		set_error(n, "%s: out of memory", n->ks->url);
 		rv = -1;
 	}
-	free(wl.inputs);
 	return rv;
 }
