@@ -706,6 +706,11 @@ start_errors_call_no_done(void **state)
 		{"nointerp", KILN_ENOTFOUND},
 	};
 	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	/* valgrind makes the clone a fork that shares no memory, and dies
+	 * itself when the child's exec fails: only the cases decided before
+	 * the clone can be asked there (make valgrind sets KILN_VALGRIND) */
+	const char *vg = getenv("KILN_VALGRIND");
+	const size_t n = vg != NULL && strcmp(vg, "1") == 0 ? 2 : N;
 	const char *sh[] = {"/bin/sh", "-c", "exit 0", NULL};
 	struct kilnd_spawner *sp;
 	struct seen seen;
@@ -720,7 +725,7 @@ start_errors_call_no_done(void **state)
 	tu_write_file(tu_path(state, "nointerp"), "#!/nonexistent/sh\n", 18);
 	assert_int_equal(chmod(tu_path(state, "nointerp"), 0755), 0);
 	assert_kiln(0, spawner_new(&sp, 0));
-	for (size_t i = 0; i < N; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const char *path = tu_path(state, "%s", cases[i].path);
 		const char *argv[] = {path, NULL};
 		struct spawn_req rq = {path, argv, no_env, NULL, log_fd};
@@ -732,7 +737,7 @@ start_errors_call_no_done(void **state)
 	 * call back into this frame once it is gone. */
 	spawner_free(sp);
 	close(log_fd);
-	for (size_t i = 0; i < N; i++)
+	for (size_t i = 0; i < n; i++)
 		assert_kiln(cases[i].err, rv[i]);
 	assert_kiln(KILN_ENOTFOUND, rv[N]);
 	assert_int_equal(seen.ncalls, 0);
