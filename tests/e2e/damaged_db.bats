@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# damaged_db.bats — a damaged LMDB file (<store>/db/data.mdb) must never
+# crash kilnd or kiln fsck (before issue 21 both died with SIGBUS): a build
+# refuses with a message naming the file and `kiln fsck --repair`, fsck
+# reports it (exit 1), fsck --repair rebuilds a working database and the
+# next build restores every output. The helpers' teardown fails a case
+# whose daemon log holds a sanitizer report.
+
+bats_require_minimum_version 1.5.0
+
+load daemon_helpers
+
+DB=.kiln/store/db/data.mdb
+
+# A project of two cp steps.
+write_project() {
+	mkdir -p src
+	printf 'alpha\n' >src/a.txt
+	printf 'bravo\n' >src/b.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default: {}
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+rules:
+  - match: "src/*.txt"
+    url: "copy/${match.name}.txt"
+    tool: copy
+YAML
+}
+
+# built_then_stopped: build once, check the outputs, stop the daemon.
+built_then_stopped() {
+	write_project
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 0 ] || { echo "first build: status $status: $stderr"; false; }
+	"$KILN" stop
+	wait_for test ! -e .kiln/kilnd.pid
+	[ -s "$DB" ] || { echo "no database at $DB"; ls -lR .kiln/store; false; }
+}
+
+# outputs_ok: every output is on disk with its source's content.
+outputs_ok() {
+	cmp build/default/copy/a.txt src/a.txt && cmp build/default/copy/b.txt src/b.txt
+}
+
+# not_a_crash STATUS WHAT: 128+7 (SIGBUS), 128+11 (SIGSEGV), 128+6 (abort)
+# are crashes, not answers.
+not_a_crash() {
+	case "$1" in
+	134|135|139) echo "$2 crashed: status $1"; return 1 ;;
+	esac
+	return 0
+}
+
+# u64 OFFSET: the little-endian 64-bit number at OFFSET of the database.
+u64() {
+	od -An -t u8 -j "$1" -N 8 "$DB" | tr -d ' '
+}
+
+# main_root_page: the root page of LMDB's main database (the one naming
+# the named databases) in the newer meta page. LMDB 0.9's layout (mdb.c:
+# MDB_page, MDB_meta, MDB_db; docs/store.md): meta page 0 at 0, page 1 at
+# the page size (which 0's first MDB_db's md_pad holds, at offset 40); in
+# each the main MDB_db's md_root is at 128 and mm_txnid at 144.
+main_root_page() {
+	local ps
+	ps=$(od -An -t u4 -j 40 -N 4 "$DB" | tr -d ' ')
+	if [ "$(u64 144)" -ge "$(u64 $((ps + 144)))" ]; then
+		u64 128
+	else
+		u64 $((ps + 128))
+	fi
+}
+
+# repair_and_rebuild: fsck --repair exits 0, keeps the damaged file in
+# corrupt/, a second fsck is clean and the next build restores the outputs.
+repair_and_rebuild() {
+	rm -rf build
+	run --separate-stderr "$KILN" fsck --repair
+	not_a_crash "$status" "fsck --repair"
+	echo "fsck --repair: $status: $output / $stderr"
+	[ "$status" -eq 0 ] || [ "$status" -eq 1 ] || false
+	ls .kiln/store/corrupt/ | grep -q 'data\.mdb' ||
+		{ echo "damaged file not kept in corrupt/"; ls -l .kiln/store/corrupt; false; }
+	run --separate-stderr "$KILN" fsck
+	[ "$status" -eq 0 ] || { echo "fsck after repair: $status: $output / $stderr"; false; }
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 0 ] || { echo "build after repair: $status: $output / $stderr"; false; }
+	outputs_ok
+}
+
+@test "a database truncated to half: build refuses, fsck reports, repair makes it build again" {
+	built_then_stopped
+	truncate -s $(($(stat -c %s "$DB") / 2)) "$DB"
+	run --separate-stderr "$KILN" build
+	not_a_crash "$status" "kiln build"
+	[ "$status" -ne 0 ] || { echo "build succeeded on a truncated database"; false; }
+	grep -q 'data.mdb' <<<"$stderr$(cat .kiln/kilnd.log 2>/dev/null)" ||
+		{ echo "no message naming the file: $stderr"; false; }
+	grep -q 'kiln fsck --repair' <<<"$stderr" ||
+		{ echo "no hint to run fsck --repair: $stderr"; false; }
+	run --separate-stderr "$KILN" fsck
+	not_a_crash "$status" "kiln fsck"
+	[ "$status" -eq 1 ] || { echo "fsck: status $status: $output / $stderr"; false; }
+	grep -q 'data.mdb' <<<"$output$stderr" || { echo "fsck names no file: $output / $stderr"; false; }
+	run --separate-stderr "$KILN" fsck --repair
+	[ "$status" -eq 0 ] || { echo "fsck --repair: status $status: $output / $stderr"; false; }
+	repair_and_rebuild
+}
+
+@test "a database with a page overwritten by garbage: fsck finds it, repair makes it build again" {
+	built_then_stopped
+	ps=$(od -An -t u4 -j 40 -N 4 "$DB" | tr -d ' ')
+	root=$(main_root_page)
+	[ "$root" -ge 2 ] || { echo "main root page $root"; false; }
+	# garbage over that page's header and the start of its node table
+	head -c 64 /dev/urandom | dd of="$DB" bs=1 seek=$((root * ps)) conv=notrunc status=none
+	run --separate-stderr "$KILN" fsck
+	not_a_crash "$status" "kiln fsck"
+	[ "$status" -eq 1 ] || { echo "fsck: status $status: $output / $stderr"; false; }
+	run --separate-stderr "$KILN" build
+	not_a_crash "$status" "kiln build"
+	repair_and_rebuild
+}
