@@ -47,7 +47,7 @@ asan_LDFLAGS = -fsanitize=address,undefined
 asan_BIN     = $(BIN)/asan
 
 STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
-            store/blob.c store/records.c store/db.c store/index.c store/deps.c store/batch.c \
+            store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c
 # The wire schema's generated code plus its helpers (libkilnproto.a).
 PROTO_SRC = proto/wire.c proto/status.c proto/paths.c

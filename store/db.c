@@ -90,9 +90,13 @@ db_err(int rc)
 	case MDB_NOTFOUND: return KILN_ENOTFOUND;
 	case MDB_MAP_FULL: return DB_EMAPFULL;
 	case MDB_READERS_FULL: return KILN_EBUSY;
+	/* A damaged file, or a transaction LMDB gave up on after meeting one
+	 * (BAD_TXN), or an environment it declared unusable (PANIC). */
 	case MDB_CORRUPTED:
 	case MDB_PAGE_NOTFOUND:
-	case MDB_INVALID: return KILN_ECORRUPT;
+	case MDB_INVALID:
+	case MDB_BAD_TXN:
+	case MDB_PANIC: return KILN_ECORRUPT;
 	case MDB_VERSION_MISMATCH: return KILN_EVERSION;
 	case MDB_BAD_VALSIZE: return KILN_EINVAL;
 	}
@@ -140,6 +144,50 @@ db_open_dbis(kiln_db *db)
 	return KILN_EDB;
 }
 
+/* Before LMDB maps <path>/data.mdb: is it as long as its meta pages say?
+ * A short file (truncated, or cut by a full disk or a bad copy) would
+ * be a SIGBUS at the first read past its end. No file yet is fine: LMDB
+ * makes it. */
+static int
+db_check_file(const char *path)
+{
+	char file[PATH_MAX];
+	struct db_meta m;
+	int fd, rv;
+
+	if (snprintf(file, sizeof file, "%s/data.mdb", path) >= (int)sizeof file)
+		return KILN_ERANGE;
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : kiln_err_from_errno(errno);
+	rv = dbfile_check_size(fd, &m);
+	close(fd);
+	return rv;
+}
+
+/* After open, before any page is read through the map: walk every page
+ * with pread inside a read transaction (which keeps its snapshot's pages
+ * from being reused meanwhile). A brand-new environment has no file
+ * content to check yet (its metas are written at the first commit). */
+static int
+db_check_pages(kiln_db *db)
+{
+	struct db_meta m;
+	MDB_txn *txn;
+	struct stat st;
+	int fd, rv;
+
+	if (mdb_env_get_fd(db->env, &fd) != 0 || fstat(fd, &st) != 0)
+		return KILN_EDB;
+	if (st.st_size == 0)
+		return 0;
+	if ((rv = db_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, &txn))) != 0)
+		return rv;
+	if ((rv = dbfile_check_size(fd, &m)) == 0)
+		rv = dbfile_walk(fd, &m);
+	mdb_txn_abort(txn);
+	return rv;
+}
+
 int
 db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **dbp)
 {
@@ -157,7 +205,8 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **d
 	mdb_env_set_maxdbs(db->env, DB_COUNT);
 	mdb_env_set_maxreaders(db->env, MAX_READERS);
 	mdb_env_set_mapsize(db->env, (size_t)map_size);
-	if ((rv = db_err(mdb_env_open(db->env, path, flags, 0644))) != 0)
+	if ((rv = db_check_file(path)) != 0 ||
+	    (rv = db_err(mdb_env_open(db->env, path, flags, 0644))) != 0)
 		goto fail;
 	/* LMDB leaves its data fd inheritable; tools we spawn must not hold
 	 * the database open. */
@@ -167,7 +216,7 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **d
 	mdb_reader_check(db->env, &dead);
 	db->mapsize = env_mapsize(db->env);
 	map_locate(db);
-	if ((rv = db_open_dbis(db)) != 0)
+	if ((rv = db_check_pages(db)) != 0 || (rv = db_open_dbis(db)) != 0)
 		goto fail;
 	db->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	db->base_pages = file_pages(db);

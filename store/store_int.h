@@ -4,6 +4,7 @@
  *   store.c    open/close, the folder layout and its format marker
  *   db.c       the LMDB environment (the only file including lmdb.h):
  *              transactions, map growth, reader pool
+ *   dbcheck.c  checking LMDB's data file with pread before it is mapped
  *   records.c  versioned binary encodings of database values
  *   blob.c     writing, publishing and reading blobs
  *   index.c    index, action, file, step and blob-use records: each
@@ -151,6 +152,26 @@ void db_trim_pages(kiln_db *db);
 void db_txn_trim_pages(db_txn *t);
 /* The allowance, in bytes (default 8 MiB). */
 void db_set_mapped_max(kiln_db *db, uint64_t bytes);
+
+/* ---- dbcheck.c: LMDB's data file read with pread, never mapped ---- */
+
+/* What a meta page says (the newer of the two; last_pg the larger). */
+struct db_meta {
+	uint32_t psize;
+	uint64_t last_pg, txnid, free_root, main_root;
+};
+
+/* Read and check both meta pages of the data file open at fd. Returns 0,
+ * KILN_ECORRUPT (short, wrong magic, version or page size), or KILN_EIO. */
+int dbfile_meta(int fd, struct db_meta *m);
+/* dbfile_meta, then whether the file holds all (last_pg + 1) pages:
+ * KILN_ECORRUPT when it is shorter (LMDB would die with SIGBUS). */
+int dbfile_check_size(int fd, struct db_meta *m);
+/* Walk every page reachable from m's roots with pread and check what LMDB
+ * follows without bounds checks. Returns 0, KILN_ECORRUPT, KILN_EIO or
+ * KILN_ENOMEM. The caller holds a read transaction, so that no page of
+ * that snapshot (or a newer one) is reused meanwhile. */
+int dbfile_walk(int fd, const struct db_meta *m);
 
 /* Run fn in a read snapshot. */
 int db_read(kiln_db *db, db_fn fn, void *arg);
