@@ -307,6 +307,12 @@ open_error(const char *cmd, const char *dir, int rv)
 		           "kiln than this one (%s); refusing to touch it", dir,
 		           KILN_VERSION);
 		break;
+	case KILN_ECORRUPT:
+		cli_errorf(cmd, "%s/db/data.mdb: the store's database is damaged (cut "
+		           "short, or a page overwritten); run 'kiln fsck --repair' to "
+		           "set it aside and start a new one (blobs are kept; the next "
+		           "build rebuilds the records)", dir);
+		break;
 	default:
 		cli_errorf(cmd, "%s: cannot open the store: %s", dir,
 		           kiln_strerror(rv));
@@ -318,11 +324,21 @@ int
 cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
                kiln_store **sp)
 {
+	int why;
+
+	return cli_store_open_why(cmd, cli, flags, sp, &why);
+}
+
+int
+cli_store_open_why(const char *cmd, const struct cli *cli, unsigned flags,
+                   kiln_store **sp, int *why)
+{
 	kiln_store_opts opts = {.flags = flags, .durability = KILN_DURABLE_FSYNC};
 	char dir[PATH_MAX];
 	struct stat st;
 	int rv, made = 0;
 
+	*why = 0;
 	*sp = NULL;
 	if ((rv = cli_store_dir(cli->store, dir, sizeof(dir))) != 0) {
 		cli_error(cmd, "finding the store folder", rv);
@@ -338,6 +354,7 @@ cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
 		return CLI_USAGE;
 	}
 	if ((rv = kiln_store_open(dir, &opts, sp)) != 0) {
+		*why = rv;
 		open_error(cmd, dir, rv);
 		if (made)
 			rmdir(dir); /* leave no trace of a failed put */

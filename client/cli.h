@@ -140,6 +140,10 @@ int cli_store_dir(const char *given, char *buf, size_t len);
  * returns CLI_USAGE; *sp is then NULL. Returns CLI_OK on success. */
 int cli_store_open(const char *cmd, const struct cli *cli, unsigned flags,
                    kiln_store **sp);
+/* cli_store_open, and *why the library's code when the open failed (0
+ * otherwise): fsck tells a damaged database (KILN_ECORRUPT) apart. */
+int cli_store_open_why(const char *cmd, const struct cli *cli, unsigned flags,
+                       kiln_store **sp, int *why);
 
 /* ---- the daemon -------------------------------------------------------- */
 

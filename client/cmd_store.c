@@ -8,6 +8,7 @@
  * its options, does one library call per item and turns the library's
  * codes into lines a person can act on. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -461,6 +462,33 @@ fsck_summary(const kiln_fsck_stats *st, int repair)
 	return n;
 }
 
+/* Open the store for fsck. A damaged database file (KILN_ECORRUPT, said
+ * on stderr by the open) is a finding: a plain check stops there with
+ * CLI_PROBLEM; a repair moves the file into corrupt/ and opens the store
+ * again with a new, empty database, to check the blobs. */
+static int
+fsck_open(const struct cli *c, int repair, kiln_store **sp)
+{
+	char dir[PATH_MAX], moved[PATH_MAX];
+	int rv, why;
+
+	/* A plain check must not change anything, so it cannot. */
+	rv = cli_store_open_why("fsck", c, repair ? 0 : KILN_STORE_RDONLY, sp, &why);
+	if (rv == CLI_OK || why != KILN_ECORRUPT)
+		return rv;
+	if (!repair)
+		return CLI_PROBLEM;
+	if ((rv = cli_store_dir(c->store, dir, sizeof dir)) != 0 ||
+	    (rv = kiln_store_db_set_aside(dir, moved, sizeof moved)) != 0) {
+		cli_errorf("fsck", "%s: cannot set the damaged database aside: %s", dir,
+		           kiln_strerror(rv));
+		return CLI_USAGE;
+	}
+	cli_errorf("fsck", "repaired: the damaged database was moved to %s; a new "
+	           "one starts empty (the next build rebuilds its records)", moved);
+	return cli_store_open("fsck", c, 0, sp);
+}
+
 int
 cmd_fsck(const struct cli *cli, int argc, char **argv)
 {
@@ -486,9 +514,7 @@ cmd_fsck(const struct cli *cli, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage("fsck", fsck_usage, "unexpected argument '%s'",
 		                 argv[optind]);
-	/* A plain check must not change anything, so it cannot. */
-	if ((rv = cli_store_open("fsck", &c, repair ? 0 : KILN_STORE_RDONLY,
-	                         &s)) != CLI_OK)
+	if ((rv = fsck_open(&c, repair, &s)) != CLI_OK)
 		return rv;
 	if ((rv = kiln_store_fsck(s, repair, fsck_print, NULL, &st)) != 0) {
 		fflush(stdout); /* the problems found so far, before the error */

@@ -340,7 +340,15 @@ store_open(struct kilnd *d, char *err, size_t len)
 	const char *dir = d->cfg.store ? d->cfg.store : d->paths.store;
 	int rv;
 
-	if ((rv = kiln_store_open(dir, &o, &d->store)) != 0) {
+	if ((rv = kiln_store_open(dir, &o, &d->store)) == KILN_ECORRUPT) {
+		/* Starting on it could only crash later: refuse, and say how
+		 * to get a working store back. */
+		snprintf(err, len, "%s/db/data.mdb: the store's database is damaged "
+		         "(cut short, or a page overwritten); run 'kiln fsck --repair' "
+		         "to set it aside and start a new one", dir);
+		return rv;
+	}
+	if (rv != 0) {
 		snprintf(err, len, "%s: cannot open the store: %s", dir,
 		         kiln_strerror(rv));
 		return rv;

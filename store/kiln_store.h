@@ -131,9 +131,23 @@ typedef struct kiln_store_opts {
  * clears reader slots of dead processes. A missing folder is created (with
  * its parents) only with CREATE; so is an empty one. Returns 0, KILN_ENOTFOUND (no
  * folder, or not a store and no CREATE), KILN_ENOTSTORE (a non-empty folder
- * without the marker), KILN_EVERSION, KILN_EACCES, KILN_EIO, KILN_ENOMEM or
- * KILN_EDB. */
+ * without the marker), KILN_EVERSION, KILN_EACCES, KILN_EIO, KILN_ENOMEM,
+ * KILN_EDB, or KILN_ECORRUPT when the database file is damaged (shorter
+ * than its meta pages say, or a page LMDB would follow off the file:
+ * checked with plain reads before anything is read through the map; see
+ * kiln_store_db_set_aside). */
 int kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp);
+
+/* When kiln_store_open said KILN_ECORRUPT (its database file is cut short
+ * or has a damaged page, which LMDB would crash on): move <dir>/db/data.mdb
+ * to <dir>/corrupt/data.mdb.<UTC time>.<pid> (kept, never deleted), so
+ * the next open makes a new, empty database. Blobs stay: they are named
+ * by their content. What the records said is lost and rebuilt by the next
+ * build; gc judges blobs without use records by their files' mtimes. No
+ * other process may have the store open. *moved (len bytes) gets the new
+ * path. Returns 0, KILN_ENOTFOUND (no store), KILN_ENOTSTORE,
+ * KILN_EVERSION, KILN_ERANGE or the errno-mapped KILN_E*. */
+int kiln_store_db_set_aside(const char *dir, char *moved, size_t len);
 
 /* Close. Every other call on s must have returned. NULL is allowed. */
 void kiln_store_close(kiln_store *s);

@@ -326,6 +326,56 @@ fail:
 	return rv;
 }
 
+/* "<dir>/corrupt/data.mdb.<UTC time>.<pid>": a name no earlier repair
+ * took (the time tells when the file was found damaged). */
+static int
+aside_name(const char *dir, char *buf, size_t len)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (gmtime_r(&now, &tm) == NULL ||
+	    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm) == 0)
+		return KILN_EIO;
+	if (snprintf(buf, len, "%s/corrupt/data.mdb.%s.%ld", dir, stamp,
+	             (long)getpid()) >= (int)len)
+		return KILN_ERANGE;
+	return 0;
+}
+
+int
+kiln_store_db_set_aside(const char *dir, char *moved, size_t len)
+{
+	char from[PATH_MAX], lock[PATH_MAX], to[PATH_MAX], corrupt[PATH_MAX];
+	int fresh, rv;
+
+	if (dir == NULL || moved == NULL || len == 0)
+		return KILN_EINVAL;
+	if ((rv = store_check_folder(dir, 0, &fresh)) != 0)
+		return rv;
+	if (fresh)
+		return KILN_ENOTFOUND;
+	if (snprintf(from, sizeof from, "%s/db/data.mdb", dir) >= (int)sizeof from ||
+	    snprintf(lock, sizeof lock, "%s/db/lock.mdb", dir) >= (int)sizeof lock ||
+	    snprintf(corrupt, sizeof corrupt, "%s/corrupt", dir) >= (int)sizeof corrupt)
+		return KILN_ERANGE;
+	if ((rv = fio_mkdir(corrupt, 0755, NULL)) != 0 ||
+	    (rv = aside_name(dir, to, sizeof to)) != 0)
+		return rv;
+	if (rename(from, to) != 0)
+		return kiln_err_from_errno(errno);
+	/* The lock file holds only the reader table of the old file; LMDB
+	 * makes a new one with the new database. */
+	if (unlink(lock) != 0 && errno != ENOENT)
+		return kiln_err_from_errno(errno);
+	snprintf(moved, len, "%s", to);
+	if ((rv = fio_fsync_dir(corrupt)) != 0)
+		return rv;
+	snprintf(corrupt, sizeof corrupt, "%s/db", dir);
+	return fio_fsync_dir(corrupt);
+}
+
 void
 kiln_store_unmap_pages(kiln_store *s)
 {
