@@ -147,19 +147,25 @@ db_open_dbis(kiln_db *db)
 /* Before LMDB maps <path>/data.mdb: is it as long as its meta pages say?
  * A short file (truncated, or cut by a full disk or a bad copy) would
  * be a SIGBUS at the first read past its end. No file yet is fine: LMDB
- * makes it. */
+ * makes it. The checks (and the on-disk layout they rely on) are in
+ * dbcheck.c. */
 static int
 db_check_file(const char *path)
 {
 	char file[PATH_MAX];
 	struct db_meta m;
+	struct stat st;
 	int fd, rv;
 
 	if (snprintf(file, sizeof file, "%s/data.mdb", path) >= (int)sizeof file)
 		return KILN_ERANGE;
 	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
 		return errno == ENOENT ? 0 : kiln_err_from_errno(errno);
-	rv = dbfile_check_size(fd, &m);
+	/* Empty: a crash while LMDB made the file; it writes the metas anew. */
+	if (fstat(fd, &st) != 0)
+		rv = kiln_err_from_errno(errno);
+	else
+		rv = st.st_size == 0 ? 0 : dbfile_check_size(fd, &m);
 	close(fd);
 	return rv;
 }

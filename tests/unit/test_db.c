@@ -450,6 +450,130 @@ records_of_a_newer_version_are_refused_not_misread(void **state)
 	kiln_store_close(s);
 }
 
+/* A store at <case>/store with n index entries, closed again; its data
+ * file's path into file (PATH_MAX). */
+static kiln_id
+damage_fixture(void **state, int n, char *file)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id id = put_text(s, "content named by its hash");
+	char url[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(url, sizeof url, "u/%04d", i);
+		assert_kiln(0, kiln_store_index_set(s, "pc", url, &id));
+	}
+	kiln_store_close(s);
+	snprintf(file, PATH_MAX, "%s/store/db/data.mdb", tu_dir(state));
+	return id;
+}
+
+/* The meta fields dbcheck.c reads with pread are the ones LMDB reports:
+ * this pins the layout facts it relies on (docs/store.md) to the LMDB
+ * build in use. */
+static void
+meta_pages_read_as_lmdb_reports_them(void **state)
+{
+	char file[PATH_MAX];
+	struct db_meta m;
+	MDB_env *env;
+	MDB_envinfo info;
+	MDB_stat st;
+	int fd;
+
+	damage_fixture(state, 500, file);
+	assert_true((fd = open(file, O_RDONLY)) >= 0);
+	assert_kiln(0, dbfile_check_size(fd, &m));
+	assert_kiln(0, dbfile_walk(fd, &m));
+	close(fd);
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 16), 0);
+	assert_int_equal(mdb_env_open(env, tu_path(state, "store/db"), MDB_RDONLY, 0644), 0);
+	assert_int_equal(mdb_env_info(env, &info), 0);
+	assert_int_equal(mdb_env_stat(env, &st), 0);
+	assert_int_equal(m.last_pg, info.me_last_pgno);
+	assert_int_equal(m.txnid, info.me_last_txnid);
+	assert_int_equal(m.psize, st.ms_psize);
+	assert_true(m.main_root >= 2 && m.main_root <= m.last_pg);
+	mdb_env_close(env);
+}
+
+/* Half the file cut off: LMDB would die with SIGBUS at the first page
+ * past the end; open refuses instead, read-only or not, and after the
+ * file is set aside the store opens again with its blobs. */
+static void
+a_truncated_database_is_refused_then_set_aside(void **state)
+{
+	char file[PATH_MAX], moved[PATH_MAX];
+	kiln_store_opts o = {.flags = KILN_STORE_RDONLY};
+	kiln_store *s = NULL;
+	struct stat st;
+	kiln_id id = damage_fixture(state, 2000, file), got;
+
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(truncate(file, st.st_size / 2), 0);
+	assert_kiln(KILN_ECORRUPT, kiln_store_open(tu_path(state, "store"), &o, &s));
+	o.flags = 0;
+	assert_kiln(KILN_ECORRUPT, kiln_store_open(tu_path(state, "store"), &o, &s));
+	assert_null(s);
+	assert_kiln(0, kiln_store_db_set_aside(tu_path(state, "store"), moved, sizeof moved));
+	assert_int_equal(stat(moved, &st), 0);
+	assert_non_null(strstr(moved, "/corrupt/data.mdb."));
+	s = tu_open_store(state, KILN_DURABLE_NONE);
+	assert_kiln(KILN_ENOTFOUND, kiln_store_index_get(s, "pc", "u/0000", &got));
+	assert_kiln(0, kiln_store_verify(s, &id));
+	kiln_store_close(s);
+}
+
+/* Fewer bytes than even the two meta pages. */
+static void
+a_database_shorter_than_its_meta_pages_is_refused(void **state)
+{
+	char file[PATH_MAX];
+	kiln_store *s = NULL;
+
+	damage_fixture(state, 1, file);
+	assert_int_equal(truncate(file, 100), 0);
+	assert_kiln(KILN_ECORRUPT, kiln_store_open(tu_path(state, "store"), NULL, &s));
+	assert_int_equal(truncate(file, 0), 0);
+	/* an empty file is what a crash at creation leaves: LMDB starts it */
+	s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_store_close(s);
+}
+
+/* Garbage over the header of the main database's root page (the page
+ * LMDB reads first to find the named databases), or of a page past it:
+ * refused, not followed. */
+static void
+a_damaged_page_header_is_refused(void **state)
+{
+	static const uint8_t junk[32] = {0xde, 0xad, 0xbe, 0xef, 0xff, 0xff, 0xff, 0x7f,
+	                                 0x41, 0x41, 0x41, 0x41, 0xff, 0xff, 0x01, 0x00};
+	char file[PATH_MAX];
+	struct db_meta m;
+	kiln_store *s = NULL;
+	int fd;
+
+	damage_fixture(state, 2000, file);
+	assert_true((fd = open(file, O_RDWR)) >= 0);
+	assert_kiln(0, dbfile_meta(fd, &m));
+	for (uint64_t pg = 2; pg <= m.last_pg; pg++) {
+		uint8_t keep[sizeof junk];
+		assert_int_equal(pread(fd, keep, sizeof keep, (off_t)(pg * m.psize)), sizeof keep);
+		assert_int_equal(pwrite(fd, junk, sizeof junk, (off_t)(pg * m.psize)), sizeof junk);
+		/* a free page may be damaged harmlessly; a reachable one never */
+		if (pg == m.main_root)
+			assert_kiln(KILN_ECORRUPT, dbfile_walk(fd, &m));
+		if (dbfile_walk(fd, &m) == KILN_ECORRUPT)
+			assert_kiln(KILN_ECORRUPT,
+			            kiln_store_open(tu_path(state, "store"), NULL, &s));
+		assert_int_equal(pwrite(fd, keep, sizeof keep, (off_t)(pg * m.psize)), sizeof keep);
+	}
+	close(fd);
+	s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_store_close(s);
+}
+
 /* Make the store at dir look like one written before the steps database
  * existed, by dropping it below the store (LMDB directly). */
 static void
@@ -696,6 +820,10 @@ main(void)
 		T(opening_folders_that_are_not_stores),
 		T(stale_temp_files_are_swept_on_open),
 		T(reader_slots_of_killed_processes_are_cleared_on_open),
+		T(meta_pages_read_as_lmdb_reports_them),
+		T(a_truncated_database_is_refused_then_set_aside),
+		T(a_database_shorter_than_its_meta_pages_is_refused),
+		T(a_damaged_page_header_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
