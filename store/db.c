@@ -188,8 +188,17 @@ db_check_pages(kiln_db *db)
 		return 0;
 	if ((rv = db_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, &txn))) != 0)
 		return rv;
-	if ((rv = dbfile_check_size(fd, &m)) == 0)
-		rv = dbfile_walk(fd, &m);
+	/* A writer committing meanwhile may rewrite a meta page as it is read
+	 * (a torn read looks like damage): damage is believed only when no
+	 * commit happened during the walk. */
+	for (int i = 0; i < 3; i++) {
+		struct db_meta now;
+		if ((rv = dbfile_check_size(fd, &m)) == 0)
+			rv = dbfile_walk(fd, &m);
+		if (rv != KILN_ECORRUPT || dbfile_meta(fd, &now) != 0 ||
+		    now.txnid == m.txnid)
+			break;
+	}
 	mdb_txn_abort(txn);
 	return rv;
 }
