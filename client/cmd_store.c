@@ -386,14 +386,19 @@ static const char fsck_help[] =
 	"                       <store>/corrupt/ (kept for forensics) and drop\n"
 	"                       records that name bad or missing blobs or that\n"
 	"                       cannot be decoded; nothing is invented (a\n"
-	"                       rebuild puts the content back)\n"
+	"                       rebuild puts the content back); a damaged\n"
+	"                       database file (db/data.mdb cut short or with a\n"
+	"                       bad page) is moved to <store>/corrupt/ and a new,\n"
+	"                       empty database started (blobs are kept; the next\n"
+	"                       build rebuilds the records). Stop the daemon first.\n"
 	STORE_OPTION_HELP
 	"\n"
 	"examples:\n"
 	"  kiln fsck\n"
 	"  kiln fsck --repair && kiln fsck\n"
 	"\n"
-	"exit status: 0 no problems; 1 problems found (even when repaired);\n"
+	"exit status: 0 no problems; 1 problems found (even when repaired, but\n"
+	"for a damaged database --repair set aside: then 0 if the rest is sound);\n"
 	"2 bad usage, no usable store, or the check could not complete.\n";
 
 static const char *
