@@ -414,8 +414,10 @@ literal_input(struct rs *r, struct sb *s, const struct desc_input *in,
 		vec_push(r->tmp, &s->inputs, &path);
 	else if (file_absent(r, path)) {
 		vec_push(r->tmp, &s->inputs, &path);
+		/* no URL in it: a rule's steps then share one warning */
 		diag_add(r->dg, KILN_DIAG_WARNING, in->loc, in->field, "input file '%s' "
-		         "does not exist: step '%s' fails until it does", path, s->st.url);
+		         "does not exist: %s until it does", path, s->st.from_rule
+		         ? "each step of this rule fails" : "this step fails");
 	} else
 		diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "input file '%s' "
 		         "is not a regular file inside the project", path);

@@ -4,8 +4,10 @@
  * file); names starting with '.' are skipped (.git, editor droppings).
  * A symlink is followed only to a file inside the project root; one leading
  * outside is an error, and a symlinked folder is not descended (a warning),
- * which rules out loops. *.kiln.yaml files are description files, listed
- * apart. */
+ * which rules out loops. A file or folder whose path kiln cannot use (a
+ * control character, a backslash, too long) is skipped with a warning,
+ * not the project refused. *.kiln.yaml files are description files,
+ * listed apart. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
