@@ -187,7 +187,8 @@ char *tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char *
 
 /* Every regular file under the source folders (relative paths, sorted),
  * and every *.kiln.yaml among them. Symlinks resolving outside root are
- * reported as errors; description files are not in files. */
+ * reported as errors; paths failing kiln_url_check are left out with a
+ * warning; description files are not in files. */
 typedef struct srcset {
 	vec files; /* const char * */
 	vec descs; /* const char * */

@@ -11,6 +11,7 @@
  * Cost: one pass over the source list per rule (skipping files outside the
  * glob's fixed prefix), hash lookups for URLs, no quadratic steps, so
  * 100,000 source files resolve well under a second (bench/load). */
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -388,6 +389,40 @@ file_known(const struct rs *r, const char *path)
 	return strncmp(real, r->realroot, rl) == 0 && real[rl] == '/';
 }
 
+/* 1 when nothing at all is at path (no file, no symlink, no folder). */
+static int
+file_absent(const struct rs *r, const char *path)
+{
+	char abs[PATH_MAX * 2];
+	struct stat st;
+
+	snprintf(abs, sizeof abs, "%s/%s", r->root, path);
+	return lstat(abs, &st) != 0 && (errno == ENOENT || errno == ENOTDIR);
+}
+
+/* A source file named by its path. One that does not exist yet stays an
+ * input, with a warning: the build engine fails that step alone (naming
+ * the file and the step's file:line) until the file appears, so one
+ * missing file does not stop the whole project. What exists but is not a
+ * regular file inside the project (a folder, a symlink leading out) is
+ * still refused. */
+static void
+literal_input(struct rs *r, struct sb *s, const struct desc_input *in,
+              const char *path)
+{
+	if (file_known(r, path))
+		vec_push(r->tmp, &s->inputs, &path);
+	else if (file_absent(r, path)) {
+		vec_push(r->tmp, &s->inputs, &path);
+		/* no URL in it: a rule's steps then share one warning */
+		diag_add(r->dg, KILN_DIAG_WARNING, in->loc, in->field, "input file '%s' "
+		         "does not exist: %s until it does", path, s->st.from_rule
+		         ? "each step of this rule fails" : "this step fails");
+	} else
+		diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "input file '%s' "
+		         "is not a regular file inside the project", path);
+}
+
 /* One declared input of step s: files, or prerequisite steps. */
 static void
 input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
@@ -419,12 +454,7 @@ input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
 				n++;
 			}
 	} else if (glob_is_literal(g)) {
-		if (file_known(r, pattern))
-			vec_push(r->tmp, &s->inputs, &pattern);
-		else
-			diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "input file '%s' "
-			         "does not exist (or is not a regular file inside the project)",
-			         pattern);
+		literal_input(r, s, in, pattern);
 		n = 1;
 	} else {
 		const char *const *files = r->src->files.items;

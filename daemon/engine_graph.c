@@ -450,6 +450,34 @@ diags_text(const kiln_desc *d, char *err, size_t errlen)
 	}
 }
 
+/* Log the warnings of a fresh load (a declared input that does not exist
+ * yet, a source file whose name kiln cannot use...): `kiln build` shows
+ * what fails, but a skipped file fails nothing, so the daemon's log and
+ * `kiln check` are where a user sees it. At most 20, then a count. */
+static void
+diags_log(struct engine *e, const kiln_desc *d)
+{
+	const kiln_diag *dg;
+	size_t n = kiln_desc_diags(d, &dg), nlogged = 0;
+	char msg[1200];
+
+	if (e->cfg.log == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (dg[i].level != KILN_DIAG_WARNING || nlogged++ >= 20)
+			continue;
+		snprintf(msg, sizeof msg, "%s:%d:%d: warning: %s%s%s",
+		         dg[i].loc.file ? dg[i].loc.file : "?", dg[i].loc.line, dg[i].loc.col,
+		         dg[i].field, *dg[i].field ? ": " : "", dg[i].msg);
+		e->cfg.log(e->cfg.arg, 0, msg);
+	}
+	if (nlogged > 20) {
+		snprintf(msg, sizeof msg, "and %zu more warnings (kiln check lists them)",
+		         nlogged - 20);
+		e->cfg.log(e->cfg.arg, 0, msg);
+	}
+}
+
 /* Load the project, or load it again when a description file or a source
  * folder changed (e->mu held, no build active). */
 int
@@ -485,6 +513,7 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 		diags_text(d, err, errlen);
 		return KILN_EBADPROJECT;
 	}
+	diags_log(e, d);
 	return 0;
 }
 

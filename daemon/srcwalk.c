@@ -4,8 +4,10 @@
  * file); names starting with '.' are skipped (.git, editor droppings).
  * A symlink is followed only to a file inside the project root; one leading
  * outside is an error, and a symlinked folder is not descended (a warning),
- * which rules out loops. *.kiln.yaml files are description files, listed
- * apart. */
+ * which rules out loops. A file or folder whose path kiln cannot use (a
+ * control character, a backslash, too long) is skipped with a warning,
+ * not the project refused. *.kiln.yaml files are description files,
+ * listed apart. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "desc_int.h"
+#include "kiln_store.h"
 
 #define DESC_SUFFIX ".kiln.yaml"
 
@@ -75,6 +78,32 @@ link_ok(struct walk *w, const char *rel)
 	return 1;
 }
 
+/* A path kiln can use: the store keys file records by it and tools get
+ * it in argv, so it must pass kiln_url_check (no control characters, no
+ * backslash, not too long). Any other is skipped with a warning, so that
+ * one oddly named file does not stop the project; 0 then. */
+static int
+name_usable(struct walk *w, const char *rel)
+{
+	char shown[256];
+	const unsigned char *p = (const unsigned char *)rel;
+	size_t j = 0;
+
+	if (kiln_url_check(rel) == 0)
+		return 1;
+	/* shown as \xNN: a raw newline would split the diagnostic's line */
+	for (; *p && j + 8 < sizeof shown; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			j += (size_t)snprintf(shown + j, sizeof shown - j, "\\x%02x", *p);
+		else
+			shown[j++] = (char)*p;
+	shown[j] = '\0';
+	diag_add(w->dg, KILN_DIAG_WARNING, w->loc, "sources", "'%s%s' skipped: kiln "
+	         "cannot use its name (a control character or backslash, or too long)",
+	         shown, *p ? "..." : "");
+	return 0;
+}
+
 static int
 walk_dir(struct walk *w, const char *rel, int depth)
 {
@@ -105,6 +134,8 @@ walk_dir(struct walk *w, const char *rel, int depth)
 		if (t == DT_UNKNOWN && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
 			  : S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
+		if (!name_usable(w, sub))
+			continue;
 		if (t == DT_DIR)
 			rv = walk_dir(w, sub, depth + 1);
 		else if (t == DT_REG || (t == DT_LNK && link_ok(w, sub)))

@@ -224,6 +224,49 @@ a_missing_kiln_yaml_is_not_found(void **state)
 	assert_null(d);
 }
 
+/* The number of warnings whose message holds text. */
+static size_t
+warnings_with(const kiln_desc *d, const char *text)
+{
+	const kiln_diag *g;
+	size_t n = kiln_desc_diags(d, &g), found = 0;
+
+	for (size_t i = 0; i < n; i++)
+		found += g[i].level == KILN_DIAG_WARNING && strstr(g[i].msg, text) != NULL;
+	return found;
+}
+
+static void
+a_missing_input_stays_an_input_with_a_warning_and_an_odd_name_is_skipped(void **state)
+{
+	static const char ui[] =
+		"assets:\n"
+		"  - { url: ui/atlas, tool: copy, inputs: [\"@img/ui/**\"] }\n"
+		"  - { url: ui/font, tool: copy, inputs: [gone.png] }\n";
+	const kiln_step *font;
+	kiln_desc *d;
+
+	project(state);
+	tu_write_file(tu_path(state, "art/ui/ui.kiln.yaml"), ui, strlen(ui));
+	tu_write_file(tu_path(state, "art/ui/odd\nname.png"), "o", 1);
+	if (kiln_desc_load(tu_dir(state), &d) != 0) {
+		print_diags(d);
+		fail_msg("a missing input or an odd file name refused the project");
+	}
+	/* the step stays, with the missing file as its input: the build
+	 * engine fails that step alone while the file is missing */
+	assert_non_null(font = step(kiln_desc_plan(d, "pc"), "ui/font"));
+	assert_int_equal(font->ninputs, 1);
+	assert_string_equal(font->inputs[0], "art/ui/gone.png");
+	assert_int_equal(warnings_with(d, "'art/ui/gone.png' does not exist"), 1);
+	/* the oddly named file: no step, one warning naming it escaped */
+	assert_int_equal(warnings_with(d, "'art/ui/odd\\x0aname.png' skipped"), 1);
+	assert_non_null(step(kiln_desc_plan(d, "pc"), "img/ui/button"));
+	assert_null(step(kiln_desc_plan(d, "pc"), "img/ui/odd\nname"));
+	assert_int_equal(kiln_desc_nerrors(d), 0);
+	kiln_desc_free(d);
+}
+
 /* kiln.yaml with materialize: value (NULL: not given), loaded. */
 static int
 load_materialize(void **state, const char *value, kiln_desc **d)
@@ -283,6 +326,7 @@ main(void)
 		T(a_list_param_spreads_into_one_argv_item_each),
 		T(a_missing_kiln_yaml_is_not_found),
 		T(materialize_is_copy_or_hardlink_and_anything_else_names_its_line),
+		T(a_missing_input_stays_an_input_with_a_warning_and_an_odd_name_is_skipped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
