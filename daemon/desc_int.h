@@ -214,5 +214,8 @@ int desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
 
 /* Report (as errors in dg) every cycle among the URL-sorted steps' needs. */
 void plan_cycles(diags *dg, const kiln_step *steps, size_t n);
+/* Report outputs that would overwrite each other in build/<profile>/, or
+ * the index map (kiln-index.txt), as errors at their steps. */
+void plan_outputs(diags *dg, const kiln_step *steps, size_t n);
 
 #endif

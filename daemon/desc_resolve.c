@@ -784,6 +784,7 @@ plan_finish(struct rs *r, kiln_plan *plan)
 		steps[i] = order[i]->st;
 	free(order);
 	plan_cycles(r->dg, steps, n);
+	plan_outputs(r->dg, steps, n);
 	plan->profile = r->profile;
 	plan->steps = steps;
 	plan->nsteps = n;

@@ -906,7 +906,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 		goto out;
 	}
 	profile = rq->profile && rq->profile[0] ? rq->profile : profiles[0];
-	if ((rv = graph_get(e, profile, &g, err, errlen)) != 0) {
+	if ((rv = graph_get(e, profile, &g)) != 0) {
 		if (rv == KILN_EINVAL)
 			snprintf(err, errlen, "unknown profile '%s'", profile);
 		goto out;

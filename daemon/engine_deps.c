@@ -82,7 +82,7 @@ graph_for(struct engine *e, const char *profile, struct graph **gp,
 			return KILN_ENOTFOUND;
 		profile = profiles[0];
 	}
-	return graph_get(e, profile, gp, err, errlen);
+	return graph_get(e, profile, gp);
 }
 
 /* ---- deps ------------------------------------------------------------------ */

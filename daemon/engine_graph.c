@@ -125,59 +125,6 @@ nomem:
 	return KILN_ENOMEM;
 }
 
-struct outref {
-	const char *path;
-	const struct node *n;
-};
-
-static int
-outref_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct outref *)a)->path, ((const struct outref *)b)->path);
-}
-
-/* Two outputs materialized at one path, or one where another needs a
- * folder, or one on the index map's name, would overwrite each other in
- * build/: a description error, found once per graph. */
-static int
-graph_collisions(const struct graph *g, char *err, size_t errlen)
-{
-	size_t n = 0, cap = 0;
-	struct outref *v;
-	char index[128];
-	int rv = 0;
-
-	for (uint32_t i = 0; i < g->n; i++)
-		cap += g->nodes[i].ks->noutputs;
-	if ((v = calloc(cap + 1, sizeof *v)) == NULL)
-		return KILN_ENOMEM;
-	for (uint32_t i = 0; i < g->n; i++)
-		for (size_t k = 0; k < g->nodes[i].ks->noutputs; k++)
-			v[n++] = (struct outref){g->nodes[i].outpaths[k], &g->nodes[i]};
-	qsort(v, n, sizeof *v, outref_cmp);
-	snprintf(index, sizeof index, "build/%s/kiln-index.txt", g->profile);
-	for (size_t i = 0; i < n && rv == 0; i++) {
-		const struct outref *a = &v[i], *b = i + 1 < n ? &v[i + 1] : NULL;
-		size_t la = strlen(a->path);
-		if (strcmp(a->path, index) == 0) {
-			snprintf(err, errlen, "%s:%d: %s: its output would be %s, the "
-			         "index map's own file", a->n->ks->loc.file, a->n->ks->loc.line,
-			         a->n->ks->url, a->path);
-			rv = KILN_EBADPROJECT;
-		} else if (b != NULL && (strcmp(a->path, b->path) == 0 ||
-		           (strncmp(a->path, b->path, la) == 0 && b->path[la] == '/'))) {
-			snprintf(err, errlen, "%s:%d: %s and %s:%d: %s: outputs collide in "
-			         "build/ (%s and %s); rename an output or a URL",
-			         a->n->ks->loc.file, a->n->ks->loc.line, a->n->ks->url,
-			         b->n->ks->loc.file, b->n->ks->loc.line, b->n->ks->url,
-			         a->path, b->path);
-			rv = KILN_EBADPROJECT;
-		}
-	}
-	free(v);
-	return rv;
-}
-
 /* Every node's output records and build/ paths, in three graph-wide
  * blocks (not three allocations a node: a 100,000-step graph is big). */
 static int
@@ -518,8 +465,7 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 }
 
 int
-graph_get(struct engine *e, const char *profile, struct graph **gp, char *err,
-          size_t errlen)
+graph_get(struct engine *e, const char *profile, struct graph **gp)
 {
 	const kiln_plan *plan;
 	struct graph *g;
@@ -532,12 +478,10 @@ graph_get(struct engine *e, const char *profile, struct graph **gp, char *err,
 		}
 	if ((plan = kiln_desc_plan(e->desc, profile)) == NULL)
 		return KILN_EINVAL;
+	/* outputs that would collide in build/ are refused by the loader
+	 * (plan_graph.c's plan_outputs), as `kiln check` shows */
 	if ((rv = graph_new(plan, &g)) != 0)
 		return rv;
-	if ((rv = graph_collisions(g, err, errlen)) != 0) {
-		graph_free(g);
-		return rv;
-	}
 	g->next = e->graphs;
 	e->graphs = g;
 	*gp = g;

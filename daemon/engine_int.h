@@ -534,9 +534,9 @@ void step_warnings_free(struct node *n);
  * the errors) or another error. */
 int project_fresh(struct engine *e, char *err, size_t errlen);
 /* The graph of a profile, made on first use. KILN_EINVAL: no such
- * profile; KILN_EBADPROJECT: outputs collide (err says which). */
-int graph_get(struct engine *e, const char *profile, struct graph **gp,
-              char *err, size_t errlen);
+ * profile; KILN_ENOMEM. (Outputs that would collide in build/ never get
+ * here: the loader refuses them.) */
+int graph_get(struct engine *e, const char *profile, struct graph **gp);
 void graph_free(struct graph *g);
 void graphs_free(struct engine *e);
 void stamps_free(struct engine *e);

@@ -49,6 +49,10 @@ check_dir() {
 	check_bad duplicate-url
 }
 
+@test "outputs that would overwrite each other in build/, or the index map, are errors for kiln check as for the build" {
+	check_bad outputs-collide
+}
+
 @test "a cycle between assets is refused and printed" {
 	check_bad cycle
 }
