@@ -281,14 +281,47 @@ out:
 	return rv;
 }
 
-/* Move the log into the store (kept for failures too: `kiln log`); an
- * empty one stays open for the folder's next run. */
+/* What a step's log keeps of a longer one: this much of its head and
+ * of its tail. A tool printing a gigabyte must not put a gigabyte into
+ * the store with every run; what matters is how it began and ended. */
+#define LOG_KEEP ((off_t)1 << 20)
+
+/* Cut the log in fd (size bytes, the tool gone) to its first and last
+ * LOG_KEEP bytes around a line saying so. Best effort: a log that cannot
+ * be cut is kept whole. */
+static void
+log_cut(int fd, off_t size)
+{
+	char mark[160];
+	char *tail = malloc((size_t)LOG_KEEP);
+	int len;
+
+	if (tail == NULL || pread(fd, tail, (size_t)LOG_KEEP, size - LOG_KEEP) != LOG_KEEP) {
+		free(tail);
+		return;
+	}
+	len = snprintf(mark, sizeof mark, "\n[kiln: %lld bytes of the tool's output cut "
+	               "here; the log keeps its first and last %lld bytes]\n",
+	               (long long)(size - 2 * LOG_KEEP), (long long)LOG_KEEP);
+	if (ftruncate(fd, LOG_KEEP) == 0 &&
+	    pwrite(fd, mark, (size_t)len, LOG_KEEP) == len &&
+	    pwrite(fd, tail, (size_t)LOG_KEEP, LOG_KEEP + len) == LOG_KEEP) {
+		/* cut: the file holds head, mark, tail */
+	}
+	free(tail);
+}
+
+/* Move the log into the store (kept for failures too: `kiln log`), cut
+ * to its head and tail when long; an empty one stays open for the
+ * folder's next run. */
 static void
 log_publish(struct engine *e, struct node *n, const char *logp)
 {
 	struct stat st;
 
 	n->w->has_log = 0;
+	if (n->w->log_fd >= 0 && fstat(n->w->log_fd, &st) == 0 && st.st_size > 2 * LOG_KEEP)
+		log_cut(n->w->log_fd, st.st_size);
 	if (n->w->log_fd >= 0 && (fstat(n->w->log_fd, &st) != 0 || st.st_size > 0)) {
 		if (kiln_store_put_move(e->s, logp, &n->w->log_id) == 0)
 			n->w->has_log = 1;

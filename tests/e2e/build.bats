@@ -627,3 +627,30 @@ YAML
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(cat build/default/policy.txt)" = 3 ]
 }
+
+@test "a tool printing megabytes keeps the head and the tail of its log, and says what was cut" {
+	mkdir -p src
+	printf 'x\n' >src/a.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default: {}
+tools:
+  chatty:
+    run: "echo first; yes middle | head -n 700000; echo last; cp ${in} ${out}"
+    shell: true
+assets:
+  - { url: out.txt, tool: chatty, inputs: [src/a.txt] }
+YAML
+	build_ok
+	run "$KILN" log out.txt
+	[ "$status" -eq 0 ]
+	n=$(printf '%s\n' "$output" | wc -c)
+	# 4.9 MB printed; 2 MiB and a line kept
+	[ "$n" -lt 2200000 ] || { echo "the log holds $n bytes"; false; }
+	[ "$(printf '%s\n' "$output" | head -n 1)" = first ]
+	[ "$(printf '%s\n' "$output" | tail -n 1)" = last ]
+	[[ "$output" == *"bytes of the tool's output cut here"* ]]
+}
