@@ -176,11 +176,23 @@ typedef struct tmpl_scope {
 	const char *(*lookup)(const char *name, size_t len, void *arg);
 	void *arg;
 	int (*deferred)(const char *name, size_t len, void *arg);
+	/* Non-NULL for a shell tool's command line: values are never spliced
+	 * into a shell script. Each one is appended to vals and "${@K}" (K its
+	 * 1-based index there) written in its place, and "$${" is kept as
+	 * written; the engine turns both into quoted positional parameters
+	 * (engine_run.c). */
+	struct tmpl_vals *vals;
 } tmpl_scope;
 
-/* Expand ${...} in text. Deferred names are kept as written; "$$" gives
- * "$". On an undefined variable or bad syntax, returns NULL with *bad set
- * to a message (in a). */
+/* A shell command line's values, in the arena of the expansion. */
+typedef struct tmpl_vals {
+	const char **v;
+	size_t n, cap;
+} tmpl_vals;
+
+/* Expand ${...} in text. Deferred names are kept as written; "$${" gives
+ * "${" (but see tmpl_scope.vals). On an undefined variable or bad syntax,
+ * returns NULL with *bad set to a message (in a). */
 char *tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char **bad);
 
 /* ---- srcwalk.c ---- */

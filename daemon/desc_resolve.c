@@ -176,9 +176,32 @@ expand(struct rs *r, const struct sb *s, const struct match *m, int tool_stage,
        const char *text, const char **bad)
 {
 	struct scope_arg sa = {r, s, m, tool_stage};
-	tmpl_scope sc = {scope_lookup, &sa, scope_deferred};
+	tmpl_scope sc = {scope_lookup, &sa, scope_deferred, NULL};
 
 	return tmpl_expand(r->a, text, &sc, bad);
+}
+
+/* A shell tool's command line: argv[0] the script with a reference in
+ * place of each value, argv[1..] the values (see tmpl_scope.vals). NULL
+ * with *bad set as for expand, or NULL alone when out of memory. */
+static const char **
+expand_shell(struct rs *r, const struct sb *s, const struct match *m,
+             const char *text, size_t *nargv, const char **bad)
+{
+	struct scope_arg sa = {r, s, m, 1};
+	tmpl_vals vals = {0};
+	tmpl_scope sc = {scope_lookup, &sa, scope_deferred, &vals};
+	const char *script = tmpl_expand(r->a, text, &sc, bad);
+	const char **argv;
+
+	if (script == NULL ||
+	    (argv = arena_alloc_raw(r->a, (vals.n + 1) * sizeof *argv)) == NULL)
+		return NULL;
+	argv[0] = script;
+	if (vals.n > 0)
+		memcpy(argv + 1, vals.v, vals.n * sizeof *argv);
+	*nargv = vals.n + 1;
+	return argv;
 }
 
 /* The match fields of a source path under a glob's fixed prefix. */
@@ -557,6 +580,43 @@ spread_param(const struct sb *s, const char *item)
 	return NULL;
 }
 
+/* A tool's argv with variables, params and match fields expanded (a
+ * shell tool's: see expand_shell). NULL with *bad set as for expand, or
+ * NULL alone when out of memory. */
+static const char **
+argv_expand(struct rs *r, const struct sb *s, const struct match *m,
+            size_t *nargv, const char **bad)
+{
+	const kiln_tool *t = s->st.tool;
+	const char **argv;
+	size_t cap = t->nrun + 1;
+
+	if (t->shell && t->nrun == 1)
+		return expand_shell(r, s, m, t->run[0], nargv, bad);
+	for (size_t i = 0; i < t->nrun; i++) {
+		const kiln_val *list = spread_param(s, t->run[i]);
+		cap += list ? list->n : 0;
+	}
+	if ((argv = arena_alloc_raw(r->a, cap * sizeof *argv)) == NULL)
+		return NULL;
+	*nargv = 0;
+	for (size_t i = 0; i < t->nrun && *bad == NULL; i++) {
+		const kiln_val *list = spread_param(s, t->run[i]);
+		if (list == NULL) {
+			argv[(*nargv)++] = expand(r, s, m, 1, t->run[i], bad);
+			continue;
+		}
+		for (size_t k = 0; k < list->n && *bad == NULL; k++) {
+			if (list->items[k].type == KILN_VAL_LIST || list->items[k].type == KILN_VAL_MAP)
+				*bad = arena_printf(r->a, "'%s' spreads a list whose items must be "
+				                    "single values", t->run[i]);
+			else
+				argv[(*nargv)++] = list->items[k].str;
+		}
+	}
+	return *bad == NULL ? argv : NULL;
+}
+
 static void
 tool_expand(struct rs *r, struct sb *s, int *reported, struct tool_memo *memo)
 {
@@ -565,8 +625,7 @@ tool_expand(struct rs *r, struct sb *s, int *reported, struct tool_memo *memo)
 	const char **argv;
 	kiln_kv *env;
 	const char *bad = NULL;
-
-	size_t nargv = 0, cap = t->nrun + 1;
+	size_t nargv = 0;
 
 	if (memo->tool == t && memo->decl == s->decl_outputs && memo->argv != NULL) {
 		s->st.argv = memo->argv;
@@ -575,28 +634,10 @@ tool_expand(struct rs *r, struct sb *s, int *reported, struct tool_memo *memo)
 		s->st.nenv = t->nenv;
 		return;
 	}
-	for (size_t i = 0; i < t->nrun; i++) {
-		const kiln_val *list = spread_param(s, t->run[i]);
-		cap += list ? list->n : 0;
-	}
-	argv = arena_alloc_raw(r->a, cap * sizeof *argv);
+	argv = argv_expand(r, s, m, &nargv, &bad);
 	env = arena_alloc_raw(r->a, (t->nenv + 1) * sizeof *env);
-	if (argv == NULL || env == NULL)
+	if ((argv == NULL && bad == NULL) || env == NULL)
 		return;
-	for (size_t i = 0; i < t->nrun && bad == NULL; i++) {
-		const kiln_val *list = spread_param(s, t->run[i]);
-		if (list == NULL) {
-			argv[nargv++] = expand(r, s, m, 1, t->run[i], &bad);
-			continue;
-		}
-		for (size_t k = 0; k < list->n && bad == NULL; k++) {
-			if (list->items[k].type == KILN_VAL_LIST || list->items[k].type == KILN_VAL_MAP)
-				bad = arena_printf(r->a, "'%s' spreads a list whose items must be "
-				                   "single values", t->run[i]);
-			else
-				argv[nargv++] = list->items[k].str;
-		}
-	}
 	for (size_t i = 0; i < t->nenv && bad == NULL; i++) {
 		env[i] = t->env[i];
 		env[i].value = expand(r, s, m, 1, t->env[i].value, &bad);

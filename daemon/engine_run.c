@@ -87,37 +87,25 @@ paths_make(struct engine *e, const struct graph *g, const struct node *n,
 	return p->in.oom ? KILN_ENOMEM : 0;
 }
 
-/* Single-quote s for /bin/sh. */
+/* The output file ${out} (name NULL) or ${out.NAME} names, in the
+ * scratch folder. */
 static void
-sh_quote(struct sbuf *b, const char *s)
+out_path(const struct node *n, const struct paths *p, const char *name,
+         size_t len, char *path, size_t size)
 {
-	sb_str(b, "'");
-	for (; *s; s++) {
-		if (*s == '\'')
-			sb_str(b, "'\\''");
-		else
-			sb_add(b, s, 1);
-	}
-	sb_str(b, "'");
+	const char *file = n->ks->noutputs ? n->ks->outputs[0].file : "";
+
+	for (size_t i = 0; name && i < n->ks->noutputs; i++)
+		if (strlen(n->ks->outputs[i].name) == len &&
+		    strncmp(n->ks->outputs[i].name, name, len) == 0)
+			file = n->ks->outputs[i].file;
+	snprintf(path, size, "%s/%s", p->scratch, file);
 }
 
-/* A path into a command: as it is in an argv item; single-quoted in a
- * shell command, so that a file named "x'$(rm -rf ~)'.png" stays a name
- * (quotes the description adds around it still work for ordinary names:
- * '' is empty). */
-static void
-put_path(struct sbuf *b, const char *path, int shell)
-{
-	if (shell)
-		sh_quote(b, path);
-	else
-		sb_str(b, path);
-}
-
-/* Expand ${in}, ${out}, ${out.NAME}, ${depfile} (and, in a shell command,
- * ${in...} as quoted words) in one template item. */
+/* Expand ${in}, ${out}, ${out.NAME} and ${depfile} in one argv item or
+ * env value. */
 static char *
-expand(const struct node *n, const struct paths *p, const char *s, int shell)
+expand(const struct node *n, const struct paths *p, const char *s)
 {
 	struct sbuf b = {0};
 
@@ -132,26 +120,15 @@ expand(const struct node *n, const struct paths *p, const char *s, int shell)
 		const char *name = s + 2;
 		char path[PATH_MAX * 2];
 		if (len == 2 && strncmp(name, "in", 2) == 0) {
-			put_path(&b, p->in.n ? p->in.v[0] : "", shell);
-		} else if (len == 5 && strncmp(name, "in...", 5) == 0 && shell) {
-			for (size_t i = 0; i < p->in.n; i++) {
-				if (i)
-					sb_str(&b, " ");
-				sh_quote(&b, p->in.v[i]);
-			}
+			sb_str(&b, p->in.n ? p->in.v[0] : "");
 		} else if (len == 7 && strncmp(name, "depfile", 7) == 0) {
-			put_path(&b, p->depfile, shell);
-		} else if ((len == 3 && strncmp(name, "out", 3) == 0) ||
-		           (len > 4 && strncmp(name, "out.", 4) == 0)) {
-			const char *want = len == 3 ? NULL : name + 4;
-			size_t wl = len == 3 ? 0 : len - 4;
-			const char *file = n->ks->noutputs ? n->ks->outputs[0].file : "";
-			for (size_t i = 0; want && i < n->ks->noutputs; i++)
-				if (strlen(n->ks->outputs[i].name) == wl &&
-				    strncmp(n->ks->outputs[i].name, want, wl) == 0)
-					file = n->ks->outputs[i].file;
-			snprintf(path, sizeof path, "%s/%s", p->scratch, file);
-			put_path(&b, path, shell);
+			sb_str(&b, p->depfile);
+		} else if (len == 3 && strncmp(name, "out", 3) == 0) {
+			out_path(n, p, NULL, 0, path, sizeof path);
+			sb_str(&b, path);
+		} else if (len > 4 && strncmp(name, "out.", 4) == 0) {
+			out_path(n, p, name + 4, len - 4, path, sizeof path);
+			sb_str(&b, path);
 		} else {
 			sb_add(&b, s, len + 3);  /* not ours: as written */
 		}
@@ -164,6 +141,149 @@ expand(const struct node *n, const struct paths *p, const char *s, int shell)
 	return b.p;
 }
 
+/* ---- shell tools ----------------------------------------------------------
+ *
+ * A shell tool's command line never has a value written into it: the shell
+ * would parse it, and a file named "$(touch x).png" would run a command
+ * whatever quotes the description put around ${in}. Each value (the paths
+ * here, and the loader's values: "${@K}" is kiln_step.argv[K], see
+ * tmpl_scope.vals) becomes a positional parameter instead,
+ * /bin/sh -c SCRIPT sh V1 V2 ..., and the script names it quoted for where
+ * it stands: "${1}" outside quotes, ${1} inside double quotes, '"${1}"'
+ * inside single quotes (the author's quotes closed around it), so '${in}',
+ * "${in}" and ${in} all give one word. The scan that tells where a
+ * reference stands knows quotes and backslashes only, not $(...) or
+ * here-documents: where it guesses wrong, the command sees the reference's
+ * text instead of the value, but the value itself is still never parsed. */
+
+enum shq { SHQ_NONE, SHQ_SINGLE, SHQ_DOUBLE };
+
+struct shline {
+	struct sbuf script;
+	struct argvec pos;   /* "sh" ($0), then the values: pos.v[k] is ${k} */
+	enum shq q;          /* the quotes the script is in so far */
+};
+
+/* Make v[0..nv) positional parameters and write references to them as
+ * that many words (none for none, like "$@"). */
+static void
+sh_refs(struct shline *l, const char *const *v, size_t nv)
+{
+	char ref[32];
+
+	if (nv > 0 && l->q == SHQ_SINGLE)
+		sb_str(&l->script, "'");
+	for (size_t i = 0; i < nv; i++) {
+		if (i > 0)
+			sb_str(&l->script, l->q == SHQ_DOUBLE ? "\" \"" : " ");
+		av_push(&l->pos, strdup(v[i]));
+		snprintf(ref, sizeof ref, l->q == SHQ_DOUBLE ? "${%zu}" : "\"${%zu}\"",
+		         l->pos.n - 1);
+		sb_str(&l->script, ref);
+	}
+	if (nv > 0 && l->q == SHQ_SINGLE)
+		sb_str(&l->script, "'");
+}
+
+/* K of a loader reference "@K", or 0. */
+static size_t
+loader_ref(const char *name, size_t len)
+{
+	size_t k = 0;
+
+	if (len < 2 || len > 12 || name[0] != '@')
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+		k = k * 10 + (size_t)(name[i] - '0');
+	}
+	return k;
+}
+
+/* Replace ${name} by references to its values. 0 when the name is not
+ * the engine's or the loader's (then the text stays as written). */
+static int
+sh_var(struct shline *l, const struct node *n, const struct paths *p,
+       const char *name, size_t len)
+{
+	char path[PATH_MAX * 2];
+	const char *one = path;
+	size_t k;
+
+	if (len == 5 && strncmp(name, "in...", 5) == 0) {
+		sh_refs(l, (const char *const *)p->in.v, p->in.n);
+		return 1;
+	}
+	if (len == 2 && strncmp(name, "in", 2) == 0)
+		one = p->in.n ? p->in.v[0] : "";
+	else if (len == 7 && strncmp(name, "depfile", 7) == 0)
+		one = p->depfile;
+	else if (len == 3 && strncmp(name, "out", 3) == 0)
+		out_path(n, p, NULL, 0, path, sizeof path);
+	else if (len > 4 && strncmp(name, "out.", 4) == 0)
+		out_path(n, p, name + 4, len - 4, path, sizeof path);
+	else if ((k = loader_ref(name, len)) != 0 && k < n->ks->nargv)
+		one = n->ks->argv[k];
+	else
+		return 0;
+	sh_refs(l, &one, 1);
+	return 1;
+}
+
+/* Copy the script from s up to the next thing to look at, replacing a
+ * reference; returns where to go on. */
+static const char *
+sh_step(struct shline *l, const struct node *n, const struct paths *p,
+        const char *s)
+{
+	const char *close;
+
+	if (s[0] == '\\' && l->q != SHQ_SINGLE && s[1] != '\0') {
+		sb_add(&l->script, s, 2);
+		return s + 2;
+	}
+	if (s[0] == '$' && s[1] == '$' && s[2] == '{') {   /* the loader kept "$${" */
+		sb_str(&l->script, "${");
+		return s + 3;
+	}
+	if (s[0] == '$' && s[1] == '{' && (close = strchr(s, '}')) != NULL &&
+	    sh_var(l, n, p, s + 2, (size_t)(close - s - 2)))
+		return close + 1;
+	if (s[0] == '\'' && l->q != SHQ_DOUBLE)
+		l->q = l->q == SHQ_SINGLE ? SHQ_NONE : SHQ_SINGLE;
+	else if (s[0] == '"' && l->q != SHQ_SINGLE)
+		l->q = l->q == SHQ_DOUBLE ? SHQ_NONE : SHQ_DOUBLE;
+	sb_add(&l->script, s, 1);
+	return s + 1;
+}
+
+/* /bin/sh -c SCRIPT sh V1 V2 ... for a shell tool. */
+static int
+sh_argv(const struct node *n, const struct paths *p, struct argvec *av)
+{
+	struct shline l = {.q = SHQ_NONE};
+	const char *s = n->ks->nargv ? n->ks->argv[0] : "";
+
+	sb_str(&l.script, "");
+	av_push(&l.pos, strdup("sh"));
+	while (*s != '\0')
+		s = sh_step(&l, n, p, s);
+	av_push(av, strdup("/bin/sh"));
+	av_push(av, strdup("-c"));
+	if (l.script.oom) {
+		free(l.script.p);
+		l.script.p = NULL;
+	}
+	av_push(av, l.script.p);   /* NULL: sets av->oom */
+	for (size_t i = 0; i < l.pos.n; i++)
+		av_push(av, l.pos.v[i]);   /* av owns each now */
+	if (l.pos.oom)
+		av->oom = 1;
+	free(l.pos.v);
+	return av->oom ? KILN_ENOMEM : 0;
+}
+
 static int
 argv_make(struct engine *e, const struct node *n, const struct paths *p,
           struct argvec *av)
@@ -171,21 +291,17 @@ argv_make(struct engine *e, const struct node *n, const struct paths *p,
 	const kiln_step *ks = n->ks;
 
 	memset(av, 0, sizeof *av);
-	if (ks->tool->shell) {
-		av_push(av, strdup("/bin/sh"));
-		av_push(av, strdup("-c"));
-		av_push(av, expand(n, p, ks->nargv ? ks->argv[0] : "", 1));
-	} else {
-		for (size_t i = 0; i < ks->nargv; i++) {
-			if (strcmp(ks->argv[i], "${in...}") == 0) {
-				for (size_t k = 0; k < p->in.n; k++)
-					av_push(av, strdup(p->in.v[k]));
-				continue;
-			}
-			av_push(av, expand(n, p, ks->argv[i], 0));
-		}
-	}
 	(void)e;
+	if (ks->tool->shell)
+		return sh_argv(n, p, av);
+	for (size_t i = 0; i < ks->nargv; i++) {
+		if (strcmp(ks->argv[i], "${in...}") == 0) {
+			for (size_t k = 0; k < p->in.n; k++)
+				av_push(av, strdup(p->in.v[k]));
+			continue;
+		}
+		av_push(av, expand(n, p, ks->argv[i]));
+	}
 	return av->oom || av->n == 0 ? KILN_ENOMEM : 0;
 }
 
@@ -226,7 +342,7 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 			av_push(env, tr[i]);
 	}
 	for (size_t i = 0; i < n->ks->nenv; i++) {
-		char *v = expand(n, p, n->ks->env[i].value, 0);
+		char *v = expand(n, p, n->ks->env[i].value);
 		if (v == NULL) {
 			env->oom = 1;
 			break;

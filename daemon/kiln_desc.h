@@ -80,7 +80,9 @@ typedef struct kiln_step {
 	const kiln_tool *tool;
 	/* The tool's argv and env with variables, params and match fields
 	 * expanded. ${in}, ${in...}, ${out}, ${out.NAME} and ${depfile} are
-	 * left in place for the build engine, which knows the paths. */
+	 * left in place for the build engine, which knows the paths. A shell
+	 * tool's is its script, with "${@K}" where the K-th value was, then
+	 * the values: argv[K] (tmpl_scope.vals in desc_int.h). */
 	const char **argv;
 	size_t nargv;
 	kiln_kv *env;

@@ -5,7 +5,13 @@
  * ending in "..." (a list spread into several argv items; only the engine
  * expands those). "$${" writes a literal "${"; any other '$' is literal, so
  * shell commands keep their own $VARS. Names the build engine fills in
- * later (in, out, depfile) are "deferred": kept exactly as written. */
+ * later (in, out, depfile) are "deferred": kept exactly as written.
+ *
+ * In a shell tool's command line (tmpl_scope.vals) no value is written
+ * into the text: a shell would parse it, and a file named "$(touch x)"
+ * would run a command. The value goes into a list instead and the text
+ * gets a reference the engine makes a positional parameter of. */
+#include <stdio.h>
 #include <string.h>
 
 #include "desc_int.h"
@@ -37,6 +43,32 @@ out_put(arena *a, char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 	return 0;
 }
 
+/* Append v to vals and write its reference "${@K}". */
+static int
+val_ref(arena *a, tmpl_vals *vals, const char *v, char **buf, size_t *len,
+        size_t *cap)
+{
+	char ref[32];
+	int n;
+
+	if (vals->n == vals->cap) {
+		size_t ncap = vals->cap ? vals->cap * 2 : 8;
+		const char **nv = arena_alloc_raw(a, ncap * sizeof *nv);
+		if (nv == NULL)
+			return -1;
+		if (vals->n > 0)
+			memcpy(nv, vals->v, vals->n * sizeof *nv);
+		vals->v = nv;
+		vals->cap = ncap;
+	}
+	/* a copy: a match field may live in a shorter arena than the step */
+	if ((vals->v[vals->n] = arena_strndup(a, v, strlen(v))) == NULL)
+		return -1;
+	vals->n++;
+	n = snprintf(ref, sizeof ref, "${@%zu}", vals->n);
+	return out_put(a, buf, len, cap, ref, (size_t)n);
+}
+
 char *
 tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char **bad)
 {
@@ -60,7 +92,10 @@ tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char **bad)
 		if (*d == '\0')
 			break;
 		if (d[1] == '$' && d[2] == '{') {
-			if (out_put(a, &buf, &len, &cap, "${", 2) != 0)
+			/* the engine unescapes it in a shell line, after its own
+			 * ${...} are replaced: it must still tell them apart */
+			const char *esc = sc->vals ? "$${" : "${";
+			if (out_put(a, &buf, &len, &cap, esc, strlen(esc)) != 0)
 				return NULL;
 			p = d + 3;
 			continue;
@@ -85,6 +120,12 @@ tmpl_expand(arena *a, const char *text, const tmpl_scope *sc, const char **bad)
 			nlen = (size_t)(end + 1 - d);
 		} else if ((val = sc->lookup(name, nlen, sc->arg)) != NULL) {
 			nlen = strlen(val);
+			if (sc->vals != NULL) {
+				if (val_ref(a, sc->vals, val, &buf, &len, &cap) != 0)
+					return NULL;
+				p = end + 1;
+				continue;
+			}
 		} else {
 			*bad = arena_printf(a, "undefined variable '${%.*s}'", (int)nlen, name);
 			return NULL;

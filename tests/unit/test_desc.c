@@ -314,6 +314,47 @@ materialize_is_copy_or_hardlink_and_anything_else_names_its_line(void **state)
 	assert_int_equal(kiln_mat_mode_parse("Copy"), KILN_MAT_UNSET);
 }
 
+/* In a shell tool no value is spliced into the script: it gets "${@K}"
+ * and the value is argv[K] (the engine makes it a positional parameter);
+ * the engine's own names and "$${" stay as written. Argv tools are as
+ * before. */
+static void
+a_shell_tool_gets_references_not_values(void **state)
+{
+	static const char yaml[] =
+		"kiln: 1\nproject: t\nsources: [art]\n"
+		"profiles: { pc: { vars: { q: \"$(touch x) 'a b'\" } } }\n"
+		"tools:\n"
+		"  sh: { shell: true, run: \"c -q '${q}' ${param.p} \\\"${match.name}\\\""
+		" $${HOME} '${in}' ${out}\" }\n"
+		"  cp: { run: [cp, \"-q${q}\", \"${in}\", \"${out}\"] }\n"
+		"rules:\n"
+		"  - { match: \"art/*.png\", url: \"s/${match.name}\", tool: sh,"
+		" params: { p: \";|\" } }\n"
+		"  - { match: \"art/*.png\", url: \"c/${match.name}\", tool: cp }\n";
+	const kiln_step *s, *c;
+	kiln_desc *d;
+
+	project(state);
+	tu_write_file(tu_path(state, "kiln.yaml"), yaml, strlen(yaml));
+	unlink(tu_path(state, "art/ui/ui.kiln.yaml"));
+	if (kiln_desc_load(tu_dir(state), &d) != 0)
+		print_diags(d);
+	s = step(kiln_desc_plan(d, "pc"), "s/hero");
+	c = step(kiln_desc_plan(d, "pc"), "c/hero");
+	assert_non_null(s);
+	assert_int_equal(s->nargv, 4);
+	assert_string_equal(s->argv[0], "c -q '${@1}' ${@2} \"${@3}\" $${HOME} '${in}' ${out}");
+	assert_string_equal(s->argv[1], "$(touch x) 'a b'");
+	assert_string_equal(s->argv[2], ";|");
+	assert_string_equal(s->argv[3], "hero");
+	assert_non_null(c);
+	assert_int_equal(c->nargv, 4);
+	assert_string_equal(c->argv[1], "-q$(touch x) 'a b'");
+	assert_string_equal(c->argv[2], "${in}");
+	kiln_desc_free(d);
+}
+
 int
 main(void)
 {
@@ -324,6 +365,7 @@ main(void)
 		T(a_reload_that_breaks_the_file_reports_it_and_a_fix_recovers),
 		T(reload_of_kiln_yaml_rereads_everything),
 		T(a_list_param_spreads_into_one_argv_item_each),
+		T(a_shell_tool_gets_references_not_values),
 		T(a_missing_kiln_yaml_is_not_found),
 		T(materialize_is_copy_or_hardlink_and_anything_else_names_its_line),
 		T(a_missing_input_stays_an_input_with_a_warning_and_an_odd_name_is_skipped),
