@@ -206,7 +206,7 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 	cancelled = b->cancelled > 0 || strcmp(b->error, "cancelled") == 0;
 	/* a build-wide problem (results that could not be recorded, a map
 	 * that could not be written) fails the build like a failed step */
-	if (b->error[0] && !cancelled && !v->json)
+	if (b->error[0] && strcmp(b->error, "cancelled") != 0 && !v->json)
 		cli_errorf("build", "%s", b->error);
 	if (b->failed > 0 || b->skipped > 0 || (b->error[0] && !cancelled))
 		return CLI_PROBLEM;

@@ -623,7 +623,7 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 	/* steps only disappear with a new description (a new graph): walking
 	 * all of build/ once after each load is enough */
 	j->prune = g->prune_due && b->full && b->failed == 0 && b->skipped == 0 &&
-	           !b->cancelled;
+	           !b->cancelled && b->nlost == 0;
 	if (j->prune)
 		g->prune_due = 0;
 	return 1;
