@@ -670,8 +670,8 @@ index_writer_main(void *arg)
  * and fsyncs: a 10k one-change build's 3 ms), and put in its place only
  * once the commit has returned, so it never goes ahead of it. A failed
  * commit keeps the old map: the new one would name outputs the store has
- * no record of (lost_apply then marks the graph's map dirty, and the next
- * build writes it). *commit_rv is the commit's result. Returns 0 or the
+ * no record of (build_end marks the graph's map dirty: the next build
+ * writes it). *commit_rv is the commit's result. Returns 0 or the
  * error writing the map. */
 static int
 commit_and_index(struct engine *e, struct index_job *job, int *commit_rv)
