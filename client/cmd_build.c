@@ -48,8 +48,8 @@ static const char build_help[] =
 	"On a terminal one status line shows [done/total] and the last step;\n"
 	"otherwise one line per step that ran or failed. Ctrl-C cancels the\n"
 	"steps no other client needs. Exit status: 0 built, 1 a step failed (or\n"
-	"was skipped because one failed), 2 usage or description errors, 130\n"
-	"cancelled.\n";
+	"was skipped because one failed, or results could not be recorded), 2\n"
+	"usage or description errors, 130 cancelled.\n";
 
 static volatile sig_atomic_t interrupted;
 
@@ -172,6 +172,8 @@ step_print(struct build_view *v, const kiln_step_event *s)
 static int
 summary_print(struct build_view *v, const kiln_build_summary *b)
 {
+	int cancelled;
+
 	if (v->live)
 		fputs("\r\033[K", stdout);
 	v->live = 0;
@@ -201,9 +203,14 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 			printf("outputs in build/%s/ (index: %s)\n", b->profile, b->index);
 	}
 	fflush(stdout);
-	if (b->failed > 0 || b->skipped > 0)
+	cancelled = b->cancelled > 0 || strcmp(b->error, "cancelled") == 0;
+	/* a build-wide problem (results that could not be recorded, a map
+	 * that could not be written) fails the build like a failed step */
+	if (b->error[0] && strcmp(b->error, "cancelled") != 0 && !v->json)
+		cli_errorf("build", "%s", b->error);
+	if (b->failed > 0 || b->skipped > 0 || (b->error[0] && !cancelled))
 		return CLI_PROBLEM;
-	if (b->cancelled > 0 || (b->error[0] && strcmp(b->error, "cancelled") == 0))
+	if (cancelled)
 		return 130;
 	return CLI_OK;
 }

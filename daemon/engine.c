@@ -253,6 +253,7 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 
 	for (;;) {
 		int was_queued = !done_state(n->st) && n->st != N_IDLE;
+		lost_node_finished(e, g, n, st);
 		n->st = st;
 		n->reruns = 0;
 		if (st != N_DONE || n->outcome != O_UP_TO_DATE)
@@ -389,12 +390,14 @@ pages_tick(struct engine *e)
 	kiln_store_trim_pages(e->s);
 }
 
-/* Commit what waits in the batch. */
-void
+/* Commit what waits in the batch. 0, or the failed commit's code: its
+ * records are gone, and lost_note says which batch they were in. */
+int
 batch_commit(struct engine *e)
 {
 	kiln_batch *b, *fresh;
 	size_t skipped = 0;
+	uint32_t gen;
 	int rv;
 
 	pthread_mutex_lock(&e->commit_mu);
@@ -404,19 +407,27 @@ batch_commit(struct engine *e)
 	if (kiln_batch_len(b) == 0 || kiln_batch_new(&fresh) != 0) {
 		pthread_mutex_unlock(&e->batch_mu);
 		pthread_mutex_unlock(&e->commit_mu);
-		return;
+		return 0;
 	}
 	e->batch = fresh;
 	e->batch_since_ns = 0;
+	gen = e->batch_gen;
+	__atomic_store_n(&e->batch_gen, gen + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&e->batch_mu);
-	if ((rv = kiln_store_commit(e->s, b, &skipped)) != 0 && e->cfg.log) {
-		char msg[160];
-		snprintf(msg, sizeof msg, "committing build records: %s", kiln_strerror(rv));
-		e->cfg.log(e->cfg.arg, 1, msg);
+	if ((rv = kiln_store_commit(e->s, b, &skipped)) != 0) {
+		/* before commit_mu goes: a build ending next must see it */
+		lost_note(e, gen, rv);
+		if (e->cfg.log) {
+			char msg[160];
+			snprintf(msg, sizeof msg, "committing build records: %s",
+			         kiln_strerror(rv));
+			e->cfg.log(e->cfg.arg, 1, msg);
+		}
 	}
 	kiln_batch_free(b);
 	pthread_mutex_unlock(&e->commit_mu);
 	pages_tick(e);
+	return rv;
 }
 
 int
@@ -612,7 +623,7 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 	/* steps only disappear with a new description (a new graph): walking
 	 * all of build/ once after each load is enough */
 	j->prune = g->prune_due && b->full && b->failed == 0 && b->skipped == 0 &&
-	           !b->cancelled;
+	           !b->cancelled && b->nlost == 0;
 	if (j->prune)
 		g->prune_due = 0;
 	return 1;
@@ -657,12 +668,13 @@ index_writer_main(void *arg)
 /* Commit the build's records and write its index map (e->mu not held):
  * the map is written while the commit waits on the disk (its fdatasyncs
  * and fsyncs: a 10k one-change build's 3 ms), and put in its place only
- * once the commit has returned, so it never goes ahead of it. (As when
- * they ran one after the other, a failed commit, logged, does not stop
- * the map: the files it names are in build/, and the next build decides
- * their steps again.) Returns 0 or the error writing the map. */
+ * once the commit has returned, so it never goes ahead of it. A failed
+ * commit keeps the old map: the new one would name outputs the store has
+ * no record of (build_end marks the graph's map dirty: the next build
+ * writes it). *commit_rv is the commit's result. Returns 0 or the
+ * error writing the map. */
 static int
-commit_and_index(struct engine *e, struct index_job *job)
+commit_and_index(struct engine *e, struct index_job *job, int *commit_rv)
 {
 	struct index_writer w = {e, job, {-1, ""}, 0};
 	pthread_t th;
@@ -670,16 +682,35 @@ commit_and_index(struct engine *e, struct index_job *job)
 
 	if (job != NULL)
 		threaded = pthread_create(&th, NULL, index_writer_main, &w) == 0;
-	batch_commit(e);
+	*commit_rv = batch_commit(e);
 	if (job == NULL)
 		return 0;
 	if (threaded)
 		pthread_join(th, NULL);
 	else
 		index_writer_main(&w);   /* no thread: one after the other */
+	if (*commit_rv != 0) {
+		materialize_index_discard(&w.tmp);
+		return 0;
+	}
 	if ((rv = w.rv) == 0 && (rv = materialize_index_put(&w.tmp)) == 0)
 		index_prune(e, job);
 	return rv;
+}
+
+/* Say in b's summary that results of its steps could not be recorded
+ * (e->mu held, after lost_apply). A failed commit at the build's end
+ * that lost none of its steps' results (only file stats, say) is no
+ * failure of the build. */
+static void
+build_lost_error(struct build *b)
+{
+	if (b->nlost == 0)
+		return;
+	snprintf(b->error, sizeof b->error, "the results of %u step%s could not "
+	         "be recorded (committing build records: %s); the next build "
+	         "runs %s again", b->nlost, b->nlost == 1 ? "" : "s",
+	         kiln_strerror(b->lost_rv), b->nlost == 1 ? "it" : "them");
 }
 
 /* The build's last step finished (e->mu held, dropped and retaken). */
@@ -690,22 +721,27 @@ build_end(struct engine *e, struct build *b)
 	Kiln__BuildFinished bf;
 
 	struct index_job job;
-	int have_job, index_rv = 0;
+	int have_job, index_rv = 0, commit_rv = 0;
 
 	b->done = -1; /* ending: nobody ends it twice */
 	have_job = !b->dry_run && index_gather(e, b, &job);
 	if (!b->dry_run)
 		snprintf(b->index, sizeof b->index, "build/%.40s/kiln-index.txt", b->profile);
 	pthread_mutex_unlock(&e->mu);
-	index_rv = commit_and_index(e, have_job ? &job : NULL);
+	index_rv = commit_and_index(e, have_job ? &job : NULL, &commit_rv);
 	if (have_job)
 		index_job_free(&job);
 	pthread_mutex_lock(&e->mu);
-	if (index_rv != 0) {
+	lost_apply(e);   /* the steps whose records that commit lost */
+	if (commit_rv != 0 && have_job)
+		b->g->index_dirty = 1;   /* the old map stayed: write it next time */
+	if (index_rv != 0 || (commit_rv != 0 && have_job)) {
 		b->index[0] = '\0';
-		snprintf(b->error, sizeof b->error, "writing build/%s/kiln-index.txt: %s",
-		         b->profile, kiln_strerror(index_rv));
+		if (index_rv != 0)
+			snprintf(b->error, sizeof b->error, "writing build/%s/kiln-index.txt: %s",
+			         b->profile, kiln_strerror(index_rv));
 	}
+	build_lost_error(b);
 	b->done = 1;
 	b->duration_ns = (uint64_t)(engine_now_ns() - b->start_ns);
 	{
@@ -749,6 +785,7 @@ build_end(struct engine *e, struct build *b)
 static void
 builds_check(struct engine *e)
 {
+	lost_apply(e);   /* a commit since the last step may have failed */
 	for (int again = 1; again;) {
 		again = 0;
 		/* called after every step: look at the active builds only */

@@ -168,6 +168,10 @@ struct node {
 	                            depfile (set when the tool ran) */
 	uint32_t nneeds, nrneeds;
 	uint32_t ndwaited;       /* e->dwait entries waiting on this node */
+	/* the record batches (e->batch_gen) this decision's records may be
+	 * in: rec_lo when its full decision began (0: it queued nothing, the
+	 * fast path), rec_hi when it finished (engine_lost.c) */
+	uint32_t rec_lo, rec_hi;
 
 	/* one byte each (separate bytes, not bit-fields: threads write
 	 * neighbouring ones under different locks) */
@@ -179,6 +183,10 @@ struct node {
 	uint8_t send_event;      /* publish a StepEvent when done */
 	uint8_t reruns;          /* decided again in this wave because its
 	                            inputs changed while its tool ran */
+	uint8_t rec_failed;      /* queueing one of its records failed (its
+	                            worker sets it; node_finish loses it) */
+	uint8_t lost;            /* its records were lost: counted into its
+	                            builds (e->mu) */
 };
 
 struct graph {
@@ -222,6 +230,8 @@ struct build {
 	uint64_t nstat0;         /* filestate's stat count when it began */
 	uint64_t files_statted;  /* stats while it ran (set at its end) */
 	uint64_t duration_ns;
+	uint32_t nlost;          /* its steps whose records a commit lost */
+	int lost_rv;             /* why (the first failed commit's code) */
 	char error[256];
 	char index[64];
 	char profile[65];        /* b->g is NULL once the build ended */
@@ -327,6 +337,14 @@ struct engine {
 	int64_t batch_since_ns;  /* (batch_mu) when its oldest record came; 0: empty */
 	int64_t last_unmap_ns;   /* pages_tick (atomic) */
 	pthread_mutex_t commit_mu;
+	uint32_t batch_gen;      /* e->batch's number, from 1 (batch_mu to
+	                            change, read atomically) */
+	/* failed commits (engine_lost.c): the batches [lost_lo, lost_hi] not
+	 * yet applied to the nodes (batch_mu; lost_hi read atomically, 0:
+	 * none), the newest failed batch ever (atomic) and the first
+	 * failure's code */
+	uint32_t lost_lo, lost_hi, lost_max;
+	int lost_rv;
 };
 
 /* ---- engine_step.c ---- */
@@ -623,8 +641,29 @@ unsigned jobs_limit(const struct engine *e);
 /* A worker thread (engine_new starts them). */
 void *worker_main(void *arg);
 
-/* Commit what waits in the record batch (e->mu not held). */
-void batch_commit(struct engine *e);
+/* Commit what waits in the record batch (e->mu not held). 0, or the
+ * failed commit's code (lost_note has it). */
+int batch_commit(struct engine *e);
+
+/* ---- engine_lost.c: records a failed commit lost ---- */
+
+/* The batch numbered gen failed to commit with rv (commit_mu held). */
+void lost_note(struct engine *e, uint32_t gen, int rv);
+
+/* Forget the in-memory results of the steps whose records were in the
+ * failed batches noted since the last call, and count them into their
+ * builds (e->mu held). Cheap when nothing failed. */
+void lost_apply(struct engine *e);
+
+/* n's full decision begins (unlocked, its worker): note the batch its
+ * records may go to first. */
+void lost_decision_begins(struct engine *e, struct node *n);
+
+/* n finished in state st (e->mu held, before it is counted into its
+ * builds): note the batch its records went to last; lose its result if
+ * a record could not be queued or a batch since its first failed. */
+void lost_node_finished(struct engine *e, struct graph *g, struct node *n,
+                        enum node_state st);
 
 /* The reaper thread's callback for a node's tool. */
 void engine_tool_done(void *arg, const struct spawn_result *r);

@@ -105,6 +105,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0)
 		goto fail;
+	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
 	/* without inotify (or with --no-watch) every file is stat'ed */
 	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0)
 		filestate_set_watch(e->fs, e->watch);

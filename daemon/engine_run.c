@@ -591,10 +591,12 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		n->key = n->w->new_key;
 		n->have = 1;
 		n->outcome = O_RAN;
-		outputs_record(e, g, n);
+		int qrv = outputs_record(e, g, n);
 		/* its needs become the result's before the record lists them */
 		need_run_commit(n, 1);
-		record_put(e, g, n, KILN__STEP_RECORD__DECISION__RAN);
+		if (qrv == 0)
+			qrv = record_put(e, g, n, KILN__STEP_RECORD__DECISION__RAN);
+		n->rec_failed = qrv != 0;   /* unrecorded: node_finish loses it */
 		n->send_event = 1;
 	}
 out:

@@ -946,8 +946,10 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	have_quick = quick_key(e, g, n, &quick) == 0;
 	if (have_quick && n->have && id_eq(&quick, &n->quick) && outputs_intact(e, n)) {
 		n->outcome = O_UP_TO_DATE;
+		n->rec_lo = 0;   /* queues nothing */
 		return EVAL_DONE;
 	}
+	lost_decision_begins(e, n);
 	if (n->error != NULL) {  /* from quick_key's tool lookup */
 		free(n->error);
 		n->error = NULL;
@@ -1028,12 +1030,14 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 			memset(&n->quick, 0, sizeof n->quick);
 		if (!dry_run) {
 			kiln_batch *b;
-			outputs_record(e, g, n);
+			int qrv = outputs_record(e, g, n);
 			engine_batch_lock(e, &b);
-			kiln_batch_action_touch(b, &n->w->new_key);
+			if (qrv == 0)
+				qrv = kiln_batch_action_touch(b, &n->w->new_key);
 			engine_batch_unlock(e);
-			if (!up)
-				record_put(e, g, n, KILN__STEP_RECORD__DECISION__REUSED);
+			if (qrv == 0 && !up)
+				qrv = record_put(e, g, n, KILN__STEP_RECORD__DECISION__REUSED);
+			n->rec_failed = qrv != 0;   /* unrecorded: node_finish loses it */
 		}
 		if (n->outcome == O_REUSED)
 			n->send_event = 1;

@@ -585,6 +585,16 @@ materialize_index_put(struct index_tmp *t)
 	return rv;
 }
 
+void
+materialize_index_discard(struct index_tmp *t)
+{
+	if (t->dfd < 0)
+		return;
+	unlinkat(t->dfd, t->tmp, 0);
+	close(t->dfd);
+	t->dfd = -1;
+}
+
 int
 materialize_write_index(const char *root, const char *profile,
                         struct index_entry *entries, size_t n)

@@ -99,6 +99,8 @@ int materialize_index_write_tmp(const char *root, const char *profile,
                                 struct index_entry *entries, size_t n,
                                 struct index_tmp *t);
 int materialize_index_put(struct index_tmp *t);
+/* Or remove the new file instead, which ends t (one not begun is fine). */
+void materialize_index_discard(struct index_tmp *t);
 
 /* Remove files (and symlinks, never followed) under root/build/<profile>/
  * that are not in keep (relative paths, sorted by strcmp) and are not

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -452,6 +453,24 @@ db_read(kiln_db *db, db_fn fn, void *arg)
 	return KILN_EBUSY;
 }
 
+/* A commit's error, told apart: LMDB turns a short write into EIO ("which
+ * error code?"), and a file system that fills up in the middle of a
+ * write (tmpfs, ext4) writes short before it returns ENOSPC. A commit that
+ * failed with EIO while the database's file system has less than 1 MiB
+ * left is called what it most likely was, a full disk. */
+static int
+commit_err(kiln_db *db, int rc)
+{
+	int rv = db_err(rc), fd;
+	struct statvfs vfs;
+
+	if (rv == KILN_EIO && mdb_env_get_fd(db->env, &fd) == 0 &&
+	    fstatvfs(fd, &vfs) == 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < 1024 * 1024)
+		rv = KILN_ENOSPC;
+	return rv;
+}
+
 int
 db_write(kiln_db *db, db_fn fn, void *arg)
 {
@@ -475,7 +494,7 @@ db_write(kiln_db *db, db_fn fn, void *arg)
 		}
 		rv = fn(&t, arg);
 		if (rv == 0)
-			rv = db_err(mdb_txn_commit(t.txn));
+			rv = commit_err(db, mdb_txn_commit(t.txn));
 		else
 			mdb_txn_abort(t.txn);
 		pthread_rwlock_unlock(&db->resize);
