@@ -48,8 +48,10 @@ err_of_nng(int rv)
 	case NNG_EADDRINVAL:
 	case NNG_EINVAL: return KILN_EINVAL;
 	case NNG_EPERM: return KILN_EACCES;
+	/* a certificate, not the token: the token is never sent before the
+	 * handshake succeeds */
 	case NNG_EPEERAUTH:
-	case NNG_ECRYPTO: return KILN_EAUTH;
+	case NNG_ECRYPTO: return KILN_ETLS;
 	default: return KILN_EIO;
 	}
 }

@@ -33,6 +33,8 @@ static const struct {
 	{KILN_EFAILED, "a build step failed"},
 	{KILN_ECANCELLED, "cancelled"},
 	{KILN_EOUTSIDE, "a symlink on the path leads out of the project"},
+	{KILN_ETLS, "the TLS handshake failed: the daemon's certificate did not "
+	            "verify against --tls-ca, or does not name the address connected to"},
 };
 
 const char *

@@ -34,6 +34,7 @@ enum kiln_err {
 	KILN_EFAILED = -20022,   /* a build step failed */
 	KILN_ECANCELLED = -20023, /* the work was cancelled */
 	KILN_EOUTSIDE = -20024,  /* a path leads out of its root (a symlink) */
+	KILN_ETLS = -20025,      /* the TLS handshake failed (a certificate) */
 };
 
 /* A static, human-readable message for a code (0 or KILN_E*); never NULL. */

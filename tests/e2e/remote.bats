@@ -67,6 +67,13 @@ remote_setup() {
 	run --separate-stderr "$KILN" --connect "$url" --tls-ca cert.pem status
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == *"refused: missing or wrong token"* ]]
+	# A certificate that does not verify is said to be one, not a token
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout other-key.pem -out other.pem -days 2 -subj /CN=127.0.0.1 2>/dev/null
+	run --separate-stderr "$KILN" --connect "$url" --tls-ca other.pem --token-file token status
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"TLS handshake failed"* ]] || { echo "$stderr"; false; }
+	[[ "$stderr" != *"token"* ]] || { echo "$stderr"; false; }
 	# Plain tcp to the TLS port gets nothing at all.
 	run send_raw status.bin "tcp://127.0.0.1:$port"
 	[ -z "$output" ]
