@@ -36,8 +36,9 @@ assets:
 YAML
 }
 
+# slow_started PATTERN: the slow tool's sleep runs (pgrep -f PATTERN).
 slow_started() {
-	ls .kiln/scratch/*/*/slow.txt.started >/dev/null 2>&1
+	pgrep -f "$1" >/dev/null
 }
 
 @test "a build whose kiln build was killed -9 is cancelled: its tool dies, later builds finish" {
@@ -45,8 +46,7 @@ slow_started() {
 	"$KILN" status >/dev/null
 	"$KILN" build slow.txt >killed.log 2>&1 &
 	client=$!
-	wait_for slow_started
-	pgrep -f "sleep 30.5[7]" >/dev/null
+	wait_for slow_started "sleep 30.5[7]"
 	kill -9 "$client"
 	wait "$client" || true
 	# the grace period (2 s) and the kill (SIGTERM) take a few seconds
@@ -66,7 +66,7 @@ slow_started() {
 	"$KILN" status >/dev/null
 	"$KILN" build slow.txt >first.log 2>&1 &
 	first=$!
-	wait_for slow_started
+	wait_for slow_started "sleep 4.5[9]"
 	"$KILN" build slow.txt >second.log 2>&1 &
 	second=$!
 	# the second build joins the running step; then the first client dies
