@@ -716,7 +716,7 @@ start_errors_call_no_done(void **state)
 	struct seen seen;
 	struct slot sl = {.seen = &seen};
 	int rv[N + 1], log_fd = open_log(state, "log");
-	struct spawn_req nocwd = {"/bin/sh", sh, no_env, tu_path(state, "nx"), log_fd};
+	struct spawn_req nocwd = {"/bin/sh", sh, no_env, tu_path(state, "nx"), log_fd, 0};
 
 	seen_init(&seen);
 	tu_write_file(tu_path(state, "data.txt"), "x\n", 2);
