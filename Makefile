@@ -65,7 +65,7 @@ ENGINE_SRC = daemon/engine_version.c daemon/engine_key.c daemon/filestate.c daem
              daemon/engine_verify.c daemon/engine_results.c daemon/engine_blobs.c daemon/engine_lost.c daemon/events.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/verified.c daemon/jobs.c \
-             daemon/handlers.c daemon/handlers_build.c daemon/uploads.c
+             daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c

@@ -309,6 +309,15 @@ kiln_desc_materialize(const kiln_desc *d)
 	return (kiln_mat_mode)d->files[0]->materialize;
 }
 
+const kiln_timeout *
+kiln_desc_tool_timeout(const kiln_desc *d, const kiln_tool *t)
+{
+	const kiln_timeout *to = t->timeout.text != NULL ? &t->timeout :
+	                         &d->files[0]->tool_timeout;
+
+	return to->text != NULL && to->s > 0 ? to : NULL;
+}
+
 kiln_mat_mode
 kiln_mat_mode_parse(const char *s)
 {

@@ -152,6 +152,7 @@ struct desc_file {
 	/* root only */
 	const char *project;
 	int materialize; /* kiln_mat_mode */
+	kiln_timeout tool_timeout; /* the tools' default time limit */
 	vec sources;     /* const char *, relative folders */
 	kiln_loc sources_loc;
 	vec profiles;    /* struct desc_profile */

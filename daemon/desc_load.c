@@ -466,6 +466,38 @@ one_asset(struct ld *c, const ynode *n, int index)
 		vec_push(c->a, &c->f->assets, &as);
 }
 
+/* The longest time limit: a year, far past any tool, far within 32 bits. */
+#define TIMEOUT_MAX_S (366u * 86400u)
+
+/* A duration: a whole number with s, m, h or d after it (none: seconds),
+ * as `kiln gc --max-age` reads one; 0 means no limit. */
+static void
+duration(struct ld *c, const ynode *v, const char *f, kiln_timeout *out)
+{
+	const char *s = text(c, v, f), *p;
+	unsigned long long n = 0, mul = 1;
+
+	if (s == NULL)
+		return;
+	for (p = s; *p >= '0' && *p <= '9' && n <= TIMEOUT_MAX_S; p++)
+		n = n * 10 + (unsigned)(*p - '0');
+	switch (p > s ? *p : '?') {
+	case '\0': break;
+	case 's': p++; break;
+	case 'm': mul = 60; p++; break;
+	case 'h': mul = 3600; p++; break;
+	case 'd': mul = 86400; p++; break;
+	default: p = "?";
+	}
+	if (*p != '\0' || n * mul > TIMEOUT_MAX_S) {
+		diag_add(c->dg, KILN_DIAG_ERROR, at(c, v), f, "not a duration: '%s' "
+		         "(a whole number with s, m, h or d after it, e.g. 30s or 5m, "
+		         "at most 366d; 0 for no limit)", s);
+		return;
+	}
+	*out = (kiln_timeout){s, (uint32_t)(n * mul), at(c, v)};
+}
+
 /* ---- tools ---- */
 
 #define TOOL (*(kiln_tool *)obj)
@@ -538,9 +570,15 @@ static void t_trace(struct ld *c, const ynode *v, void *obj, const char *f)
 		TOOL.notrace = !b;
 }
 
+static void t_timeout(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	duration(c, v, f, &TOOL.timeout);
+}
+
 static const struct field tool_fields[] = {
 	{"run", t_run}, {"version", t_version}, {"env", t_env},
 	{"shell", t_shell}, {"depfile", t_depfile}, {"trace", t_trace},
+	{"timeout", t_timeout},
 };
 
 static void
@@ -646,6 +684,11 @@ static void k_materialize(struct ld *c, const ynode *v, void *obj, const char *f
 		         "materialize outputs: use 'copy' (the default: files of their "
 		         "own) or 'hardlink' (links to the store's blobs)", s);
 }
+static void k_tool_timeout(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	(void)obj;
+	duration(c, v, f, &c->f->tool_timeout);
+}
 static void
 one_source(struct ld *c, const ynode *n, const char *field, void *arg)
 {
@@ -737,12 +780,13 @@ static const struct field root_fields[] = {
 	{"kiln", k_kiln}, {"project", k_project}, {"sources", k_sources},
 	{"profiles", k_profiles}, {"tools", k_tools}, {"rules", k_rules},
 	{"assets", k_assets}, {"bundles", k_bundles}, {"materialize", k_materialize},
+	{"tool_timeout", k_tool_timeout},
 };
 static const struct field sub_fields[] = {
 	{"kiln", k_kiln}, {"tools", k_tools}, {"rules", k_rules},
 	{"assets", k_assets}, {"bundles", k_bundles}, {"project", k_root_only},
 	{"sources", k_root_only}, {"profiles", k_root_only},
-	{"materialize", k_root_only},
+	{"materialize", k_root_only}, {"tool_timeout", k_root_only},
 };
 
 int

@@ -109,6 +109,7 @@ struct node_work {
 	off_t trace_off;         /* where this run's records start in <n>.trace */
 	pid_t pid;
 	struct spawn_result res;
+	const kiln_timeout *timeout; /* its tool's limit (in e->desc); NULL: none */
 	int64_t start_ns;
 	int64_t start_wall_ns;   /* CLOCK_REALTIME_COARSE when it started: the
 	                            clock file times come from */

@@ -382,6 +382,9 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	rq.envp = (const char *const *)env.v;
 	rq.cwd = e->root;
 	rq.log_fd = n->w->log_fd;
+	/* e->desc is only replaced while no build runs: the pointer holds */
+	n->w->timeout = kiln_desc_tool_timeout(e->desc, n->ks->tool);
+	rq.timeout_ms = n->w->timeout ? n->w->timeout->s * 1000u : 0;
 	n->w->start_ns = engine_now_ns();
 	n->w->start_wall_ns = engine_coarse_ns();
 	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->w->run, &n->w->pid)) != 0)
@@ -529,7 +532,13 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		spawn_log_tail(n->w->log_fd, 8, tail, sizeof tail);
 	log_publish(e, n, logp);
 	if (!n->w->res.exited || n->w->res.status != 0) {
-		if (n->w->res.exited)
+		if (n->w->res.timed_out && n->w->timeout != NULL)
+			set_error(n, "%s: the tool ran longer than its timeout of %s (tool "
+			          "'%s', %s:%d)%s%s", n->ks->url, n->w->timeout->text,
+			          n->ks->tool->name, n->w->timeout->loc.file,
+			          n->w->timeout->loc.line,
+			          tail[0] ? "; its last lines:\n" : "", tail);
+		else if (n->w->res.exited)
 			set_error(n, "%s: the tool exited with status %d%s%s", n->ks->url,
 			          n->w->res.status, tail[0] ? "; its last lines:\n" : "", tail);
 		else

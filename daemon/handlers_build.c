@@ -10,6 +10,24 @@
 
 #include "engine.h"
 #include "handlers.h"
+#include "owners.h"
+
+/* The build belongs to the connection that asked for it: when that
+ * closes (and no other asks about it in time) it is cancelled (owners.h).
+ * A connection that closed before we got here has its pipe_cb run
+ * already, or about to: either way it is dropped as an owner. */
+static void
+build_claim(struct kilnd *d, const struct kilnd_call *c, uint64_t build)
+{
+	if (owners_claim(d->owners, build, c->pipe, 1) != 0) {
+		kilnd_log(d, KILND_WARNING, "build %llu: out of memory recording "
+		          "its client: it runs on if the client goes away",
+		          (unsigned long long)build);
+		return;
+	}
+	if (!server_pipe_open(d, c->pipe))
+		owners_pipe_closed(d->owners, c->pipe);
+}
 
 int
 h_build(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
@@ -28,6 +46,7 @@ h_build(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	kilnd_log(d, KILND_DEBUG, "build %llu of %u steps for profile %s (client %u)",
 	          (unsigned long long)a->body.build.build, a->body.build.steps,
 	          a->body.build.profile, c->pipe);
+	build_claim(d, c, a->body.build.build);
 	a->reply.body_case = KILN__REPLY__BODY_BUILD_REPLY;
 	a->reply.build_reply = &a->body.build;
 	return 0;
@@ -52,6 +71,12 @@ h_build_status(struct kilnd *d, const struct kilnd_call *c,
 	                         &a->body.build_status);
 	if (rv != 0)
 		return rv;
+	/* asking keeps a build going: a client that polls, or one back after
+	 * a reconnect, wants it (best effort: out of memory, it is not kept) */
+	if (!a->body.build_status.done &&
+	    owners_claim(d->owners, c->req->build_status->build, c->pipe, 0) == 0 &&
+	    !server_pipe_open(d, c->pipe))
+		owners_pipe_closed(d->owners, c->pipe);
 	a->reply.body_case = KILN__REPLY__BODY_BUILD_STATUS_REPLY;
 	a->reply.build_status_reply = &a->body.build_status;
 	return 0;

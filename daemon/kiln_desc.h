@@ -15,6 +15,7 @@
 #define KILN_DESC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kiln_error.h"
 
@@ -57,6 +58,13 @@ typedef struct kiln_kv {
 	kiln_loc loc;
 } kiln_kv;
 
+/* A tool's time limit (`timeout:`, or the project's `tool_timeout:`). */
+typedef struct kiln_timeout {
+	const char *text;   /* as written, e.g. "30s"; NULL: not given */
+	uint32_t s;         /* seconds; 0: no limit */
+	kiln_loc loc;
+} kiln_timeout;
+
 typedef struct kiln_tool {
 	const char *name;
 	const char **run; /* argv template; with shell, one command string */
@@ -67,6 +75,7 @@ typedef struct kiln_tool {
 	int shell;   /* run through /bin/sh -c */
 	int depfile; /* the tool writes a make-style depfile to ${depfile} */
 	int notrace; /* trace: false — run without the file-access tracer */
+	kiln_timeout timeout; /* its own; see kiln_desc_tool_timeout */
 	kiln_loc loc;
 } kiln_tool;
 
@@ -150,6 +159,11 @@ typedef enum kiln_mat_mode {
 
 /* The project's 'materialize' (KILN_MAT_UNSET when not given). */
 kiln_mat_mode kiln_desc_materialize(const kiln_desc *d);
+
+/* The time limit t runs under: its own `timeout:`, else the project's
+ * `tool_timeout:`; NULL when none applies (or it is 0). Valid as long as
+ * d. Not part of any action key: it changes no output. */
+const kiln_timeout *kiln_desc_tool_timeout(const kiln_desc *d, const kiln_tool *t);
 
 /* "copy" or "hardlink" as a mode; anything else (NULL too) is
  * KILN_MAT_UNSET. */

@@ -108,6 +108,7 @@ struct kilnd {
 	struct kilnd_server *server;   /* own lock inside */
 	struct kilnd_verified *verified; /* own lock inside */
 	struct engine *engine;         /* own locks inside (engine.h) */
+	struct kilnd_owners *owners;   /* own lock inside (owners.h) */
 
 	atomic_uint_fast64_t requests;     /* answered */
 	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused,

@@ -18,9 +18,16 @@
 #include "engine.h"
 #include "events.h"
 #include "kilnd.h"
+#include "owners.h"
 #include "server.h"
 #include "uploads.h"
 #include "verified.h"
+
+/* How long a build whose clients all disconnected waits for one to come
+ * back (a reconnect, then a status request) before it is cancelled:
+ * longer than a redial takes, short enough that a killed `kiln build`'s
+ * tools stop about at once (docs/protocol.md, "When a client goes away"). */
+#define ORPHAN_GRACE_MS 2000
 
 static const char usage[] =
 	"usage: kilnd [--project DIR] [--store DIR] [--foreground] [OPTION...]\n"
@@ -408,6 +415,38 @@ engine_start(struct kilnd *d, char *err, size_t len)
 	return rv;
 }
 
+/* owners.c's cancel: a build whose clients all went away. */
+static void
+orphan_cancel(void *arg, uint64_t build)
+{
+	struct kilnd *d = arg;
+
+	if (engine_cancel(d->engine, build) == 0)
+		kilnd_log(d, KILND_INFO, "cancelled build %llu: every client that "
+		          "wanted it disconnected %u ms ago", (unsigned long long)build,
+		          ORPHAN_GRACE_MS);
+}
+
+/* owners.c's question: has the build ended (or been forgotten)? */
+static int
+build_ended(void *arg, uint64_t build)
+{
+	struct kilnd *d = arg;
+	Kiln__BuildFinished bf;
+
+	return engine_build_status(d->engine, build, &bf) != 0 || bf.done;
+}
+
+/* Track which clients want each build, so that a build whose client died
+ * (kill -9) does not run on for nobody. */
+static int
+owners_start(struct kilnd *d)
+{
+	struct owners_config oc = {ORPHAN_GRACE_MS, orphan_cancel, build_ended, d};
+
+	return owners_new(&oc, &d->owners);
+}
+
 /* Say what a killed daemon left behind, now that there is a log. */
 static void
 stale_report(struct kilnd *d)
@@ -454,6 +493,7 @@ start(struct kilnd *d, char *err, size_t len)
 	    (rv = uploads_new(d->store, d->cfg.max_uploads, d->cfg.upload_idle_s,
 	                      &d->uploads)) != 0 ||
 	    (rv = engine_start(d, err, len)) != 0 ||
+	    (rv = owners_start(d)) != 0 ||
 	    (rv = server_start(d, err, len)) != 0) {
 		if (err[0] == '\0')
 			snprintf(err, len, "starting: %s", kiln_strerror(rv));
@@ -488,6 +528,8 @@ stop(struct kilnd *d)
 	}
 	atomic_store(&d->stopping, 1);
 	server_stop(d);          /* no handler runs after this */
+	owners_free(d->owners);  /* no cancel after this */
+	d->owners = NULL;
 	engine_free(d->engine);  /* running tools killed, finished work kept */
 	d->engine = NULL;
 	uploads_free(d->uploads); /* unfinished uploads leave nothing behind */

@@ -47,6 +47,7 @@
 
 #include "handlers.h"
 #include "jobs.h"
+#include "owners.h"
 #include "server.h"
 
 /* Requests one connection may have in progress: libkiln uses at most 6
@@ -568,6 +569,7 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		 * for this connection later sees it closed (server_pipe_open). */
 		uploads_pipe_closed(d->uploads, id);
 		events_pipe_closed(d->events, id);
+		owners_pipe_closed(d->owners, id);
 		kilnd_log(d, KILND_DEBUG, "client %u disconnected", id);
 		break;
 	default:

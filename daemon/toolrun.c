@@ -45,6 +45,9 @@
 /* How often a child without a pidfd in the poll array is looked at. */
 #define POLL_SLOW_MS 20
 
+/* Between the SIGTERM of a timed-out tool and its SIGKILL. */
+#define TIMEOUT_GRACE_NS ((int64_t)2000 * 1000000)
+
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 struct child {
@@ -56,6 +59,8 @@ struct child {
 	void *arg;
 	int64_t start_ns;
 	int64_t kill_at_ns; /* SIGKILL the group then; 0: not asked */
+	int64_t deadline_ns; /* its timeout: SIGTERM then; 0: none (or past) */
+	int timed_out;
 };
 
 struct kilnd_spawner {
@@ -147,6 +152,7 @@ child_finish(struct child *c)
 	r.cpu_ns = ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
 	           ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
 	r.maxrss_kb = ru.ru_maxrss;
+	r.timed_out = c->timed_out;
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	c->done(c->arg, &r);
@@ -178,6 +184,8 @@ reaper_fill(struct kilnd_spawner *sp, int *timeout)
 			soonest = now + (int64_t)POLL_SLOW_MS * 1000000;
 		if (c->kill_at_ns != 0 && (soonest < 0 || c->kill_at_ns < soonest))
 			soonest = c->kill_at_ns;
+		if (c->deadline_ns != 0 && (soonest < 0 || c->deadline_ns < soonest))
+			soonest = c->deadline_ns;
 	}
 	if (soonest < 0)
 		*timeout = -1;
@@ -186,6 +194,18 @@ reaper_fill(struct kilnd_spawner *sp, int *timeout)
 	else
 		*timeout = (int)((soonest - now + 999999) / 1000000);
 	return n;
+}
+
+/* c ran past its timeout: ask its group to end as a cancel does (SIGTERM,
+ * SIGKILL 2 s later), and remember why for its result. */
+static void
+child_time_out(struct child *c, int64_t now)
+{
+	kill(-c->pid, SIGTERM);
+	c->deadline_ns = 0;
+	c->timed_out = 1;
+	if (c->kill_at_ns == 0 || c->kill_at_ns > now + TIMEOUT_GRACE_NS)
+		c->kill_at_ns = now + TIMEOUT_GRACE_NS;
 }
 
 /* After a poll: fire due kill timers, and take every ended child out of the
@@ -213,6 +233,8 @@ reaper_collect(struct kilnd_spawner *sp, nfds_t n, struct child **ended)
 			sp->nrunning--;
 			continue;
 		}
+		if (c->deadline_ns != 0 && c->deadline_ns <= now)
+			child_time_out(c, now);
 		if (c->kill_at_ns != 0 && c->kill_at_ns <= now) {
 			kill(-c->pid, SIGKILL);
 			c->kill_at_ns = 0;
@@ -476,6 +498,8 @@ spawner_start(struct kilnd_spawner *sp, const struct spawn_req *rq,
 	c->done = done;
 	c->arg = arg;
 	c->start_ns = now_ns();
+	if (rq->timeout_ms != 0)
+		c->deadline_ns = c->start_ns + (int64_t)rq->timeout_ms * 1000000;
 	rv = spawn_one(sp, rq, &c->pid);
 	/* Until it is reaped the pid cannot be reused, so this is our child;
 	 * without a pidfd (EMFILE) it is looked at by timer instead. A pidfd

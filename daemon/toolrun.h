@@ -31,6 +31,9 @@ struct spawn_req {
 	const char *const *envp;   /* the tool's whole environment */
 	const char *cwd;           /* the folder it runs in (NULL: the daemon's) */
 	int log_fd;                /* stdout and stderr go here */
+	/* After this long the group gets SIGTERM, then SIGKILL 2 s later
+	 * (0: no limit); the result says timed_out. */
+	uint32_t timeout_ms;
 };
 
 struct spawn_result {
@@ -40,6 +43,7 @@ struct spawn_result {
 	int64_t cpu_ns;     /* user + system time of the child and its waited-for
 	                       children */
 	int64_t maxrss_kb;
+	int timed_out;      /* killed for running past rq->timeout_ms */
 };
 
 typedef void (*spawn_done_fn)(void *arg, const struct spawn_result *r);

@@ -130,7 +130,7 @@ run_tool(void **state, const char *const *argv, const char *const *envp,
 	struct kilnd_spawner *sp;
 	struct seen seen;
 	struct slot sl = {.seen = &seen};
-	struct spawn_req rq = {argv[0], argv, envp, cwd, open_log(state, "log")};
+	struct spawn_req rq = {argv[0], argv, envp, cwd, open_log(state, "log"), 0};
 	pid_t pid = 0;
 
 	seen_init(&seen);
@@ -250,7 +250,7 @@ kept_spawn_settings_follow_each_cwd_and_log(void **state)
 	seen_init(&seen);
 	assert_kiln(0, spawner_new(&sp, 0));
 	for (int i = 0; i < 3; i++) {
-		struct spawn_req rq = {argv[0], argv, no_env, tu_path(state, "%s", dirs[i]), fd};
+		struct spawn_req rq = {argv[0], argv, no_env, tu_path(state, "%s", dirs[i]), fd, 0};
 		if (i < 2)
 			assert_int_equal(mkdir(tu_path(state, "%s", dirs[i]), 0755), 0);
 		assert_non_null(realpath(tu_path(state, "%s", dirs[i]), want[i]));
@@ -336,7 +336,7 @@ tool_policy_from_batch_thread(void **state, int sched_normal)
 	struct kilnd_spawner *sp;
 	struct seen seen;
 	struct slot sl = {.seen = &seen};
-	struct spawn_req rq = {argv[0], argv, no_env, NULL, open_log(state, "log")};
+	struct spawn_req rq = {argv[0], argv, no_env, NULL, open_log(state, "log"), 0};
 	int policy, rv;
 
 	assert_int_equal(0, pthread_setschedparam(pthread_self(), SCHED_BATCH, &prio0));
@@ -397,7 +397,7 @@ fifty_children_at_once_each_done_exactly_once(void **state)
 	assert_kiln(0, spawner_new(&sp, 0));
 	for (int i = 0; i < N; i++) {
 		const char *argv[] = {"/bin/sh", "-c", script[i], NULL};
-		struct spawn_req rq = {"/bin/sh", argv, no_env, NULL, log_fd};
+		struct spawn_req rq = {"/bin/sh", argv, no_env, NULL, log_fd, 0};
 
 		snprintf(script[i], sizeof(script[i]), "sleep 0.%d; exit %d",
 		         i % 3, i);
@@ -440,7 +440,7 @@ starter_main(void *arg)
 	for (int i = 0; i < 150 && !st->bad; i++) {
 		char script[32];
 		const char *argv[] = {"/bin/sh", "-c", script, NULL};
-		struct spawn_req rq = {"/bin/sh", argv, no_env, NULL, st->log_fd};
+		struct spawn_req rq = {"/bin/sh", argv, no_env, NULL, st->log_fd, 0};
 		struct seen seen;
 		struct slot sl = {.seen = &seen};
 		int code = (st->base + i) % 100;
@@ -524,7 +524,7 @@ kill_tool(void **state, const char *script, unsigned grace_ms, int64_t *took_ms)
 	struct kilnd_spawner *sp;
 	struct seen seen;
 	struct slot sl = {.seen = &seen};
-	struct spawn_req rq = {"/bin/sh", argv, no_env, NULL, open_log(state, "log")};
+	struct spawn_req rq = {"/bin/sh", argv, no_env, NULL, open_log(state, "log"), 0};
 	int64_t t0;
 	pid_t pid;
 
@@ -621,7 +621,7 @@ free_with_running_children_kills_them_and_returns_promptly(void **state)
 {
 	enum { N = 5 };
 	const char *argv[] = {"/bin/sleep", "100", NULL};
-	struct spawn_req rq = {"/bin/sleep", argv, no_env, NULL, open_log(state, "log")};
+	struct spawn_req rq = {"/bin/sleep", argv, no_env, NULL, open_log(state, "log"), 0};
 	struct kilnd_spawner *sp;
 	struct seen seen;
 	struct slot sl[N];
@@ -654,8 +654,8 @@ children_without_a_pidfd_are_reaped_and_killed_too(void **state)
 {
 	const char *exit5[] = {"/bin/sh", "-c", "exit 5", NULL};
 	const char *sleep100[] = {"/bin/sleep", "100", NULL};
-	struct spawn_req rq5 = {"/bin/sh", exit5, no_env, NULL, open_log(state, "log")};
-	struct spawn_req rqs = {"/bin/sleep", sleep100, no_env, NULL, rq5.log_fd};
+	struct spawn_req rq5 = {"/bin/sh", exit5, no_env, NULL, open_log(state, "log"), 0};
+	struct spawn_req rqs = {"/bin/sleep", sleep100, no_env, NULL, rq5.log_fd, 0};
 	struct kilnd_spawner *sp;
 	struct seen seen;
 	struct slot sl[3];
@@ -716,7 +716,7 @@ start_errors_call_no_done(void **state)
 	struct seen seen;
 	struct slot sl = {.seen = &seen};
 	int rv[N + 1], log_fd = open_log(state, "log");
-	struct spawn_req nocwd = {"/bin/sh", sh, no_env, tu_path(state, "nx"), log_fd};
+	struct spawn_req nocwd = {"/bin/sh", sh, no_env, tu_path(state, "nx"), log_fd, 0};
 
 	seen_init(&seen);
 	tu_write_file(tu_path(state, "data.txt"), "x\n", 2);
@@ -728,7 +728,7 @@ start_errors_call_no_done(void **state)
 	for (size_t i = 0; i < n; i++) {
 		const char *path = tu_path(state, "%s", cases[i].path);
 		const char *argv[] = {path, NULL};
-		struct spawn_req rq = {path, argv, no_env, NULL, log_fd};
+		struct spawn_req rq = {path, argv, no_env, NULL, log_fd, 0};
 
 		rv[i] = spawner_start(sp, &rq, on_done, &sl, NULL);
 	}
@@ -754,7 +754,7 @@ static void
 helper_spawn_and_wait(void **state, int fd)
 {
 	const char *argv[] = {"/bin/sleep", "30", NULL};
-	struct spawn_req rq = {"/bin/sleep", argv, no_env, NULL, open_log(state, "log")};
+	struct spawn_req rq = {"/bin/sleep", argv, no_env, NULL, open_log(state, "log"), 0};
 	struct kilnd_spawner *sp;
 	struct seen seen;
 	struct slot sl = {.seen = &seen};
@@ -810,7 +810,7 @@ short_thread_main(void *arg)
 {
 	struct short_thread *st = arg;
 	const char *argv[] = {"/bin/sleep", "30", NULL};
-	struct spawn_req rq = {"/bin/sleep", argv, no_env, NULL, st->log_fd};
+	struct spawn_req rq = {"/bin/sleep", argv, no_env, NULL, st->log_fd, 0};
 
 	st->rv = spawner_start(st->sp, &rq, on_done, st->sl, NULL);
 	return NULL;
