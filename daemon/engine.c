@@ -423,6 +423,11 @@ batch_commit(struct engine *e)
 			         kiln_strerror(rv));
 			e->cfg.log(e->cfg.arg, 1, msg);
 		}
+	} else if (skipped > 0) {
+		/* gc removed a blob between its put (or the lookup that
+		 * reused it) and this commit: those records are not in the
+		 * store, so their steps must not be believed up to date */
+		lost_note_skipped(e, gen);
 	}
 	kiln_batch_free(b);
 	pthread_mutex_unlock(&e->commit_mu);

@@ -346,6 +346,10 @@ struct engine {
 	 * failure's code */
 	uint32_t lost_lo, lost_hi, lost_max;
 	int lost_rv;
+	/* the same for commits that skipped records whose blob gc had
+	 * removed (lost_note_skipped): those steps are forgotten, their
+	 * builds do not fail */
+	uint32_t skip_lo, skip_hi, skip_max;
 };
 
 /* ---- engine_step.c ---- */
@@ -650,6 +654,10 @@ int batch_commit(struct engine *e);
 
 /* The batch numbered gen failed to commit with rv (commit_mu held). */
 void lost_note(struct engine *e, uint32_t gen, int rv);
+/* Batch gen committed but skipped records naming blobs gc had removed
+ * (commit_mu held): its steps are forgotten as a lost batch's are, but
+ * their builds do not fail. */
+void lost_note_skipped(struct engine *e, uint32_t gen);
 
 /* Forget the in-memory results of the steps whose records were in the
  * failed batches noted since the last call, and count them into their

@@ -19,23 +19,48 @@
  * on the side of losing: a step lost although its records committed is
  * only decided in full next time, and finds its cached result.
  *
- * Threads: lost_note under commit_mu (takes batch_mu); the rest under
+ * A commit that succeeds can still skip records: those naming a blob that
+ * gc (another process's too) removed between the put, or the lookup that
+ * reused a cached result, and the commit (store/gc.c says why that is the
+ * only outcome gc can leave, besides keeping the blob). Such a step's
+ * output is in build/, but neither its index entry nor (for a reuse) its
+ * touched result is in the store: the same ranges note those batches
+ * (lost_note_skipped, skip_lo/hi/max), and their steps are forgotten
+ * like lost ones but not counted into their builds: nothing failed, and
+ * the next build decides them in full and makes the blob again.
+ *
+ * Threads: lost_note and lost_note_skipped under commit_mu (takes batch_mu); the rest under
  * e->mu, but lost_decision_begins (the node's worker, which owns rec_lo). */
 #include <string.h>
 
 #include "engine_int.h"
 
+/* Widen the range [*lo, *hi] and *max to batch gen (batch_mu held). */
+static void
+span_note(uint32_t *lo, uint32_t *hi, uint32_t *max, uint32_t gen)
+{
+	if (*hi == 0 || gen < *lo)
+		*lo = gen;
+	if (gen > *hi)
+		__atomic_store_n(hi, gen, __ATOMIC_RELEASE);
+	if (gen > __atomic_load_n(max, __ATOMIC_RELAXED))
+		__atomic_store_n(max, gen, __ATOMIC_RELEASE);
+}
+
 void
 lost_note(struct engine *e, uint32_t gen, int rv)
 {
 	pthread_mutex_lock(&e->batch_mu);
-	if (e->lost_hi == 0 || gen < e->lost_lo)
-		e->lost_lo = gen;
-	if (gen > e->lost_hi)
-		__atomic_store_n(&e->lost_hi, gen, __ATOMIC_RELEASE);
-	if (gen > __atomic_load_n(&e->lost_max, __ATOMIC_RELAXED))
-		__atomic_store_n(&e->lost_max, gen, __ATOMIC_RELEASE);
+	span_note(&e->lost_lo, &e->lost_hi, &e->lost_max, gen);
 	e->lost_rv = rv;
+	pthread_mutex_unlock(&e->batch_mu);
+}
+
+void
+lost_note_skipped(struct engine *e, uint32_t gen)
+{
+	pthread_mutex_lock(&e->batch_mu);
+	span_note(&e->skip_lo, &e->skip_hi, &e->skip_max, gen);
 	pthread_mutex_unlock(&e->batch_mu);
 }
 
@@ -48,10 +73,10 @@ lost_decision_begins(struct engine *e, struct node *n)
 	n->lost = 0;   /* no other thread looks at a node being decided */
 }
 
-/* Forget n's result (e->mu held) and count it into the builds that want
- * it, once. Its output ids stay: dependents deciding now may read them. */
+/* Forget n's result (e->mu held). Its output ids stay: dependents
+ * deciding now may read them. */
 static void
-node_lose(struct engine *e, struct graph *g, struct node *n)
+node_forget(struct graph *g, struct node *n)
 {
 	n->have = 0;
 	memset(&n->key, 0, sizeof n->key);
@@ -59,6 +84,14 @@ node_lose(struct engine *e, struct graph *g, struct node *n)
 	for (size_t i = 0; i < n->ks->noutputs; i++)
 		n->outs[i].mat_gen = 0;   /* build/'s copy: not vouched for */
 	g->index_dirty = 1;
+}
+
+/* Forget n's result (e->mu held) and count it into the builds that want
+ * it, once. */
+static void
+node_lose(struct engine *e, struct graph *g, struct node *n)
+{
+	node_forget(g, n);
 	if (n->lost)
 		return;
 	n->lost = 1;
@@ -80,25 +113,47 @@ recorded(const struct node *n)
 	       n->rec_hi >= n->rec_lo;
 }
 
+/* Take the range [*lo, *hi] noted since the last call; 0 when none. */
+static int
+span_take(struct engine *e, uint32_t *lo, uint32_t *hi, uint32_t *out_lo,
+          uint32_t *out_hi)
+{
+	if (__atomic_load_n(hi, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	pthread_mutex_lock(&e->batch_mu);
+	*out_lo = *lo;
+	*out_hi = *hi;
+	*lo = 0;
+	__atomic_store_n(hi, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&e->batch_mu);
+	return 1;
+}
+
+/* Forget (count: and lose) every finished step with records in [lo, hi]. */
+static void
+span_apply(struct engine *e, uint32_t lo, uint32_t hi, int count)
+{
+	for (struct graph *g = e->graphs; g != NULL; g = g->next)
+		for (uint32_t i = 0; i < g->n; i++) {
+			struct node *n = &g->nodes[i];
+			if (!recorded(n) || n->rec_lo > hi || n->rec_hi < lo)
+				continue;
+			if (count)
+				node_lose(e, g, n);
+			else
+				node_forget(g, n);
+		}
+}
+
 void
 lost_apply(struct engine *e)
 {
 	uint32_t lo, hi;
 
-	if (__atomic_load_n(&e->lost_hi, __ATOMIC_ACQUIRE) == 0)
-		return;
-	pthread_mutex_lock(&e->batch_mu);
-	lo = e->lost_lo;
-	hi = e->lost_hi;
-	e->lost_lo = 0;
-	__atomic_store_n(&e->lost_hi, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&e->batch_mu);
-	for (struct graph *g = e->graphs; g != NULL; g = g->next)
-		for (uint32_t i = 0; i < g->n; i++) {
-			struct node *n = &g->nodes[i];
-			if (recorded(n) && n->rec_lo <= hi && n->rec_hi >= lo)
-				node_lose(e, g, n);
-		}
+	if (span_take(e, &e->lost_lo, &e->lost_hi, &lo, &hi))
+		span_apply(e, lo, hi, 1);
+	if (span_take(e, &e->skip_lo, &e->skip_hi, &lo, &hi))
+		span_apply(e, lo, hi, 0);
 }
 
 void
@@ -115,4 +170,6 @@ lost_node_finished(struct engine *e, struct graph *g, struct node *n,
 	/* a batch that failed since its first record may hold some of them */
 	if (n->rec_failed || __atomic_load_n(&e->lost_max, __ATOMIC_ACQUIRE) >= n->rec_lo)
 		node_lose(e, g, n);
+	else if (__atomic_load_n(&e->skip_max, __ATOMIC_ACQUIRE) >= n->rec_lo)
+		node_forget(g, n);
 }

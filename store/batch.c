@@ -40,7 +40,7 @@ struct commit {
 static int
 tolerated(const struct rec_op *op, int rv)
 {
-	if (rv == KILN_ENOTFOUND)
+	if (rv == KILN_ENOTFOUND || rv == ROP_EBLOBGONE)
 		return 1;
 	/* A record this kiln cannot decode is fsck's to report, not a reason
 	 * to refuse every other record of the batch. */
@@ -61,7 +61,8 @@ commit_txn(db_txn *t, void *arg)
 	 * resize, in a new transaction */
 	for (size_t i = 0; i < c->n; i++)
 		named += c->ops[i].kind == ROP_ACTION_PUT ? c->ops[i].noutputs
-		         : c->ops[i].kind == ROP_INDEX_SET;
+		         : c->ops[i].kind == ROP_INDEX_SET ||
+		           c->ops[i].kind == ROP_ACTION_TOUCH;  /* one, usually */
 	blob_seen_init(&seen, named);
 	c->skipped = 0;
 	for (size_t i = 0; i < c->nuses && rv == 0; i++) {
@@ -83,7 +84,8 @@ commit_txn(db_txn *t, void *arg)
 			continue;
 		if (!c->lenient || !tolerated(&c->ops[i], rv))
 			break;
-		if (rv == KILN_ENOTFOUND && rop_names_blobs(&c->ops[i]))
+		if ((rv == KILN_ENOTFOUND && rop_names_blobs(&c->ops[i])) ||
+		    rv == ROP_EBLOBGONE)
 			c->skipped++;
 		rv = 0;
 	}
@@ -111,7 +113,7 @@ rop_commit(kiln_store *s, const struct rec_op *ops, size_t n, size_t *skipped)
 	if ((rv = store_sync_puts(s)) != 0 ||
 	    (rv = db_write(s->db, commit_txn, &c)) != 0) {
 		store_uses_return(s, uses, c.nuses);
-		return rv;
+		return rv == ROP_EBLOBGONE ? KILN_ENOTFOUND : rv;
 	}
 	free(uses);
 	if (skipped != NULL)

@@ -9,7 +9,30 @@
  * a candidate whose use time moved past T0 - grace is skipped: every
  * put, touch and record naming a blob refreshes that time in a write
  * transaction, so whatever started using a blob after the snapshot keeps
- * it. Writers wait for one batch at most; readers never wait. */
+ * it. Writers wait for one batch at most; readers never wait.
+ *
+ * Why T0 is read inside a write transaction (issue 21). A record naming a
+ * blob is committed in a write transaction that checks the blob exists and
+ * stamps its use time with that transaction's clock; gc's unlinks happen
+ * in its own write transactions, which LMDB's writer lock (one per store,
+ * across processes) serializes with every commit. So a commit either runs
+ * before gc's unlink (it saw the blob, and stamped it) or after (it sees
+ * the blob gone and skips the record: kiln_store_commit counts it, and
+ * the caller must redo that step). The stamp keeps the blob only if gc's
+ * re-check compares it with a T0 that every commit missing from the
+ * roots snapshot stamps at or after. With T0 read anywhere, a commit could
+ * take its clock before T0, be still running when the roots' read
+ * snapshot begins (so its record is not a root) and end before gc's
+ * removal: its stamp < T0 - grace, and with grace 0 gc removed the blob
+ * its new record names. Reading T0 while holding the writer lock closes
+ * that: a commit that ended before is in the snapshot taken after, and
+ * one that began after takes its clock at or past T0. The same holds for
+ * action results (a touch stamps the result and its outputs) against
+ * action_cut. It relies on CLOCK_REALTIME not stepping back across the
+ * few milliseconds between; a clock stepped back by more than the grace
+ * period can still let a blob go. Nothing here depends on the grace
+ * period for correctness: grace only spares blobs put but not named yet
+ * from the work (and the redo) of a skipped record. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +296,15 @@ gc_remove(struct gc *g)
 	return 0;
 }
 
+/* Read the clock while holding the writer lock: see the top of the file. */
+static int
+now_txn(db_txn *t, void *arg)
+{
+	(void)t;
+	*(int64_t *)arg = store_now_ns();
+	return 0;
+}
+
 /* now - age seconds, saturating: an age beyond the epoch keeps everything. */
 static int64_t
 cutoff(int64_t now, int64_t age_s)
@@ -296,6 +328,8 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 		st = &local;
 	memset(st, 0, sizeof *st);
 	if (!o->dry_run && (rv = store_writable(s)) != 0)
+		return rv;
+	if (!o->dry_run && (rv = db_write(s->db, now_txn, &now)) != 0)
 		return rv;
 	g.s = s;
 	g.o = o;

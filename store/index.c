@@ -284,7 +284,8 @@ action_put_apply(db_txn *t, kiln_store *s, struct blob_seen *seen,
 }
 
 static int
-action_touch_apply(db_txn *t, const struct rec_op *op, int64_t now)
+action_touch_apply(db_txn *t, kiln_store *s, struct blob_seen *seen,
+                   const struct rec_op *op, int64_t now)
 {
 	kiln_action *rec;
 	const void *v;
@@ -294,8 +295,20 @@ action_touch_apply(db_txn *t, const struct rec_op *op, int64_t now)
 	if ((rv = db_get(t, DB_ACTIONS, op->key, op->klen, &v, &vlen)) != 0 ||
 	    (rv = rec_action_decode(v, vlen, &rec)) != 0)
 		return rv;
-	rec->used_ns = now;
-	rv = action_write(t, op, rec);
+	/* A touch keeps the result a gc root for another max-age, so it must
+	 * keep its blobs too: gc may have listed the result as too old to be
+	 * a root just before this touch, and then keeps it but goes on to
+	 * remove its outputs unless their use times say they were used after
+	 * it started (gc.c). A result whose blob is already gone is not
+	 * touched: it is no longer a result, and its caller must not believe
+	 * it cached. */
+	rv = name_blobs(t, s, seen, rec->outputs, rec->noutputs, now);
+	if (rv == 0) {
+		rec->used_ns = now;
+		rv = action_write(t, op, rec);
+	} else if (rv == KILN_ENOTFOUND) {
+		rv = ROP_EBLOBGONE;
+	}
 	kiln_action_free(rec);
 	return rv;
 }
@@ -325,7 +338,7 @@ rop_apply(db_txn *t, kiln_store *s, struct blob_seen *seen, const struct rec_op 
 	case ROP_INDEX_SET: return index_set_apply(t, s, seen, op, now);
 	case ROP_INDEX_DEL: return db_del(t, DB_INDEX, op->key, op->klen);
 	case ROP_ACTION_PUT: return action_put_apply(t, s, seen, op, now);
-	case ROP_ACTION_TOUCH: return action_touch_apply(t, op, now);
+	case ROP_ACTION_TOUCH: return action_touch_apply(t, s, seen, op, now);
 	case ROP_ACTION_DEL: return db_del(t, DB_ACTIONS, op->key, op->klen);
 	case ROP_FILE_PUT:
 		rec_file_encode(&op->file, v);

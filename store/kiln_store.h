@@ -296,7 +296,10 @@ int kiln_store_action_put(kiln_store *s, const kiln_id *key,
 int kiln_store_action_get(kiln_store *s, const kiln_id *key, kiln_action **a);
 void kiln_action_free(kiln_action *a);
 
-/* Mark a result as used now, keeping it a gc root for another max-age. */
+/* Mark a result as used now, keeping it a gc root for another max-age,
+ * and its blobs as used now (so a gc that started earlier keeps them).
+ * KILN_ENOTFOUND when there is no such result, or when a blob it names is
+ * gone (then nothing is touched). */
 int kiln_store_action_touch(kiln_store *s, const kiln_id *key);
 
 int kiln_store_action_delete(kiln_store *s, const kiln_id *key);
@@ -368,7 +371,12 @@ int kiln_batch_step_put(kiln_batch *b, const char *profile, const char *url,
  * A record naming a blob that is not in the store (index set, action put)
  * is skipped, not committed, and counted in *skipped (may be NULL): the
  * others still commit, and a skipped record leaves no trace (not even its
- * present blobs' use times). Deleting or touching something absent is not
+ * present blobs' use times). An action touch whose result names a blob no
+ * longer in the store is skipped and counted the same way. A concurrent
+ * gc (this process or another) decides, in its own write transaction,
+ * either before such a record (and keeps its blobs) or after (the record
+ * is skipped): a caller that counts skips must not take those records'
+ * steps as recorded. Deleting or touching something absent is not
  * an error, nor touching an action record this kiln cannot decode (fsck
  * reports it). Returns 0, KILN_EREADONLY, KILN_ENOSPC, KILN_ENOMEM,
  * KILN_EDB, or KILN_EIO (the sync of KILN_DURABLE_BATCH failed); on error

@@ -310,6 +310,12 @@ int deps_set_apply(db_txn *t, const struct rec_op *op);
 /* 1 for the kinds that name blobs (INDEX_SET, ACTION_PUT). */
 int rop_names_blobs(const struct rec_op *op);
 
+/* Internal only, from rop_apply: an ACTION_TOUCH whose result names a blob
+ * that is not in the store (gc removed it). Not applied; a batch counts it
+ * as skipped, a single call returns KILN_ENOTFOUND. (An absent result is
+ * KILN_ENOTFOUND, which a batch tolerates without counting.) */
+#define ROP_EBLOBGONE (-20097)
+
 /* The blobs found present and touched in the running write transaction.
  * A build's commit names each output three times (its put's use record,
  * the action result, the index entry); gc removes files only in its own

@@ -602,6 +602,49 @@ gc_accepts_the_largest_ages(void **state)
 	kiln_store_close(s);
 }
 
+/* A result gc listed as too old to be a root may be touched before gc's
+ * pass ends; gc then keeps the result, so the touch must keep its blobs
+ * too: it stamps them used, as the grace period here shows. And a result
+ * whose blob is already gone is not touched: a batch counts it skipped,
+ * so the caller knows it is not cached. */
+static void
+gc_an_action_touch_keeps_its_blobs_and_refuses_a_gone_one(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	kiln_id x = tu_put_content(s, 30, 900), y = tu_put_content(s, 31, 901);
+	kiln_id kx = tu_key_of("touched"), ky = tu_key_of("untouched");
+	kiln_id z, kz = tu_key_of("blob gone");
+	kiln_batch *b;
+	size_t skipped = 0;
+	kiln_gc_stats st;
+
+	assert_kiln(0, kiln_store_action_put(s, &kx, &x, 1, "x", 1));
+	assert_kiln(0, kiln_store_action_put(s, &ky, &y, 1, "y", 1));
+	tu_sleep_ms(1200);
+	assert_kiln(0, kiln_store_action_touch(s, &kx));
+
+	/* max age 0: both results go; grace 1 s spares what was used since */
+	st = run_gc(s, 0, 0, 1, 0);
+	assert_stat(st, removed_actions, 2);
+	assert_kept(state, s, &x, "blob of a result touched 1.2 s after its put");
+	assert_removed(state, s, &y, "blob of a result not touched");
+
+	z = tu_put_content(s, 32, 902);
+	assert_kiln(0, kiln_store_action_put(s, &kz, &z, 1, "z", 1));
+	if (unlink(tu_blob_path(state, &z)) != 0)
+		fail_msg("unlink %s: %s", tu_blob_path(state, &z), strerror(errno));
+	assert_kiln(KILN_ENOTFOUND, kiln_store_action_touch(s, &kz));
+	assert_kiln(0, kiln_batch_new(&b));
+	assert_kiln(0, kiln_batch_action_touch(b, &kz));
+	assert_kiln(0, kiln_batch_action_touch(b, &kx));
+	assert_kiln(0, kiln_store_commit(s, b, &skipped));
+	if (skipped != 1)
+		fail_msg("a touch of a result whose blob is gone: %zu records "
+		         "skipped, expected 1", skipped);
+	kiln_batch_free(b);
+	kiln_store_close(s);
+}
+
 int
 main(void)
 {
@@ -631,6 +674,9 @@ main(void)
 		                                tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(gc_accepts_the_largest_ages,
 		                                tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			gc_an_action_touch_keeps_its_blobs_and_refuses_a_gone_one,
+			tu_setup_dir, tu_teardown_dir),
 	};
 
 	return tu_skip_leak_report_if_failed(
