@@ -152,6 +152,11 @@ struct desc_file {
 	/* root only */
 	const char *project;
 	int materialize; /* kiln_mat_mode */
+	int has_path;    /* `path:` given */
+	vec path;        /* const char *, its folders as written (relative
+	                    ones relative to the root) */
+	const char *path_str; /* those joined with ':', all absolute; NULL:
+	                    no `path:` (or out of memory: f->a.failed) */
 	vec sources;     /* const char *, relative folders */
 	kiln_loc sources_loc;
 	vec profiles;    /* struct desc_profile */
