@@ -62,7 +62,7 @@ DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
 # and the event ring (events.c, no server either).
 ENGINE_SRC = daemon/engine_version.c daemon/engine_key.c daemon/filestate.c daemon/watch.c \
              daemon/engine.c daemon/engine_graph.c daemon/engine_life.c daemon/engine_deps.c daemon/engine_step.c daemon/engine_run.c daemon/engine_scratch.c daemon/engine_need.c daemon/engine_trace.c daemon/engine_discover.c daemon/dep_path.c daemon/depfile.c daemon/toolrun.c daemon/orphans.c daemon/materialize.c \
-             daemon/engine_verify.c daemon/engine_results.c daemon/engine_blobs.c daemon/engine_lost.c daemon/events.c
+             daemon/engine_verify.c daemon/engine_results.c daemon/engine_blobs.c daemon/engine_lost.c daemon/engine_path.c daemon/events.c
 DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c

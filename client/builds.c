@@ -44,6 +44,7 @@ kiln_build_start(kiln_conn *c, const kiln_build_opts *o, uint64_t *build,
 	q.keep_going = o->keep_going;
 	q.dry_run = o->dry_run;
 	q.priority = o->priority;
+	q.path = (char *)(o->path ? o->path : "");
 	lk_request_init(c, &req);
 	req.body_case = KILN__REQUEST__BODY_BUILD;
 	req.build = &q;
@@ -155,6 +156,7 @@ kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w)
 	w->traced = rec->traced;
 	w->warnings = (const char *const *)rec->warnings;
 	w->nwarnings = rec->n_warnings;
+	w->program = rec->program;
 	w->decision = (int)rec->decision;
 	w->reason = rec->reason;
 	w->error = rec->error;

@@ -315,6 +315,9 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 		default: return cli_bad_option("build", build_usage, longopts, ch, argv);
 		}
 	}
+	/* tools are found on this shell's PATH, as make's would be, not on
+	 * the PATH of whichever shell started the daemon */
+	o.path = getenv("PATH");
 	o.targets = (const char *const *)argv + optind;
 	o.ntargets = (size_t)(argc - optind);
 	v.dry = o.dry_run;
@@ -454,6 +457,8 @@ cmd_why(const struct cli *cli, int argc, char **argv)
 	if (w.decision == 0)
 		printf(" (the tool took %.2f s)", (double)w.duration_ns / 1e9);
 	printf("%s\n", w.this_daemon ? "" : " (recorded by an earlier daemon)");
+	if (w.program[0])
+		printf("program: %s\n", w.program);
 	if (w.nchanges > 0)
 		printf("what changed since the decision before:\n");
 	for (size_t i = 0; i < w.nchanges; i++) {

@@ -34,7 +34,8 @@ static const char ls_help[] =
 	"List the build steps of a profile (default: the first in kiln.yaml):\n"
 	"URL, tool, inputs (source files and @prerequisite URLs), outputs, and\n"
 	"where the step was defined; an asset that replaces a rule's step says\n"
-	"so; once built, whether the last run's file accesses were traced\n"
+	"so; once built, the program its tool ran (absolute, as found on that\n"
+	"build's PATH) and whether the last run's file accesses were traced\n"
 	"(read from the project's store). With --json, one JSON object with\n"
 	"every step and bundle.\n"
 	"\n"
@@ -206,30 +207,37 @@ json_loc(const kiln_loc *l)
 	json_str(buf);
 }
 
-/* Whether the last recorded run of url was traced: 1, 0, or -1 when the
- * store has no record of it (never built, or no store). */
-static int
-step_traced(kiln_store *st, const char *profile, const char *url)
+/* What the store recorded of a step's last decision. */
+struct step_last {
+	int traced;              /* its run was traced: 1, 0, or -1 (no
+	                            successful record: never built, or no store) */
+	char program[PATH_MAX];  /* the program its tool ran ("": unknown) */
+};
+
+static void
+step_last_get(kiln_store *st, const char *profile, const char *url,
+              struct step_last *l)
 {
 	Kiln__StepRecord *rec;
 	void *data = NULL;
 	size_t len = 0;
-	int traced;
 
+	l->traced = -1;
+	l->program[0] = '\0';
 	if (st == NULL || kiln_store_step_get(st, profile, url, &data, &len) != 0)
-		return -1;
+		return;
 	rec = kiln__step_record__unpack(NULL, len, data);
 	free(data);
 	if (rec == NULL)
-		return -1;
-	traced = rec->decision == KILN__STEP_RECORD__DECISION__FAILED ? -1
-	         : rec->traced;
+		return;
+	l->traced = rec->decision == KILN__STEP_RECORD__DECISION__FAILED ? -1
+	            : rec->traced;
+	snprintf(l->program, sizeof l->program, "%s", rec->program);
 	kiln__step_record__free_unpacked(rec, NULL);
-	return traced;
 }
 
 static void
-ls_json_step(const kiln_step *s, int traced)
+ls_json_step(const kiln_step *s, const struct step_last *l)
 {
 	printf("{\"url\":");
 	json_str(s->url);
@@ -256,7 +264,13 @@ ls_json_step(const kiln_step *s, int traced)
 		json_loc(&s->overrides);
 	else
 		printf("null");
-	printf(",\"traced\":%s}", traced < 0 ? "null" : traced ? "true" : "false");
+	printf(",\"traced\":%s", l->traced < 0 ? "null" : l->traced ? "true" : "false");
+	printf(",\"program\":");
+	if (l->program[0])
+		json_str(l->program);
+	else
+		printf("null");
+	putchar('}');
 }
 
 static void
@@ -268,9 +282,11 @@ ls_json(const kiln_desc *d, const kiln_plan *p, kiln_store *st)
 	json_str(p->profile);
 	printf(",\"steps\":[");
 	for (size_t i = 0; i < p->nsteps; i++) {
+		struct step_last l;
 		if (i)
 			putchar(',');
-		ls_json_step(&p->steps[i], step_traced(st, p->profile, p->steps[i].url));
+		step_last_get(st, p->profile, p->steps[i].url, &l);
+		ls_json_step(&p->steps[i], &l);
 	}
 	printf("],\"bundles\":{");
 	for (size_t i = 0; i < p->nbundles; i++) {
@@ -288,7 +304,8 @@ ls_text(const kiln_plan *p, kiln_store *st)
 {
 	for (size_t i = 0; i < p->nsteps; i++) {
 		const kiln_step *s = &p->steps[i];
-		int traced = step_traced(st, p->profile, s->url);
+		struct step_last l;
+		step_last_get(st, p->profile, s->url, &l);
 		printf("%s\n  tool     %s\n  defined  %s:%d (%s)", s->url,
 		       s->tool ? s->tool->name : "?", s->loc.file, s->loc.line,
 		       s->from_rule ? "rule" : "asset");
@@ -302,8 +319,10 @@ ls_text(const kiln_plan *p, kiln_store *st)
 			printf("  needs    @%s\n", s->needs[j]);
 		for (size_t j = 0; j < s->noutputs; j++)
 			printf("  output   %s = %s\n", s->outputs[j].name, s->outputs[j].file);
-		if (traced >= 0)
-			printf("  traced   %s\n", traced ? "yes (last run)" :
+		if (l.program[0])
+			printf("  program  %s (last decision)\n", l.program);
+		if (l.traced >= 0)
+			printf("  traced   %s\n", l.traced ? "yes (last run)" :
 			       "no (last run: a static or untraceable program)");
 	}
 	for (size_t i = 0; i < p->nbundles; i++) {

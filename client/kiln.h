@@ -274,6 +274,10 @@ typedef struct kiln_build_opts {
 	int keep_going;             /* build what does not depend on a failure */
 	int dry_run;                /* say what would run, run nothing */
 	unsigned priority;          /* 0 batch; higher runs first */
+	const char *path;           /* where the build looks its tools'
+	                               programs up (PATH syntax), unless the
+	                               project pins `path:`; the CLI passes its
+	                               own $PATH. NULL or "": the daemon's */
 } kiln_build_opts;
 
 /* Start a build. Its progress comes as STEP events and its end as a
@@ -315,6 +319,8 @@ typedef struct kiln_why_info {
 	const char *const *warnings; /* ran or reused: the result's warnings
 	                           (paths it could not record) */
 	size_t nwarnings;
+	const char *program;    /* the program the tool ran, absolute ("":
+	                           unknown) */
 } kiln_why_info;
 
 /* Why the last build of profile (NULL: the first) ran or reused url.

@@ -303,6 +303,12 @@ kiln_desc_project(const kiln_desc *d)
 	return d->files[0]->project ? d->files[0]->project : "";
 }
 
+const char *
+kiln_desc_path(const kiln_desc *d)
+{
+	return d->files[0]->path_str;
+}
+
 kiln_mat_mode
 kiln_desc_materialize(const kiln_desc *d)
 {

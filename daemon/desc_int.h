@@ -153,6 +153,11 @@ struct desc_file {
 	const char *project;
 	int materialize; /* kiln_mat_mode */
 	kiln_timeout tool_timeout; /* the tools' default time limit */
+	int has_path;    /* `path:` given */
+	vec path;        /* const char *, its folders as written (relative
+	                    ones relative to the root) */
+	const char *path_str; /* those joined with ':', all absolute; NULL:
+	                    no `path:` (or out of memory: f->a.failed) */
 	vec sources;     /* const char *, relative folders */
 	kiln_loc sources_loc;
 	vec profiles;    /* struct desc_profile */

@@ -689,6 +689,33 @@ static void k_tool_timeout(struct ld *c, const ynode *v, void *obj, const char *
 	(void)obj;
 	duration(c, v, f, &c->f->tool_timeout);
 }
+/* One entry of `path:`: an absolute folder, or one of the project
+ * (made absolute when the file is loaded). No ':' — PATH's separator. */
+static void
+one_path_dir(struct ld *c, const ynode *n, const char *field, void *arg)
+{
+	const char *s = text(c, n, field);
+
+	(void)arg;
+	if (s == NULL)
+		return;
+	if (strchr(s, ':') != NULL) {
+		diag_add(c->dg, KILN_DIAG_ERROR, at(c, n), field, "folder '%s' has a "
+		         "':' (give each folder as its own list entry)", s);
+		return;
+	}
+	if (s[0] != '/' && (s = root_path(c, n, s, field)) == NULL)
+		return;
+	vec_push(c->a, &c->f->path, &s);
+}
+static void k_path(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	(void)obj;
+	c->f->has_path = 1;
+	if (v != NULL && v->type == Y_SEQ)
+		vec_reserve(c->a, &c->f->path, v->n);
+	strings(c, v, f, one_path_dir, NULL);
+}
 static void
 one_source(struct ld *c, const ynode *n, const char *field, void *arg)
 {
@@ -780,14 +807,28 @@ static const struct field root_fields[] = {
 	{"kiln", k_kiln}, {"project", k_project}, {"sources", k_sources},
 	{"profiles", k_profiles}, {"tools", k_tools}, {"rules", k_rules},
 	{"assets", k_assets}, {"bundles", k_bundles}, {"materialize", k_materialize},
-	{"tool_timeout", k_tool_timeout},
+	{"tool_timeout", k_tool_timeout}, {"path", k_path},
 };
 static const struct field sub_fields[] = {
 	{"kiln", k_kiln}, {"tools", k_tools}, {"rules", k_rules},
 	{"assets", k_assets}, {"bundles", k_bundles}, {"project", k_root_only},
 	{"sources", k_root_only}, {"profiles", k_root_only},
 	{"materialize", k_root_only}, {"tool_timeout", k_root_only},
+	{"path", k_root_only},
 };
+
+/* `path:` as one PATH string of absolute folders, for the engine. */
+static void
+path_join(struct ld *c, const char *root)
+{
+	const char *const *d = c->f->path.items;
+	char *s = c->f->has_path ? arena_strdup(c->a, "") : NULL;
+
+	for (size_t i = 0; s != NULL && i < c->f->path.n; i++)
+		s = arena_printf(c->a, "%s%s%s%s%s", s, i ? ":" : "",
+		                 d[i][0] == '/' ? "" : root, d[i][0] == '/' ? "" : "/", d[i]);
+	c->f->path_str = s;
+}
 
 int
 desc_file_load(struct desc_file *f, const char *root)
@@ -804,6 +845,7 @@ desc_file_load(struct desc_file *f, const char *root)
 	vec_init(&f->rules, sizeof(struct desc_rule));
 	vec_init(&f->assets, sizeof(struct desc_asset));
 	vec_init(&f->bundles, sizeof(struct desc_bundle));
+	vec_init(&f->path, sizeof(const char *));
 	if (path == NULL) {
 		rv = KILN_ENOMEM;
 		goto out;
@@ -825,6 +867,7 @@ desc_file_load(struct desc_file *f, const char *root)
 		require(&c, top, "", "kiln", "the format version: 'kiln: 1'");
 		require(&c, top, "", "project", "the project's name");
 		require(&c, top, "", "profiles", "at least one profile, e.g. 'pc:'");
+		path_join(&c, root);
 	} else {
 		map_walk(&c, top, "", sub_fields, sizeof sub_fields / sizeof sub_fields[0], NULL);
 	}

@@ -833,6 +833,7 @@ node_schedule(struct engine *e, struct graph *g, struct node *n, struct build *b
 	}
 	n->wave = e->wave;
 	n->builds = bit;
+	n->pathi = b->pathi;
 	n->prio = b->prio;
 	n->waiting = 0;
 	n->send_event = 0;
@@ -912,6 +913,21 @@ free_slot(struct engine *e)
 	return -1;
 }
 
+/* The PATH a build's tools are found on (e->mu held, the project
+ * loaded): the project's `path:`, else the client's, else the daemon's. */
+static int
+build_path(struct engine *e, const Kiln__BuildRequest *rq, uint16_t *idx,
+           char *err, size_t errlen)
+{
+	const char *pinned = kiln_desc_path(e->desc);
+	int rv = engine_path_intern(e, pinned != NULL ? pinned : rq->path, idx);
+
+	if (rv == KILN_EBUSY)
+		snprintf(err, errlen, "builds with %d different PATHs are in progress; "
+		         "try again when one ends", ENGINE_MAX_PATHS);
+	return rv;
+}
+
 int
 engine_build(struct engine *e, const Kiln__BuildRequest *rq,
              Kiln__BuildReply *rep, char *err, size_t errlen)
@@ -964,6 +980,10 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 		goto out;
 	if ((b = calloc(1, sizeof *b)) == NULL) {
 		rv = KILN_ENOMEM;
+		goto out;
+	}
+	if ((rv = build_path(e, rq, &b->pathi, err, errlen)) != 0) {
+		free(b);
 		goto out;
 	}
 	if (e->nactive == 0) {   /* a new wave */

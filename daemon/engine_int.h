@@ -26,6 +26,9 @@
 #include "toolrun.h"
 
 #define ENGINE_MAX_BUILDS 64   /* at once; one bit each in node.builds */
+/* distinct PATHs in use at once (engine_path.c): a build's and those of
+ * cancelled builds' steps still running */
+#define ENGINE_MAX_PATHS 256
 #define ENGINE_KEEP_FINISHED 64 /* finished builds remembered for status */
 
 enum node_state {
@@ -117,6 +120,8 @@ struct node_work {
 	int has_log;
 	struct run_ctx run;
 	char token[33];          /* the run's KILN_STEP_TOKEN (engine_need.c) */
+	char program[PATH_MAX];  /* the program found for its key ("": not
+	                            found), for its record */
 };
 
 /* A step of a graph. 100,000-step projects keep one each for the daemon's
@@ -173,6 +178,9 @@ struct node {
 	 * in: rec_lo when its full decision began (0: it queued nothing, the
 	 * fast path), rec_hi when it finished (engine_lost.c) */
 	uint32_t rec_lo, rec_hi;
+	uint16_t pathi;          /* (e->mu to set) its programs' PATH: the
+	                            e->paths entry of the build that first
+	                            asked for it in its wave (engine_path.c) */
 
 	/* one byte each (separate bytes, not bit-fields: threads write
 	 * neighbouring ones under different locks) */
@@ -221,6 +229,7 @@ struct build {
 	int slot;                /* bit in node.builds; -1 once finished */
 	struct graph *g;
 	uint32_t prio, jobs;
+	uint16_t pathi;          /* e->paths entry its tools are found on */
 	int keep_going, dry_run;
 	int full;                /* every step of the profile (no targets) */
 	int stopped;             /* a failure without -k, or a cancel */
@@ -301,10 +310,16 @@ struct engine {
 
 	int rootfd;              /* the project folder (O_PATH) */
 	char trace_shim[PATH_MAX]; /* libkilntrace.so; "": steps run untraced */
-	/* Each tool's program found and hashed once per wave (tools_mu). */
+	/* the PATHs of the builds (engine_path.c; e->mu): [0] is tool_path,
+	 * NULL a free entry */
+	char *paths[ENGINE_MAX_PATHS];
+	unsigned npaths;
+	/* Each tool's program found and hashed once per wave and PATH
+	 * (tools_mu). */
 	pthread_mutex_t tools_mu;
 	struct tool_seen {
 		const kiln_tool *t;
+		uint16_t pathi;        /* the e->paths entry it was found on */
 		uint64_t wave;
 		int rv;
 		char exe[PATH_MAX];
@@ -351,6 +366,18 @@ struct engine {
 	 * builds do not fail */
 	uint32_t skip_lo, skip_hi, skip_max;
 };
+
+/* ---- engine_path.c ---- */
+
+/* Entry 0: the daemon's PATH (e->tool_path set). 0. */
+int engine_path_init(struct engine *e);
+void engine_path_free(struct engine *e);
+/* The entry of path (NULL or "": the daemon's, 0), added if new (e->mu
+ * held). 0, KILN_ENOMEM, KILN_EBUSY (ENGINE_MAX_PATHS in use). */
+int engine_path_intern(struct engine *e, const char *path, uint16_t *idx);
+/* The PATH n's program is found on and its tool runs with (n scheduled
+ * in the current wave). Valid while n is in progress. */
+const char *engine_path_of(const struct engine *e, const struct node *n);
 
 /* ---- engine_step.c ---- */
 

@@ -103,7 +103,8 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	                                          : "/usr/local/bin:/usr/bin:/bin")) == NULL ||
 	    kiln_batch_new(&e->batch) != 0 ||
 	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0)
+	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0 ||
+	    engine_path_init(e) != 0)
 		goto fail;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
 	/* without inotify (or with --no-watch) every file is stat'ed */
@@ -187,6 +188,7 @@ engine_free(struct engine *e)
 	free(e->runnable.v);
 	free(e->completed);
 	free(e->tools);
+	engine_path_free(e);
 	need_free(e);
 	if (e->rootfd >= 0)
 		close(e->rootfd);

@@ -310,11 +310,14 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
          const struct paths *p, struct argvec *env)
 {
 	const char *home = getenv("HOME");
-	char buf[PATH_MAX * 2];
+	char buf[PATH_MAX * 2], *path;
 
 	memset(env, 0, sizeof *env);
-	snprintf(buf, sizeof buf, "PATH=%s", e->tool_path);
-	av_push(env, strdup(buf));
+	/* the PATH its program was found on: what the tool's own lookups
+	 * (a script's commands) see too */
+	if (asprintf(&path, "PATH=%s", engine_path_of(e, n)) < 0)
+		path = NULL;
+	av_push(env, path);
 	snprintf(buf, sizeof buf, "HOME=%s", home ? home : e->root);
 	av_push(env, strdup(buf));
 	av_push(env, strdup("LANG=C.UTF-8"));

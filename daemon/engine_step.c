@@ -217,16 +217,17 @@ tool_uses(const kiln_tool *t, const char *name)
 	return 0;
 }
 
-/* The program the step runs, found on the tool path (absolute in exe),
- * and its content hash (h may be NULL): looked up once per tool per wave,
- * since a PATH search is several syscalls and a build has many steps per
- * tool. */
+/* The program the step runs, found on its build's PATH (absolute in exe),
+ * and its content hash (h may be NULL): looked up once per tool, PATH
+ * and wave, since a PATH search is several syscalls and a build has many
+ * steps per tool. */
 int
 step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h,
              struct fs_seen *seen)
 {
 	const kiln_tool *t = n->ks->tool;
 	const char *prog = t->shell ? "/bin/sh" : n->ks->nargv ? n->ks->argv[0] : "";
+	const char *path = engine_path_of(e, n);
 	struct tool_seen *ts = NULL;
 	struct fs_seen fss;
 	kiln_id hash;
@@ -239,7 +240,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 	int cacheable = t->shell || (t->nrun > 0 && strcmp(t->run[0], prog) == 0);
 	pthread_mutex_lock(&e->tools_mu);
 	for (size_t i = 0; cacheable && i < e->ntools; i++)
-		if (e->tools[i].t == t)
+		if (e->tools[i].t == t && e->tools[i].pathi == n->pathi)
 			ts = &e->tools[i];
 	if (ts != NULL && ts->wave == n->wave) {
 		rv = ts->rv;
@@ -251,7 +252,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 	}
 	if (!cacheable)
 		pthread_mutex_unlock(&e->tools_mu);
-	rv = spawn_find(prog, e->tool_path, e->root, exe, len);
+	rv = spawn_find(prog, path, e->root, exe, len);
 	if (rv == 0)
 		rv = filestate_hash_seen(e->fs, exe, &hash, &fss);
 	if (cacheable) {
@@ -267,6 +268,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 			ts = &e->tools[e->ntools++];
 		if (ts != NULL) {
 			ts->t = t;
+			ts->pathi = n->pathi;
 			ts->wave = n->wave;
 			ts->rv = rv;
 			snprintf(ts->exe, sizeof ts->exe, "%s", exe);
@@ -280,7 +282,7 @@ done:
 		set_error(n, "tool '%s' (%s:%d): program '%s' %s (PATH=%s)", t->name,
 		          t->loc.file ? t->loc.file : "?", t->loc.line, prog,
 		          rv == KILN_ENOTFOUND ? "not found or not executable"
-		                               : kiln_strerror(rv), e->tool_path);
+		                               : kiln_strerror(rv), path);
 	else if (h != NULL)
 		*h = hash;
 	if (rv == 0 && seen != NULL)
@@ -393,8 +395,10 @@ parts_tool(struct engine *e, const struct graph *g, struct node *n,
 	struct sbuf b = {0};
 	int rv;
 
+	n->w->program[0] = '\0';
 	if ((rv = step_program(e, n, exe, sizeof exe, &h, NULL)) != 0)
 		return rv;
+	snprintf(n->w->program, sizeof n->w->program, "%s", exe);
 	rv = key_parts_text(kp, "tool", t->name);
 	if (rv == 0 && t->version && t->version[0])
 		rv = key_parts_text(kp, "tool version", t->version);
@@ -600,6 +604,7 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 	r.time_ns = engine_wall_ns();
 	r.duration_ns = n->duration_ns;
 	r.traced = decision != KILN__STEP_RECORD__DECISION__FAILED && n->traced;
+	r.program = n->w->program;
 	if (decision != KILN__STEP_RECORD__DECISION__FAILED) {
 		r.warnings = n->warnings;
 		r.n_warnings = step_nwarnings(n);

@@ -157,6 +157,11 @@ typedef enum kiln_mat_mode {
 	KILN_MAT_HARDLINK,   /* hard links to the store's blobs (opt-in) */
 } kiln_mat_mode;
 
+/* The project's 'path' (where tools' programs are found, whoever asks
+ * for the build) as a PATH string of absolute folders, valid for d's
+ * life; NULL when not given: each build's own PATH is used. */
+const char *kiln_desc_path(const kiln_desc *d);
+
 /* The project's 'materialize' (KILN_MAT_UNSET when not given). */
 kiln_mat_mode kiln_desc_materialize(const kiln_desc *d);
 
