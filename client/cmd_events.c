@@ -25,6 +25,11 @@ static const char events_help[] =
 	"  overflow lost FIRST-LAST              events lost (this subscriber\n"
 	"  overflow new-epoch                    fell behind, or the daemon\n"
 	"                                        restarted): resynchronize\n"
+	"  overflow evicted                      the daemon closed this watch to\n"
+	"                                        make room for a newer subscriber\n"
+	"                                        (--max-subscribers); kiln events\n"
+	"                                        then ends: run it again with\n"
+	"                                        --since EPOCH:SEQ of this line\n"
 	"  stopping REASON                       the daemon is stopping\n"
 	"  other                                 a kind this kiln does not know\n"
 	"Ends when the daemon stops, after --count events, or when --timeout\n"
@@ -41,8 +46,8 @@ static const char events_help[] =
 	"  --json               one JSON object per event\n"
 	"  -h, --help           show this help\n"
 	"\n"
-	"exit status: 0 ended as asked; 2 bad usage or the daemon could not be\n"
-	"reached.\n";
+	"exit status: 0 ended as asked; 1 evicted (see above); 2 bad usage or\n"
+	"the daemon could not be reached.\n";
 
 struct events_opts {
 	int since_set;
@@ -79,7 +84,9 @@ event_line(const kiln_event *ev)
 	       kind_name(ev));
 	switch (ev->type) {
 	case KILN_EVENT_OVERFLOW:
-		if (ev->new_epoch)
+		if (ev->evicted)
+			fputs(" evicted", stdout);
+		else if (ev->new_epoch)
 			fputs(" new-epoch", stdout);
 		else
 			printf(" lost %" PRIu64 "-%" PRIu64, ev->first_lost,
@@ -112,8 +119,9 @@ event_json(const kiln_event *ev)
 	       PRId64 ",\"type\":\"%s\"", ev->at.epoch, ev->at.seq, ev->time_ns,
 	       kind_name(ev));
 	if (ev->type == KILN_EVENT_OVERFLOW)
-		printf(",\"new_epoch\":%s,\"first_lost\":%" PRIu64
-		       ",\"last_lost\":%" PRIu64, ev->new_epoch ? "true" : "false",
+		printf(",\"evicted\":%s,\"new_epoch\":%s,\"first_lost\":%" PRIu64
+		       ",\"last_lost\":%" PRIu64, ev->evicted ? "true" : "false",
+		       ev->new_epoch ? "true" : "false",
 		       ev->first_lost, ev->last_lost);
 	if (ev->type == KILN_EVENT_LOG)
 		printf(",\"level\":\"%s\"", level_name(ev->level));
@@ -213,6 +221,15 @@ events_loop(kiln_conn *c, const struct events_opts *o)
 			event_line(&ev);
 		if (fflush(stdout) != 0)
 			return CLI_USAGE;
+		/* Evicted: resubscribing at once would only evict the next
+		 * oldest watcher, and it the next; a watcher steps aside. */
+		if (ev.type == KILN_EVENT_OVERFLOW && ev.evicted) {
+			fprintf(stderr, "kiln events: the daemon closed this "
+			        "subscription to make room for a newer one "
+			        "(--max-subscribers); resume with --since "
+			        "%016" PRIx64 ":%" PRIu64 "\n", ev.at.epoch, ev.at.seq);
+			return CLI_PROBLEM;
+		}
 		if (ev.type == KILN_EVENT_STOPPING || (o->count && ++n >= o->count))
 			return CLI_OK;
 	}

@@ -116,6 +116,8 @@ event_take(struct kiln_sub *s, kiln_event *ev)
 		ev->type = KILN_EVENT_OVERFLOW;
 		ev->new_epoch = e->overflow->reason ==
 		                KILN__OVERFLOW__REASON__NEW_EPOCH;
+		ev->evicted = e->overflow->reason ==
+		              KILN__OVERFLOW__REASON__EVICTED;
 		ev->first_lost = e->overflow->first_lost;
 		ev->last_lost = e->overflow->last_lost;
 		break;

@@ -209,8 +209,12 @@ typedef struct kiln_event {
 	int64_t time_ns;        /* CLOCK_REALTIME */
 	kiln_event_type type;
 	/* OVERFLOW: new_epoch (the daemon restarted) or lost events
-	 * first_lost..last_lost. */
-	int new_epoch;
+	 * first_lost..last_lost; or evicted: the daemon closed this
+	 * subscription to make room for a newer one (its --max-subscribers
+	 * were all open). Nothing is lost yet: the next kiln_events_poll
+	 * subscribes again from the cursor, evicting the oldest in turn, so
+	 * a client that only watches should stop instead. */
+	int new_epoch, evicted;
 	uint64_t first_lost, last_lost;
 	/* LOG: level 0 info, 1 warning, 2 error; text. STOPPING: text is the
 	 * reason. */

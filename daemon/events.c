@@ -31,6 +31,16 @@ struct sub {
 	struct ev_waiter *waiter; /* its parked poll, or NULL */
 };
 
+/* How many evicted subscriptions are remembered, so that their next poll
+ * says "evicted" rather than a bare NOT_FOUND (after which libkiln would
+ * quietly subscribe again and evict the next one). */
+#define EVICTED_REMEMBER 64
+
+struct evicted {
+	uint64_t id;    /* 0: none */
+	uint32_t pipe;
+};
+
 struct kilnd_events {
 	pthread_mutex_t mu;
 	uint64_t epoch;
@@ -42,6 +52,8 @@ struct kilnd_events {
 	uint32_t max_subs, nsubs;
 	uint64_t next_sub;
 	struct ev_waiter *parked;
+	struct evicted evicted[EVICTED_REMEMBER]; /* a ring, newest at next */
+	uint32_t next_evicted;
 };
 
 static uint64_t
@@ -221,6 +233,9 @@ sub_find(struct kilnd_events *ev, uint32_t pipe, uint64_t id)
 	return NULL;
 }
 
+static void sub_close(struct kilnd_events *ev, struct sub *s);
+static struct sub *sub_evict_oldest(struct kilnd_events *ev);
+
 int
 events_subscribe(struct kilnd_events *ev, uint32_t pipe,
                  const Kiln__SubscribeRequest *req, Kiln__SubscribeReply *rep)
@@ -232,6 +247,8 @@ events_subscribe(struct kilnd_events *ev, uint32_t pipe,
 	for (uint32_t i = 0; i < ev->max_subs && s == NULL; i++)
 		if (ev->subs[i].id == 0)
 			s = &ev->subs[i];
+	if (s == NULL)
+		s = sub_evict_oldest(ev);
 	if (s != NULL) {
 		*s = (struct sub){.id = ++ev->next_sub, .pipe = pipe};
 		ev->nsubs++;
@@ -254,6 +271,40 @@ sub_close(struct kilnd_events *ev, struct sub *s)
 		waiter_wake(ev, s->waiter);
 	*s = (struct sub){0};
 	ev->nsubs--;
+}
+
+/* Make room for a new subscription: close the oldest one (the smallest
+ * id: ids only grow), remembering it so that its client learns why.
+ * A crowd of idle watchers must not lock out `kiln build`, which
+ * subscribes to follow its own build. Returns the freed slot, or NULL
+ * when there is none at all (max_subs 0). Lock held. */
+static struct sub *
+sub_evict_oldest(struct kilnd_events *ev)
+{
+	struct sub *old = NULL;
+
+	for (uint32_t i = 0; i < ev->max_subs; i++)
+		if (ev->subs[i].id != 0 && (old == NULL || ev->subs[i].id < old->id))
+			old = &ev->subs[i];
+	if (old == NULL)
+		return NULL;
+	ev->evicted[ev->next_evicted] = (struct evicted){old->id, old->pipe};
+	ev->next_evicted = (ev->next_evicted + 1) % EVICTED_REMEMBER;
+	sub_close(ev, old); /* its parked poll answers: "evicted" */
+	return old;
+}
+
+/* Whether subscription id of pipe was evicted; forgets it (one client
+ * hears it once). Lock held. */
+static int
+evicted_take(struct kilnd_events *ev, uint32_t pipe, uint64_t id)
+{
+	for (uint32_t i = 0; i < EVICTED_REMEMBER; i++)
+		if (ev->evicted[i].id == id && id != 0 && ev->evicted[i].pipe == pipe) {
+			ev->evicted[i] = (struct evicted){0};
+			return 1;
+		}
+	return 0;
 }
 
 int
@@ -347,6 +398,29 @@ reply_pack(struct kilnd_events *ev, const Kiln__PollRequest *req,
 	return rv;
 }
 
+/* The reply to a poll of an evicted subscription: one Overflow EVICTED
+ * whose seq is the poll's own cursor (nothing is lost yet: subscribing
+ * again from there gets every event still held). Lock held. */
+static int
+evicted_pack(struct kilnd_events *ev, const Kiln__PollRequest *req,
+             uint8_t **buf, size_t *len)
+{
+	Kiln__Event over, *list[1] = {&over};
+	Kiln__Overflow o;
+	Kiln__PollReply pr = KILN__POLL_REPLY__INIT;
+	Kiln__Reply rep;
+
+	overflow_fill(&over, &o, KILN__OVERFLOW__REASON__EVICTED, 0, 0);
+	over.seq = req->after_seq;
+	pr.epoch = req->epoch ? req->epoch : ev->epoch;
+	pr.n_events = 1;
+	pr.events = list;
+	kiln_proto_reply_init(&rep);
+	rep.body_case = KILN__REPLY__BODY_POLL_REPLY;
+	rep.poll_reply = &pr;
+	return kiln_proto_pack_alloc(&rep.base, buf, len);
+}
+
 /* Whether a poll after cursor (epoch, after) has anything to return. */
 static int
 poll_ready(const struct kilnd_events *ev, const Kiln__PollRequest *req)
@@ -409,7 +483,8 @@ events_poll(struct kilnd_events *ev, uint32_t pipe,
 	*park_ms = req->wait_ms;
 	pthread_mutex_lock(&ev->mu);
 	if ((s = sub_find(ev, pipe, req->subscription)) == NULL)
-		rv = KILN_ENOTFOUND;
+		rv = evicted_take(ev, pipe, req->subscription)
+		     ? evicted_pack(ev, req, buf, len) : KILN_ENOTFOUND;
 	else if (req->epoch == ev->epoch && req->after_seq > ev->head)
 		rv = KILN_EINVAL;
 	else if (!poll_ready(ev, req) && req->wait_ms > 0 && w != NULL) {

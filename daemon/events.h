@@ -51,8 +51,10 @@ void events_free(struct kilnd_events *ev);
  * or KILN_ERANGE (one event larger than the whole ring). */
 int events_publish(struct kilnd_events *ev, Kiln__Event *e);
 
-/* Open a subscription for the client on pipe. Returns 0 (reply filled),
- * or KILN_EBUSY when max_subs are open. */
+/* Open a subscription for the client on pipe. When max_subs are open the
+ * oldest is closed to make room (its parked poll answers, and its next
+ * poll gets an Overflow EVICTED). Returns 0 (reply filled), or KILN_EBUSY
+ * only when max_subs is 0. */
 int events_subscribe(struct kilnd_events *ev, uint32_t pipe,
                      const Kiln__SubscribeRequest *req,
                      Kiln__SubscribeReply *rep);
@@ -68,7 +70,8 @@ void events_pipe_closed(struct kilnd_events *ev, uint32_t pipe);
  * is not 0 and w is not NULL, park w and return EVENTS_PARKED (also while
  * a poll with gather_ms gathers events: then only until its gather time
  * ends, or an urgent event comes). *park_ms: how long the parked poll
- * sleeps before asking again. Errors: KILN_ENOTFOUND (subscription),
+ * sleeps before asking again. A subscription evicted to make room answers
+ * once with an Overflow EVICTED, then is unknown. Errors: KILN_ENOTFOUND (subscription),
  * KILN_EINVAL (cursor ahead of the newest event), KILN_ENOMEM. */
 int events_poll(struct kilnd_events *ev, uint32_t pipe,
                 const Kiln__PollRequest *req, size_t max_bytes,

@@ -247,8 +247,8 @@ h_subscribe(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	kiln__subscribe_reply__init(&a->body.sub);
 	if ((rv = events_subscribe(d->events, c->pipe, c->req->subscribe,
 	                           &a->body.sub)) == KILN_EBUSY)
-		return refuse(a, rv, "%u subscriptions are open; no room for more",
-		              d->cfg.max_subscribers);
+		return refuse(a, rv, "subscriptions are off (--max-subscribers "
+		              "%u)", d->cfg.max_subscribers);
 	if (rv != 0)
 		return rv;
 	if (!server_pipe_open(d, c->pipe)) { /* nobody would ever close it */
