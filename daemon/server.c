@@ -22,8 +22,10 @@
  * a send that cannot leave within SEND_TIMEOUT_MS is given up.
  *
  * The peer table holds the connections admitted (at most cfg.max_clients:
- * a slot is taken when a connection is admitted, and given back only when
- * that connection closes) and their requests in progress. It also tells a
+ * a slot is taken when a connection is admitted, and given back when
+ * that connection closes, or handed to a newer connection when every slot
+ * is taken and it is the one idle longest) and their requests in
+ * progress. It also tells a
  * handler whether its request's connection is still open, so that a
  * subscription or upload made for one that closed meanwhile is dropped.
  *
@@ -83,6 +85,7 @@ struct worker {
 struct peer {
 	uint32_t id;           /* nng's pipe id; 0: free slot */
 	uint32_t in_progress;  /* requests received and not yet done with */
+	uint64_t last;         /* s->tick when it last sent or was answered */
 };
 
 struct kilnd_server {
@@ -98,7 +101,8 @@ struct kilnd_server {
 	pthread_mutex_t peers_mu;
 	struct peer *peers;    /* maxpeers (cfg.max_clients) slots */
 	uint32_t maxpeers, npeers;
-	struct kilnd_ratelimit conn_log, drop_log, send_log;
+	uint64_t tick;         /* counts admissions and requests: an age */
+	struct kilnd_ratelimit conn_log, drop_log, send_log, evict_log;
 };
 
 /* The KILN_E* code for an nng error. */
@@ -135,18 +139,42 @@ peer_slot(struct kilnd_server *s, uint32_t id, uint32_t want)
 	return NULL;
 }
 
-/* Admit connection id, if a slot is free. Returns 0 or KILN_EBUSY. */
+/* The admitted connection idle longest (no request in progress), or NULL
+ * when every one is busy. Lock held. */
+static struct peer *
+peer_idlest(struct kilnd_server *s)
+{
+	struct peer *old = NULL;
+
+	for (uint32_t i = 0; i < s->maxpeers; i++) {
+		struct peer *p = &s->peers[i];
+		if (p->id != 0 && p->in_progress == 0 &&
+		    (old == NULL || p->last < old->last))
+			old = p;
+	}
+	return old;
+}
+
+/* Admit connection id. When every slot is taken, the connection idle
+ * longest gives up its slot (*evicted: its id, for the caller to close;
+ * else 0): idle connections, however many, must not lock out the
+ * project's own `kiln status`, and an idle client loses nothing but its
+ * connection (nng's dialer reconnects). Returns 0, or KILN_EBUSY when
+ * every connection has a request in progress. */
 static int
-peer_add(struct kilnd *d, uint32_t id)
+peer_add(struct kilnd *d, uint32_t id, uint32_t *evicted)
 {
 	struct kilnd_server *s = d->server;
 	struct peer *p;
 
+	*evicted = 0;
 	pthread_mutex_lock(&s->peers_mu);
-	if ((p = peer_slot(s, id, 0)) != NULL) {
-		*p = (struct peer){.id = id};
+	if ((p = peer_slot(s, id, 0)) != NULL)
 		atomic_store(&d->clients, ++s->npeers);
-	}
+	else if ((p = peer_idlest(s)) != NULL)
+		*evicted = p->id;
+	if (p != NULL)
+		*p = (struct peer){.id = id, .last = ++s->tick};
 	pthread_mutex_unlock(&s->peers_mu);
 	return p != NULL ? 0 : KILN_EBUSY;
 }
@@ -182,8 +210,10 @@ peer_take(struct kilnd_server *s, struct worker *w)
 		rv = KILN_ECLOSED;
 	else if (p->in_progress >= PEER_MAX_IN_PROGRESS)
 		rv = KILN_EBUSY;
-	else
+	else {
 		p->in_progress++;
+		p->last = ++s->tick;
+	}
 	pthread_mutex_unlock(&s->peers_mu);
 	w->counted = rv == 0;
 	return rv;
@@ -199,8 +229,10 @@ peer_done(struct kilnd_server *s, struct worker *w)
 		return;
 	w->counted = 0;
 	pthread_mutex_lock(&s->peers_mu);
-	if ((p = peer_slot(s, w->peer, w->peer)) != NULL && p->in_progress > 0)
+	if ((p = peer_slot(s, w->peer, w->peer)) != NULL && p->in_progress > 0) {
 		p->in_progress--;
+		p->last = ++s->tick;
+	}
 	pthread_mutex_unlock(&s->peers_mu);
 }
 
@@ -528,6 +560,7 @@ pipe_admit(struct kilnd *d, nng_pipe p)
 {
 	struct kilnd_server *s = d->server;
 	uint64_t uid = UINT64_MAX;
+	uint32_t evicted;
 
 	if (nng_listener_id(nng_pipe_listener(p)) == nng_listener_id(s->ipc) &&
 	    (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) != 0 ||
@@ -538,16 +571,25 @@ pipe_admit(struct kilnd *d, nng_pipe p)
 		nng_pipe_close(p);
 		return;
 	}
-	if (peer_add(d, (uint32_t)nng_pipe_id(p)) != 0) {
+	if (peer_add(d, (uint32_t)nng_pipe_id(p), &evicted) != 0) {
 		kilnd_log_limited(d, &s->conn_log, KILND_WARNING, "refused a "
-		                  "connection: %u clients connected already "
-		                  "(--max-clients)", d->cfg.max_clients);
+		                  "connection: %u clients connected already, "
+		                  "none idle (--max-clients)", d->cfg.max_clients);
 		nng_pipe_close(p);
+	} else if (evicted != 0) {
+		nng_pipe old = NNG_PIPE_INITIALIZER;
+		old.id = evicted;
+		kilnd_log_limited(d, &s->evict_log, KILND_WARNING, "closed idle "
+		                  "client %u to admit a new one: %u clients "
+		                  "connected (--max-clients)", evicted,
+		                  d->cfg.max_clients);
+		nng_pipe_close(old); /* its REM_POST drops what it held */
 	}
 }
 
 /* Connections come and go (nng's pipe notifications). A refused one is
- * notified of its removal too, but never held a slot. */
+ * notified of its removal too, but never held a slot; an evicted one no
+ * longer holds one. */
 static void
 pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
@@ -563,14 +605,16 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		          atomic_load(&d->clients));
 		break;
 	case NNG_PIPE_EV_REM_POST:
-		if (peer_remove(d, id) != 0)
-			break;
 		/* After the slot is gone: a handler that registers something
-		 * for this connection later sees it closed (server_pipe_open). */
+		 * for this connection later sees it closed (server_pipe_open).
+		 * An evicted connection's slot went to another already, so
+		 * this runs whether or not one was found; for a refused
+		 * connection there is nothing to drop. */
+		if (peer_remove(d, id) == 0)
+			kilnd_log(d, KILND_DEBUG, "client %u disconnected", id);
 		uploads_pipe_closed(d->uploads, id);
 		events_pipe_closed(d->events, id);
 		owners_pipe_closed(d->owners, id);
-		kilnd_log(d, KILND_DEBUG, "client %u disconnected", id);
 		break;
 	default:
 		break;
