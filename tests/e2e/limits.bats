@@ -103,31 +103,26 @@ status_is() {
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 }
 
-@test "--max-clients holds however many connections are refused meanwhile" {
+@test "--max-clients holds however many connections come, closing the idlest" {
 	limits_setup
 	"$KILND" --project . --listen "tcp://127.0.0.1:$port" --token-file token \
 		--max-clients 3
-	# Three connections fill the daemon; each of five more is refused in
-	# turn (a refusal once gave a slot back that it never held).
-	held=() extra=()
-	for _ in 1 2 3; do
+	# Three connections fill the daemon; each of five more takes the slot
+	# of the one idle longest (an eviction once gave back a slot twice).
+	fds=()
+	for _ in 1 2 3 4 5 6 7 8; do
 		exec {fd}<>"/dev/tcp/127.0.0.1/$port"
-		held+=("$fd")
-		sp_header >&"$fd"
-		sleep 0.2
-	done
-	for _ in 1 2 3 4 5; do
-		exec {fd}<>"/dev/tcp/127.0.0.1/$port"
-		extra+=("$fd")
+		fds+=("$fd")
 		sp_header >&"$fd"
 		sleep 0.2
 	done
 	n=$(ss -Htn state established "( sport = :$port )" | wc -l)
 	[ "$n" -eq 3 ] || { echo "$n connections admitted"; ss -tn "( sport = :$port )"; false; }
-	for fd in "${extra[@]}" "${held[2]}"; do exec {fd}>&-; done
+	grep -q 'closed idle client [0-9]* to admit a new one' .kiln/kilnd.log
+	for fd in "${fds[@]:0:6}"; do exec {fd}>&-; done
 	# Two held, and kiln status's own.
 	wait_for status_is clients 3 || { "$KILN" status --json; false; }
-	for fd in "${held[0]}" "${held[1]}"; do exec {fd}>&-; done
+	for fd in "${fds[@]:6}"; do exec {fd}>&-; done
 	wait_for status_is clients 1
 }
 
@@ -151,4 +146,71 @@ status_is() {
 	# Each line is an event too: as few of them.
 	seq1=$(status_field event_seq)
 	[ $((seq1 - seq0)) -le $((s + 1)) ] || { echo "$((seq1 - seq0)) events"; false; }
+}
+
+# idle_ipc N: hold N connections to the ipc socket that send nng's SP
+# header and then nothing, in one background process ($idle_pid); they
+# stay open until it is killed. $P/idle.up appears once all are open.
+idle_ipc() {
+	python3 - "$1" "$P/.kiln/kilnd.sock" "$P/idle.up" <<'PY' &
+import socket, sys, time
+n, path, up = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+held = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(b"\x00SP\x00\x00\x30\x00\x00")
+    held.append(s)
+open(up, "w").close()
+time.sleep(600)
+PY
+	idle_pid=$!
+}
+
+@test "300 idle ipc connections do not lock out kiln status" {
+	"$KILND" --project .
+	idle_ipc 300
+	wait_for test -e idle.up
+	sleep 0.5 # the daemon admits (or refuses) the last of them
+	run timeout 20 "$KILN" status
+	kill "$idle_pid"
+	[ "$status" -eq 0 ] || { echo "status failed ($status): $output"; false; }
+	grep -q 'closed idle client [0-9]* to admit a new one' .kiln/kilnd.log
+}
+
+@test "64 idle kiln events watchers do not stop kiln build; the oldest is told it was evicted" {
+	mkdir src
+	printf 'src\n' >src/in.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  pc: {}
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+assets:
+  - url: out.txt
+    tool: copy
+    inputs: [src/in.txt]
+YAML
+	"$KILND" --project .
+	"$KILN" events >ev.0 2>err.0 &
+	first=$!
+	wait_for status_is subscribers 1
+	pids=()
+	for i in $(seq 63); do
+		"$KILN" events >"ev.$i" 2>/dev/null &
+		pids+=($!)
+	done
+	wait_for status_is subscribers 64 || { "$KILN" status --json; false; }
+	run --separate-stderr timeout 60 "$KILN" build
+	kill "${pids[@]}" 2>/dev/null || true
+	[ "$status" -eq 0 ] || { echo "build failed ($status): $stderr"; kill "$first"; false; }
+	# The oldest watcher was evicted for the build, said so, and ended.
+	wait_for test -s err.0 || { kill "$first"; cat ev.0; false; }
+	run wait "$first"
+	[ "$status" -eq 1 ] || { echo "kiln events exited $status"; false; }
+	grep -q ' overflow evicted$' ev.0 || { cat ev.0; false; }
+	grep -q 'resume with --since' err.0
 }
