@@ -76,7 +76,8 @@ one_round() {
 		sleep 0.0$((RANDOM % 10))
 		(cd "$P" && exec "$KILN" build >/dev/null 2>&1) & c2=$!
 	fi
-	sleep "$(rand_delay)"
+	# a client is killed sooner: it returns as soon as the build is done
+	if [ $((mode % 2)) -eq 1 ]; then sleep "$(printf "0.%02d" $((RANDOM % 20)))"; else sleep "$(rand_delay)"; fi
 	dpid=$(daemon_of "$P")
 	case $mode in
 	0|2) what="daemon"
@@ -109,8 +110,8 @@ enospc_run() {
 	mount -t tmpfs -o size=48m tmpfs "$FS" || { note "ENOSPC run skipped: cannot mount a tmpfs"; FS=; return; }
 	mkdir "$FS/p"
 	cp -r "$P/kiln.yaml" "$P/src" "$FS/p/"
-	(cd "$FS/p" && timeout 120 "$KILN" build >"$FS/enospc-build.log" 2>&1)
-	note "ENOSPC run: build exit $?, $(grep -ci 'space' "$FS/enospc-build.log") lines say no space"
+	(cd "$FS/p" && timeout 120 "$KILN" build >"$WORK/enospc-build.log" 2>&1)
+	note "ENOSPC run: build exit $?, $(grep -ci "space" "$WORK/enospc-build.log") lines say no space"
 	local dpid; dpid=$(cat "$FS/p/.kiln/kilnd.pid" 2>/dev/null)
 	[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null && KILL_D=$((KILL_D + 1))
 	sleep 0.2
