@@ -111,7 +111,7 @@ enospc_run() {
 	mkdir "$FS/p"
 	cp -r "$P/kiln.yaml" "$P/src" "$FS/p/"
 	(cd "$FS/p" && timeout 120 "$KILN" build >"$WORK/enospc-build.log" 2>&1)
-	note "ENOSPC run: build exit $?, $(grep -ci "space" "$WORK/enospc-build.log") lines say no space"
+	note "ENOSPC run: build exit $?: $(grep -i -m1 "space\\|fail" "$WORK/enospc-build.log")"
 	local dpid; dpid=$(cat "$FS/p/.kiln/kilnd.pid" 2>/dev/null)
 	[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null && KILL_D=$((KILL_D + 1))
 	sleep 0.2
