@@ -81,7 +81,7 @@ VARIANTS = release asan
 # which needs a second expansion ($$* there).
 .SECONDEXPANSION:
 
-.PHONY: all deps deps-test test check demo bench install valgrind clean fuzz
+.PHONY: all deps deps-test test check demo bench install valgrind clean fuzz torture
 all: deps
 	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so
 
@@ -180,6 +180,15 @@ fuzz: deps-test
 test check: deps-test
 	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(BIN)/asan/kilnd $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%) sample-tools
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_QUICK=$(FUZZ_QUICK) tests/run.sh $(BIN)/asan
+
+# The torture suite (not part of `make test`): N rounds of kill -9 against
+# real builds of the release kiln/kilnd, an ENOSPC run as root, gc loops,
+# then each fuzz target for TORTURE_FUZZ seconds (tests/torture/run.sh).
+N ?= 10
+TORTURE_FUZZ ?= 30
+torture: all
+	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=$(BIN)/fuzz/%)
+	@N=$(N) FUZZ_SECS=$(TORTURE_FUZZ) tests/torture/run.sh $(BIN)
 
 valgrind: deps-test
 	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(REL_TESTS)
