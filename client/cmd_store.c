@@ -478,7 +478,8 @@ fsck_open(const struct cli *c, int repair, kiln_store **sp)
 	int rv, why;
 
 	/* A plain check must not change anything, so it cannot. */
-	rv = cli_store_open_why("fsck", c, repair ? 0 : KILN_STORE_RDONLY, sp, &why);
+	rv = cli_store_open_why("fsck", c, KILN_STORE_CHECK_PAGES |
+	                        (repair ? 0 : KILN_STORE_RDONLY), sp, &why);
 	if (rv == CLI_OK || why != KILN_ECORRUPT)
 		return rv;
 	if (!repair)
@@ -491,7 +492,7 @@ fsck_open(const struct cli *c, int repair, kiln_store **sp)
 	}
 	cli_errorf("fsck", "repaired: the damaged database was moved to %s; a new "
 	           "one starts empty (the next build rebuilds its records)", moved);
-	return cli_store_open("fsck", c, 0, sp);
+	return cli_store_open("fsck", c, KILN_STORE_CHECK_PAGES, sp);
 }
 
 int

@@ -342,7 +342,8 @@ token_load(struct kilnd *d)
 static int
 store_open(struct kilnd *d, char *err, size_t len)
 {
-	kiln_store_opts o = {.flags = KILN_STORE_CREATE,
+	/* the daemon lives long and maps every page: walk them once first */
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE | KILN_STORE_CHECK_PAGES,
 	                     .durability = KILN_DURABLE_BATCH};
 	const char *dir = d->cfg.store ? d->cfg.store : d->paths.store;
 	int rv;

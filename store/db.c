@@ -205,7 +205,8 @@ db_check_pages(kiln_db *db)
 }
 
 int
-db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **dbp)
+db_open(const char *path, uint64_t map_size, int rdonly, int nosync, int check_pages,
+        kiln_db **dbp)
 {
 	unsigned flags = MDB_NOTLS | (rdonly ? MDB_RDONLY : 0) | (nosync ? MDB_NOSYNC : 0);
 	kiln_db *db = calloc(1, sizeof *db);
@@ -232,7 +233,8 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, kiln_db **d
 	mdb_reader_check(db->env, &dead);
 	db->mapsize = env_mapsize(db->env);
 	map_locate(db);
-	if ((rv = db_check_pages(db)) != 0 || (rv = db_open_dbis(db)) != 0)
+	if ((check_pages && (rv = db_check_pages(db)) != 0) ||
+	    (rv = db_open_dbis(db)) != 0)
 		goto fail;
 	db->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	db->base_pages = file_pages(db);

@@ -93,6 +93,12 @@ typedef struct kiln_store kiln_store;
 enum kiln_store_flags {
 	KILN_STORE_CREATE = 1 << 0, /* make the folder a store if it is not yet */
 	KILN_STORE_RDONLY = 1 << 1, /* every write returns KILN_EREADONLY */
+	/* Walk every page of the database (pread) before using it, so a page
+	 * overwritten with garbage is refused (KILN_ECORRUPT), not followed.
+	 * It reads the whole used file: for long-lived or checking openers
+	 * (kilnd at start, fsck). Every open checks the file's length against
+	 * its meta pages, which is what keeps a cut-short file from a SIGBUS. */
+	KILN_STORE_CHECK_PAGES = 1 << 2,
 };
 
 enum kiln_durability {

@@ -306,7 +306,8 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 		goto fail;
 	rv = db_open(dbdir, opts->map_size ? opts->map_size : DEFAULT_MAP_SIZE,
 	             (opts->flags & KILN_STORE_RDONLY) != 0,
-	             opts->durability == KILN_DURABLE_NONE, &s->db);
+	             opts->durability == KILN_DURABLE_NONE,
+	             (opts->flags & KILN_STORE_CHECK_PAGES) != 0, &s->db);
 	if (rv != 0)
 		goto fail;
 	if (opts->mapped_max)

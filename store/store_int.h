@@ -128,9 +128,10 @@ enum db_name { DB_INDEX, DB_ACTIONS, DB_FILES, DB_BLOBS, DB_META, DB_STEPS,
 
 typedef struct db_txn db_txn;
 
-/* Open (creating when allowed) the environment in folder path. */
+/* Open (creating when allowed) the environment in folder path; with
+ * check_pages every page is walked first (KILN_STORE_CHECK_PAGES). */
 int db_open(const char *path, uint64_t map_size, int rdonly, int nosync,
-            kiln_db **dbp);
+            int check_pages, kiln_db **dbp);
 void db_close(kiln_db *db);
 
 /* A callback run inside a transaction. Return 0 to commit (write txns) or

@@ -552,6 +552,7 @@ a_damaged_page_header_is_refused(void **state)
 	char file[PATH_MAX];
 	struct db_meta m;
 	kiln_store *s = NULL;
+	kiln_store_opts walk = {.flags = KILN_STORE_CHECK_PAGES};
 	int fd;
 
 	damage_fixture(state, 2000, file);
@@ -566,7 +567,7 @@ a_damaged_page_header_is_refused(void **state)
 			assert_kiln(KILN_ECORRUPT, dbfile_walk(fd, &m));
 		if (dbfile_walk(fd, &m) == KILN_ECORRUPT)
 			assert_kiln(KILN_ECORRUPT,
-			            kiln_store_open(tu_path(state, "store"), NULL, &s));
+			            kiln_store_open(tu_path(state, "store"), &walk, &s));
 		assert_int_equal(pwrite(fd, keep, sizeof keep, (off_t)(pg * m.psize)), sizeof keep);
 	}
 	close(fd);
