@@ -233,6 +233,18 @@ rec_of_stat(kiln_file_rec *r, const struct stat *st)
 	r->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 }
 
+/* Stat path (following symlinks), relative to the root unless absolute:
+ * 0 for a regular file, KILN_ENOTFOUND for none, or another error. Not
+ * counted: file_stat counts what deciding costs. */
+static int
+stat_regular(struct filestate *fs, const char *path, struct stat *st)
+{
+	if (fstatat(path[0] == '/' ? AT_FDCWD : fs->rootfd, path, st, 0) != 0)
+		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
+		                                           : kiln_err_from_errno(errno);
+	return S_ISREG(st->st_mode) ? 0 : KILN_ENOTFOUND;
+}
+
 /* Stat path (relative to the root unless absolute): one syscall, with
  * no open, because most files have not changed. */
 static int
@@ -252,10 +264,7 @@ file_stat(struct filestate *fs, const char *path, struct stat *st, int *watched)
 		}
 		*watched = 0;
 	}
-	if (fstatat(dfd, path, st, 0) != 0)
-		return errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
-		                                           : kiln_err_from_errno(errno);
-	return S_ISREG(st->st_mode) ? 0 : KILN_ENOTFOUND;
+	return stat_regular(fs, path, st);
 }
 
 /* Open a project file for reading beneath the root: no "..", absolute
@@ -454,14 +463,8 @@ filestate_unchanged(struct filestate *fs, const char *path, const struct fs_seen
 {
 	struct stat st;
 	kiln_id h;
-	int racy, rv = 0;
+	int racy, rv = stat_regular(fs, path, &st);
 
-	/* not counted in nstat: that says what deciding cost */
-	if (fstatat(path[0] == '/' ? AT_FDCWD : fs->rootfd, path, &st, 0) != 0)
-		rv = errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND
-		                                         : kiln_err_from_errno(errno);
-	else if (!S_ISREG(st.st_mode))
-		rv = KILN_ENOTFOUND;
 	if (seen->missing)
 		return rv == KILN_ENOTFOUND;
 	if (rv != 0 || !stat_equal(&seen->rec, &st))
