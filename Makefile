@@ -12,6 +12,9 @@
 #   make sample-tools  only the sample's C tools (assets-sample/tools/bin/)
 #   make bench      benchmarks in bench/ (figures, not pass/fail)
 #   make install    PREFIX=/usr/local DESTDIR=
+#
+# The first build of anything also builds nng (third_party/nng/build.sh:
+# Debian's nng 1.5.2 source with kiln's fix for its listener wedge).
 #   make valgrind   unit tests of the release variant under valgrind
 #
 # Two variants share one set of rules: "release" (obj/release, bin/) and
@@ -27,14 +30,17 @@ DESTDIR ?=
 PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-# Debian's nng ships no .pc file.
-LIBS       = $(PKG_LIBS) -lnng -lpthread
+# nng is Debian 12's 1.5.2 with kiln's fix for its listener wedge, built
+# once into $(NNG) by third_party/nng/build.sh and linked statically.
+NNG        = $(OBJ)/nng
+NNG_LIB    = $(NNG)/lib/libnng.a
+LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # proto/kiln.proto is compiled by protoc-c into $(GEN) at build time.
 GEN     = $(OBJ)/gen
-BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Iproto -I$(GEN) -Idaemon -Iclient $(PKG_CFLAGS)
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Iproto -I$(GEN) -Idaemon -Iclient -I$(NNG)/include $(PKG_CFLAGS)
 
 # The tracer is loaded into every build tool: plain -O2, no sanitizer.
 SHIM_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O2 $(WARN) -fPIC -shared -fvisibility=hidden
@@ -90,6 +96,9 @@ $(GEN)/kiln.pb-c.c $(GEN)/kiln.pb-c.h &: proto/kiln.proto
 	@mkdir -p $(GEN)
 	protoc-c --proto_path=proto --c_out=$(GEN) proto/kiln.proto
 
+$(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch
+	@third_party/nng/build.sh $(NNG)
+
 deps:
 	@scripts/ensure-deps build
 deps-test:
@@ -97,11 +106,11 @@ deps-test:
 
 # $(1) = variant name
 define variant_rules
-$(OBJ)/$(1)/%.o: %.c | $(GEN)/kiln.pb-c.h
+$(OBJ)/$(1)/%.o: %.c | $(GEN)/kiln.pb-c.h $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
 
-$(OBJ)/$(1)/proto/kiln.pb-c.o: $(GEN)/kiln.pb-c.c
+$(OBJ)/$(1)/proto/kiln.pb-c.o: $(GEN)/kiln.pb-c.c | $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
 
@@ -125,11 +134,11 @@ $(OBJ)/$(1)/libkilnengine.a: $$(ENGINE_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
-$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
-$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a | $$($(1)_BIN)/libkilntrace.so
+$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
@@ -141,11 +150,11 @@ $$($(1)_BIN)/libkilntrace.so: shim/kilntrace.c
 
 $(OBJ)/$(1)/daemon/engine_trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
 
-$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
-$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/$$$$*/bench_$$$$*.o $(OBJ)/$(1)/bench/common/benchutil.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a
+$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/$$$$*/bench_$$$$*.o $(OBJ)/$(1)/bench/common/benchutil.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
@@ -165,11 +174,11 @@ REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
 FUZZ_TARGETS = desc wire
 FUZZ_QUICK ?= 15
 FUZZ_TIME ?= 600
-FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Istore -Iproto -I$(GEN) -Idaemon -Iclient $(PKG_CFLAGS) \
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Istore -Iproto -I$(GEN) -Idaemon -Iclient -I$(NNG)/include $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SRC = $(STORE_SRC) $(DESC_SRC) $(PROTO_SRC) $(GEN)/kiln.pb-c.c
 
-$(BIN)/fuzz/%: fuzz/%.c $(FUZZ_SRC)
+$(BIN)/fuzz/%: fuzz/%.c $(FUZZ_SRC) $(NNG_LIB)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) $(LIBS)
 
@@ -227,6 +236,7 @@ install: all
 	install -m 0644 store/kiln_error.h store/kiln_store.h client/kiln.h $(DESTDIR)$(PREFIX)/include/kiln/
 	install -m 0644 $(OBJ)/release/libkiln.a $(OBJ)/release/libkilnproto.a \
 	        $(OBJ)/release/libkilnstore.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 $(NNG_LIB) $(DESTDIR)$(PREFIX)/lib/kiln/
 
 clean:
 	rm -rf $(OBJ) $(BIN)

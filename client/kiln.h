@@ -13,8 +13,9 @@
  * for the last failure. A kiln_conn may be used by one thread at a time;
  * a subscription with a callback runs on a thread of its own.
  *
- * Link with: libkiln.a libkilnproto.a libkilnstore.a -lprotobuf-c -lnng
- * -lxxhash -llmdb -lpthread. */
+ * Link with: libkiln.a libkilnproto.a libkilnstore.a, kiln's own nng
+ * (PREFIX/lib/kiln/libnng.a: Debian's has a listener bug, see the README),
+ * -lmbedtls -lmbedx509 -lmbedcrypto -lprotobuf-c -lxxhash -llmdb -lpthread. */
 #ifndef KILN_H
 #define KILN_H
 
