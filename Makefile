@@ -40,7 +40,8 @@ TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # proto/kiln.proto is compiled by protoc-c into $(GEN) at build time.
 GEN     = $(OBJ)/gen
-BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -Istore -Iproto -I$(GEN) -Idaemon -Iclient -I$(NNG)/include $(PKG_CFLAGS)
+INCLUDES    = -Icommon -Istore -Iproto -I$(GEN) -Idesc -Idaemon/engine -Idaemon -Iclient -I$(NNG)/include
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCLUDES) $(PKG_CFLAGS)
 
 # The tracer is loaded into every build tool: plain -O2, no sanitizer.
 SHIM_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O2 $(WARN) -fPIC -shared -fvisibility=hidden
@@ -52,26 +53,32 @@ asan_CFLAGS  = -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 asan_LDFLAGS = -fsanitize=address,undefined
 asan_BIN     = $(BIN)/asan
 
-STORE_SRC = store/error.c store/hash.c store/names.c store/fileio.c \
+# What every part shares: the error codes (kiln_error.h, kiln_strerror).
+COMMON_SRC = common/error.c
+STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c
 # The wire schema's generated code plus its helpers (libkilnproto.a).
 PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
 PROTO_GEN = proto/kiln.pb-c.c
-# The asset-description loader (kiln.yaml and *.kiln.yaml): used by the CLI
-# (kiln check, kiln ls) and the daemon (libkilndesc.a).
-DESC_SRC  = daemon/glob.c daemon/arena.c daemon/diag.c daemon/yaml_tree.c \
-            daemon/desc_load.c daemon/template.c daemon/srcwalk.c \
-            daemon/desc_resolve.c daemon/strmap.c daemon/plan_graph.c daemon/desc.c
-# The build engine's parts that need no server (libkilnengine.a): running
-# tools, materializing outputs, file states, action keys, the scheduler;
-# and the event ring (events.c, no server either).
-ENGINE_SRC = daemon/engine_version.c daemon/engine_key.c daemon/filestate.c daemon/watch.c \
-             daemon/engine.c daemon/engine_graph.c daemon/engine_life.c daemon/engine_deps.c daemon/engine_step.c daemon/engine_run.c daemon/engine_scratch.c daemon/engine_need.c daemon/engine_trace.c daemon/engine_discover.c daemon/dep_path.c daemon/depfile.c daemon/toolrun.c daemon/orphans.c daemon/materialize.c \
-             daemon/engine_verify.c daemon/engine_results.c daemon/engine_blobs.c daemon/engine_lost.c daemon/engine_path.c daemon/events.c
-DAEMON_SRC = daemon/main.c daemon/runtime.c daemon/log.c daemon/server.c \
+# The asset-description loader (kiln.yaml and *.kiln.yaml), desc/: used by
+# the CLI (kiln check, kiln ls) and the daemon (libkilndesc.a).
+DESC_SRC  = desc/glob.c desc/arena.c desc/diag.c desc/yaml_tree.c \
+            desc/desc_load.c desc/template.c desc/srcwalk.c \
+            desc/desc_resolve.c desc/strmap.c desc/plan_graph.c desc/desc.c
+# The build engine, daemon/engine/ (libkilnengine.a): deciding, scheduling,
+# running and publishing steps, file states, materializing build/.
+ENGINE_SRC = $(addprefix daemon/engine/, engine_version.c engine_key.c filestate.c watch.c \
+             engine.c engine_graph.c engine_life.c engine_deps.c engine_step.c engine_run.c \
+             engine_scratch.c engine_need.c engine_trace.c engine_discover.c dep_path.c \
+             depfile.c toolrun.c orphans.c materialize.c engine_verify.c engine_results.c \
+             engine_blobs.c engine_lost.c engine_path.c)
+# The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
+# nng, request handlers, events, uploads, builds' owners.
+SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/events.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c
+DAEMON_SRC = daemon/main.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c
@@ -118,6 +125,14 @@ $(OBJ)/$(1)/libkilnstore.a: $$(STORE_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
+$(OBJ)/$(1)/libkilncommon.a: $$(COMMON_SRC:%.c=$(OBJ)/$(1)/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+
+$(OBJ)/$(1)/libkilnserver.a: $$(SERVER_SRC:%.c=$(OBJ)/$(1)/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+
 $(OBJ)/$(1)/libkilnproto.a: $$(PROTO_GEN:%.c=$(OBJ)/$(1)/%.o) $$(PROTO_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
@@ -134,11 +149,11 @@ $(OBJ)/$(1)/libkilnengine.a: $$(ENGINE_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
-$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(NNG_LIB)
+$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
-$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
+$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
@@ -148,13 +163,13 @@ $$($(1)_BIN)/libkilntrace.so: shim/kilntrace.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(SHIM_CFLAGS) -o $$@ $$< -ldl
 
-$(OBJ)/$(1)/daemon/engine_trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
+$(OBJ)/$(1)/daemon/engine/engine_trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
 
-$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(NNG_LIB)
+$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
-$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/$$$$*/bench_$$$$*.o $(OBJ)/$(1)/bench/common/benchutil.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(NNG_LIB)
+$$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/$$$$*/bench_$$$$*.o $(OBJ)/$(1)/bench/common/benchutil.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
@@ -163,7 +178,9 @@ endef
 $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 
 # Keep objects of pattern-built test binaries (make would delete them).
-.SECONDARY:
+# Not .SECONDARY: with it a missing object is not rebuilt while its
+# archive is newer than the sources.
+.PRECIOUS: $(OBJ)/%.o
 
 ASAN_TESTS = $(UNIT_TESTS:%=$(BIN)/asan/tests/%)
 REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
@@ -174,9 +191,9 @@ REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
 FUZZ_TARGETS = desc wire
 FUZZ_QUICK ?= 15
 FUZZ_TIME ?= 600
-FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Istore -Iproto -I$(GEN) -Idaemon -Iclient -I$(NNG)/include $(PKG_CFLAGS) \
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC = $(STORE_SRC) $(DESC_SRC) $(PROTO_SRC) $(GEN)/kiln.pb-c.c
+FUZZ_SRC = $(COMMON_SRC) $(STORE_SRC) $(DESC_SRC) $(PROTO_SRC) $(GEN)/kiln.pb-c.c
 
 $(BIN)/fuzz/%: fuzz/%.c $(FUZZ_SRC) $(NNG_LIB)
 	@mkdir -p $(@D)
@@ -186,8 +203,11 @@ fuzz: deps-test
 	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=$(BIN)/fuzz/%)
 	@for t in $(FUZZ_TARGETS); do tests/fuzz.sh $(BIN)/fuzz/$$t fuzz/corpus/$$t $(FUZZ_TIME) || exit 1; done
 
+# Every benchmark and fuzz target is compiled too (run only by make bench
+# and make fuzz), so a change that breaks one fails here.
 test check: deps-test
-	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(BIN)/asan/kilnd $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%) sample-tools
+	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(BIN)/asan/kilnd $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%) \
+	        $(BENCHES:%=$(BIN)/asan/bench/%) sample-tools
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_QUICK=$(FUZZ_QUICK) tests/run.sh $(BIN)/asan
 
 # The torture suite (not part of `make test`): N rounds of kill -9 against
@@ -233,9 +253,9 @@ install: all
 	        $(DESTDIR)$(PREFIX)/lib/kiln
 	install -m 0755 $(BIN)/kiln $(BIN)/kilnd $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(BIN)/libkilntrace.so $(DESTDIR)$(PREFIX)/lib/kiln/
-	install -m 0644 store/kiln_error.h store/kiln_store.h client/kiln.h $(DESTDIR)$(PREFIX)/include/kiln/
+	install -m 0644 common/kiln_error.h store/kiln_store.h client/kiln.h $(DESTDIR)$(PREFIX)/include/kiln/
 	install -m 0644 $(OBJ)/release/libkiln.a $(OBJ)/release/libkilnproto.a \
-	        $(OBJ)/release/libkilnstore.a $(DESTDIR)$(PREFIX)/lib/
+	        $(OBJ)/release/libkilnstore.a $(OBJ)/release/libkilncommon.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 $(NNG_LIB) $(DESTDIR)$(PREFIX)/lib/kiln/
 
 clean:

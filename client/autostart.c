@@ -96,7 +96,7 @@ daemon_spawn(const struct kiln_paths *p, const char *kilnd)
 	kilnd_path(kilnd, path, sizeof(path), &search);
 	snprintf(project, sizeof(project), "%s", p->project);
 	/* A kiln run by a step's tool (kiln need) carries the mark kilnd's
-	 * sweep finds a dead daemon's tools by (daemon/orphans.c): a daemon
+	 * sweep finds a dead daemon's tools by (daemon/engine/orphans.c): a daemon
 	 * it starts must not carry it, or the next daemon of the first
 	 * project would take it for one of its tools. */
 	for (n = 0; environ[n] != NULL; n++)

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "libkiln_int.h"
+#include "kiln_clock.h"
 
 #define THREAD_WAIT_MS 500 /* how long the thread's polls wait */
 
@@ -154,15 +155,6 @@ event_take(struct kiln_sub *s, kiln_event *ev)
 	s->cur = ev->at;
 }
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One long poll; on success the batch holds its reply (maybe empty). */
 static int
 poll_once(kiln_conn *c, int timeout_ms)
@@ -211,8 +203,8 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 	}
 	/* A daemon holds a poll for at most KILN_POLL_MAX_WAIT_MS: longer
 	 * waits are several polls, until the caller's own deadline. */
-	for (int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);;) {
-		int64_t left = deadline - mono_ms();
+	for (int64_t deadline = (kiln_mono_ns() / 1000000) + (timeout_ms > 0 ? timeout_ms : 0);;) {
+		int64_t left = deadline - (kiln_mono_ns() / 1000000);
 		int wait = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
 		conn_reply_free(&s->batch);
 		s->next = 0;

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "events.h"
+#include "kiln_clock.h"
 
 struct ring_entry {
 	Kiln__Event *e; /* owned, from protobuf_c_message_unpack */
@@ -165,15 +166,6 @@ static int
 event_urgent(const Kiln__Event *e)
 {
 	return e->kind_case != KILN__EVENT__KIND_STEP && e->kind_case != KILN__EVENT__KIND_LOG;
-}
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Encode e (seq and time set) and keep a decoded copy of it. */
@@ -444,7 +436,7 @@ gather_left(const struct kilnd_events *ev, const struct sub *s,
 	    req->epoch != ev->epoch || req->after_seq + 1 < oldest ||
 	    ev->head - req->after_seq >= max)
 		return 0;
-	now = mono_ns();
+	now = kiln_mono_ns();
 	end = s->last_reply_ns +
 	      (int64_t)(req->gather_ms < 100 ? req->gather_ms : 100) * 1000000;
 	if (end <= now)
@@ -495,7 +487,7 @@ events_poll(struct kilnd_events *ev, uint32_t pipe,
 		*park_ms = gather < req->wait_ms ? gather : req->wait_ms;
 		rv = EVENTS_PARKED;
 	} else if ((rv = reply_pack(ev, req, max_bytes, buf, len)) == 0 && poll_ready(ev, req))
-		s->last_reply_ns = mono_ns();
+		s->last_reply_ns = kiln_mono_ns();
 	pthread_mutex_unlock(&ev->mu);
 	return rv;
 }

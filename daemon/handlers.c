@@ -59,7 +59,7 @@ h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	events_stats(d->events, &es);
 	kiln__status_reply__init(s);
 	s->pid = (uint32_t)getpid();
-	s->uptime_ms = (uint64_t)(kilnd_now_ns() - d->start_ns) / 1000000;
+	s->uptime_ms = (uint64_t)(kiln_mono_ns() - d->start_ns) / 1000000;
 	s->version = (char *)KILND_VERSION;
 	s->project = d->paths.project;
 	s->store = d->store_dir;

@@ -29,6 +29,7 @@
 
 #include "kiln_proto.h"
 #include "kiln_store.h"
+#include "kiln_clock.h"
 
 #define KILND_VERSION "0.1.0"
 
@@ -149,9 +150,6 @@ void kilnd_request_stop(struct kilnd *d, const char *reason);
 /* Remove the pid file and the socket, release the lock. */
 void kilnd_unlock(struct kilnd *d);
 
-/* CLOCK_MONOTONIC / CLOCK_REALTIME in nanoseconds. */
-int64_t kilnd_now_ns(void);
-int64_t kilnd_wall_ns(void);
 
 /* ---- log.c --------------------------------------------------------------- */
 

@@ -120,7 +120,7 @@ kilnd_log(struct kilnd *d, enum kilnd_level level, const char *fmt, ...)
 static int
 limit_pass(struct kilnd *d, struct kilnd_ratelimit *rl, uint64_t *left_out)
 {
-	int64_t now = kilnd_now_ns();
+	int64_t now = kiln_mono_ns();
 	int pass;
 
 	pthread_mutex_lock(&d->log_mu);

@@ -501,7 +501,7 @@ start(struct kilnd *d, char *err, size_t len)
 		kilnd_log(d, KILND_ERROR, "%s", err);
 		return KILND_EXIT_FAIL;
 	}
-	d->start_ns = kilnd_now_ns();
+	d->start_ns = kiln_mono_ns();
 	kilnd_log(d, KILND_INFO, "kilnd %s serving %s on %s (pid %ld, store %s)",
 	          KILND_VERSION, d->paths.project, d->paths.url, (long)getpid(),
 	          d->store_dir);

@@ -14,6 +14,7 @@
 
 #include "kiln_error.h"
 #include "owners.h"
+#include "kiln_clock.h"
 
 struct claim {
 	uint64_t build;
@@ -31,15 +32,6 @@ struct kilnd_owners {
 	struct claim *v;
 	size_t n, cap;
 };
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Take claim i out of the array (lock held). */
 static void
@@ -135,7 +127,7 @@ owners_pipe_closed(struct kilnd_owners *o, uint32_t pipe)
 				break;
 			}
 		if (c->npipes == 0 && c->orphan_ns == 0) {
-			c->orphan_ns = mono_ns();
+			c->orphan_ns = kiln_mono_ns();
 			orphaned = 1;
 		}
 	}
@@ -149,7 +141,7 @@ owners_pipe_closed(struct kilnd_owners *o, uint32_t pipe)
 static int
 orphan_due(struct kilnd_owners *o, uint64_t *build, int64_t *next_ns)
 {
-	int64_t now = mono_ns(), grace = (int64_t)o->cfg.grace_ms * 1000000;
+	int64_t now = kiln_mono_ns(), grace = (int64_t)o->cfg.grace_ms * 1000000;
 
 	*next_ns = 0;
 	for (size_t i = 0; i < o->n; i++) {

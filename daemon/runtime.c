@@ -19,24 +19,7 @@
 #include <unistd.h>
 
 #include "kilnd.h"
-
-int64_t
-kilnd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t
-kilnd_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "kiln_clock.h"
 
 /* ---- detaching ----------------------------------------------------------- */
 

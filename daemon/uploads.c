@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "uploads.h"
+#include "kiln_clock.h"
 
 struct upload {
 	uint64_t id;           /* 0: free */
@@ -29,15 +30,6 @@ struct kilnd_uploads {
 	uint32_t max, n, idle_s;
 	uint64_t next_id;
 };
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int
 uploads_new(kiln_store *store, uint32_t max, uint32_t idle_s,
@@ -58,7 +50,7 @@ uploads_new(kiln_store *store, uint32_t max, uint32_t idle_s,
 	up->idle_s = idle_s;
 	/* Hard to guess, though a guess would still need the same pipe. */
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
-		seed = (uint64_t)mono_ns();
+		seed = (uint64_t)kiln_mono_ns();
 	up->next_id = seed & 0xffffffff00000000u;
 	*upp = up;
 	return 0;
@@ -90,7 +82,7 @@ uploads_free(struct kilnd_uploads *up)
 static struct upload *
 slot_take(struct kilnd_uploads *up, uint32_t pipe)
 {
-	int64_t now = mono_ns(), idle = (int64_t)up->idle_s * 1000000000;
+	int64_t now = kiln_mono_ns(), idle = (int64_t)up->idle_s * 1000000000;
 	struct upload *u = NULL;
 
 	for (uint32_t i = 0; i < up->max; i++) {
@@ -203,7 +195,7 @@ uploads_put(struct kilnd_uploads *up, uint32_t pipe,
 		rep->id = kiln_proto_id_ref(&done->id);
 	pthread_mutex_lock(&up->mu);
 	u->busy = 0;
-	u->last_ns = mono_ns();
+	u->last_ns = kiln_mono_ns();
 	if (rv != 0 || req->commit || u->doomed)
 		slot_free(up, u);
 	pthread_mutex_unlock(&up->mu);

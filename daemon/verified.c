@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "verified.h"
+#include "kiln_clock.h"
 
 struct entry {
 	kiln_id id;
@@ -25,15 +26,6 @@ struct kilnd_verified {
 	struct entry *e;
 	unsigned n, ttl_s;
 };
-
-static time_t
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + 1; /* never 0 */
-}
 
 int
 verified_new(unsigned n, unsigned ttl_s, struct kilnd_verified **vp)
@@ -89,7 +81,7 @@ remembered(struct kilnd_verified *v, const kiln_id *id, const struct stat *st)
 		return 0;
 	pthread_mutex_lock(&v->mu);
 	e = slot(v, id);
-	hit = e->when != 0 && mono_s() - e->when < (time_t)v->ttl_s &&
+	hit = e->when != 0 && (time_t)(kiln_mono_ns() / 1000000000 + 1) /* never 0 */ - e->when < (time_t)v->ttl_s &&
 	      kiln_id_cmp(&e->id, id) == 0 && e->dev == st->st_dev &&
 	      e->ino == st->st_ino && e->size == st->st_size &&
 	      same_time(&e->mtime, &st->st_mtim) &&
@@ -107,7 +99,7 @@ remember(struct kilnd_verified *v, const kiln_id *id, const struct stat *st)
 	*slot(v, id) = (struct entry){.id = *id, .dev = st->st_dev,
 	                              .ino = st->st_ino, .size = st->st_size,
 	                              .mtime = st->st_mtim, .ctime = st->st_ctim,
-	                              .when = mono_s()};
+	                              .when = (time_t)(kiln_mono_ns() / 1000000000 + 1) /* never 0 */};
 	pthread_mutex_unlock(&v->mu);
 }
 

@@ -8,7 +8,7 @@
  * to the file named by KILN_TRACE_FILE. Failed attempts count: a lookup
  * that ends in ENOENT or ENOTDIR is a "missing file" record, because
  * creating that file later may change what the tool does. The daemon reads
- * the file when the tool has exited (daemon/engine_trace.c).
+ * the file when the tool has exited (daemon/engine/engine_trace.c).
  *
  * Record format (version 2): UTF-8 lines, one record each, a one-letter
  * kind, a space, the rest. Paths are absolute (relative ones resolved

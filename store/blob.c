@@ -159,7 +159,7 @@ publish_txn(db_txn *t, void *arg)
 
 	if (lstat(p->final, &st) != 0 && (rv = place(p)) != 0)
 		return rv;
-	return blobrec_touch(t, &p->id, p->size, store_now_ns());
+	return blobrec_touch(t, &p->id, p->size, kiln_wall_ns());
 }
 
 static int
@@ -551,7 +551,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	/* Until the next commit gc goes by the file's mtime: a file written
 	 * in the last minute has a fresh one already (a tool that kept an
 	 * old one, cp -p say, gets now, as does a blob that was there). */
-	if (stale || store_now_ns() - ((int64_t)st->st_mtim.tv_sec * 1000000000 +
+	if (stale || kiln_wall_ns() - ((int64_t)st->st_mtim.tv_sec * 1000000000 +
 	                               st->st_mtim.tv_nsec) > 60 * 1000000000LL)
 		utimensat(AT_FDCWD, p.final, NULL, AT_SYMLINK_NOFOLLOW);
 	if ((rv = store_use_defer(s, &p.id, p.size)) != 0) {

@@ -301,7 +301,7 @@ static int
 now_txn(db_txn *t, void *arg)
 {
 	(void)t;
-	*(int64_t *)arg = store_now_ns();
+	*(int64_t *)arg = kiln_wall_ns();
 	return 0;
 }
 
@@ -319,7 +319,7 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 {
 	kiln_gc_stats local;
 	struct gc g = {0};
-	int64_t now = store_now_ns();
+	int64_t now = kiln_wall_ns();
 	int rv;
 
 	if (o == NULL || o->action_max_age_s < 0 || o->grace_s < 0)

@@ -17,20 +17,12 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "kiln_clock.h"
 
 #define DEFAULT_MAP_SIZE (16ULL << 30)
 #define MARKER "kiln-store"
 /* Temp files that name no writer process are removed after this long. */
 #define TMP_MAX_AGE_S 3600
-
-int64_t
-store_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 void
 store_blob_path(const kiln_store *s, const kiln_id *id, char *buf)

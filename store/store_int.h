@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "kiln_store.h"
+#include "kiln_clock.h"
 
 /* ---- the handle ---- */
 
@@ -70,8 +71,6 @@ struct kiln_store {
  * version byte too (records.c). */
 #define STORE_FORMAT 1
 
-/* Nanoseconds since the epoch (CLOCK_REALTIME). */
-int64_t store_now_ns(void);
 
 /* "<objects>/ab/<30 hex>" into buf (PATH_MAX). */
 void store_blob_path(const kiln_store *s, const kiln_id *id, char *buf);

@@ -330,7 +330,7 @@ static void print_row(const char *name, const struct series *kiln, const char *p
 
 static kiln_store *store_open(const char *dir, enum kiln_durability d)
 {
-	kiln_store_opts o = { KILN_STORE_CREATE, d, 0 };
+	kiln_store_opts o = { .flags = KILN_STORE_CREATE, .durability = d };
 	kiln_store *s;
 
 	check(kiln_store_open(dir, &o, &s), dir);

@@ -3,7 +3,7 @@
  * Success is 0 everywhere. Failures are negative KILN_E* codes in the band
  * -20099..-20001, chosen so they never collide with LMDB's (-30799..-30780)
  * or with negated errno values. When you add a code, add its message to
- * store/error.c and never renumber an existing one: the wire protocol maps
+ * common/error.c and never renumber an existing one: the wire protocol maps
  * them in one place and old clients keep their meaning. */
 #ifndef KILN_ERROR_H
 #define KILN_ERROR_H

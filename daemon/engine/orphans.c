@@ -29,6 +29,7 @@
 
 #include "kiln_error.h"
 #include "orphans.h"
+#include "kiln_clock.h"
 
 #define PASSES_MAX 3
 
@@ -172,15 +173,6 @@ sweep_pass(struct sweep *sw)
 	return (int)(sw->nkilled - before);
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait until every kept pidfd is readable (its process ended), at most
  * until deadline; close them. */
 static void
@@ -188,9 +180,9 @@ sweep_wait(struct sweep *sw, int64_t deadline)
 {
 	for (size_t i = 0; i < sw->nfds; i++) {
 		struct pollfd p = {sw->fds[i], POLLIN, 0};
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - (kiln_mono_ns() / 1000000);
 		while (left > 0 && poll(&p, 1, (int)left) < 0 && errno == EINTR)
-			left = deadline - now_ms();
+			left = deadline - (kiln_mono_ns() / 1000000);
 		close(sw->fds[i]);
 	}
 	sw->nfds = 0;
@@ -200,7 +192,7 @@ int
 orphans_kill(const char *root, unsigned wait_ms, unsigned *nkilled)
 {
 	struct sweep sw = {0};
-	int64_t deadline = now_ms() + wait_ms;
+	int64_t deadline = (kiln_mono_ns() / 1000000) + wait_ms;
 	int rv = 0, n = 1;
 
 	*nkilled = 0;

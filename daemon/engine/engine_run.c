@@ -388,8 +388,8 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	/* e->desc is only replaced while no build runs: the pointer holds */
 	n->w->timeout = kiln_desc_tool_timeout(e->desc, n->ks->tool);
 	rq.timeout_ms = n->w->timeout ? n->w->timeout->s * 1000u : 0;
-	n->w->start_ns = engine_now_ns();
-	n->w->start_wall_ns = engine_coarse_ns();
+	n->w->start_ns = kiln_mono_ns();
+	n->w->start_wall_ns = kiln_coarse_wall_ns();
 	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->w->run, &n->w->pid)) != 0)
 		set_error(n, "cannot start '%s' for %s: %s", exe, n->ks->url, kiln_strerror(rv));
 out:

@@ -152,3 +152,23 @@ vec_push(arena *a, vec *v, const void *item)
 	memcpy(slot, item, v->size);
 	return slot;
 }
+
+static int
+str_order(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void
+vec_sort_unique_str(vec *v)
+{
+	const char **p = v->items;
+	size_t w = 0;
+
+	if (v->n > 1)
+		qsort(p, v->n, sizeof *p, str_order);
+	for (size_t i = 0; i < v->n; i++)
+		if (w == 0 || strcmp(p[w - 1], p[i]) != 0)
+			p[w++] = p[i];
+	v->n = w;
+}

@@ -437,7 +437,7 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 	if (e->desc != NULL && !stamps_changed(e))
 		return kiln_desc_nerrors(e->desc) ? (diags_text(e->desc, err, errlen),
 		                                     KILN_EBADPROJECT) : 0;
-	load_ns = engine_wall_ns();
+	load_ns = kiln_wall_ns();
 	rv = kiln_desc_load(e->root, &d);
 	if (rv == KILN_ENOTFOUND) {
 		snprintf(err, errlen, "%s/kiln.yaml: no such file", e->root);

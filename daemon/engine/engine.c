@@ -35,33 +35,7 @@
 #include "engine_int.h"
 #include "watch.h"
 #include "glob.h"
-
-int64_t
-engine_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t
-engine_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t
-engine_coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "kiln_clock.h"
 
 /* ---- heaps ---------------------------------------------------------------- */
 
@@ -211,7 +185,7 @@ summary_fill(const struct build *b, Kiln__BuildFinished *bf)
 	bf->would_run = b->would_run;
 	bf->files_statted = b->files_statted;
 	bf->duration_ns = b->done ? b->duration_ns
-	                          : (uint64_t)(engine_now_ns() - b->start_ns);
+	                          : (uint64_t)(kiln_mono_ns() - b->start_ns);
 	bf->index = (char *)b->index;
 	bf->error = (char *)b->error;
 }
@@ -380,7 +354,7 @@ str_cmp(const void *a, const void *b)
 static void
 pages_tick(struct engine *e)
 {
-	int64_t now = engine_now_ns();
+	int64_t now = kiln_mono_ns();
 	int64_t last = __atomic_load_n(&e->last_unmap_ns, __ATOMIC_RELAXED);
 
 	if (now - last < 2 * 1000000LL ||
@@ -459,7 +433,7 @@ void
 engine_batch_unlock(struct engine *e)
 {
 	size_t len = kiln_batch_len(e->batch);
-	int64_t now = engine_now_ns();
+	int64_t now = kiln_mono_ns();
 	int due;
 
 	if (len > 0 && e->batch_since_ns == 0)
@@ -748,7 +722,7 @@ build_end(struct engine *e, struct build *b)
 	}
 	build_lost_error(b);
 	b->done = 1;
-	b->duration_ns = (uint64_t)(engine_now_ns() - b->start_ns);
+	b->duration_ns = (uint64_t)(kiln_mono_ns() - b->start_ns);
 	{
 		uint64_t nstat, nhashed;
 		filestate_counts(e->fs, &nstat, &nhashed);
@@ -1004,7 +978,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	b->keep_going = rq->keep_going;
 	b->dry_run = rq->dry_run;
 	b->full = rq->n_targets == 0;
-	b->start_ns = engine_now_ns();
+	b->start_ns = kiln_mono_ns();
 	{
 		uint64_t nhashed;
 		filestate_counts(e->fs, &b->nstat0, &nhashed);

@@ -26,6 +26,7 @@
 
 #include "filestate.h"
 #include "watch.h"
+#include "kiln_strhash.h"
 
 /* One a file (100,000 sources: the path in the same allocation, and
  * byte flags, save ~30 bytes a file over separate strings and ints). */
@@ -64,16 +65,6 @@ struct filestate {
 	atomic_uint_fast64_t nstat, nhashed;
 	struct shard shards[FS_SHARDS];
 };
-
-static uint64_t
-str_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
 
 /* The first slot count of a shard (64 shards: 4,096 slots in all). */
 #define SHARD_CAP0 64
@@ -363,7 +354,7 @@ int
 filestate_hash_seen(struct filestate *fs, const char *path, kiln_id *hash,
                     struct fs_seen *seen)
 {
-	uint64_t h = str_hash(path);
+	uint64_t h = kiln_strhash(path);
 	struct shard *sh = shard_of(fs, h);
 	struct watch *w = atomic_load(&fs->watch);
 	struct fentry *e;
@@ -446,7 +437,7 @@ filestate_hash_seen(struct filestate *fs, const char *path, kiln_id *hash,
 void
 filestate_forget(struct filestate *fs, const char *path)
 {
-	uint64_t h = str_hash(path);
+	uint64_t h = kiln_strhash(path);
 	struct shard *sh = shard_of(fs, h);
 	struct fentry *e;
 

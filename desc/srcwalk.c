@@ -145,27 +145,6 @@ walk_dir(struct walk *w, const char *rel, int depth)
 	return rv;
 }
 
-static int
-str_order(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Sort, and drop the repeats that nested source folders produce. */
-static void
-sort_unique(vec *v)
-{
-	const char **p = v->items;
-	size_t w = 0;
-
-	if (v->n > 1)
-		qsort(p, v->n, sizeof *p, str_order);
-	for (size_t i = 0; i < v->n; i++)
-		if (w == 0 || strcmp(p[w - 1], p[i]) != 0)
-			p[w++] = p[i];
-	v->n = w;
-}
-
 int
 srcwalk(const char *root, const char *const *folders, size_t n, arena *a,
         diags *dg, kiln_loc loc, srcset *out)
@@ -189,7 +168,7 @@ srcwalk(const char *root, const char *const *folders, size_t n, arena *a,
 		}
 		rv = walk_dir(&w, folders[i], 0);
 	}
-	sort_unique(&out->files);
-	sort_unique(&out->descs);
+	vec_sort_unique_str(&out->files);
+	vec_sort_unique_str(&out->descs);
 	return rv != 0 ? rv : a->failed ? KILN_ENOMEM : 0;
 }

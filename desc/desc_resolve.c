@@ -501,14 +501,12 @@ input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
 static const char **
 sorted_unique(struct rs *r, vec *v, size_t *n)
 {
-	const char **p = v->items, **out;
-	size_t w = 0;
+	const char **p, **out;
+	size_t w;
 
-	if (v->n > 1)
-		qsort(p, v->n, sizeof *p, str_order);
-	for (size_t i = 0; i < v->n; i++)
-		if (w == 0 || strcmp(p[w - 1], p[i]) != 0)
-			p[w++] = p[i];
+	vec_sort_unique_str(v);
+	p = v->items;
+	w = v->n;
 	*n = 0;
 	if (w == 0 || (out = arena_alloc_raw(r->a, w * sizeof *out)) == NULL)
 		return NULL;

@@ -46,6 +46,8 @@ void vec_init(vec *v, size_t item_size);
 void *vec_push(arena *a, vec *v, const void *item);
 /* Make room for n items in all; 0 or KILN_ENOMEM. */
 int vec_reserve(arena *a, vec *v, size_t n);
+/* Sort a vec of const char * by strcmp and drop repeats, in place. */
+void vec_sort_unique_str(vec *v);
 
 /* ---- diag.c ---- */
 

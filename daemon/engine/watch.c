@@ -37,6 +37,7 @@
 
 #include "kiln_error.h"
 #include "watch.h"
+#include "kiln_strhash.h"
 
 #define WATCH_MASK (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | \
                     IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
@@ -85,14 +86,11 @@ struct watch {
 	size_t nwhole, capwhole;
 };
 
+/* 0 marks an empty slot */
 static uint64_t
 str_hash(const char *s)
 {
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h | 1;   /* 0 marks an empty slot */
+	return kiln_strhash(s) | 1;
 }
 
 static size_t

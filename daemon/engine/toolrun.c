@@ -41,6 +41,7 @@
 
 #include "kiln_error.h"
 #include "toolrun.h"
+#include "kiln_clock.h"
 
 /* How often a child without a pidfd in the poll array is looked at. */
 #define POLL_SLOW_MS 20
@@ -80,15 +81,6 @@ struct kilnd_spawner {
 	struct pollfd *pfd; /* reaper thread only */
 	size_t npfd_max;
 };
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void
 spawner_wake(struct kilnd_spawner *sp)
@@ -136,7 +128,7 @@ child_finish(struct child *c)
 	kill(-c->pid, SIGKILL);
 	while ((rv = child_waitid(c, &si, WEXITED, &ru)) != 0 && errno == EINTR)
 		;
-	r.wall_ns = now_ns() - c->start_ns;
+	r.wall_ns = kiln_mono_ns() - c->start_ns;
 	if (rv != 0) {
 		/* Not ours to reap any more (someone waited for it): a death
 		 * we cannot name. */
@@ -164,7 +156,7 @@ child_finish(struct child *c)
 static nfds_t
 reaper_fill(struct kilnd_spawner *sp, int *timeout)
 {
-	int64_t now = now_ns(), soonest = -1;
+	int64_t now = kiln_mono_ns(), soonest = -1;
 	size_t want = 1 + sp->nrunning;
 	struct pollfd *p;
 	struct child *c;
@@ -214,7 +206,7 @@ static void
 reaper_collect(struct kilnd_spawner *sp, nfds_t n, struct child **ended)
 {
 	struct child **cp = &sp->children, *c;
-	int64_t now = now_ns();
+	int64_t now = kiln_mono_ns();
 	nfds_t i = 1;
 
 	while ((c = *cp) != NULL) {
@@ -497,7 +489,7 @@ spawner_start(struct kilnd_spawner *sp, const struct spawn_req *rq,
 
 	c->done = done;
 	c->arg = arg;
-	c->start_ns = now_ns();
+	c->start_ns = kiln_mono_ns();
 	if (rq->timeout_ms != 0)
 		c->deadline_ns = c->start_ns + (int64_t)rq->timeout_ms * 1000000;
 	rv = spawn_one(sp, rq, &c->pid);
@@ -537,7 +529,7 @@ spawner_kill(struct kilnd_spawner *sp, pid_t pid, unsigned grace_ms)
 			continue;
 		kill(-pid, grace_ms == 0 ? SIGKILL : SIGTERM);
 		if (grace_ms != 0 && c->kill_at_ns == 0) {
-			c->kill_at_ns = now_ns() + (int64_t)grace_ms * 1000000;
+			c->kill_at_ns = kiln_mono_ns() + (int64_t)grace_ms * 1000000;
 			spawner_wake(sp);
 		}
 		rv = 0;

@@ -24,6 +24,7 @@
 #include "kiln_desc.h"
 #include "materialize.h"
 #include "toolrun.h"
+#include "kiln_clock.h"
 
 #define ENGINE_MAX_BUILDS 64   /* at once; one bit each in node.builds */
 /* distinct PATHs in use at once (engine_path.c): a build's and those of
@@ -742,9 +743,5 @@ void scratch_give(struct engine *e, unsigned id, int log_fd);
 /* Forget the free list (engine_free; the folders go with .kiln/scratch). */
 void scratch_free_all(struct engine *e);
 
-int64_t engine_now_ns(void);
-int64_t engine_wall_ns(void);
-/* CLOCK_REALTIME_COARSE: the clock the kernel stamps file times from. */
-int64_t engine_coarse_ns(void);
 
 #endif

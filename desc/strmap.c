@@ -5,16 +5,7 @@
 #include <string.h>
 
 #include "strmap.h"
-
-static uint64_t
-hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
+#include "kiln_strhash.h"
 
 int
 strmap_init(arena *a, struct strmap *m, size_t n)
@@ -42,7 +33,7 @@ strmap_slot(const struct strmap *m, const char *key, uint64_t h)
 int
 strmap_get(const struct strmap *m, const char *key, size_t *val)
 {
-	size_t i = strmap_slot(m, key, hash_str(key));
+	size_t i = strmap_slot(m, key, kiln_strhash(key));
 
 	if (m->keys[i] == NULL)
 		return 0;
@@ -54,7 +45,7 @@ strmap_get(const struct strmap *m, const char *key, size_t *val)
 void
 strmap_put(struct strmap *m, const char *key, size_t val)
 {
-	uint64_t h = hash_str(key);
+	uint64_t h = kiln_strhash(key);
 	size_t i = strmap_slot(m, key, h);
 
 	m->keys[i] = key;

@@ -601,7 +601,7 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 		r.log.data = n->w->log_id.b;
 		r.log.len = 16;
 	}
-	r.time_ns = engine_wall_ns();
+	r.time_ns = kiln_wall_ns();
 	r.duration_ns = n->duration_ns;
 	r.traced = decision != KILN__STEP_RECORD__DECISION__FAILED && n->traced;
 	r.program = n->w->program;
