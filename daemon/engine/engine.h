@@ -29,6 +29,7 @@
 extern const char engine_key_format[];
 
 struct engine;
+struct spawner_ops;
 
 struct engine_config {
 	const char *root;        /* the project folder, absolute */
@@ -55,6 +56,10 @@ struct engine_config {
 	/* A line for the daemon's log. */
 	void (*log)(void *arg, int error, const char *msg);
 	void *arg;
+	/* A testing aid: tools are "started" and "killed" by these instead
+	 * of as processes (toolrun.h; borrowed for the engine's life). NULL:
+	 * the real spawner. */
+	const struct spawner_ops *spawner;
 };
 
 /* Start the engine (no project is read until the first build). Clears

@@ -124,7 +124,8 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	 * refuses the call would otherwise fail every tool's start) */
 	e->workers_batch = sched_getscheduler(0) == SCHED_OTHER &&
 	                   policy_round_trip_works();
-	if ((rv = spawner_new(&e->sp, e->workers_batch)) != 0)
+	if ((rv = cfg->spawner != NULL ? spawner_new_ops(&e->sp, cfg->spawner)
+	                               : spawner_new(&e->sp, e->workers_batch)) != 0)
 		goto fail;
 	/* deciding and finishing steps is file-system work that waits on the
 	 * kernel more than it computes: twice the cores keeps -j slots fed */

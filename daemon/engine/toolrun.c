@@ -80,6 +80,9 @@ struct kilnd_spawner {
 	pthread_t thread;
 	struct pollfd *pfd; /* reaper thread only */
 	size_t npfd_max;
+	/* spawner_new_ops: everything goes to these (nothing above is used) */
+	struct spawner_ops ops;
+	int has_ops;
 };
 
 static void
@@ -314,6 +317,21 @@ fail:
 	return rv;
 }
 
+int
+spawner_new_ops(struct kilnd_spawner **spp, const struct spawner_ops *ops)
+{
+	struct kilnd_spawner *sp;
+
+	*spp = NULL;
+	if ((sp = calloc(1, sizeof(*sp))) == NULL)
+		return KILN_ENOMEM;
+	sp->ops = *ops;
+	sp->has_ops = 1;
+	sp->efd = -1;
+	*spp = sp;
+	return 0;
+}
+
 static int
 spawn_err(int err)
 {
@@ -476,6 +494,8 @@ spawner_start(struct kilnd_spawner *sp, const struct spawn_req *rq,
 	struct child *c;
 	int rv;
 
+	if (sp->has_ops)
+		return sp->ops.start(sp->ops.arg, rq, done, arg, pidp);
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return KILN_ENOMEM;
 	pthread_mutex_lock(&sp->mu);
@@ -523,6 +543,8 @@ spawner_kill(struct kilnd_spawner *sp, pid_t pid, unsigned grace_ms)
 	struct child *c;
 	int rv = KILN_ENOTFOUND;
 
+	if (sp->has_ops)
+		return sp->ops.kill(sp->ops.arg, pid, grace_ms);
 	pthread_mutex_lock(&sp->mu);
 	for (c = sp->children; c != NULL; c = c->next) {
 		if (c->pid != pid)
@@ -544,6 +566,8 @@ spawner_running(struct kilnd_spawner *sp)
 {
 	unsigned n;
 
+	if (sp->has_ops)
+		return 0;
 	pthread_mutex_lock(&sp->mu);
 	n = sp->nrunning;
 	pthread_mutex_unlock(&sp->mu);
@@ -557,6 +581,12 @@ spawner_free(struct kilnd_spawner *sp)
 
 	if (sp == NULL)
 		return;
+	if (sp->has_ops) {
+		if (sp->ops.stop != NULL)
+			sp->ops.stop(sp->ops.arg);
+		free(sp);
+		return;
+	}
 	pthread_mutex_lock(&sp->mu);
 	sp->closing = 1;
 	for (c = sp->children; c != NULL; c = c->next)

@@ -73,12 +73,34 @@ int spawner_start(struct kilnd_spawner *sp, const struct spawn_req *rq,
  * or KILN_ENOTFOUND (no such running child). */
 int spawner_kill(struct kilnd_spawner *sp, pid_t pid, unsigned grace_ms);
 
-/* Children running now. */
+/* Children running now (0 for a spawner made by spawner_new_ops). */
 unsigned spawner_running(struct kilnd_spawner *sp);
 
 /* Kill every child (SIGKILL to each group), wait for them, run their done
  * callbacks, end the reaper. NULL is allowed. */
 void spawner_free(struct kilnd_spawner *sp);
+
+/* A stand-in for the processes (tests: a fake spawner that runs nothing
+ * and ends its "tools" when the test says). Each function has the contract
+ * of the spawner_* function it stands in for; arg is given to each.
+ * start must store *pid (> 0, not a real process: only kill sees it
+ * again) atomically before it returns 0 (another thread may read it), and
+ * call done(done_arg, result) exactly once later, from a thread holding no
+ * lock of its caller's (kill is called with the engine's lock held: it
+ * only notes the kill). stop, from spawner_free, ends every child still
+ * running: each one's done has been called when it returns. */
+struct spawner_ops {
+	int (*start)(void *arg, const struct spawn_req *rq, spawn_done_fn done,
+	             void *done_arg, pid_t *pid);
+	int (*kill)(void *arg, pid_t pid, unsigned grace_ms);
+	void (*stop)(void *arg);
+	void *arg;
+};
+
+/* A spawner whose start, kill and free go to ops (copied; ops->arg must
+ * outlive the spawner): no reaper thread, no process. Returns 0 or
+ * KILN_ENOMEM. */
+int spawner_new_ops(struct kilnd_spawner **sp, const struct spawner_ops *ops);
 
 /* Find the program a tool names: a name with a '/' is relative to root
  * (the project folder) unless absolute; a bare name is searched on path
