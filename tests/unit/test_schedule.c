@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,13 +366,15 @@ end_of(struct sched *sc, uint64_t build_id)
 	return NULL;
 }
 
-/* What the fake and the events saw, for failure messages (static). */
+/* What the fake and the events saw, for failure messages (static; takes
+ * sc->mu). */
 static const char *
 seen(struct sched *sc)
 {
 	static char buf[4096];
 	size_t at = 0;
 
+	pthread_mutex_lock(&sc->mu);
 	at += (size_t)snprintf(buf + at, sizeof buf - at, "started:");
 	for (size_t i = 0; i < sc->nruns && at < sizeof buf; i++)
 		at += (size_t)snprintf(buf + at, sizeof buf - at, " %s%s", sc->runs[i].url,
@@ -381,6 +384,7 @@ seen(struct sched *sc)
 		at += (size_t)snprintf(buf + at, sizeof buf - at, " %s=%d", sc->steps[i].url,
 		                       (int)sc->steps[i].result);
 	at += (size_t)snprintf(buf + at, sizeof buf - at, "; builds ended: %zu", sc->nends);
+	pthread_mutex_unlock(&sc->mu);
 	return buf;
 }
 
@@ -411,9 +415,8 @@ wait_until(struct sched *sc, enum wait_kind k, const char *url, uint64_t n,
 	while (!wait_met(sc, k, url, n))
 		if (pthread_cond_timedwait(&sc->cv, &sc->mu, &dl) == ETIMEDOUT &&
 		    !wait_met(sc, k, url, n)) {
-			const char *s = seen(sc);
 			pthread_mutex_unlock(&sc->mu);
-			fail_msg("waited %d s for %s; %s", WAIT_S, what, s);
+			fail_msg("waited %d s for %s; %s", WAIT_S, what, seen(sc));
 		}
 }
 
@@ -465,6 +468,23 @@ wait_build_end(struct sched *sc, uint64_t id)
 	return b;
 }
 
+/* Wait until no step is queued or running. A cancelled step's end
+ * publishes nothing to wait on, so this polls engine_queued, yielding
+ * (a bounded spin, not a pause). */
+static void
+wait_engine_idle(struct sched *sc)
+{
+	int64_t deadline = (int64_t)time(NULL) + WAIT_S;
+
+	while (engine_queued(sc->e) > 0) {
+		if ((int64_t)time(NULL) > deadline) {
+			fail_msg("waited %d s for the engine to be idle (%u queued); %s",
+			         WAIT_S, engine_queued(sc->e), seen(sc));
+		}
+		sched_yield();
+	}
+}
+
 /* End url's running tool (see run_end for how). */
 static void
 tool_end(struct sched *sc, const char *url, int how)
@@ -476,9 +496,8 @@ tool_end(struct sched *sc, const char *url, int how)
 		if (strcmp(sc->runs[i].url, url) == 0 && sc->runs[i].running)
 			r = &sc->runs[i];
 	if (r == NULL) {
-		const char *s = seen(sc);
 		pthread_mutex_unlock(&sc->mu);
-		fail_msg("no tool of %s is running to end; %s", url, s);
+		fail_msg("no tool of %s is running to end; %s", url, seen(sc));
 	}
 	run_end(sc, r, how);
 	pthread_mutex_unlock(&sc->mu);
@@ -787,9 +806,10 @@ cancel_kills_running_tools_and_drops_queued_steps(void **state)
 	/* the killed tools end as a killed tool does */
 	tool_end(sc, "r1.txt", -SIGTERM);
 	tool_end(sc, "r2.txt", -SIGTERM);
+	/* their slots are free now: nothing queued may take them (a worker
+	 * fills a free slot before it finishes the step that freed it) */
+	wait_engine_idle(sc);
 	assert_kiln(KILN_ENOTFOUND, engine_cancel(sc->e, b));
-	engine_free(sc->e);   /* joins the workers: nothing starts after */
-	sc->e = NULL;
 	pthread_mutex_lock(&sc->mu);
 	size_t nruns = sc->nruns;
 	pthread_mutex_unlock(&sc->mu);
