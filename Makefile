@@ -65,7 +65,8 @@ PROTO_GEN = proto/kiln.pb-c.c
 # the CLI (kiln check, kiln ls) and the daemon (libkilndesc.a).
 DESC_SRC  = desc/glob.c desc/arena.c desc/diag.c desc/yaml_tree.c \
             desc/desc_load.c desc/template.c desc/srcwalk.c \
-            desc/desc_resolve.c desc/strmap.c desc/plan_graph.c desc/desc.c
+            desc/desc_resolve.c desc/resolve_tools.c desc/resolve_inputs.c \
+            desc/strmap.c desc/plan_graph.c desc/desc.c
 # The build engine, daemon/engine/ (libkilnengine.a): deciding, scheduling,
 # running and publishing steps, file states, materializing build/.
 ENGINE_SRC = $(addprefix daemon/engine/, engine_version.c engine_key.c filestate.c watch.c \

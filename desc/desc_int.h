@@ -7,7 +7,9 @@
  *   desc_load.c    node tree -> struct desc_file, field by field
  *   template.c     ${...} expansion and checking
  *   srcwalk.c      the list of files under the source folders
- *   desc_resolve.c files + sources -> one kiln_plan per profile
+ *   desc_resolve.c files + sources -> one kiln_plan per profile, with
+ *                  resolve_tools.c (command lines) and resolve_inputs.c
+ *                  (inputs, bundles); resolve_int.h is theirs alone
  *   strmap.c       string -> index hash map (URLs, tool names)
  *   plan_graph.c   cycles among a plan's prerequisite links
  *   desc.c         kiln_desc_load/reload/free and the accessors */
