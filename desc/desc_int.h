@@ -4,7 +4,9 @@
  *   yaml_tree.c    libyaml events -> node tree (the only file including
  *                  yaml.h), with size, depth and alias bounds
  *   diag.c         collecting diagnostics; "did you mean" suggestions
- *   desc_load.c    node tree -> struct desc_file, field by field
+ *   desc_load.c    one file: node tree -> struct desc_file, and the
+ *                  readers of typed values (load_int.h)
+ *   desc_fields.c  the YAML field tables: every known key and its parser
  *   template.c     ${...} expansion and checking
  *   srcwalk.c      the list of files under the source folders
  *   desc_resolve.c files + sources -> one kiln_plan per profile, with
