@@ -63,7 +63,7 @@ PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
 PROTO_GEN = proto/kiln.pb-c.c
 # The asset-description loader (kiln.yaml and *.kiln.yaml), desc/: used by
 # the CLI (kiln check, kiln ls) and the daemon (libkilndesc.a).
-DESC_SRC  = desc/glob.c desc/arena.c desc/diag.c desc/yaml_tree.c \
+DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/yaml_tree.c \
             desc/desc_load.c desc/desc_fields.c desc/template.c desc/srcwalk.c \
             desc/desc_resolve.c desc/resolve_tools.c desc/resolve_inputs.c \
             desc/strmap.c desc/plan_graph.c desc/desc.c

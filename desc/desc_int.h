@@ -1,5 +1,7 @@
 /* desc_int.h — what the description loader's modules share.
  *
+ *   glob_compile.c, glob_match.c  path patterns (glob.h; glob_int.h is
+ *                  their compiled form)
  *   arena.c        bump allocation; one arena per file and one per plan set
  *   yaml_tree.c    libyaml events -> node tree (the only file including
  *                  yaml.h), with size, depth and alias bounds
