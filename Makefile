@@ -76,7 +76,8 @@ ENGINE_SRC = $(addprefix daemon/engine/, engine_version.c engine_key.c filestate
              engine_blobs.c engine_lost.c engine_path.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
-SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/events.c \
+SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
+             daemon/events.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c
 DAEMON_SRC = daemon/main.c

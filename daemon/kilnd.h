@@ -6,7 +6,9 @@
  *
  *   runtime.c   detaching, the lock and pid file, stale state, signals
  *   log.c       the log file, mirrored as LogLine events
- *   server.c    nng: listeners, the request workers, pipe notifications
+ *   server.c    nng: the socket, listeners, TLS, pipe notifications
+ *   workers.c   the request workers (receive, hand to jobs.c, send)
+ *   peers.c     the connections admitted and their requests in progress
  *   jobs.c      the handler threads the workers hand requests to
  *   handlers.c  one function per request type, and the dispatch table
  *   uploads.c   blob puts in progress
@@ -16,7 +18,7 @@
  *
  * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
  * Requests are handled on cfg.workers handler threads (jobs.c), fed by
- * server.c's nng callbacks, several at once; whatever they share is either
+ * workers.c's nng callbacks, several at once; whatever they share is either
  * immutable after start (cfg, paths, store handle, token) or guarded as
  * noted at each field. */
 #ifndef KILND_H
