@@ -455,26 +455,26 @@ glob_compile(const char *pattern, kiln_glob **gp, const char **why)
 	c->pat = pattern;
 	if (pattern == NULL) {
 		rv = bad(c, "no pattern");
-		goto fail;
+		goto out;
 	}
 	len = strnlen(pattern, KILN_GLOB_MAX + 1);
 	if (len == 0 || len > KILN_GLOB_MAX) {
 		rv = bad(c, len ? "longer than 1024 bytes" : "empty pattern");
-		goto fail;
+		goto out;
 	}
 	if ((rv = syntax_check(c, len)) != 0)
-		goto fail;
+		goto out;
 	rv = KILN_ENOMEM;
 	if ((c->g = calloc(1, sizeof *c->g)) == NULL)
-		goto fail;
+		goto out;
 	if ((rv = prefix_init(c->g, pattern)) != 0)
-		goto fail;
+		goto out;
 	if ((rv = expand(c, 0, NULL, 0)) != 0)
-		goto fail;
+		goto out;
 	*gp = c->g;
 	free(c);
 	return 0;
-fail:
+out:
 	if (why && rv == KILN_EINVAL)
 		*why = c->why;
 	glob_free(c->g);
