@@ -201,8 +201,9 @@ profile_find(const struct desc_file *root, const char *name)
 	return NULL;
 }
 
-/* Variables of a profile, nearest definition first. 0, or -1 after an
- * error (unknown parent, inheritance cycle). */
+/* Variables of a profile, nearest definition first. 0, or KILN_EINVAL
+ * after an error (unknown parent, inheritance cycle; reported in r->dg,
+ * but for a chain deeper than 32). */
 static int
 profile_vars(struct rs *r, const struct desc_file *root, const struct desc_profile *p)
 {
@@ -216,10 +217,10 @@ profile_vars(struct rs *r, const struct desc_file *root, const struct desc_profi
 				diag_add(r->dg, KILN_DIAG_ERROR, p->inherits_loc, "inherits",
 				         "profile '%s' inherits from itself through '%s'",
 				         p->name, q->name);
-				return -1;
+				return KILN_EINVAL;
 			}
 		if (n == 32)
-			return -1;
+			return KILN_EINVAL;
 		chain[n] = q;
 		for (size_t i = 0; i < q->vars.n; i++)
 			vec_push(r->a, &r->vars, (kiln_kv *)q->vars.items + i);
@@ -231,7 +232,7 @@ profile_vars(struct rs *r, const struct desc_file *root, const struct desc_profi
 			diag_add(r->dg, KILN_DIAG_ERROR, q->inherits_loc, "inherits",
 			         "unknown profile '%s'%s%s%s", q->inherits,
 			         hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
-			return -1;
+			return KILN_EINVAL;
 		}
 		q = parent;
 	}
