@@ -596,7 +596,7 @@ main(int argc, char **argv)
 	umask(077);
 	/* Many worker threads each making and freeing small records would
 	 * otherwise get a malloc arena each, every one keeping its own free
-	 * memory: two arenas hold a 100,000-step project's working set. */
+	 * memory; two are enough (docs/build.md, "Daemon memory"). */
 	mallopt(M_ARENA_MAX, 2);
 	pthread_mutex_init(&d.log_mu, NULL);
 	kilnd_config_defaults(&d.cfg);

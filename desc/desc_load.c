@@ -294,7 +294,8 @@ desc_file_load(struct desc_file *f, const char *root)
 		goto out;
 	}
 	/* The model copies what it keeps of the tree but its strings: the
-	 * tree goes when the file is loaded (~100 bytes a YAML node). */
+	 * tree goes when the file is loaded (its size: docs/build.md,
+	 * "Daemon memory"). */
 	rv = ytree_parse(path, f->relpath, &tree, &f->a, &f->dg, &top);
 	if (rv == KILN_ENOMEM)
 		goto out;

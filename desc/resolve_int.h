@@ -42,7 +42,8 @@ struct rs {
 	arena *a;   /* the plans: lives as long as the kiln_desc */
 	arena *tmp; /* working data of resolving (steps in the making, the URL
 	             * map, match fields): freed at the end, so the plans do
-	             * not carry ~1 KB a step of scaffolding */
+	             * not carry the scaffolding (docs/build.md, "Daemon
+	             * memory") */
 	diags *dg;
 	const char *project;
 	/* tools of every file, by name */
