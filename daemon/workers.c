@@ -344,6 +344,8 @@ waiter_wake(struct ev_waiter *ew)
 	nng_aio_cancel(w->sleep);
 }
 
+/* ---- making the workers ------------------------------------------------ */
+
 int
 workers_make(struct kilnd *d, char *err, size_t len)
 {

@@ -5,9 +5,9 @@
  * a rule's step of the same URL (make's override) and clashing with
  * another asset's; then, per step, its inputs (resolve_inputs.c) and its
  * tool's command line (resolve_tools.c); cycles between steps refused with
- * the cycle printed (plan_graph.c); bundles resolved to URLs. Also the
- * checks that do not depend on the profile: tools defined twice, rules'
- * globs, unknown profile names.
+ * the cycle printed (plan_graph.c); bundles resolved to URLs
+ * (resolve_inputs.c). Also the checks that do not depend on the profile:
+ * tools defined twice, rules' globs, unknown profile names.
  *
  * Cost: one pass over the source list per rule (skipping files outside the
  * glob's fixed prefix), hash lookups for URLs, no quadratic steps

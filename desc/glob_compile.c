@@ -10,7 +10,8 @@
 // runs of them merge, and a trailing one becomes "*" then DSTAR, which is
 // "one or more segments".
 //
-// The compiled form (glob_int.h) is matched by glob_match.c.
+// Also glob_free and the accessors of the compiled form (glob_int.h),
+// which glob_match.c matches paths against.
 #include <fnmatch.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -11,6 +11,8 @@
 
 #include "resolve_int.h"
 
+/* ---- template scopes ---- */
+
 static const char *
 var_lookup(const struct rs *r, const char *name, size_t len)
 {
