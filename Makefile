@@ -63,9 +63,10 @@ PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
 PROTO_GEN = proto/kiln.pb-c.c
 # The asset-description loader (kiln.yaml and *.kiln.yaml), desc/: used by
 # the CLI (kiln check, kiln ls) and the daemon (libkilndesc.a).
-DESC_SRC  = desc/glob.c desc/arena.c desc/diag.c desc/yaml_tree.c \
-            desc/desc_load.c desc/template.c desc/srcwalk.c \
-            desc/desc_resolve.c desc/strmap.c desc/plan_graph.c desc/desc.c
+DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/yaml_tree.c \
+            desc/desc_load.c desc/desc_fields.c desc/template.c desc/srcwalk.c \
+            desc/desc_resolve.c desc/resolve_tools.c desc/resolve_inputs.c \
+            desc/strmap.c desc/plan_graph.c desc/desc.c
 # The build engine, daemon/engine/ (libkilnengine.a): deciding, scheduling,
 # running and publishing steps, file states, materializing build/.
 ENGINE_SRC = $(addprefix daemon/engine/, engine_version.c engine_key.c filestate.c watch.c \
@@ -75,7 +76,8 @@ ENGINE_SRC = $(addprefix daemon/engine/, engine_version.c engine_key.c filestate
              engine_blobs.c engine_lost.c engine_path.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
-SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/events.c \
+SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
+             daemon/events.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c
 DAEMON_SRC = daemon/main.c

@@ -21,6 +21,8 @@
 
 /* The exit statuses every command uses. */
 enum cli_exit {
+	CLI_CONTINUE = -1, /* not an exit: an option parser's "the options are
+	                    * fine, go on with the command" */
 	CLI_OK = 0,      /* did what was asked, found nothing wrong */
 	CLI_PROBLEM = 1, /* ran, and found problems (corrupt or missing data) */
 	CLI_USAGE = 2,   /* bad usage, bad input, or an unusable environment */

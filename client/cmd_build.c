@@ -333,9 +333,9 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 	/* a status line needs no more than 10 updates a second, and a round
 	 * trip per step costs the daemon more than small steps do; the
 	 * build's end still comes at once. (Each gathering wait
-	 * is a timer in nng 1.5, whose expiry spins its aio-expire thread
-	 * ~0.2 ms: at 20 ms that was ~30 ms of CPU in a 1.3 s build of 1,101
-	 * steps, none at 100.) */
+	 * is a timer in nng 1.5, whose expiry spins its aio-expire thread:
+	 * a short gather costs CPU for nothing; figures in docs/build.md,
+	 * "Where the full build's time goes".) */
 	kiln_events_gather(c, 100);
 	rv = kiln_build_start(c, &o, &v.id, &nsteps, profile, sizeof profile);
 	if (rv == KILN_EBADPROJECT || rv == KILN_EINVAL) {

@@ -140,7 +140,8 @@ event_json(const kiln_event *ev)
 	puts("}");
 }
 
-/* Parse EPOCH:SEQ (16 hex digits at most, a colon, a decimal). */
+/* Parse EPOCH:SEQ (16 hex digits at most, a colon, a decimal). Returns 0
+ * or KILN_EINVAL. */
 static int
 cursor_parse(const char *s, kiln_cursor *cur)
 {
@@ -149,11 +150,13 @@ cursor_parse(const char *s, kiln_cursor *cur)
 	cur->epoch = strtoull(s, &end, 16);
 	if (end == s || *end != ':' || end - s > 16 || end[1] < '0' ||
 	    end[1] > '9')
-		return -1;
+		return KILN_EINVAL;
 	cur->seq = strtoull(end + 1, &end, 10);
-	return *end == '\0' ? 0 : -1;
+	return *end == '\0' ? 0 : KILN_EINVAL;
 }
 
+/* kiln events' options into o. Returns CLI_CONTINUE, or the exit status
+ * (--help, or a usage error said on stderr). */
 static int
 events_parse(int argc, char **argv, struct events_opts *o)
 {
@@ -193,7 +196,7 @@ events_parse(int argc, char **argv, struct events_opts *o)
 	if (optind < argc)
 		return cli_usage("events", events_usage, "unexpected argument '%s'",
 		                 argv[optind]);
-	return -1;
+	return CLI_CONTINUE;
 }
 
 /* Print events until one of the ends the options set. */
@@ -242,7 +245,7 @@ cmd_events(const struct cli *cli, int argc, char **argv)
 	kiln_conn *c;
 	int rv;
 
-	if ((rv = events_parse(argc, argv, &o)) >= 0)
+	if ((rv = events_parse(argc, argv, &o)) != CLI_CONTINUE)
 		return rv;
 	if (o.timeout_s > 24 * 3600)
 		o.timeout_s = 24 * 3600;

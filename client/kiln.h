@@ -249,8 +249,8 @@ int kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev);
  * (a full build's steps) then comes in a few large batches, which costs
  * the daemon and the client far less than a round trip per event; the
  * first event after a quiet spell and every other kind (a build finished,
- * the daemon stopping) still come at once. `kiln build` uses 20 ms. 0 or
- * KILN_EINVAL. */
+ * the daemon stopping) still come at once. `kiln build` uses 100 ms. 0
+ * or KILN_EINVAL. */
 int kiln_events_gather(kiln_conn *c, int gather_ms);
 
 /* The cursor of the last event delivered (to resume from later). */

@@ -112,8 +112,8 @@ cmd_help(const struct cli *cli, int argc, char **argv)
 	return cmd->run(cli, 2, args);
 }
 
-/* Parse the options before the command name. Returns -1 to go on with the
- * command at argv[optind], else the exit status. */
+/* Parse the options before the command name. Returns CLI_CONTINUE to go
+ * on with the command at argv[optind], else the exit status. */
 static int
 global_parse(struct cli *cli, int argc, char **argv)
 {
@@ -143,7 +143,7 @@ global_parse(struct cli *cli, int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage(NULL, usage, "no command given");
-	return -1;
+	return CLI_CONTINUE;
 }
 
 /* Open /dev/null on any of fds 0-2 that the caller closed: otherwise the
@@ -178,7 +178,7 @@ main(int argc, char **argv)
 	int rv, first;
 
 	stdio_guard();
-	if ((rv = global_parse(&cli, argc, argv)) >= 0)
+	if ((rv = global_parse(&cli, argc, argv)) != CLI_CONTINUE)
 		exit(stdout_close(rv));
 	first = optind;
 	if ((cmd = command_find(argv[first])) == NULL)

@@ -30,8 +30,10 @@ struct ev_waiter {
 	void (*wake)(struct ev_waiter *w);
 };
 
-/* The poll came back parked (events_poll's positive result). */
-#define EVENTS_PARKED 1
+/* What events_poll returns besides 0 and a negative KILN_E* code. */
+enum events_poll_result {
+	EVENTS_PARKED = 1, /* the poll is parked: its waiter answers later */
+};
 
 struct events_stats {
 	uint64_t epoch, head;  /* the newest seq (0: none yet) */

@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "handlers.h"
+#include "server.h"
 #include "verified.h"
 
 /* Say why in a->error (shown to the client) and return code. */

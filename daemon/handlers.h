@@ -1,5 +1,5 @@
 /* handlers.h — turning one decoded Request into one answer, without nng:
- * server.c decodes the message, calls handle_request, and encodes what the
+ * workers.c decodes the message, calls handle_request, and encodes what the
  * answer says (a Reply, maybe followed by blob bytes read from a file; a
  * reply already encoded; or "park this poll"). */
 #ifndef KILND_HANDLERS_H
@@ -52,15 +52,6 @@ struct kilnd_answer {
 	uint32_t wait_ms;     /* ANSWER_PARK */
 	int after_stop;       /* ask the daemon to stop once sent */
 };
-
-/* The listen addresses the status reply reports (server.c). */
-size_t server_listen_urls(struct kilnd *d, const char **urls, size_t max);
-
-/* Whether the connection pipe is still open (server.c). A connection
- * counts as closed before its subscriptions and uploads are dropped, so a
- * handler that made one and then finds its connection closed must drop
- * it itself. */
-int server_pipe_open(struct kilnd *d, uint32_t pipe);
 
 /* Answer c into a (which the caller zeroes). w is the caller's waiter, for
  * a poll that must wait. Counts the request and, when refused, the bad

@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "handlers.h"
+#include "server.h"
 #include "owners.h"
 
 /* The build belongs to the connection that asked for it: when that

@@ -75,7 +75,7 @@ jobs_push(struct kilnd_jobs *jobs, struct job *j)
 	pthread_mutex_lock(&jobs->mu);
 	if (jobs->quit) {
 		pthread_mutex_unlock(&jobs->mu);
-		return -1;
+		return KILN_ECLOSED;
 	}
 	if (jobs->tail != NULL)
 		jobs->tail->next = j;

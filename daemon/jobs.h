@@ -16,7 +16,8 @@ struct kilnd_jobs;
 int jobs_new(unsigned n, struct kilnd_jobs **jp);
 
 /* Queue j (any thread). A job is queued at most once at a time. Returns 0,
- * or -1 once jobs_stop has begun (j is not queued: the caller cleans up). */
+ * or KILN_ECLOSED once jobs_stop has begun (j is not queued: the caller
+ * cleans up). */
 int jobs_push(struct kilnd_jobs *jobs, struct job *j);
 
 /* Refuse new jobs, run every job still queued, then end the threads. */

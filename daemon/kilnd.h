@@ -6,7 +6,9 @@
  *
  *   runtime.c   detaching, the lock and pid file, stale state, signals
  *   log.c       the log file, mirrored as LogLine events
- *   server.c    nng: listeners, the request workers, pipe notifications
+ *   server.c    nng: the socket, listeners, TLS, pipe notifications
+ *   workers.c   the request workers (receive, hand to jobs.c, send)
+ *   peers.c     the connections admitted and their requests in progress
  *   jobs.c      the handler threads the workers hand requests to
  *   handlers.c  one function per request type, and the dispatch table
  *   uploads.c   blob puts in progress
@@ -16,7 +18,7 @@
  *
  * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
  * Requests are handled on cfg.workers handler threads (jobs.c), fed by
- * server.c's nng callbacks, several at once; whatever they share is either
+ * workers.c's nng callbacks, several at once; whatever they share is either
  * immutable after start (cfg, paths, store handle, token) or guarded as
  * noted at each field. */
 #ifndef KILND_H
@@ -35,6 +37,8 @@
 
 /* kilnd's exit statuses. */
 enum kilnd_exit {
+	KILND_CONTINUE = -1,    /* not an exit: main.c's option parsers say
+	                         * "the options are fine, go on and run" */
 	KILND_EXIT_OK = 0,
 	KILND_EXIT_FAIL = 1,    /* could not start or serve */
 	KILND_EXIT_USAGE = 2,   /* bad command line */
@@ -122,10 +126,17 @@ struct kilnd {
 
 /* ---- runtime.c ----------------------------------------------------------- */
 
+/* Which process kilnd_detach returned in (besides a negative KILN_E*). */
+enum kilnd_detach_side {
+	KILND_DETACH_CHILD = 0,  /* the daemon (or cfg.foreground): go on */
+	KILND_DETACH_PARENT = 1, /* the command: exit with *parent_exit */
+};
+
 /* Detach from the terminal unless cfg.foreground: fork; the parent waits
- * until the child reports ready (kilnd_ready) or failed, then returns that
- * exit status through *parent_exit (and 1). The child returns 0 with
- * *parent_exit untouched. Call before any nng or thread is made. */
+ * until the child reports ready (kilnd_ready) or failed, then returns
+ * KILND_DETACH_PARENT with that exit status in *parent_exit. The child
+ * returns KILND_DETACH_CHILD with *parent_exit untouched. A failed pipe or
+ * fork returns its KILN_E* code. Call before any nng or thread is made. */
 int kilnd_detach(struct kilnd *d, int *parent_exit);
 
 /* Take the project's daemon lock, clear a dead daemon's socket and pid

@@ -110,7 +110,7 @@ bad_usage(const char *fmt, const char *arg)
 }
 
 /* Parse a count or a size with an optional K, M or G suffix within
- * [min, max]. Returns 0 or -1. */
+ * [min, max]. Returns 0 or KILN_EINVAL. */
 static int
 parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *v)
 {
@@ -118,7 +118,7 @@ parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *v)
 	unsigned shift = 0;
 
 	if (!isdigit((unsigned char)s[0]))
-		return -1;
+		return KILN_EINVAL;
 	errno = 0;
 	*v = strtoull(s, &end, 10);
 	switch (toupper((unsigned char)*end)) {
@@ -131,12 +131,13 @@ parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *v)
 	     toupper((unsigned char)end[1]) == 'B'))
 		end += end[0] == 'b' || end[0] == 'B' ? 1 : 2;
 	if (errno != 0 || *end != '\0' || *v > (max >> shift))
-		return -1;
+		return KILN_EINVAL;
 	*v <<= shift;
-	return *v >= min && *v <= max ? 0 : -1;
+	return *v >= min && *v <= max ? 0 : KILN_EINVAL;
 }
 
-/* Options with a numeric value: where each goes and its bounds. */
+/* Options with a numeric value: where each goes and its bounds. Returns
+ * KILND_CONTINUE, or KILND_EXIT_USAGE after saying why. */
 static int
 option_num(struct kilnd_config *c, int opt, const char *arg)
 {
@@ -148,29 +149,29 @@ option_num(struct kilnd_config *c, int opt, const char *arg)
 			return bad_usage("--max-message '%s': a size from 64K to 256M",
 			                 arg);
 		c->max_message = v;
-		return -1;
+		return KILND_CONTINUE;
 	case 'E':
 		if (parse_num(arg, 1, 1u << 20, &v))
 			return bad_usage("--event-buffer '%s': a count from 1 to 1M", arg);
 		c->event_buffer = (uint32_t)v;
-		return -1;
+		return KILND_CONTINUE;
 	case 'B':
 		if (parse_num(arg, 4096, 1u << 30, &v))
 			return bad_usage("--event-buffer-bytes '%s': a size from 4K to "
 			                 "1G", arg);
 		c->event_buffer_bytes = v;
-		return -1;
+		return KILND_CONTINUE;
 	case 'T':
 		if (parse_num(arg, 0, 86400, &v))
 			return bad_usage("--verify-ttl '%s': seconds from 0 to 86400", arg);
 		c->verify_ttl_s = (uint32_t)v;
-		return -1;
+		return KILND_CONTINUE;
 	}
 	if (parse_num(arg, 1, 4096, &v))
 		return bad_usage("'%s': a count from 1 to 4096", arg);
 	*(opt == 'S' ? &c->max_subscribers : opt == 'U' ? &c->max_uploads :
 	  opt == 'C' ? &c->max_clients : &c->workers) = (uint32_t)v;
-	return -1;
+	return KILND_CONTINUE;
 }
 
 /* Whether sa is a loopback address: 127.0.0.0/8, ::1, or 127.0.0.0/8
@@ -220,7 +221,8 @@ is_loopback(const char *url)
 	return all;
 }
 
-/* The remote-listener options make sense together. */
+/* The remote-listener options make sense together. Returns KILND_CONTINUE,
+ * or KILND_EXIT_USAGE after saying why. */
 static int
 options_check(const struct kilnd_config *c)
 {
@@ -228,7 +230,7 @@ options_check(const struct kilnd_config *c)
 
 	if (c->listen == NULL)
 		return c->token_file || c->tls_cert || c->tls_key ?
-		       bad_usage("%s needs --listen", "--token-file/--tls-*") : -1;
+		       bad_usage("%s needs --listen", "--token-file/--tls-*") : KILND_CONTINUE;
 	tls = strncmp(c->listen, "tls+tcp://", 10) == 0;
 	if (!tls && strncmp(c->listen, "tcp://", 6) != 0)
 		return bad_usage("--listen '%s': expected tcp://HOST:PORT or "
@@ -244,10 +246,10 @@ options_check(const struct kilnd_config *c)
 		                 "address (a host that resolves to 127.0.0.0/8 or "
 		                 "::1 only); use tls+tcp:// across machines",
 		                 c->listen);
-	return -1;
+	return KILND_CONTINUE;
 }
 
-/* Parse argv into c. Returns -1 to run, else the exit status. */
+/* Parse argv into c. Returns KILND_CONTINUE to run, else the exit status. */
 static int
 options_parse(struct kilnd *d, int argc, char **argv)
 {
@@ -299,7 +301,7 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		case ':': return bad_usage("option '%s' needs a value", argv[optind - 1]);
 		case '?': return bad_usage("unknown option '%s'", argv[optind - 1]);
 		default:
-			if ((rv = option_num(c, opt, optarg)) >= 0)
+			if ((rv = option_num(c, opt, optarg)) != KILND_CONTINUE)
 				return rv;
 		}
 	}
@@ -310,19 +312,22 @@ options_parse(struct kilnd *d, int argc, char **argv)
 
 /* ---- starting ------------------------------------------------------------ */
 
-/* Read the token: the file's first line, at least 16 bytes. */
+/* Read the token: the file's first line, at least 16 bytes. Returns 0,
+ * or a KILN_E* code after saying why on stderr. */
 static int
 token_load(struct kilnd *d)
 {
 	FILE *f;
 	size_t n;
+	int err;
 
 	if (d->cfg.token_file == NULL)
 		return 0;
 	if ((f = fopen(d->cfg.token_file, "re")) == NULL) {
+		err = errno;
 		fprintf(stderr, "kilnd: --token-file %s: %s\n", d->cfg.token_file,
-		        strerror(errno));
-		return -1;
+		        strerror(err));
+		return kiln_err_from_errno(err);
 	}
 	if (fgets(d->token, sizeof(d->token), f) == NULL)
 		d->token[0] = '\0';
@@ -333,7 +338,7 @@ token_load(struct kilnd *d)
 	if (n < 16) {
 		fprintf(stderr, "kilnd: --token-file %s: the token (its first line) "
 		        "must have at least 16 characters\n", d->cfg.token_file);
-		return -1;
+		return KILN_EINVAL;
 	}
 	return 0;
 }
@@ -563,8 +568,8 @@ run(struct kilnd *d)
 	}
 	if (token_load(d) != 0)
 		return KILND_EXIT_USAGE;
-	if ((rv = kilnd_detach(d, &status)) != 0)
-		return rv == 1 ? status : KILND_EXIT_FAIL;
+	if ((rv = kilnd_detach(d, &status)) != KILND_DETACH_CHILD)
+		return rv == KILND_DETACH_PARENT ? status : KILND_EXIT_FAIL;
 	if ((status = start(d, err, sizeof(err))) != KILND_EXIT_OK) {
 		if (d->cfg.foreground)
 			fprintf(stderr, "%s\n", err);
@@ -591,11 +596,11 @@ main(int argc, char **argv)
 	umask(077);
 	/* Many worker threads each making and freeing small records would
 	 * otherwise get a malloc arena each, every one keeping its own free
-	 * memory: two arenas hold a 100,000-step project's working set. */
+	 * memory; two are enough (docs/build.md, "Daemon memory"). */
 	mallopt(M_ARENA_MAX, 2);
 	pthread_mutex_init(&d.log_mu, NULL);
 	kilnd_config_defaults(&d.cfg);
-	if ((status = options_parse(&d, argc, argv)) >= 0)
+	if ((status = options_parse(&d, argc, argv)) != KILND_CONTINUE)
 		exit(status);
 	status = run(&d);
 	pthread_mutex_destroy(&d.log_mu);

@@ -56,7 +56,7 @@ kilnd_detach(struct kilnd *d, int *parent_exit)
 
 	d->ready_fd = -1;
 	if (d->cfg.foreground)
-		return 0;
+		return KILND_DETACH_CHILD;
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return kiln_err_from_errno(errno);
 	if ((pid = fork()) < 0) {
@@ -67,7 +67,7 @@ kilnd_detach(struct kilnd *d, int *parent_exit)
 	if (pid > 0) {
 		close(p[1]);
 		*parent_exit = parent_wait(p[0], d);
-		return 1;
+		return KILND_DETACH_PARENT;
 	}
 	close(p[0]);
 	d->ready_fd = p[1];
@@ -77,7 +77,7 @@ kilnd_detach(struct kilnd *d, int *parent_exit)
 		if (devnull > STDERR_FILENO)
 			close(devnull);
 	}
-	return 0;
+	return KILND_DETACH_CHILD;
 }
 
 void

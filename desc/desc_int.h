@@ -1,13 +1,19 @@
 /* desc_int.h — what the description loader's modules share.
  *
+ *   glob_compile.c, glob_match.c  path patterns (glob.h; glob_int.h is
+ *                  their compiled form)
  *   arena.c        bump allocation; one arena per file and one per plan set
  *   yaml_tree.c    libyaml events -> node tree (the only file including
  *                  yaml.h), with size, depth and alias bounds
  *   diag.c         collecting diagnostics; "did you mean" suggestions
- *   desc_load.c    node tree -> struct desc_file, field by field
+ *   desc_load.c    one file: node tree -> struct desc_file, and the
+ *                  readers of typed values (load_int.h)
+ *   desc_fields.c  the YAML field tables: every known key and its parser
  *   template.c     ${...} expansion and checking
  *   srcwalk.c      the list of files under the source folders
- *   desc_resolve.c files + sources -> one kiln_plan per profile
+ *   desc_resolve.c files + sources -> one kiln_plan per profile, with
+ *                  resolve_tools.c (command lines) and resolve_inputs.c
+ *                  (inputs, bundles); resolve_int.h is theirs alone
  *   strmap.c       string -> index hash map (URLs, tool names)
  *   plan_graph.c   cycles among a plan's prerequisite links
  *   desc.c         kiln_desc_load/reload/free and the accessors */

@@ -3,206 +3,23 @@
  * For each profile: its variables (following inherits); one step per
  * source file each applicable rule matches; explicit assets, each replacing
  * a rule's step of the same URL (make's override) and clashing with
- * another asset's; every input resolved to source files or to prerequisite
- * steps ("@url", "@url/glob"); cycles between steps refused with the cycle
- * printed; the tools' command lines and env expanded with the step's
- * params, match fields and variables; bundles resolved to URLs.
+ * another asset's; then, per step, its inputs (resolve_inputs.c) and its
+ * tool's command line (resolve_tools.c); cycles between steps refused with
+ * the cycle printed (plan_graph.c); bundles resolved to URLs
+ * (resolve_inputs.c). Also the checks that do not depend on the profile:
+ * tools defined twice, rules' globs, unknown profile names.
  *
  * Cost: one pass over the source list per rule (skipping files outside the
- * glob's fixed prefix), hash lookups for URLs, no quadratic steps, so
- * 100,000 source files resolve well under a second (bench/load). */
-#include <errno.h>
-#include <limits.h>
-#include <stdint.h>
+ * glob's fixed prefix), hash lookups for URLs, no quadratic steps
+ * (figures: docs/build.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "desc_int.h"
-#include "glob.h"
-#include "strmap.h"
+#include "resolve_int.h"
 #include "kiln_store.h"
 
 /* ---- building steps ---- */
-
-struct match {
-	const char *path, *dir, *name, *ext, *file;
-};
-
-struct sb {
-	kiln_step st;
-	const char *toolname;
-	kiln_loc tool_loc;
-	const vec *decl_inputs; /* struct desc_input */
-	const vec *decl_outputs;
-	const char *source;     /* the matched file of a rule step */
-	struct match m;
-	int has_match;
-	int dead;               /* replaced by an asset */
-	const char *where;      /* "rules[2]", "assets[0]": field prefix */
-	vec inputs, needs;      /* const char * */
-};
-
-struct rs {
-	const char *root;
-	struct desc_file **files;
-	size_t nfiles;
-	const srcset *src;
-	arena *a;   /* the plans: lives as long as the kiln_desc */
-	arena *tmp; /* working data of resolving (steps in the making, the URL
-	             * map, match fields): freed at the end, so the plans do
-	             * not carry ~1 KB a step of scaffolding */
-	diags *dg;
-	const char *project;
-	/* tools of every file, by name */
-	struct strmap tools;
-	vec toolv;     /* const kiln_tool * */
-	vec toolnames; /* const char *, same order (for suggestions) */
-	int *tool_reported; /* per tool: a template error was reported (once
-	                     * for all profiles: the first profile is named) */
-	int *tool_match;    /* per tool: tool_uses_match */
-	size_t tool_index;  /* of the tool being expanded */
-	/* rule globs, compiled once: globs[i] for the i-th rule over all files */
-	kiln_glob **globs;
-	/* per profile */
-	const char *profile;
-	vec vars; /* kiln_kv, nearest profile first */
-	vec steps; /* struct sb */
-	struct strmap urls;
-	const char *const *profile_names;
-	size_t nprofiles;
-	size_t nassets; /* over all files */
-	char realroot[PATH_MAX]; /* "" when it could not be resolved */
-};
-
-static const char *
-var_lookup(const struct rs *r, const char *name, size_t len)
-{
-	const kiln_kv *kv = r->vars.items;
-
-	if (len == 7 && strncmp(name, "profile", 7) == 0)
-		return r->profile;
-	if (len == 7 && strncmp(name, "project", 7) == 0)
-		return r->project;
-	for (size_t i = 0; i < r->vars.n; i++)
-		if (strlen(kv[i].key) == len && strncmp(kv[i].key, name, len) == 0)
-			return kv[i].value;
-	return NULL;
-}
-
-struct scope_arg {
-	const struct rs *r;
-	const struct sb *s; /* NULL: no step (URL and output templates) */
-	const struct match *m;
-	int tool_stage;     /* expanding a tool: in/out/depfile deferred */
-};
-
-static const char *
-match_lookup(const struct match *m, const char *name, size_t len)
-{
-	if (m == NULL || len < 6 || strncmp(name, "match.", 6) != 0)
-		return NULL;
-	name += 6;
-	len -= 6;
-#define F(k) if (len == sizeof #k - 1 && strncmp(name, #k, len) == 0) return m->k
-	F(path); F(dir); F(name); F(ext); F(file);
-#undef F
-	return NULL;
-}
-
-/* ${param.a.b}: a scalar inside the step's params. */
-static const char *
-param_lookup(const kiln_val *p, const char *name, size_t len)
-{
-	if (p == NULL || len < 6 || strncmp(name, "param.", 6) != 0)
-		return NULL;
-	name += 6;
-	len -= 6;
-	while (p != NULL && p->type == KILN_VAL_MAP) {
-		const char *dot = memchr(name, '.', len);
-		size_t seg = dot ? (size_t)(dot - name) : len;
-		const kiln_val *next = NULL;
-		for (size_t i = 0; i < p->n && next == NULL; i++)
-			if (strlen(p->keys[i]) == seg && strncmp(p->keys[i], name, seg) == 0)
-				next = &p->items[i];
-		p = next;
-		if (dot == NULL)
-			break;
-		name = dot + 1;
-		len -= seg + 1;
-	}
-	if (p == NULL || p->type == KILN_VAL_LIST || p->type == KILN_VAL_MAP)
-		return NULL;
-	return p->type == KILN_VAL_NULL ? "" : p->str;
-}
-
-static const char *
-scope_lookup(const char *name, size_t len, void *arg)
-{
-	struct scope_arg *sa = arg;
-	const char *v = match_lookup(sa->m, name, len);
-
-	if (v == NULL && sa->s != NULL)
-		v = param_lookup(sa->s->st.params, name, len);
-	return v != NULL ? v : var_lookup(sa->r, name, len);
-}
-
-static int
-scope_deferred(const char *name, size_t len, void *arg)
-{
-	struct scope_arg *sa = arg;
-	const struct sb *s = sa->s;
-
-	if (!sa->tool_stage)
-		return 0;
-	if ((len == 2 && strncmp(name, "in", 2) == 0) ||
-	    (len == 5 && strncmp(name, "in...", 5) == 0))
-		return 1;
-	if (len == 7 && strncmp(name, "depfile", 7) == 0)
-		return s->st.tool->depfile;
-	if (len == 3 && strncmp(name, "out", 3) == 0)
-		return s->st.noutputs == 1;
-	if (len > 4 && strncmp(name, "out.", 4) == 0)
-		for (size_t i = 0; i < s->st.noutputs; i++)
-			if (strlen(s->st.outputs[i].name) == len - 4 &&
-			    strncmp(s->st.outputs[i].name, name + 4, len - 4) == 0)
-				return 1;
-	return 0;
-}
-
-static char *
-expand(struct rs *r, const struct sb *s, const struct match *m, int tool_stage,
-       const char *text, const char **bad)
-{
-	struct scope_arg sa = {r, s, m, tool_stage};
-	tmpl_scope sc = {scope_lookup, &sa, scope_deferred, NULL};
-
-	return tmpl_expand(r->a, text, &sc, bad);
-}
-
-/* A shell tool's command line: argv[0] the script with a reference in
- * place of each value, argv[1..] the values (see tmpl_scope.vals). NULL
- * with *bad set as for expand, or NULL alone when out of memory. */
-static const char **
-expand_shell(struct rs *r, const struct sb *s, const struct match *m,
-             const char *text, size_t *nargv, const char **bad)
-{
-	struct scope_arg sa = {r, s, m, 1};
-	tmpl_vals vals = {0};
-	tmpl_scope sc = {scope_lookup, &sa, scope_deferred, &vals};
-	const char *script = tmpl_expand(r->a, text, &sc, bad);
-	const char **argv;
-
-	if (script == NULL ||
-	    (argv = arena_alloc_raw(r->a, (vals.n + 1) * sizeof *argv)) == NULL)
-		return NULL;
-	argv[0] = script;
-	if (vals.n > 0)
-		memcpy(argv + 1, vals.v, vals.n * sizeof *argv);
-	*nargv = vals.n + 1;
-	return argv;
-}
 
 /* The match fields of a source path under a glob's fixed prefix. */
 static void
@@ -238,7 +55,8 @@ step_outputs(struct rs *r, struct sb *s, kiln_loc loc, const char *field)
 	}
 	for (size_t i = 0; i < s->decl_outputs->n; i++) {
 		out[i].name = decl[i].name;
-		out[i].file = expand(r, NULL, s->has_match ? &s->m : NULL, 0, decl[i].file, &bad);
+		out[i].file = resolve_expand(r, NULL, s->has_match ? &s->m : NULL, 0,
+		                             decl[i].file, &bad);
 		if (out[i].file == NULL) {
 			diag_add(r->dg, KILN_DIAG_ERROR, loc, field, "output '%s': %s",
 			         decl[i].name, bad ? bad : "out of memory");
@@ -273,23 +91,6 @@ step_add(struct rs *r)
 	return vec_push(r->tmp, &r->steps, &s);
 }
 
-/* The first of the sorted source files not before prefix. */
-static size_t
-file_range(const srcset *src, const char *prefix)
-{
-	const char *const *files = src->files.items;
-	size_t lo = 0, hi = src->files.n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(files[mid], prefix) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 static void
 rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 {
@@ -298,7 +99,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 	const char *where = arena_printf(r->tmp, "rules[%d]", ru->index);
 	size_t pl = strlen(prefix), nmatched = 0, idx;
 
-	for (size_t i = file_range(r->src, prefix); i < r->src->files.n; i++) {
+	for (size_t i = resolve_file_range(r->src, prefix); i < r->src->files.n; i++) {
 		const char *bad;
 		struct sb *s, *old;
 		struct match m;
@@ -309,7 +110,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 			continue;
 		nmatched++;
 		match_fields(r->tmp, files[i], prefix, &m);
-		if ((url = expand(r, NULL, &m, 0, ru->url, &bad)) == NULL) {
+		if ((url = resolve_expand(r, NULL, &m, 0, ru->url, &bad)) == NULL) {
 			diag_add(r->dg, KILN_DIAG_ERROR, ru->url_loc,
 			         arena_printf(r->a, "rules[%d].url", ru->index), "%s%s",
 			         bad ? bad : "out of memory", bad && strstr(bad, "${match.")
@@ -387,277 +188,6 @@ asset_step(struct rs *r, const struct desc_asset *as)
 	step_outputs(r, s, as->outputs_loc.line ? as->outputs_loc : as->loc, "outputs");
 }
 
-/* ---- inputs and links ---- */
-
-static int
-str_order(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static int
-file_known(const struct rs *r, const char *path)
-{
-	char abs[PATH_MAX * 2], real[PATH_MAX];
-	size_t rl = strlen(r->realroot);
-	struct stat st;
-
-	if (r->src->files.n > 0 && bsearch(&path, r->src->files.items, r->src->files.n,
-	                                   sizeof(char *), str_order) != NULL)
-		return 1;
-	snprintf(abs, sizeof abs, "%s/%s", r->root, path);
-	if (rl == 0 || realpath(abs, real) == NULL || stat(real, &st) != 0 ||
-	    !S_ISREG(st.st_mode))
-		return 0;
-	return strncmp(real, r->realroot, rl) == 0 && real[rl] == '/';
-}
-
-/* 1 when nothing at all is at path (no file, no symlink, no folder). */
-static int
-file_absent(const struct rs *r, const char *path)
-{
-	char abs[PATH_MAX * 2];
-	struct stat st;
-
-	snprintf(abs, sizeof abs, "%s/%s", r->root, path);
-	return lstat(abs, &st) != 0 && (errno == ENOENT || errno == ENOTDIR);
-}
-
-/* A source file named by its path. One that does not exist yet stays an
- * input, with a warning: the build engine fails that step alone (naming
- * the file and the step's file:line) until the file appears, so one
- * missing file does not stop the whole project. What exists but is not a
- * regular file inside the project (a folder, a symlink leading out) is
- * still refused. */
-static void
-literal_input(struct rs *r, struct sb *s, const struct desc_input *in,
-              const char *path)
-{
-	if (file_known(r, path))
-		vec_push(r->tmp, &s->inputs, &path);
-	else if (file_absent(r, path)) {
-		vec_push(r->tmp, &s->inputs, &path);
-		/* no URL in it: a rule's steps then share one warning */
-		diag_add(r->dg, KILN_DIAG_WARNING, in->loc, in->field, "input file '%s' "
-		         "does not exist: %s until it does", path, s->st.from_rule
-		         ? "each step of this rule fails" : "this step fails");
-	} else
-		diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "input file '%s' "
-		         "is not a regular file inside the project", path);
-}
-
-/* One declared input of step s: files, or prerequisite steps. */
-static void
-input_resolve(struct rs *r, struct sb *s, const struct desc_input *in)
-{
-	const char *field = in->field;
-	const char *pattern = in->text[0] == '@' ? in->text + 1 : in->path;
-	const char *why;
-	kiln_glob *g;
-	size_t n = 0, idx;
-
-	if (glob_compile(pattern, &g, &why) != 0) {
-		diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "'%s': %s", in->text,
-		         why ? why : "malformed pattern");
-		return;
-	}
-	if (in->text[0] == '@' && glob_is_literal(g)) {
-		if (strmap_get(&r->urls, pattern, &idx) && !((struct sb *)r->steps.items)[idx].dead)
-			vec_push(r->tmp, &s->needs, &pattern);
-		else
-			diag_add(r->dg, KILN_DIAG_ERROR, in->loc, field, "'%s' names no "
-			         "asset: unknown URL '%s' in profile '%s'", in->text, pattern,
-			         r->profile);
-		n = 1;
-	} else if (in->text[0] == '@') {
-		const struct sb *all = r->steps.items;
-		for (size_t i = 0; i < r->steps.n; i++)
-			if (!all[i].dead && &all[i] != s && glob_match(g, all[i].st.url)) {
-				vec_push(r->tmp, &s->needs, &all[i].st.url);
-				n++;
-			}
-	} else if (glob_is_literal(g)) {
-		literal_input(r, s, in, pattern);
-		n = 1;
-	} else {
-		const char *const *files = r->src->files.items;
-		const char *prefix = glob_prefix(g);
-		size_t pl = strlen(prefix);
-		for (size_t i = file_range(r->src, prefix);
-		     i < r->src->files.n && strncmp(files[i], prefix, pl) == 0; i++)
-			if (glob_match(g, files[i])) {
-				vec_push(r->tmp, &s->inputs, &files[i]);
-				n++;
-			}
-	}
-	if (n == 0)
-		diag_add(r->dg, KILN_DIAG_WARNING, in->loc, field, "'%s' matches "
-		         "nothing in profile '%s'", in->text, r->profile);
-	glob_free(g);
-}
-
-/* Sort and de-duplicate a vec of strings (in r->tmp) into a plain array
- * of just their count in r->a. NULL only for none, or out of memory. */
-static const char **
-sorted_unique(struct rs *r, vec *v, size_t *n)
-{
-	const char **p, **out;
-	size_t w;
-
-	vec_sort_unique_str(v);
-	p = v->items;
-	w = v->n;
-	*n = 0;
-	if (w == 0 || (out = arena_alloc_raw(r->a, w * sizeof *out)) == NULL)
-		return NULL;
-	memcpy(out, p, w * sizeof *out);
-	*n = w;
-	return out;
-}
-
-/* ---- tools' command lines ---- */
-
-/* Why a name the engine fills in was not available to this step. */
-static const char *
-tool_hint(struct rs *r, const struct sb *s, const char *bad, int has_match)
-{
-	if (strstr(bad, "'${out}'") != NULL)
-		return arena_printf(r->a, ": the step has %zu outputs, name one with "
-		                    "${out.NAME}", s->st.noutputs);
-	if (strstr(bad, "'${out.") != NULL)
-		return ": the step has no output of that name";
-	if (strstr(bad, "'${depfile}'") != NULL)
-		return ": the tool does not set 'depfile: true'";
-	if (strstr(bad, "'${param.") != NULL)
-		return ": the step has no such param (or it is a list or mapping)";
-	if (strstr(bad, "'${match.") != NULL)
-		return has_match ? ": match fields are path, dir, name, ext, file"
-		                 : ": explicit assets have no ${match.*} fields";
-	return "";
-}
-
-/* 1 when a tool's templates use ${match.*}: then each step of a rule
- * expands differently; otherwise every step of one rule or asset gets the
- * same command line, expanded once (see tool_expand). */
-static int
-tool_uses_match(const kiln_tool *t)
-{
-	for (size_t i = 0; i < t->nrun; i++)
-		if (strstr(t->run[i], "${match.") != NULL)
-			return 1;
-	for (size_t i = 0; i < t->nenv; i++)
-		if (strstr(t->env[i].value, "${match.") != NULL)
-			return 1;
-	return 0;
-}
-
-/* The last expansion, reusable by the next step of the same declaration. */
-struct tool_memo {
-	const kiln_tool *tool;
-	const vec *decl; /* the rule's or asset's outputs: one per declaration */
-	const char **argv;
-	size_t nargv;
-	kiln_kv *env;
-};
-
-/* A whole argv item "${param.NAME...}" naming a list param: the list,
- * whose items become one argv item each. NULL otherwise. */
-static const kiln_val *
-spread_param(const struct sb *s, const char *item)
-{
-	size_t len = strlen(item);
-	const kiln_val *p = s->st.params;
-
-	if (p == NULL || len < 14 || strncmp(item, "${param.", 8) != 0 ||
-	    strcmp(item + len - 4, "...}") != 0)
-		return NULL;
-	for (size_t i = 0; i < p->n; i++)
-		if (strlen(p->keys[i]) == len - 12 &&
-		    strncmp(p->keys[i], item + 8, len - 12) == 0)
-			return p->items[i].type == KILN_VAL_LIST ? &p->items[i] : NULL;
-	return NULL;
-}
-
-/* A tool's argv with variables, params and match fields expanded (a
- * shell tool's: see expand_shell). NULL with *bad set as for expand, or
- * NULL alone when out of memory. */
-static const char **
-argv_expand(struct rs *r, const struct sb *s, const struct match *m,
-            size_t *nargv, const char **bad)
-{
-	const kiln_tool *t = s->st.tool;
-	const char **argv;
-	size_t cap = t->nrun + 1;
-
-	if (t->shell && t->nrun == 1)
-		return expand_shell(r, s, m, t->run[0], nargv, bad);
-	for (size_t i = 0; i < t->nrun; i++) {
-		const kiln_val *list = spread_param(s, t->run[i]);
-		cap += list ? list->n : 0;
-	}
-	if ((argv = arena_alloc_raw(r->a, cap * sizeof *argv)) == NULL)
-		return NULL;
-	*nargv = 0;
-	for (size_t i = 0; i < t->nrun && *bad == NULL; i++) {
-		const kiln_val *list = spread_param(s, t->run[i]);
-		if (list == NULL) {
-			argv[(*nargv)++] = expand(r, s, m, 1, t->run[i], bad);
-			continue;
-		}
-		for (size_t k = 0; k < list->n && *bad == NULL; k++) {
-			if (list->items[k].type == KILN_VAL_LIST || list->items[k].type == KILN_VAL_MAP)
-				*bad = arena_printf(r->a, "'%s' spreads a list whose items must be "
-				                    "single values", t->run[i]);
-			else
-				argv[(*nargv)++] = list->items[k].str;
-		}
-	}
-	return *bad == NULL ? argv : NULL;
-}
-
-static void
-tool_expand(struct rs *r, struct sb *s, int *reported, struct tool_memo *memo)
-{
-	const kiln_tool *t = s->st.tool;
-	const struct match *m = s->has_match ? &s->m : NULL;
-	const char **argv;
-	kiln_kv *env;
-	const char *bad = NULL;
-	size_t nargv = 0;
-
-	if (memo->tool == t && memo->decl == s->decl_outputs && memo->argv != NULL) {
-		s->st.argv = memo->argv;
-		s->st.nargv = memo->nargv;
-		s->st.env = memo->env;
-		s->st.nenv = t->nenv;
-		return;
-	}
-	argv = argv_expand(r, s, m, &nargv, &bad);
-	env = arena_alloc_raw(r->a, (t->nenv + 1) * sizeof *env);
-	if ((argv == NULL && bad == NULL) || env == NULL)
-		return;
-	for (size_t i = 0; i < t->nenv && bad == NULL; i++) {
-		env[i] = t->env[i];
-		env[i].value = expand(r, s, m, 1, t->env[i].value, &bad);
-	}
-	if (bad != NULL) {
-		if (!*reported)
-			diag_add(r->dg, KILN_DIAG_ERROR, t->loc,
-			         arena_printf(r->a, "tools.%s", t->name), "%s%s (step '%s', "
-			         "profile '%s')", bad, tool_hint(r, s, bad, m != NULL),
-			         s->st.url, r->profile);
-		*reported = 1;
-		return;
-	}
-	s->st.argv = argv;
-	s->st.nargv = nargv;
-	s->st.env = env;
-	s->st.nenv = t->nenv;
-	*memo = (struct tool_memo){NULL, NULL, NULL, 0, NULL};
-	if (!r->tool_match[r->tool_index])
-		*memo = (struct tool_memo){t, s->decl_outputs, argv, nargv, env};
-}
-
 /* ---- profiles ---- */
 
 static const struct desc_profile *
@@ -671,8 +201,9 @@ profile_find(const struct desc_file *root, const char *name)
 	return NULL;
 }
 
-/* Variables of a profile, nearest definition first. 0, or -1 after an
- * error (unknown parent, inheritance cycle). */
+/* Variables of a profile, nearest definition first. 0, or KILN_EINVAL
+ * after an error (unknown parent, inheritance cycle; reported in r->dg,
+ * but for a chain deeper than 32). */
 static int
 profile_vars(struct rs *r, const struct desc_file *root, const struct desc_profile *p)
 {
@@ -686,10 +217,10 @@ profile_vars(struct rs *r, const struct desc_file *root, const struct desc_profi
 				diag_add(r->dg, KILN_DIAG_ERROR, p->inherits_loc, "inherits",
 				         "profile '%s' inherits from itself through '%s'",
 				         p->name, q->name);
-				return -1;
+				return KILN_EINVAL;
 			}
 		if (n == 32)
-			return -1;
+			return KILN_EINVAL;
 		chain[n] = q;
 		for (size_t i = 0; i < q->vars.n; i++)
 			vec_push(r->a, &r->vars, (kiln_kv *)q->vars.items + i);
@@ -701,71 +232,13 @@ profile_vars(struct rs *r, const struct desc_file *root, const struct desc_profi
 			diag_add(r->dg, KILN_DIAG_ERROR, q->inherits_loc, "inherits",
 			         "unknown profile '%s'%s%s%s", q->inherits,
 			         hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
-			return -1;
+			return KILN_EINVAL;
 		}
 		q = parent;
 	}
 	return 0;
 }
 
-/* The first of the URL-sorted steps not before prefix. */
-static size_t
-first_with_prefix(const kiln_step *steps, size_t n, const char *prefix)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(steps[mid].url, prefix) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static void
-bundles_resolve(struct rs *r, kiln_plan *plan, const kiln_step *steps, size_t n)
-{
-	vec out;
-
-	vec_init(&out, sizeof(kiln_bundle_plan));
-	for (size_t f = 0; f < r->nfiles; f++) {
-		const struct desc_bundle *b = r->files[f]->bundles.items;
-		for (size_t i = 0; i < r->files[f]->bundles.n; i++) {
-			kiln_bundle_plan bp = {b[i].name, NULL, 0, b[i].loc};
-			vec urls;
-			vec_init(&urls, sizeof(const char *));
-			for (size_t j = 0; j < b[i].patterns.n; j++) {
-				const struct desc_input *in = (const struct desc_input *)b[i].patterns.items + j;
-				const char *why;
-				kiln_glob *g;
-				size_t before = urls.n;
-				if (glob_compile(in->text, &g, &why) != 0) {
-					diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "'%s': %s",
-					         in->text, why ? why : "malformed pattern");
-					continue;
-				}
-				for (size_t k = first_with_prefix(steps, n, glob_prefix(g));
-				     k < n && strncmp(steps[k].url, glob_prefix(g),
-				                      strlen(glob_prefix(g))) == 0; k++)
-					if (glob_match(g, steps[k].url))
-						vec_push(r->tmp, &urls, &steps[k].url);
-				if (urls.n == before)
-					diag_add(r->dg, glob_is_literal(g) ? KILN_DIAG_ERROR : KILN_DIAG_WARNING,
-					         in->loc, in->field, glob_is_literal(g)
-					         ? "bundle '%s' names unknown URL '%s' in profile '%s'"
-					         : "bundle '%s': '%s' matches no URL in profile '%s'",
-					         b[i].name, in->text, r->profile);
-				glob_free(g);
-			}
-			bp.urls = sorted_unique(r, &urls, &bp.nurls);
-			vec_push(r->a, &out, &bp);
-		}
-	}
-	plan->bundles = out.items;
-	plan->nbundles = out.n;
-}
 
 static int
 step_order(const void *a, const void *b)
@@ -793,7 +266,7 @@ plan_finish(struct rs *r, kiln_plan *plan)
 		if (s->dead)
 			continue;
 		for (size_t j = 0; j < s->decl_inputs->n; j++)
-			input_resolve(r, s, (const struct desc_input *)s->decl_inputs->items + j);
+			resolve_input(r, s, (const struct desc_input *)s->decl_inputs->items + j);
 		if (!strmap_get(&r->tools, s->toolname, &t)) {
 			const char *hint = diag_suggest(s->toolname, r->toolnames.items,
 			                                r->toolnames.n);
@@ -804,10 +277,10 @@ plan_finish(struct rs *r, kiln_plan *plan)
 		} else {
 			s->st.tool = ((const kiln_tool *const *)r->toolv.items)[t];
 			r->tool_index = t;
-			tool_expand(r, s, &reported[t], &memo);
+			resolve_tool_expand(r, s, &reported[t], &memo);
 		}
-		s->st.inputs = sorted_unique(r, &s->inputs, &s->st.ninputs);
-		s->st.needs = sorted_unique(r, &s->needs, &s->st.nneeds);
+		s->st.inputs = resolve_sorted_unique(r, &s->inputs, &s->st.ninputs);
+		s->st.needs = resolve_sorted_unique(r, &s->needs, &s->st.nneeds);
 		n++;
 	}
 	/* Sort pointers, then copy each step once, in URL order. */
@@ -829,7 +302,7 @@ plan_finish(struct rs *r, kiln_plan *plan)
 	plan->nsteps = n;
 	plan->vars = r->vars.items;
 	plan->nvars = r->vars.n;
-	bundles_resolve(r, plan, steps, n);
+	resolve_bundles(r, plan, steps, n);
 	return 0;
 }
 
@@ -974,7 +447,7 @@ desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
 		goto out;
 	}
 	for (size_t i = 0; i < r.toolv.n; i++)
-		r.tool_match[i] = tool_uses_match(((const kiln_tool *const *)r.toolv.items)[i]);
+		r.tool_match[i] = resolve_tool_uses_match(((const kiln_tool *const *)r.toolv.items)[i]);
 	profile_refs(&r);
 	for (size_t i = 0; i < rootf->profiles.n && rv == 0; i++) {
 		kiln_plan plan = {0};

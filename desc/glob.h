@@ -1,7 +1,7 @@
 // glob.h — path patterns of pattern rules and asset inputs.
 //
-// (This file and glob.c use line comments: their examples hold "/*" and
-// "*/", which a block comment cannot contain.)
+// (This file, glob_int.h and glob_*.c use line comments: their examples
+// hold "/*" and "*/", which a block comment cannot contain.)
 //
 // A pattern is matched against a relative, '/'-separated path, one segment
 // (the text between slashes) at a time. Syntax:

@@ -23,7 +23,7 @@ name_char(char c)
 	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
-/* Append n bytes to the growing output. */
+/* Append n bytes to the growing output. Returns 0 or KILN_ENOMEM. */
 static int
 out_put(arena *a, char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 {
@@ -31,7 +31,7 @@ out_put(arena *a, char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 		size_t ncap = (*len + n + 1) * 2;
 		char *nb = arena_alloc_raw(a, ncap);
 		if (nb == NULL)
-			return -1;
+			return KILN_ENOMEM;
 		if (*len > 0)
 			memcpy(nb, *buf, *len);
 		*buf = nb;
@@ -43,7 +43,8 @@ out_put(arena *a, char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 	return 0;
 }
 
-/* Append v to vals and write its reference "${@K}". */
+/* Append v to vals and write its reference "${@K}". Returns 0 or
+ * KILN_ENOMEM. */
 static int
 val_ref(arena *a, tmpl_vals *vals, const char *v, char **buf, size_t *len,
         size_t *cap)
@@ -55,7 +56,7 @@ val_ref(arena *a, tmpl_vals *vals, const char *v, char **buf, size_t *len,
 		size_t ncap = vals->cap ? vals->cap * 2 : 8;
 		const char **nv = arena_alloc_raw(a, ncap * sizeof *nv);
 		if (nv == NULL)
-			return -1;
+			return KILN_ENOMEM;
 		if (vals->n > 0)
 			memcpy(nv, vals->v, vals->n * sizeof *nv);
 		vals->v = nv;
@@ -63,7 +64,7 @@ val_ref(arena *a, tmpl_vals *vals, const char *v, char **buf, size_t *len,
 	}
 	/* a copy: a match field may live in a shorter arena than the step */
 	if ((vals->v[vals->n] = arena_strndup(a, v, strlen(v))) == NULL)
-		return -1;
+		return KILN_ENOMEM;
 	vals->n++;
 	n = snprintf(ref, sizeof ref, "${@%zu}", vals->n);
 	return out_put(a, buf, len, cap, ref, (size_t)n);

@@ -35,9 +35,9 @@
 
 /* A decode may allocate at most RATIO times the message's size plus SLACK
  * bytes (kiln_proto_decode_budget). A well-formed kiln message needs far
- * less: a 2 MiB blob chunk sent before its envelope is copied once (1x), a
- * BlobHasRequest of KILN_HAS_MAX ids (74 KB) takes about 460 KB; a message
- * of tiny unknown or repeated fields takes 32x its size or more. */
+ * less (a blob chunk sent before its envelope is copied once); a message
+ * of tiny unknown or repeated fields would take many times its size (see
+ * wire.c; figures in docs/protocol.md, "Limits and memory"). */
 #define KILN_DECODE_RATIO 4
 #define KILN_DECODE_SLACK (1u << 20)
 

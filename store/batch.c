@@ -67,8 +67,9 @@ commit_txn(db_txn *t, void *arg)
 	c->skipped = 0;
 	for (size_t i = 0; i < c->nuses && rv == 0; i++) {
 		/* Each record lands on a random leaf or two, and the kernel
-		 * maps 16 neighbouring pages a fault: a 512-op commit into a
-		 * 100 MiB database mapped ~30 MiB at once. */
+		 * maps 16 neighbouring pages a fault: a large commit maps far
+		 * more of the database than it touches (figures:
+		 * docs/store.md, "Resident memory"). */
 		if (i % UNMAP_EVERY_OPS == UNMAP_EVERY_OPS - 1)
 			db_txn_trim_pages(t);
 		if (blob_seen_find(&seen, &c->uses[i].id) ||

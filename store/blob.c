@@ -489,9 +489,12 @@ move_to_tmp(kiln_store *s, const char *path, char name[PATH_MAX], int *cross)
  * takes three directory updates (into tmp/, a link out of it, the unlink
  * of the temp name). Batch mode keeps no temp name to link again (the use
  * record waits for the next commit), so it has no use for one. A crash
- * leaves the file where it was, or published. Returns 1 when this file
- * system cannot do it (no RENAME_NOREPLACE, or path is on another one):
- * the caller takes the general path, path untouched. */
+ * leaves the file where it was, or published. Returns 0, a KILN_E* code,
+ * or MOVE_DIRECT_CANNOT when this file system cannot do it (no
+ * RENAME_NOREPLACE, or path is on another one): the caller takes the
+ * general path, path untouched. */
+enum { MOVE_DIRECT_CANNOT = 1 };
+
 static int
 move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 {
@@ -541,7 +544,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 		}
 	}
 	if (e == EXDEV || e == EINVAL || e == ENOSYS) {
-		rv = 1;
+		rv = MOVE_DIRECT_CANNOT;
 		goto out;
 	}
 	if (e != 0) {
@@ -591,23 +594,23 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 		return KILN_EINVAL;
 	if (st.st_nlink > 1)
 		return move_by_copy(s, path, id);
-	if (s->durability == KILN_DURABLE_BATCH && (rv = move_direct(s, path, &st, id)) != 1)
+	if (s->durability == KILN_DURABLE_BATCH && (rv = move_direct(s, path, &st, id)) != MOVE_DIRECT_CANNOT)
 		return rv;
 	if ((rv = move_to_tmp(s, path, name, &cross)) != 0)
 		return cross ? move_by_copy(s, path, id) : rv;
 	if ((p.fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		goto fail;
+		goto out;
 	}
 	posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if ((rv = kiln_id_of_fd(p.fd, &p.id, &p.size)) != 0 || (rv = publish(&p)) != 0)
-		goto fail;
+		goto out;
 	close(p.fd);
 	unlink(name);
 	if (id != NULL)
 		*id = p.id;
 	return 0;
-fail:
+out:
 	/* Give the caller its file back rather than lose it, and never leave
 	 * it sharing an inode with a published blob it could later change. */
 	if (p.fd >= 0) {

@@ -8,8 +8,8 @@
 #if defined(__x86_64__)
 /* Debian's libxxhash is built for baseline x86-64 (SSE2); its *_dispatch
  * entry points pick AVX2/AVX-512 at run time. This header redirects the
- * XXH3_128bits* calls below to them: put-by-move went from 1.3-1.5x to
- * 0.95x of xxh128sum's time (bench/store). */
+ * XXH3_128bits* calls below to them, so hashing runs as fast as
+ * xxh128sum's own build (figures: docs/store.md, "Hashing"). */
 #include <xxh_x86dispatch.h>
 #endif
 

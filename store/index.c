@@ -442,8 +442,8 @@ struct list_arg {
 	int user_rv;
 };
 
-/* Marks "the user's callback stopped the walk" inside db_each. */
-#define LIST_STOPPED 1
+/* What list_one returns to db_each besides 0 and a KILN_E* code. */
+enum { LIST_STOPPED = 1 /* the user's callback stopped the walk */ };
 
 static int
 list_one(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,

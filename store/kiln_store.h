@@ -163,8 +163,9 @@ const char *kiln_store_dir(const kiln_store *s);
 
 /* Unmap the database pages this process has read or written. The database
  * is a shared mapping of its file: every page a long-running process ever
- * looked at stays in its resident set (a 100,000-step project's database is
- * ~100 MiB) though it is the kernel's page cache, not the process's memory.
+ * looked at stays in its resident set (all of a large project's database,
+ * for a daemon: docs/store.md, "Resident memory") though it is the
+ * kernel's page cache, not the process's memory.
  * This hands the mappings back; the pages stay cached, and the next read of
  * one faults it in again (microseconds). Safe at any time, from any thread,
  * with transactions running. */

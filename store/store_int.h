@@ -86,8 +86,8 @@ int store_writable(const kiln_store *s);
  * file's fdatasync, then its shard folder's fsync, and objects/'s when a
  * put made a shard folder), more
  * with one syncfs() of the store's file system. (syncfs writes out every
- * dirty page of that file system, other programs' too: 200 MB of someone
- * else's writes made a 3-blob commit take 100 ms more.) A no-op for the
+ * dirty page of that file system, other programs' too, so a small commit
+ * syncs its few blobs one by one: figures in docs/store.md.) A no-op for the
  * other durabilities. Safe from any thread. Returns 0 or the errno-mapped
  * KILN_E*; on an error the puts stay pending for the next sync. */
 int store_sync_puts(kiln_store *s);

@@ -1,4 +1,4 @@
-// glob.c — compiling and matching path patterns (glob.h).
+// glob_compile.c — compiling path patterns (glob.h) into kiln_glob.
 //
 // Compiling checks the pattern's syntax once, linking each '{' and ',' to
 // the next ',' or '}' of its group and each '[' to the end of its class;
@@ -10,54 +10,14 @@
 // runs of them merge, and a trailing one becomes "*" then DSTAR, which is
 // "one or more segments".
 //
-// Matching walks an alternative's segments against the path's with the
-// two-pointer wildcard algorithm, DSTAR playing the star: on a mismatch,
-// go back to just after the last DSTAR and let it swallow one more path
-// segment. Keeping only the last DSTAR bounds the work by (pattern
-// segments x path segments) segment tests, and is exact: an earlier DSTAR
-// swallowing more only moves the segments between the two later, which
-// never lets the later one match something it could not already. That
-// stays true although a DSTAR may not swallow a dot-segment: a pattern
-// segment only ever matches dot-segments (a leading literal '.') or only
-// others, so the segments between two DSTARs cannot move across one. The
-// same algorithm, with STAR and whole UTF-8 characters, matches inside a
-// segment.
+// Also glob_free and the accessors of the compiled form (glob_int.h),
+// which glob_match.c matches paths against.
 #include <fnmatch.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "glob.h"
-
-enum { OP_ANY = 256, OP_STAR = 257, OP_CLASS = 258 };
-enum seg_kind { SEG_LIT, SEG_WILD, SEG_DSTAR };
-
-struct seg {
-	uint32_t op;    // first op in kiln_glob.ops
-	uint16_t nop;
-	uint16_t ntail; // SEG_WILD: how many literal ops end it after its last
-	                // STAR ("*.png": 4), which must end the path segment
-	uint8_t kind;   // enum seg_kind
-};
-
-struct alt {
-	uint32_t seg, nseg; // in kiln_glob.segs
-};
-
-struct kiln_glob {
-	char *prefix;          // see glob_prefix
-	size_t nprefix, nskip; // its length, and how many segments it holds
-	int literal;
-	char *text;            // when literal: the one path it matches
-	size_t nalt;
-	struct alt alt[KILN_GLOB_MAX_ALTS];
-	struct seg *segs;
-	size_t nseg, capseg;
-	uint16_t *ops;
-	size_t nops, capops;
-	uint8_t (*cls)[32];
-	size_t ncls, capcls;
-};
+#include "glob_int.h"
 
 // State of one glob_compile.
 struct comp {
@@ -496,26 +456,26 @@ glob_compile(const char *pattern, kiln_glob **gp, const char **why)
 	c->pat = pattern;
 	if (pattern == NULL) {
 		rv = bad(c, "no pattern");
-		goto fail;
+		goto out;
 	}
 	len = strnlen(pattern, KILN_GLOB_MAX + 1);
 	if (len == 0 || len > KILN_GLOB_MAX) {
 		rv = bad(c, len ? "longer than 1024 bytes" : "empty pattern");
-		goto fail;
+		goto out;
 	}
 	if ((rv = syntax_check(c, len)) != 0)
-		goto fail;
+		goto out;
 	rv = KILN_ENOMEM;
 	if ((c->g = calloc(1, sizeof *c->g)) == NULL)
-		goto fail;
+		goto out;
 	if ((rv = prefix_init(c->g, pattern)) != 0)
-		goto fail;
+		goto out;
 	if ((rv = expand(c, 0, NULL, 0)) != 0)
-		goto fail;
+		goto out;
 	*gp = c->g;
 	free(c);
 	return 0;
-fail:
+out:
 	if (why && rv == KILN_EINVAL)
 		*why = c->why;
 	glob_free(c->g);
@@ -546,178 +506,4 @@ int
 glob_is_literal(const kiln_glob *g)
 {
 	return g->literal;
-}
-
-// ---- matching ---------------------------------------------------------------
-
-// Index just past the character starting at p[j] (a whole UTF-8 sequence).
-static size_t
-char_next(const unsigned char *p, size_t j, size_t n)
-{
-	if (p[j++] >= 0xc0)
-		while (j < n && (p[j] & 0xc0) == 0x80)
-			j++;
-	return j;
-}
-
-// How many bytes op matches at p[j] (j < n); 0 when it does not match.
-static size_t
-op_step(const kiln_glob *g, unsigned op, const unsigned char *p, size_t j,
-        size_t n)
-{
-	if (op < 256)
-		return p[j] == op;
-	if (op >= OP_CLASS) {
-		const uint8_t *set = g->cls[op - OP_CLASS];
-		if (!(set[p[j] >> 3] & (1u << (p[j] & 7))))
-			return 0;
-	}
-	return char_next(p, j, n) - j;
-}
-
-// Whether ops op[0..nop) match all of p[0..n).
-static int
-ops_match(const kiln_glob *g, const uint16_t *op, size_t nop,
-          const unsigned char *p, size_t n)
-{
-	size_t i = 0, j = 0, si = SIZE_MAX, sj = 0, step;
-
-	while (j < n) {
-		if (i < nop && op[i] == OP_STAR) {
-			if ((si = ++i) == nop)
-				return 1; // a final '*' takes the rest
-			sj = j;
-		} else if (i < nop && (step = op_step(g, op[i], p, j, n)) != 0) {
-			i++;
-			j += step;
-		} else if (si != SIZE_MAX) {
-			i = si;
-			j = sj = char_next(p, sj, n);
-		} else {
-			return 0;
-		}
-	}
-	while (i < nop && op[i] == OP_STAR)
-		i++;
-	return i == nop;
-}
-
-// Whether the literal ops op[0..n) are the bytes p[0..n).
-static int
-lit_eq(const uint16_t *op, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)p[i] != op[i])
-			return 0;
-	return 1;
-}
-
-// Whether segment s matches the path segment p[0..n), n > 0.
-static int
-seg_match(const kiln_glob *g, const struct seg *s, const char *p, size_t n)
-{
-	const uint16_t *op = g->ops + s->op;
-
-	if (s->kind == SEG_LIT)
-		return n == s->nop && lit_eq(op, p, n);
-	if (p[0] == '.' && op[0] != '.')
-		return 0; // a leading dot only matches a literal one
-	if (s->ntail) { // "*.png": check ".png" at the end first
-		size_t nlead = s->nop - s->ntail, m = n - s->ntail;
-		if (n < s->ntail || !lit_eq(op + nlead, p + m, s->ntail))
-			return 0;
-		return ops_match(g, op, nlead, (const unsigned char *)p, m);
-	}
-	return ops_match(g, op, s->nop, (const unsigned char *)p, n);
-}
-
-// Length of the path segment at p.
-static size_t
-seg_len(const char *p)
-{
-	const char *e = strchrnul(p, '/');
-	return (size_t)(e - p);
-}
-
-// Just past the path segment at p (and its '/').
-static const char *
-seg_next(const char *p)
-{
-	p += seg_len(p);
-	return *p == '/' ? p + 1 : p;
-}
-
-// Whether alternative a, its first nskip segments taken as matched, matches
-// the rest of the path, p.
-static int
-alt_match(const kiln_glob *g, const struct alt *a, const char *p)
-{
-	const struct seg *s = g->segs + a->seg + g->nskip;
-	const struct seg *end = g->segs + a->seg + a->nseg;
-	const struct seg *star = NULL; // just after the last DSTAR
-	const char *starp = NULL;      // what that DSTAR would swallow next
-
-	for (;;) {
-		if (s < end && s->kind == SEG_DSTAR) {
-			star = ++s;
-			starp = p;
-			continue;
-		}
-		if (*p == '\0')
-			return s == end;
-		size_t n = seg_len(p);
-		if (s < end && seg_match(g, s, p, n)) {
-			s++;
-			p += n + (p[n] == '/');
-			continue;
-		}
-		if (star == NULL || *starp == '.')
-			return 0; // a DSTAR never swallows a dot-segment
-		s = star;
-		p = starp = seg_next(starp);
-	}
-}
-
-// Whether path is well formed: not empty, and no empty, "." or ".."
-// segment. *last is set to its last segment.
-static int
-path_ok(const char *p, const char **last)
-{
-	const char *s = p;
-
-	for (;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		size_t n = (size_t)(p - s);
-		if (n == 0 || (s[0] == '.' && (n == 1 || (n == 2 && s[1] == '.'))))
-			return 0;
-		if (*p == '\0') {
-			*last = s;
-			return 1;
-		}
-		s = p + 1;
-	}
-}
-
-int
-glob_match(const kiln_glob *g, const char *path)
-{
-	const char *last;
-
-	if (g->literal)
-		return strcmp(path, g->text) == 0;
-	if (strncmp(path, g->prefix, g->nprefix) != 0 || !path_ok(path, &last))
-		return 0;
-	size_t nlast = strlen(last);
-	for (size_t i = 0; i < g->nalt; i++) {
-		const struct alt *a = &g->alt[i];
-		const struct seg *s = g->segs + a->seg + a->nseg - 1;
-		// Most paths fail on their last segment ("*.png" vs "x.ogg"):
-		// when the alternative ends in a plain segment, try it first.
-		if (s->kind != SEG_DSTAR && !seg_match(g, s, last, nlast))
-			continue;
-		if (alt_match(g, a, path + g->nprefix))
-			return 1;
-	}
-	return 0;
 }
