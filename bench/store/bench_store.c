@@ -60,7 +60,7 @@
 #define PROG "bench_store"
 
 #define SMALL_LEN 4096
-#define URL_MAX 48
+#define URL_MAX 64 /* "sprites/d%ld/f%ld" for any long i, with its NUL */
 #define PROFILE "pc"
 
 struct cfg {
