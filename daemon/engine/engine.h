@@ -38,7 +38,7 @@ struct engine_config {
 	const char *tool_path;   /* PATH for finding and running tools */
 	int no_watch;            /* stat every file every build (no inotify) */
 	/* A testing aid: wait this long between a tool's end and the check
-	 * that its inputs held (engine_verify.c), so that a test can change a
+	 * that its inputs held (verify.c), so that a test can change a
 	 * file in that window (KILN_TEST_HOLD_FINISH_MS in kilnd's
 	 * environment). 0 in real use. */
 	unsigned hold_finish_ms;

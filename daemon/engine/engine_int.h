@@ -19,15 +19,15 @@
 #include <sys/types.h>
 
 #include "engine.h"
-#include "engine_key.h"
+#include "action_key.h"
 #include "filestate.h"
 #include "kiln_desc.h"
 #include "materialize.h"
-#include "toolrun.h"
+#include "tool_spawn.h"
 #include "kiln_clock.h"
 
 #define ENGINE_MAX_BUILDS 64   /* at once; one bit each in node.builds */
-/* distinct PATHs in use at once (engine_path.c): a build's and those of
+/* distinct PATHs in use at once (search_path.c): a build's and those of
  * cancelled builds' steps still running */
 #define ENGINE_MAX_PATHS 256
 #define ENGINE_KEEP_FINISHED 64 /* finished builds remembered for status */
@@ -89,13 +89,13 @@ struct run_ctx {
 	struct node *n;
 };
 
-/* A free scratch folder (engine_scratch.c). */
+/* A free scratch folder (scratch.c). */
 struct scratch_slot {
 	unsigned id;
 	int log_fd;              /* its empty log, open; or -1 */
 };
 
-/* A discovered file as hashed after its run (engine_verify.c). */
+/* A discovered file as hashed after its run (verify.c). */
 struct disc_seen {
 	kiln_id h;
 	uint8_t missing;
@@ -177,11 +177,11 @@ struct node {
 	uint32_t ndwaited;       /* e->dwait entries waiting on this node */
 	/* the record batches (e->batch_gen) this decision's records may be
 	 * in: rec_lo when its full decision began (0: it queued nothing, the
-	 * fast path), rec_hi when it finished (engine_lost.c) */
+	 * fast path), rec_hi when it finished (lost.c) */
 	uint32_t rec_lo, rec_hi;
 	uint16_t pathi;          /* (e->mu to set) its programs' PATH: the
 	                            e->paths entry of the build that first
-	                            asked for it in its wave (engine_path.c) */
+	                            asked for it in its wave (search_path.c) */
 
 	/* one byte each (separate bytes, not bit-fields: threads write
 	 * neighbouring ones under different locks) */
@@ -205,7 +205,7 @@ struct graph {
 	struct node *nodes;
 	uint32_t n;
 	/* the nodes' deps and rdeps, outs, outpaths and those paths' text, each
-	 * one block for the whole graph (engine_graph.c) */
+	 * one block for the whole graph (graph.c) */
 	uint32_t *edges;
 	struct node_out *outs;
 	char **outpaths;
@@ -304,14 +304,14 @@ struct engine {
 	uint32_t queued;         /* nodes waiting, ready or running */
 	unsigned next_scratch;
 	char scratch_run[64];    /* this daemon run's area in .kiln/scratch */
-	/* scratch folders free for the next run (engine_scratch.c) */
+	/* scratch folders free for the next run (scratch.c) */
 	pthread_mutex_t scratch_mu;
 	struct scratch_slot *scratch_free;
 	size_t nscratch_free, capscratch_free;
 
 	int rootfd;              /* the project folder (O_PATH) */
 	char trace_shim[PATH_MAX]; /* libkilntrace.so; "": steps run untraced */
-	/* the PATHs of the builds (engine_path.c; e->mu): [0] is tool_path,
+	/* the PATHs of the builds (search_path.c; e->mu): [0] is tool_path,
 	 * NULL a free entry */
 	char *paths[ENGINE_MAX_PATHS];
 	unsigned npaths;
@@ -356,7 +356,7 @@ struct engine {
 	pthread_mutex_t commit_mu;
 	uint32_t batch_gen;      /* e->batch's number, from 1 (batch_mu to
 	                            change, read atomically) */
-	/* failed commits (engine_lost.c): the batches [lost_lo, lost_hi] not
+	/* failed commits (lost.c): the batches [lost_lo, lost_hi] not
 	 * yet applied to the nodes (batch_mu; lost_hi read atomically, 0:
 	 * none), the newest failed batch ever (atomic) and the first
 	 * failure's code */
@@ -368,7 +368,7 @@ struct engine {
 	uint32_t skip_lo, skip_hi, skip_max;
 };
 
-/* ---- engine_path.c ---- */
+/* ---- search_path.c ---- */
 
 /* Entry 0: the daemon's PATH (e->tool_path set). 0. */
 int engine_path_init(struct engine *e);
@@ -455,7 +455,7 @@ int step_program(struct engine *e, struct node *n, char *exe, size_t len,
  * stat as recorded, or else its content. */
 int step_output_unchanged(struct engine *e, const char *path, const struct node_out *o);
 
-/* ---- engine_results.c: several results per action key ---- */
+/* ---- action_results.c: several results per action key ---- */
 
 /* The results kept under key, newest use first (free with
  * kiln__action_entry__free_unpacked); NULL when none or unreadable. */
@@ -471,7 +471,7 @@ int results_put(struct engine *e, const kiln_id *key, Kiln__ActionResult *ar);
 int results_touch(struct engine *e, const kiln_id *key, Kiln__ActionEntry *entry,
                   size_t at);
 
-/* ---- engine_blobs.c ---- */
+/* ---- blob_watch.c ---- */
 
 /* Watch the store's objects/ folder (e->blobs; stays NULL without the
  * project's watch or inotify). */
@@ -481,7 +481,7 @@ void blobs_watch_open(struct engine *e);
  * touched it since it was last found, else a stat. 1 yes, 0 no. */
 int blob_present(struct engine *e, struct node_out *o);
 
-/* ---- engine_verify.c ---- */
+/* ---- verify.c ---- */
 
 /* After n's tool exited 0 (its depfile and trace read into n->disc):
  * whether everything it may have read is what its key was made from.
@@ -506,7 +506,7 @@ int record_put(struct engine *e, const struct graph *g, struct node *n,
 void prev_load(struct engine *e, const struct graph *g, struct node *n);
 void prev_drop(struct node *n);
 
-/* ---- engine_trace.c: file-access tracing ---- */
+/* ---- trace.c: file-access tracing ---- */
 
 /* Find libkilntrace.so beside the daemon's executable, else in
  * $(PREFIX)/lib/kiln, into e->trace_shim ("" and one log line: none). */
@@ -532,7 +532,7 @@ int trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t 
  * (missing), or another error. */
 int trace_dep_hash(struct engine *e, const char *path, kiln_id *h);
 
-/* ---- engine_discover.c: depfiles, the path policy, warnings ---- */
+/* ---- discover.c: depfiles, the path policy, warnings ---- */
 
 #define WARN_MAX 32              /* warnings kept per run, then "and N more" */
 
@@ -578,7 +578,7 @@ size_t step_nwarnings(const struct node *n);
 int step_set_warnings(struct node *n, char *const *v, size_t count);
 void step_warnings_free(struct node *n);
 
-/* ---- engine_graph.c (e->mu held) ---- */
+/* ---- graph.c (e->mu held) ---- */
 
 /* Load the project, or load it again when a description file or a source
  * folder changed; no build may be active. 0, KILN_EBADPROJECT (err lists
@@ -678,7 +678,7 @@ void *worker_main(void *arg);
  * failed commit's code (lost_note has it). */
 int batch_commit(struct engine *e);
 
-/* ---- engine_lost.c: records a failed commit lost ---- */
+/* ---- lost.c: records a failed commit lost ---- */
 
 /* The batch numbered gen failed to commit with rv (commit_mu held). */
 void lost_note(struct engine *e, uint32_t gen, int rv);
@@ -712,7 +712,7 @@ void engine_batch_unlock(struct engine *e);
 /* rm -rf path, not following symlinks. */
 void engine_rmtree(const char *path);
 
-/* ---- engine_scratch.c ---- */
+/* ---- scratch.c ---- */
 
 /* Remove the scratch areas of earlier daemon runs and make this run's
  * (e->scratch_run), which no earlier run used. Call once, after the sweep

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "engine_key.h"
+#include "action_key.h"
 #include "filestate.h"
 
 static void

@@ -1,4 +1,4 @@
-/* toolrun.c — running build tools (see toolrun.h).
+/* tool_spawn.c — running build tools (see tool_spawn.h).
  *
  * spawner_start starts the tool (spawn_one: a clone sharing our memory
  * until its exec, like posix_spawn, which cannot set the parent-death
@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "kiln_error.h"
-#include "toolrun.h"
+#include "tool_spawn.h"
 #include "kiln_clock.h"
 
 /* How often a child without a pidfd in the poll array is looked at. */

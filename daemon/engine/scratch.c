@@ -1,4 +1,4 @@
-/* engine_scratch.c — the scratch folders steps run in, kept and reused.
+/* scratch.c — the scratch folders steps run in, kept and reused.
  *
  * Each daemon run has an area of its own, .kiln/scratch/<run>/, made with
  * mkdtemp when the engine starts (<run> is the start time and six random

@@ -1,14 +1,14 @@
-/* engine_trace.c — file-access tracing of build steps (docs/build.md,
+/* trace.c — file-access tracing of build steps (docs/build.md,
  * "File-access tracing"): finding the shim (shim/kilntrace.c), the
  * environment that loads it into a tool, and reading what it recorded.
  *
  * After a tool exits 0 its trace (<n>.trace beside its scratch folder,
- * engine_scratch.c; the record format is in shim/kilntrace.c) is read: a change to any file outside the
+ * scratch.c; the record format is in shim/kilntrace.c) is read: a change to any file outside the
  * step's scratch folder and depfile fails the step; project files the
  * tool read, stat'ed or looked for in vain join n->disc after the
  * depfile's, and folders it listed join as "folder/" (their sorted names
  * are hashed: trace_dep_hash). Which paths, and under what name, is
- * engine_discover.c's step_dep_name (dep_path.h's policy, the same as for
+ * discover.c's step_dep_name (dep_path.h's policy, the same as for
  * depfiles): project files, and files outside the project but not the
  * machine's, by absolute path; a use of build/ the step does not declare,
  * or a path that cannot be recorded, is a warning. Declared inputs are
@@ -384,7 +384,7 @@ trace_line(struct trace_read *t, char *line)
 	trace_look(t, rest, kind);
 }
 
-/* Feed the trace's lines from off on (this run's; engine_scratch.c) to
+/* Feed the trace's lines from off on (this run's; scratch.c) to
  * trace_line, one at a time, read in chunks (memory is a chunk, grown only
  * for a record longer than one; records are a few KiB at most). 0, or -1:
  * no trace, or one bigger than TRACE_MAX (a runaway tool), not read at

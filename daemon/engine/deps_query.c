@@ -1,4 +1,4 @@
-/* engine_deps.c — `kiln deps` and `kiln rdeps`: what a step depends on,
+/* deps_query.c — `kiln deps` and `kiln rdeps`: what a step depends on,
  * and which steps depend on a file or a step.
  *
  * Declared dependencies come from the loaded descriptions (a step's source

@@ -2,7 +2,7 @@
  * (see engine_int.h; engine_step.c decides whether it must run).
  *
  * The tool gets its own scratch folder (.kiln/scratch/<run>/<n>/,
- * engine_scratch.c) for its outputs,
+ * scratch.c) for its outputs,
  * a log file beside it for stdout and stderr, and the project root as its
  * working folder. Finishing: each output is moved into the store (a rename:
  * the scratch folder is on the project's filesystem), hard-linked into
@@ -336,7 +336,7 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	/* kiln need: $KILN, $KILN_SOCKET, $KILN_STEP_TOKEN (engine_need.c) */
 	for (int i = 0; e->ipc_url != NULL && i < 3; i++)
 		av_push(env, need_env(e, n, i));
-	{   /* file-access tracing (engine_trace.c) */
+	{   /* file-access tracing (trace.c) */
 		char *tr[8];
 		size_t ntr = 0;
 		if (!n->ks->tool->notrace && trace_env(e, n->w->scratch, tr, &ntr) != 0)
@@ -462,7 +462,7 @@ signal_name(int sig)
 
 /* Queue n's action result (its outputs, the files it discovered with what
  * they held after the run, the steps it needed, its log) under
- * n->w->new_key, beside the key's other results (engine_results.c).
+ * n->w->new_key, beside the key's other results (action_results.c).
  * 0 or KILN_ENOMEM. */
 static int
 action_result_put(struct engine *e, struct node *n)
@@ -556,7 +556,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		rv = -1;
 		goto out;
 	}
-	/* and that it read what its key says (engine_verify.c) */
+	/* and that it read what its key says (verify.c) */
 	if (e->cfg.hold_finish_ms > 0) {
 		struct timespec hold = {e->cfg.hold_finish_ms / 1000,
 		                        (long)(e->cfg.hold_finish_ms % 1000) * 1000000};

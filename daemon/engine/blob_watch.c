@@ -1,4 +1,4 @@
-/* engine_blobs.c — whether the blobs a warm daemon serves are still in
+/* blob_watch.c — whether the blobs a warm daemon serves are still in
  * the store, without a stat per output per build.
  *
  * An up-to-date step's outputs are checked in build/ (engine_step.c's

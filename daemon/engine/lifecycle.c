@@ -1,4 +1,4 @@
-/* engine_life.c — starting and stopping the engine, and `kiln why`.
+/* lifecycle.c — starting and stopping the engine, and `kiln why`.
  *
  * Threads: engine_new and engine_free from the daemon's main thread;
  * engine_why from handler threads (it takes e->mu like everything else). */

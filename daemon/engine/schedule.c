@@ -1383,7 +1383,7 @@ worker_main(void *arg)
 	struct graph *g;
 	struct node *n;
 
-	/* A worker blocked in its tool's spawn (a vfork, toolrun.c) is woken
+	/* A worker blocked in its tool's spawn (a vfork, tool_spawn.c) is woken
 	 * by its child's exec and, as a normal task, preempts that child on
 	 * its core to go on with its bookkeeping (finishing the previous
 	 * step): every tool's exec waited ~0.1 ms behind the daemon (fork

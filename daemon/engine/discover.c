@@ -1,6 +1,6 @@
-/* engine_discover.c — what a step's run revealed it used, after its tool
+/* discover.c — what a step's run revealed it used, after its tool
  * exited 0: its depfile (tools with `depfile: true`), then its file-access
- * trace (engine_trace.c), each path put through the one policy of
+ * trace (trace.c), each path put through the one policy of
  * dep_path.h, and the warnings for paths kiln could not record
  * (docs/build.md, "Discovered paths").
  *

@@ -1,4 +1,4 @@
-/* engine_graph.c — the project as the engine sees it: the loaded
+/* graph.c — the project as the engine sees it: the loaded
  * descriptions (loaded again when a description file or a source folder
  * changed) and, per profile, the graph of its steps with prerequisite
  * links, a topological order and critical-path lengths.

@@ -815,7 +815,7 @@ result_take(struct node *n, const Kiln__ActionResult *res)
 	return 0;
 }
 
-/* Look the key up (engine_results.c: several results per key) and take
+/* Look the key up (action_results.c: several results per key) and take
  * the first result that holds (1; *hit is its place, 0 the newest). When none does, why says what the
  * newest one lacks (0). 2: a result needs steps not done in this wave yet
  * (n->needs names them). */

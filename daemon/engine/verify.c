@@ -1,4 +1,4 @@
-/* engine_verify.c — after a tool ran: did it read what its step's key
+/* verify.c — after a tool ran: did it read what its step's key
  * was made from? (see engine_int.h, run_verify)
  *
  * A result is recorded under the key computed before the tool started.

@@ -1,4 +1,4 @@
-/* engine_results.c — the results kept under one action key (see
+/* action_results.c — the results kept under one action key (see
  * engine_int.h and proto/kiln.proto's ActionEntry).
  *
  * A step's key names its declared inputs but not the files its runs
