@@ -69,10 +69,11 @@ DESC_SRC  = desc/glob.c desc/arena.c desc/diag.c desc/yaml_tree.c \
 # The build engine, daemon/engine/ (libkilnengine.a): deciding, scheduling,
 # running and publishing steps, file states, materializing build/.
 ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c filestate.c watch.c \
-             schedule.c graph.c lifecycle.c deps_query.c decide.c run.c \
-             scratch.c need.c trace.c discover.c dep_path.c \
-             depfile.c tool_spawn.c orphans.c materialize.c verify.c action_results.c \
-             blob_watch.c lost.c search_path.c)
+             schedule.c builds.c output_index.c record_batch.c step_events.c \
+             graph.c lifecycle.c deps_query.c step.c decide.c decide_key.c decide_cache.c \
+             action_results.c blob_watch.c run.c tool_spawn.c trace.c discover.c dep_path.c \
+             depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
+             scratch.c need.c need_wait.c orphans.c materialize.c search_path.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/events.c \

@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "decide.h"
+#include "record_batch.h"
 
 #define RESULTS_MAX 8
 

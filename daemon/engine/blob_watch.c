@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "decide.h"
 #include "watch.h"
 
 void

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "graph.h"
 
 /* ---- owned strings ------------------------------------------------------- */
 

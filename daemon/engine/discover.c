@@ -25,6 +25,9 @@
 #include "dep_path.h"
 #include "depfile.h"
 #include "engine_int.h"
+#include "discover.h"
+#include "scratch.h"
+#include "step.h"
 
 #define WARN_PATH_SHOWN 200 /* a path's bytes shown in a warning */
 

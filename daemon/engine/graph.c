@@ -14,6 +14,10 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "graph.h"
+#include "discover.h"
+#include "need.h"
+#include "step.h"
 
 /* ---- graphs --------------------------------------------------------------- */
 

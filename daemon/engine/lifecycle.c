@@ -14,6 +14,14 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "decide.h"
+#include "discover.h"
+#include "graph.h"
+#include "need.h"
+#include "record_batch.h"
+#include "schedule.h"
+#include "scratch.h"
+#include "search_path.h"
 #include "orphans.h"
 #include "watch.h"
 

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "lost.h"
 
 /* Widen the range [*lo, *hi] and *max to batch gen (batch_mu held). */
 static void

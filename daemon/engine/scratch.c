@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "scratch.h"
 
 /* A reused folder's trace is cut back to nothing once it holds this much
  * (each run's records are a few hundred bytes to a few KiB). */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "search_path.h"
 
 int
 engine_path_init(struct engine *e)

@@ -41,6 +41,10 @@
 
 #include "dep_path.h"
 #include "engine_int.h"
+#include "discover.h"
+#include "graph.h"
+#include "scratch.h"
+#include "step.h"
 
 #ifndef KILN_LIBDIR
 #define KILN_LIBDIR "/usr/local/lib/kiln"

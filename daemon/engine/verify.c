@@ -31,6 +31,9 @@
 #include <sys/stat.h>
 
 #include "engine_int.h"
+#include "decide.h"
+#include "discover.h"
+#include "publish.h"
 
 static int64_t
 ts_ns(const struct timespec *ts)
