@@ -248,13 +248,14 @@ targets_mark(struct graph *g, char *const *targets, size_t ntargets,
 	return 0;
 }
 
+/* A free build slot (0..ENGINE_MAX_BUILDS-1), or KILN_EBUSY. */
 static int
 free_slot(struct engine *e)
 {
 	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
 		if (e->active[i] == NULL)
 			return i;
-	return -1;
+	return KILN_EBUSY;
 }
 
 /* The PATH a build's tools are found on (e->mu held, the project

@@ -27,8 +27,8 @@ struct warn_list {
 
 /* After n's tool (root process pid) exited 0 in scratch folder dir
  * (absolute): read its depfile (if the tool has one) and its trace into
- * n->disc, n->traced, and n->warnings (replaced). 0, or -1 with n->error
- * set. */
+ * n->disc, n->traced, and n->warnings (replaced). 0, or a KILN_E* code
+ * with n->error set. */
 int step_deps_read(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
                    const char *dir);
 
@@ -67,8 +67,9 @@ int trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout
 /* After n's tool (root process pid) exited 0 in scratch folder dir
  * (absolute), with n->disc holding its depfile's files if it has one:
  * read its trace, set n->traced, n->ndisc_depfile, and append the files it
- * looked at (step_dep_name) to n->disc, warnings to wl. 0, or -1 with
- * n->error set (it wrote outside its scratch folder, or no memory). */
+ * looked at (step_dep_name) to n->disc, warnings to wl. 0, or a KILN_E*
+ * code with n->error set (KILN_EFAILED: it wrote outside its scratch
+ * folder; KILN_ENOMEM). */
 int trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
                  const char *dir, struct warn_list *wl);
 

@@ -151,7 +151,8 @@ sweep_pid(struct sweep *sw, pid_t pid)
 	}
 }
 
-/* One pass over /proc. Returns how many it killed, or -1 without /proc. */
+/* One pass over /proc. Returns how many it killed, or KILN_ENOTFOUND
+ * without /proc. */
 static int
 sweep_pass(struct sweep *sw)
 {
@@ -160,7 +161,7 @@ sweep_pass(struct sweep *sw)
 	DIR *d;
 
 	if ((d = opendir("/proc")) == NULL)
-		return -1;
+		return KILN_ENOTFOUND;
 	while ((de = readdir(d)) != NULL) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);

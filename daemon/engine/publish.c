@@ -140,12 +140,13 @@ out:
 	return rv;
 }
 
-int
+enum finish_result
 step_finish(struct engine *e, struct graph *g, struct node *n)
 {
 	char dir[PATH_MAX], logp[PATH_MAX + 16], tail[2048] = "";
 	pid_t pid = n->w->pid;
-	int rv = 0;
+	enum finish_result res = FINISH_DONE;
+	int rv;
 
 	/* the lengths were checked when the run started (paths_make) */
 	scratch_path(e, n->w->scratch, "", 1, dir, sizeof dir);
@@ -170,12 +171,12 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			set_error(n, "%s: the tool was killed by signal %d (SIG%s)%s%s",
 			          n->ks->url, n->w->res.status, signal_name(n->w->res.status),
 			          tail[0] ? "; its last lines:\n" : "", tail);
-		rv = -1;
+		res = FINISH_FAILED;
 		goto out;
 	}
 	/* what it read and wrote, before anything it made is published */
 	if (step_deps_read(e, g, n, pid, dir) != 0) {
-		rv = -1;
+		res = FINISH_FAILED;
 		goto out;
 	}
 	/* and that it read what its key says (verify.c) */
@@ -184,20 +185,20 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		                        (long)(e->cfg.hold_finish_ms % 1000) * 1000000};
 		nanosleep(&hold, NULL);
 	}
-	if ((rv = run_verify(e, g, n, tail, sizeof tail)) != 1) {
-		if (rv == 0) {
-			free(n->reason);
-			n->reason = strdup(tail);
-			rv = STEP_AGAIN;
-		} else {
-			set_error(n, "%s: checking its inputs after the run: %s", n->ks->url,
-			          kiln_strerror(rv));
-			rv = -1;
-		}
+	switch (run_verify(e, g, n, tail, sizeof tail)) {
+	case VERIFY_HELD:
+		break;
+	case VERIFY_CHANGED:
+		free(n->reason);
+		n->reason = strdup(tail);
+		res = FINISH_AGAIN;
+		goto out;
+	case VERIFY_FAILED:
+		set_error(n, "%s: checking its inputs after the run: %s", n->ks->url, tail);
+		res = FINISH_FAILED;
 		goto out;
 	}
-	rv = 0;
-	for (size_t i = 0; i < n->ks->noutputs && rv == 0; i++) {
+	for (size_t i = 0; i < n->ks->noutputs && res == FINISH_DONE; i++) {
 		char out[PATH_MAX * 3];
 		struct stat st;
 		snprintf(out, sizeof out, "%s/%s", dir, n->ks->outputs[i].file);
@@ -205,23 +206,23 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			set_error(n, "%s: the tool did not write its output '%s' "
 			          "(%s, expected at %s)", n->ks->url, n->ks->outputs[i].name,
 			          n->ks->outputs[i].file, out + strlen(e->root) + 1);
-			rv = -1;
+			res = FINISH_FAILED;
 			break;
 		}
 		n->outs[i].size = (uint64_t)st.st_size;
 		if ((rv = kiln_store_put_move(e->s, out, &n->outs[i].id)) != 0) {
 			set_error(n, "%s: cannot store output '%s': %s", n->ks->url,
 			          n->ks->outputs[i].name, kiln_strerror(rv));
-			rv = -1;
+			res = FINISH_FAILED;
 		}
 	}
-	if (rv == 0 && (rv = materialize_all(e, n)) != 0)
-		rv = -1;
-	if (rv == 0 && action_result_put(e, n) != 0) {
+	if (res == FINISH_DONE && materialize_all(e, n) != 0)
+		res = FINISH_FAILED;
+	if (res == FINISH_DONE && action_result_put(e, n) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
-		rv = -1;
+		res = FINISH_FAILED;
 	}
-	if (rv == 0) {
+	if (res == FINISH_DONE) {
 		n->key = n->w->new_key;
 		n->have = 1;
 		n->outcome = O_RAN;
@@ -234,7 +235,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		n->send_event = 1;
 	}
 out:
-	if (rv != 0)
+	if (res != FINISH_DONE)
 		need_run_commit(n, 0);
 	if (n->ks->tool->depfile) {
 		char dep[PATH_MAX + 16];
@@ -244,11 +245,11 @@ out:
 	/* outputs were moved out: the folder is usually empty and is reused */
 	scratch_give(e, n->w->scratch, n->w->log_fd);
 	n->w->log_fd = -1;
-	if (rv == 0) {   /* a failure keeps them for step_record_failure */
+	if (res == FINISH_DONE) {   /* a failure keeps them for step_record_failure */
 		prev_drop(n);
 		key_parts_free(&n->w->parts);
 	}
-	return rv;
+	return res;
 }
 
 void

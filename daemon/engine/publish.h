@@ -7,12 +7,18 @@
 
 #include "engine_int.h"
 
+/* How finishing a step went. */
+enum finish_result {
+	FINISH_DONE,     /* published, recorded, materialized */
+	FINISH_FAILED,   /* n->error says why */
+	FINISH_AGAIN,    /* its inputs changed while the tool ran (n->reason
+	                    says which): nothing was published or recorded,
+	                    and the step must be decided again */
+};
+
 /* Finish n after its tool ended (unlocked): outputs into the store,
- * records, materialization. 0; -1 with n->error set; or STEP_AGAIN: its
- * inputs changed while the tool ran (n->reason says which), nothing was
- * published or recorded, and the step must be decided again. */
-#define STEP_AGAIN 1
-int step_finish(struct engine *e, struct graph *g, struct node *n);
+ * records, materialization. */
+enum finish_result step_finish(struct engine *e, struct graph *g, struct node *n);
 
 /* Record a failure (log kept, decision record) after step_* failed. */
 void step_record_failure(struct engine *e, struct graph *g, struct node *n);
@@ -47,11 +53,15 @@ void prev_drop(struct node *n);
 
 /* ---- verify.c ---- */
 /* After n's tool exited 0 (its depfile and trace read into n->disc):
- * whether everything it may have read is what its key was made from.
- * 1 yes (n->w->disc_seen holds the discovered files' hashes, for its
- * action result); 0 no, why says what changed (the step must be decided
- * again, nothing recorded); or a KILN_E* error. */
-int run_verify(struct engine *e, struct graph *g, struct node *n, char *why,
-               size_t whylen);
+ * whether everything it may have read is what its key was made from. */
+enum verify_result {
+	VERIFY_HELD,     /* yes: n->w->disc_seen holds the discovered files'
+	                    hashes, for its action result */
+	VERIFY_CHANGED,  /* no: why says what changed (the step must be
+	                    decided again, nothing recorded) */
+	VERIFY_FAILED,   /* it could not be checked: why has the error */
+};
+enum verify_result run_verify(struct engine *e, struct graph *g, struct node *n,
+                              char *why, size_t whylen);
 
 #endif

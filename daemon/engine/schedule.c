@@ -281,7 +281,7 @@ node_cancelled(const struct engine *e, const struct node *n)
  * rewritten without pause would otherwise keep it running for ever. */
 #define MAX_RERUNS 3
 
-/* n's run read inputs that changed under it (step_finish said STEP_AGAIN,
+/* n's run read inputs that changed under it (step_finish said FINISH_AGAIN,
  * nothing recorded; e->mu not held, taken): decide it again, unless it was
  * cancelled or has been thrown away too often already. */
 static void
@@ -328,23 +328,24 @@ work_complete(struct engine *e, struct run_ctx *rc)
 {
 	struct node *n = rc->n;
 	struct graph *g = rc->g;  /* rc lives in n->w, which may go below */
-	int cancelled = !node_wanted(e, n) && node_cancelled(e, n), rv;
+	int cancelled = !node_wanted(e, n) && node_cancelled(e, n);
+	enum finish_result r;
 
 	pthread_mutex_unlock(&e->mu);
-	rv = step_finish(e, g, n);
-	if (rv == STEP_AGAIN) {
+	r = step_finish(e, g, n);
+	if (r == FINISH_AGAIN) {
 		run_again(e, g, n, cancelled);
 		return;
 	}
-	if (rv != 0 && !cancelled)
+	if (r != FINISH_DONE && !cancelled)
 		step_record_failure(e, g, n);
-	else if (rv != 0)
+	else if (r != FINISH_DONE)
 		step_forget(n);  /* cancelled is not failed: no record */
 	pages_tick(e);
 	pthread_mutex_lock(&e->mu);
-	if (rv != 0 && cancelled)
+	if (r != FINISH_DONE && cancelled)
 		node_finish(e, g, n, N_CANCELLED);
-	else if (rv != 0)
+	else if (r != FINISH_DONE)
 		node_fail(e, g, n);
 	else
 		node_finish(e, g, n, N_DONE);

@@ -261,7 +261,7 @@ pid_grow(struct trace_read *t)
 	struct pidcount *nv = calloc(ncap, sizeof *nv);
 
 	if (nv == NULL)
-		return -1;
+		return KILN_ENOMEM;
 	for (size_t i = 0; i < t->cappids; i++)
 		if (t->pids[i].used)
 			nv[pid_slot(nv, ncap, t->pids[i].pid)] = t->pids[i];
@@ -390,9 +390,9 @@ trace_line(struct trace_read *t, char *line)
 
 /* Feed the trace's lines from off on (this run's; scratch.c) to
  * trace_line, one at a time, read in chunks (memory is a chunk, grown only
- * for a record longer than one; records are a few KiB at most). 0, or -1:
- * no trace, or one bigger than TRACE_MAX (a runaway tool), not read at
- * all: untraced. */
+ * for a record longer than one; records are a few KiB at most). 0, or
+ * KILN_ENOTFOUND: no trace, KILN_ERANGE: one bigger than TRACE_MAX (a
+ * runaway tool), not read at all: untraced. */
 static int
 trace_read_file(struct trace_read *t, const char *path, off_t off)
 {
@@ -403,11 +403,14 @@ trace_read_file(struct trace_read *t, const char *path, off_t off)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) != 0 || st.st_size <= off ||
-	    (uint64_t)(st.st_size - off) > TRACE_MAX) {
+		return KILN_ENOTFOUND;
+	if (fstat(fd, &st) != 0 || st.st_size <= off) {
 		close(fd);
-		return -1;
+		return KILN_ENOTFOUND;
+	}
+	if ((uint64_t)(st.st_size - off) > TRACE_MAX) {
+		close(fd);
+		return KILN_ERANGE;
 	}
 	if ((buf = malloc(cap)) == NULL) {
 		t->oom = 1;
@@ -494,7 +497,7 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 	n->ndisc_depfile = n->ks->tool->depfile ? n->ndisc : 0;
 	if (!n->ks->tool->depfile && step_set_disc(n, NULL, 0) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
-		return -1;
+		return KILN_ENOMEM;
 	}
 	if (e->trace_shim[0] == '\0' || n->ks->tool->notrace)
 		return 0;
@@ -515,17 +518,16 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 	}
 	if (t.oom) {
 		set_error(n, "%s: out of memory reading its file-access trace", n->ks->url);
-		rv = -1;
+		rv = KILN_ENOMEM;
 	} else if (t.bad[0]) {
 		const char *shown = t.bad;
 		if (strncmp(shown, e->root, t.lroot) == 0 && shown[t.lroot] == '/')
 			shown += t.lroot + 1;
 		set_error(n, "%s: the tool wrote outside its scratch folder: %s",
 		          n->ks->url, shown);
-		rv = -1;
+		rv = KILN_EFAILED;
 	} else if ((rv = disc_merge(&t)) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
-		rv = -1;
 	} else {
 		n->traced = t.hello && !t.unread;
 		for (size_t i = 0; i < t.cappids; i++)
