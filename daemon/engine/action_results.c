@@ -1,5 +1,5 @@
 /* action_results.c — the results kept under one action key (see
- * engine_int.h and proto/kiln.proto's ActionEntry).
+ * decide.h and proto/kiln.proto's ActionEntry).
  *
  * A step's key names its declared inputs but not the files its runs
  * discovered (depfile, trace) nor the assets they needed, so two runs with

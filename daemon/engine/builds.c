@@ -314,7 +314,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 			snprintf(err, errlen, "unknown profile '%s'", profile);
 		goto out;
 	}
-	/* the index map's order, now: sorting needs ~50 bytes an output for a
+	/* the index map's order, now: sorting needs memory per output for a
 	 * moment, which at a build's end would come on top of its peak */
 	if ((g->iorder == NULL && (rv = iorder_make(g)) != 0) ||
 	    (mark = calloc(g->n + 1, 1)) == NULL) {

@@ -185,15 +185,15 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	}
 	/* The same key as this daemon's last decision (build/ lost outputs: a
 	 * restore): the record that decision left holds this key, so a cache
-	 * hit needs no record read; a 100k restore reads ~40 MB of records
-	 * less. (Had that record's commit failed, the stale one stays.) */
+	 * hit needs no record read (a large restore reads far fewer records).
+	 * (Had that record's commit failed, the stale one stays.) */
 	same = n->have && id_eq(&n->key, &n->w->new_key);
 	if (!same)
 		prev_load(e, g, n);
 	dep_why[0] = '\0';
 	if ((cr = cache_lookup(e, g, n, &missing_blob, &hit, dep_why, sizeof dep_why)) ==
 	    CACHE_NEEDS) {
-		/* decided again once what it needs is done (engine_need.c) */
+		/* decided again once what it needs is done (need.c) */
 		n->have = 0;
 		prev_drop(n);
 		key_parts_free(&n->w->parts);

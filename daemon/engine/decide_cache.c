@@ -94,7 +94,7 @@ result_holds(struct engine *e, struct graph *g, struct node *n,
 		}
 	}
 	/* kiln need: every needed URL must still resolve to its hash
-	 * (engine_need.c) */
+	 * (need.c) */
 	if (res->n_needs > 0 || n->nneeds > 0) {
 		enum cache_result r = need_check_result(e, g, n, res->needs, res->n_needs,
 		                                        why, whylen);

@@ -175,11 +175,11 @@ engine_deps(struct engine *e, const char *profile, const char *url,
 	kiln__deps_reply__init(&d->r);
 	pthread_mutex_lock(&e->mu);
 	if ((rv = graph_for(e, profile, &g, err, errlen)) != 0)
-		goto unlock;
+		goto out;
 	if (!step_index(g->plan, url, &at)) {
 		snprintf(err, errlen, "no step %s in profile %s", url, g->profile);
 		rv = KILN_ENOTFOUND;
-		goto unlock;
+		goto out;
 	}
 	ks = g->nodes[at].ks;
 	d->r.profile = bag_str(&d->bag, g->profile);
@@ -190,7 +190,7 @@ engine_deps(struct engine *e, const char *profile, const char *url,
 	for (size_t i = 0; !d->bag.oom && i < ks->nneeds; i++)
 		d->r.prerequisites[d->r.n_prerequisites++] = bag_str(&d->bag, ks->needs[i]);
 	profile = d->r.profile;
-unlock:
+out:
 	pthread_mutex_unlock(&e->mu);
 	if (rv == 0 && d->bag.oom)
 		rv = KILN_ENOMEM;
@@ -377,7 +377,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	kiln__rdeps_reply__init(&d->r);
 	pthread_mutex_lock(&e->mu);
 	if ((rv = graph_for(e, profile, &g, err, errlen)) != 0)
-		goto done;
+		goto out;
 	w.e = e;
 	w.g = g;
 	if ((w.seen = calloc(g->n + 1, 1)) == NULL ||
@@ -385,7 +385,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	    (w.depth = calloc(g->n + 1, sizeof *w.depth)) == NULL ||
 	    (w.via = calloc(g->n + 1, sizeof *w.via)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto done;
+		goto out;
 	}
 	w.cur_depth = 1;
 	d->r.is_step = step_index(g->plan, target, &at);
@@ -403,7 +403,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	if (rv == 0 && w.oom)
 		rv = KILN_ENOMEM;
 	if (rv != 0)
-		goto done;
+		goto out;
 	d->r.profile = bag_str(&d->bag, g->profile);
 	d->r.dependents = bag_keep(&d->bag, calloc(w.n + 1, sizeof(void *)));
 	for (size_t i = 0; !d->bag.oom && i < w.n; i++) {
@@ -422,7 +422,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	else if (d->r.n_dependents > 1)
 		qsort(d->r.dependents, d->r.n_dependents, sizeof *d->r.dependents,
 		      by_depth_url);
-done:
+out:
 	pthread_mutex_unlock(&e->mu);
 	for (size_t i = 0; w.via != NULL && i < w.n; i++)
 		free(w.via[i]);

@@ -19,7 +19,7 @@ struct warn_list {
 	int oom;
 	/* the run's inputs under build/ (its prerequisites' and needs'
 	 * outputs), sorted when the first build/ path is met: a bundle over
-	 * 1,000 outputs reads each, and a scan per path cost ~1M compares */
+	 * many outputs reads each, and a scan per path is quadratic */
 	const char **inputs;
 	size_t ninputs;
 	int inputs_made;

@@ -67,7 +67,7 @@ struct engine;
 struct graph;
 struct node;
 
-/* A step `kiln need`ed (engine_need.c): by URL, one output of it. */
+/* A step `kiln need`ed (need.c): by URL, one output of it. */
 struct need_dep {
 	char *url;
 	char *output;            /* the output's name */
@@ -120,14 +120,15 @@ struct node_work {
 	kiln_id log_id;
 	int has_log;
 	struct run_ctx run;
-	char token[33];          /* the run's KILN_STEP_TOKEN (engine_need.c) */
+	char token[33];          /* the run's KILN_STEP_TOKEN (need.c) */
 	char program[PATH_MAX];  /* the program found for its key ("": not
 	                            found), for its record */
 };
 
 /* A step of a graph. 100,000-step projects keep one each for the daemon's
- * life, so the members are ordered by size and counts are 32-bit: ~200
- * bytes where the natural order took 304. What a decision or a run
+ * life, so the members are ordered by size (no padding) and counts are
+ * 32-bit (docs/build.md, "Figures behind the engine's code"). What a
+ * decision or a run
  * needs only while it lasts is in node_work. */
 struct node {
 	const kiln_step *ks;
@@ -148,10 +149,10 @@ struct node {
 
 	/* a decision or run in progress: NULL but from step_eval's full
 	 * decision to the node's final state (node_finish), so that a
-	 * 100,000-step graph does not carry ~150 bytes a node of it */
+	 * 100,000-step graph does not carry it for every node */
 	struct node_work *w;
 
-	/* kiln need (engine_need.c). needs belongs to the result like disc
+	/* kiln need (need.c). needs belongs to the result like disc
 	 * (what the last result needed: dynamic prerequisites, `kiln deps`);
 	 * the rest is e->mu's while the run is in progress. */
 	struct need_dep *needs;
@@ -213,11 +214,11 @@ struct graph {
 	uint32_t *topo;          /* prerequisites before dependents */
 	int index_dirty;         /* an output changed since kiln-index.txt */
 	/* the index map's entries (node, output) in the map's order, sorted
-	 * once per graph (engine.c, e->mu); NULL until the first map */
+	 * once per graph (output_index.c, e->mu); NULL until the first map */
 	struct index_slot { uint32_t node, out; } *iorder;
 	size_t niorder;
 	int prune_due;           /* build/<profile>/ not pruned since loaded */
-	/* kiln need's walks (engine_need.c, e->mu): n + 1 entries each, made
+	/* kiln need's walks (need.c, e->mu): n + 1 entries each, made
 	 * on first use; mark[i] == gen means visited in the current walk, so
 	 * a walk costs what it visits, not the graph's size */
 	uint32_t *nmark, *nparent, *nstack, *nsk;
@@ -329,7 +330,7 @@ struct engine {
 	} *tools;
 	size_t ntools, captools;
 
-	/* kiln need (engine_need.c; e->mu) */
+	/* kiln need (need.c; e->mu) */
 	struct need_tok { char tok[33]; struct graph *g; struct node *n; } *toks;
 	size_t ntoks, captoks;   /* one per run in progress */
 	struct need_wait { struct graph *g; uint32_t waiter, target; } *dwait;

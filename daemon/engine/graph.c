@@ -78,7 +78,7 @@ graph_link(struct graph *g)
 	for (uint32_t i = 0; i < g->n; i++)
 		nedges += g->nodes[i].ks->nneeds;
 	if ((g->edges = calloc(2 * nedges + 1, sizeof *g->edges)) == NULL)
-		goto nomem;
+		goto out;
 	at = g->edges;
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
@@ -124,7 +124,7 @@ graph_link(struct graph *g)
 				n->cp = g->nodes[n->rdeps[k]].cp + 1;
 	}
 	return 0;
-nomem:
+out:
 	free(indeg);
 	return KILN_ENOMEM;
 }

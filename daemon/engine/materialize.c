@@ -502,7 +502,7 @@ index_write_fd(int fd, const char *profile, const struct index_entry *e,
 	/* Written a MiB at a time (glibc sizes a buffer it allocates itself
 	 * by st_blksize, 4 KiB, whatever setvbuf asks): each write into
 	 * build/<profile>/ is an event the daemon's own watcher wakes up for,
-	 * 200 of them for a 10,000-step map. Without the memory, 4 KiB. */
+	 * so fewer, larger writes. Without the memory, 4 KiB. */
 	if ((vbuf = malloc(INDEX_WRITE_BUF)) != NULL)
 		setvbuf(f, vbuf, _IOFBF, INDEX_WRITE_BUF);
 	/* 100,000 lines: whole fields with fputs, not a format each, and

@@ -1,5 +1,5 @@
-/* engine_need.c — `kiln need URL` from inside a running step (docs/build.md,
- * "kiln need"; engine_int.h).
+/* need.c — `kiln need URL` from inside a running step (docs/build.md,
+ * "kiln need"; need.h). need_wait.c holds the waiting and the cycles.
  *
  * Every run gets a token (KILN_STEP_TOKEN) that names it while its tool
  * runs. A NeedRequest carrying it asks for another step's output: one

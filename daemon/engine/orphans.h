@@ -15,7 +15,7 @@
 #ifndef KILND_ORPHANS_H
 #define KILND_ORPHANS_H
 
-/* The variable naming the project a tool runs for (engine_run.c env_make). */
+/* The variable naming the project a tool runs for (run.c env_make). */
 #define ORPHANS_MARKER "KILN_TOOL_OF"
 
 /* SIGKILL every process of this user whose environment holds

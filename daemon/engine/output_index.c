@@ -212,7 +212,7 @@ index_writer_main(void *arg)
 
 /* Commit the build's records and write its index map (e->mu not held):
  * the map is written while the commit waits on the disk (its fdatasyncs
- * and fsyncs: a 10k one-change build's 3 ms), and put in its place only
+ * and fsyncs), and put in its place only
  * once the commit has returned, so it never goes ahead of it. A failed
  * commit keeps the old map: the new one would name outputs the store has
  * no record of (build_end marks the graph's map dirty: the next build

@@ -18,13 +18,12 @@
  * more than 8 MiB of them are mapped (kiln_store_trim_pages): a build
  * reads or writes most of the database, and its pages would stay in the
  * daemon's resident set. Random reads map fast (the kernel maps 16
- * neighbouring pages a fault): deciding a 100,000-step project afresh
- * maps ~80 MB of its ~100 MB database in 100 ms, and ~25 MB at times
- * between two ticks 5 ms apart. Unmapping whatever was mapped every few
+ * neighbouring pages a fault), so most of a large database is mapped
+ * within a fraction of a second. Unmapping whatever was mapped every few
  * ms cost a small project's full build dearly: each madvise flushes the
- * other core's TLB (an interrupt, slow in a VM), ~16 % of kilnd's CPU in
- * a 10k full build by perf; with the allowance a 10k full build takes
- * 12 % less of kilnd's CPU (bench/engine/ab.sh). Unlocked. */
+ * other core's TLB (an interrupt, slow in a VM); hence the allowance.
+ * (The figures: docs/build.md, "Figures behind the engine's code".)
+ * Unlocked. */
 void
 pages_tick(struct engine *e)
 {
@@ -97,10 +96,9 @@ engine_batch_lock(struct engine *e, kiln_batch **b)
  * syncfs and an fdatasync, in the middle of its chain of steps, as well as
  * at its end.) Each commit rewrites every database page its records land on,
  * and the use records of blobs and actions, keyed by hash, land on random
- * ones: a first build after a restart at 100k (records for 20,000 steps a
- * second) wrote 1.09 GB at 512 a commit, 0.87 GB at 2048 (7.7-8.4 s ->
- * 6.5-6.7 s). Past that, the commit's copies of those pages raise the
- * daemon's peak (4096: +9 MiB at 100k). */
+ * ones: fewer, larger commits write less. Past this size, the commit's
+ * copies of those pages raise the daemon's peak memory (docs/build.md,
+ * "Figures behind the engine's code"). */
 #define COMMIT_OPS 2048
 
 void

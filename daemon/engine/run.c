@@ -338,7 +338,7 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	av_push(env, strdup(buf));
 	snprintf(buf, sizeof buf, "KILN_URL=%s", n->ks->url);
 	av_push(env, strdup(buf));
-	/* kiln need: $KILN, $KILN_SOCKET, $KILN_STEP_TOKEN (engine_need.c) */
+	/* kiln need: $KILN, $KILN_SOCKET, $KILN_STEP_TOKEN (need.c) */
 	for (int i = 0; e->ipc_url != NULL && i < 3; i++)
 		av_push(env, need_env(e, n, i));
 	{   /* file-access tracing (trace.c) */

@@ -404,7 +404,7 @@ pop_live(struct heap *h, enum node_state want, struct graph **gp)
 
 /* Whether a worker may decide another ready step (e->mu held). Deciding
  * runs ahead of the tools by a bounded number of steps: a step decided to
- * run holds its key's parts (~0.5 KB of labels and values) until its tool
+ * run holds its key's parts (labels and values) until its tool
  * starts, and a 100,000-step clean build would otherwise decide every step
  * up front and hold them all. A step more urgent than every waiting one (an
  * editor's) is decided at once. */
@@ -479,12 +479,12 @@ eval_after(struct engine *e, struct graph *g, struct node *n, enum eval_result r
 /* Decide ready steps, first the popped n, then more while many are
  * waiting (e->mu held, dropped for the work). Up to EVAL_BATCH at once,
  * and no more than a share of the ready heap, so that the other workers
- * have theirs: a warm build's pass over 11,000 up-to-date steps, a few µs
- * of work each, spent more time taking and waiting for the lock (twice a
+ * have theirs: a warm build's pass over many up-to-date steps, little
+ * work each, spent more time taking and waiting for the lock (twice a
  * step) than deciding. Waking one worker per step made ready stays: a
  * chain in which a worker that took work woke the next while more was
- * left made the full build's slots wait (1k: 18 % of the CPU idle, not
- * 10 %). */
+ * left made the full build's slots wait (more of the CPU idle). The
+ * figures: docs/build.md, "Figures behind the engine's code". */
 static void
 work_eval(struct engine *e, struct graph *g, struct node *n)
 {
@@ -527,9 +527,8 @@ worker_main(void *arg)
 	/* A worker blocked in its tool's spawn (a vfork, tool_spawn.c) is woken
 	 * by its child's exec and, as a normal task, preempts that child on
 	 * its core to go on with its bookkeeping (finishing the previous
-	 * step): every tool's exec waited ~0.1 ms behind the daemon (fork
-	 * to exec 0.19 ms median in a 1k build, 0.07 ms in a plain spawn
-	 * loop). SCHED_BATCH wakes
+	 * step): every tool's exec waited behind the daemon (docs/build.md,
+	 * "Figures behind the engine's code"). SCHED_BATCH wakes
 	 * without preempting; the tools themselves start under SCHED_OTHER
 	 * (spawner_new). */
 	if (e->workers_batch) {

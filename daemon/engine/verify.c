@@ -1,5 +1,5 @@
 /* verify.c — after a tool ran: did it read what its step's key
- * was made from? (see engine_int.h, run_verify)
+ * was made from? (see publish.h, run_verify)
  *
  * A result is recorded under the key computed before the tool started.
  * If anything the tool may have read changed in between (an editor saving
@@ -17,7 +17,7 @@
  *   hashed now, and one changed after the tool started ("too new", ccache's
  *   rule) may not be what the tool read.
  *
- * Either way the step is decided again (engine.c's work_complete), as
+ * Either way the step is decided again (schedule.c's work_complete), as
  * ninja and Bazel do with "file modified during build". The hashes taken
  * here for the discovered files are the ones its action result records:
  * asking the file table again later could give a newer answer that

@@ -48,7 +48,7 @@
 /* Names of one folder recorded as changed before they give way to one
  * record for the folder: everything in it changed. A build that writes
  * 100,000 outputs into build/<profile>/cp/ would otherwise leave 100,000
- * names here (~10 MB) for the daemon's life. What it costs: each file of
+ * names here for the daemon's life. What it costs: each file of
  * that folder is stat'ed the next time someone asks about it, which an
  * output the daemon just wrote is anyway. */
 #define WATCH_DIR_NAMES 4096
@@ -457,7 +457,7 @@ dir_watch(struct watch *w, const char *dir)
 		size_t n = (size_t)wd * 2 + 16;
 		size_t *nv = realloc(w->by_wd, n * sizeof *nv);
 		if (nv == NULL)
-			goto fail;
+			goto out;
 		memset(nv + w->nby_wd, 0, (n - w->nby_wd) * sizeof *nv);
 		w->by_wd = nv;
 		w->nby_wd = n;
@@ -471,25 +471,25 @@ dir_watch(struct watch *w, const char *dir)
 			size_t n = w->capdirs ? w->capdirs * 2 : 16;
 			struct wdir *nv = realloc(w->dirs, n * sizeof *nv);
 			if (nv == NULL)
-				goto fail;
+				goto out;
 			w->dirs = nv;
 			w->capdirs = n;
 		}
 		d = &w->dirs[w->ndirs];
 		if ((d->path = strdup(dir)) == NULL)
-			goto fail;
+			goto out;
 		d->nnames = 0;
 		d->whole_gen = 0;
 		if (smap_put(&w->dir_index, dir, w->ndirs) != 0) {
 			free(d->path);
-			goto fail;
+			goto out;
 		}
 		w->ndirs++;
 	}
 	d->wd = wd;
 	w->by_wd[wd] = (size_t)(d - w->dirs) + 1;
 	return 0;
-fail:
+out:
 	inotify_rm_watch(w->fd, wd);
 	return KILN_ENOMEM;
 }
