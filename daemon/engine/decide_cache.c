@@ -104,8 +104,8 @@ result_holds(struct engine *e, struct graph *g, struct node *n,
 	return CACHE_HIT;
 }
 
-/* Serve n from result res (result_holds said CACHE_HIT): its discovered files,
- * warnings, tracing and log become n's. 0 or KILN_ENOMEM. */
+/* Serve n from result res (result_holds said CACHE_HIT): its discovered
+ * files, warnings, tracing and log become n's. 0 or KILN_ENOMEM. */
 static int
 result_take(struct node *n, const Kiln__ActionResult *res)
 {
