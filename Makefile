@@ -69,11 +69,12 @@ DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/
             desc/strmap.c desc/plan_graph.c desc/desc.c
 # The build engine, daemon/engine/ (libkilnengine.a): deciding, scheduling,
 # running and publishing steps, file states, materializing build/.
-ENGINE_SRC = $(addprefix daemon/engine/, engine_version.c engine_key.c filestate.c watch.c \
-             engine.c engine_graph.c engine_life.c engine_deps.c engine_step.c engine_run.c \
-             engine_scratch.c engine_need.c engine_trace.c engine_discover.c dep_path.c \
-             depfile.c toolrun.c orphans.c materialize.c engine_verify.c engine_results.c \
-             engine_blobs.c engine_lost.c engine_path.c)
+ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c filestate.c watch.c \
+             schedule.c builds.c output_index.c record_batch.c step_events.c \
+             graph.c lifecycle.c deps_query.c step.c decide.c decide_key.c decide_cache.c \
+             action_results.c blob_watch.c run.c tool_spawn.c trace.c discover.c dep_path.c \
+             depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
+             scratch.c need.c need_wait.c orphans.c materialize.c search_path.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
@@ -166,7 +167,7 @@ $$($(1)_BIN)/libkilntrace.so: shim/kilntrace.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(SHIM_CFLAGS) -o $$@ $$< -ldl
 
-$(OBJ)/$(1)/daemon/engine/engine_trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
+$(OBJ)/$(1)/daemon/engine/trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
 
 $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)

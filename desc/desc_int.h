@@ -194,7 +194,7 @@ typedef struct tmpl_scope {
 	 * into a shell script. Each one is appended to vals and "${@K}" (K its
 	 * 1-based index there) written in its place, and "$${" is kept as
 	 * written; the engine turns both into quoted positional parameters
-	 * (engine_run.c). */
+	 * (daemon/engine/run.c). */
 	struct tmpl_vals *vals;
 } tmpl_scope;
 

@@ -8,7 +8,7 @@
  * to the file named by KILN_TRACE_FILE. Failed attempts count: a lookup
  * that ends in ENOENT or ENOTDIR is a "missing file" record, because
  * creating that file later may change what the tool does. The daemon reads
- * the file when the tool has exited (daemon/engine/engine_trace.c).
+ * the file when the tool has exited (daemon/engine/trace.c).
  *
  * Record format (version 2): UTF-8 lines, one record each, a one-letter
  * kind, a space, the rest. Paths are absolute (relative ones resolved
@@ -45,7 +45,7 @@
  * lost, so the reader counts such a run as untraced. vfork is made a
  * fork (dash runs every command through vfork): its child writes its F,
  * and its records no longer go into the parent's buffer it shares.
- * To change the format, change engine_trace.c's reader in the same commit
+ * To change the format, change trace.c's reader in the same commit
  * and bump the version here.
  *
  * Cost: records go into one per-process buffer (a mutex; no malloc) that

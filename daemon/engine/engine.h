@@ -39,7 +39,7 @@ struct engine_config {
 	const char *tool_path;   /* PATH for finding and running tools */
 	int no_watch;            /* stat every file every build (no inotify) */
 	/* A testing aid: wait this long between a tool's end and the check
-	 * that its inputs held (engine_verify.c), so that a test can change a
+	 * that its inputs held (verify.c), so that a test can change a
 	 * file in that window (KILN_TEST_HOLD_FINISH_MS in kilnd's
 	 * environment). 0 in real use. */
 	unsigned hold_finish_ms;
@@ -57,7 +57,7 @@ struct engine_config {
 	void (*log)(void *arg, int error, const char *msg);
 	void *arg;
 	/* A testing aid: tools are "started" and "killed" by these instead
-	 * of as processes (toolrun.h; borrowed for the engine's life). NULL:
+	 * of as processes (tool_spawn.h; borrowed for the engine's life). NULL:
 	 * the real spawner. */
 	const struct spawner_ops *spawner;
 };

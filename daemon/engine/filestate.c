@@ -5,7 +5,7 @@
  * removed (a project's files number in the hundreds of thousands at most,
  * and a missing file is worth remembering too). It is split in shards by
  * the path's hash, each with its own mutex: a warm build asks about every
- * file of the project from every worker at once, a few hundred ns each,
+ * file of the project from every worker at once, each answer quick,
  * and with one mutex the workers spent more time blocked on it (futex
  * sleeps and wake-ups) than answering. Stat and hashing run outside the
  * locks, so two threads asking for the same changed file may both hash
@@ -29,7 +29,7 @@
 #include "kiln_strhash.h"
 
 /* One a file (100,000 sources: the path in the same allocation, and
- * byte flags, save ~30 bytes a file over separate strings and ints). */
+ * byte flags, save memory a file over separate strings and ints). */
 struct fentry {
 	uint64_t h;       /* of path, compared before the string */
 	kiln_file_rec rec;
@@ -81,13 +81,13 @@ filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 		return KILN_ENOMEM;
 	memset(fs, 0, sizeof *fs);
 	if ((fs->root = strdup(root)) == NULL)
-		goto fail;
+		goto out;
 	for (k = 0; k < FS_SHARDS; k++)
 		if ((fs->shards[k].slots = calloc(SHARD_CAP0, sizeof(struct fentry *))) == NULL)
-			goto fail;
+			goto out;
 	if ((fs->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		goto fail;
+		goto out;
 	}
 	for (k = 0; k < FS_SHARDS; k++) {
 		fs->shards[k].cap = SHARD_CAP0;
@@ -97,7 +97,7 @@ filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 	atomic_init(&fs->pass, 1);
 	*fsp = fs;
 	return 0;
-fail:
+out:
 	for (k = 0; k < FS_SHARDS; k++)
 		free(fs->shards[k].slots);
 	free(fs->root);

@@ -312,8 +312,8 @@ place_blob(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 /* The folder of an output opened with one openat2 that refuses a symlink
  * anywhere below root (walk_parents opens and closes every folder on the
  * way, four system calls a level), from rootfd when it is open (-1: root
- * opened by path). 0, or -1: not opened (a missing folder, a kernel
- * without openat2), for walk_parents to do. */
+ * opened by path). 0, or KILN_ENOTFOUND: not opened (a missing folder, a
+ * kernel without openat2), for walk_parents to do. */
 static int
 output_dir(const char *root, int rootfd, const char *relpath, int *dfd,
            const char **name)
@@ -326,14 +326,14 @@ output_dir(const char *root, int rootfd, const char *relpath, int *dfd,
 
 	if (slash == NULL || (size_t)(slash - relpath) >= sizeof dir ||
 	    (rfd < 0 && (rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0))
-		return -1;
+		return KILN_ENOTFOUND;
 	memcpy(dir, relpath, (size_t)(slash - relpath));
 	dir[slash - relpath] = '\0';
 	fd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof how);
 	if (rfd != rootfd)
 		close(rfd);
 	if (fd < 0)
-		return -1;
+		return KILN_ENOTFOUND;
 	*dfd = fd;
 	*name = slash + 1;
 	return 0;
@@ -502,7 +502,7 @@ index_write_fd(int fd, const char *profile, const struct index_entry *e,
 	/* Written a MiB at a time (glibc sizes a buffer it allocates itself
 	 * by st_blksize, 4 KiB, whatever setvbuf asks): each write into
 	 * build/<profile>/ is an event the daemon's own watcher wakes up for,
-	 * 200 of them for a 10,000-step map. Without the memory, 4 KiB. */
+	 * so fewer, larger writes. Without the memory, 4 KiB. */
 	if ((vbuf = malloc(INDEX_WRITE_BUF)) != NULL)
 		setvbuf(f, vbuf, _IOFBF, INDEX_WRITE_BUF);
 	/* 100,000 lines: whole fields with fputs, not a format each, and

@@ -6,7 +6,7 @@
  * pidfd can only reach the process whose environment was read (a pid
  * reused in between makes the pidfd's process gone, and the signal a
  * no-op). A marked process's group is killed too when the group is a
- * tool's: its leader (a tool is one, toolrun.c) is marked as well, or
+ * tool's: its leader (a tool is one, tool_spawn.c) is marked as well, or
  * gone, as after its parent-death signal; never a group whose leader is
  * an unmarked live process (a shell that happens to hold a marked
  * child). A pass that killed something is followed by another (at most
@@ -151,7 +151,8 @@ sweep_pid(struct sweep *sw, pid_t pid)
 	}
 }
 
-/* One pass over /proc. Returns how many it killed, or -1 without /proc. */
+/* One pass over /proc. Returns how many it killed, or KILN_ENOTFOUND
+ * without /proc. */
 static int
 sweep_pass(struct sweep *sw)
 {
@@ -160,7 +161,7 @@ sweep_pass(struct sweep *sw)
 	DIR *d;
 
 	if ((d = opendir("/proc")) == NULL)
-		return -1;
+		return KILN_ENOTFOUND;
 	while ((de = readdir(d)) != NULL) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);

@@ -2,7 +2,7 @@
  * running.
  *
  * A daemon killed with kill -9 takes its tools with it (their parent-death
- * signal, toolrun.h), but not what those tools started: a shell tool's
+ * signal, tool_spawn.h), but not what those tools started: a shell tool's
  * `sleep`, a script's subprocess, a compiler driver's children. These
  * carry the environment every tool is given, and in it the marker
  * ORPHANS_MARKER=<project root>; a new daemon of the project kills every
@@ -15,7 +15,7 @@
 #ifndef KILND_ORPHANS_H
 #define KILND_ORPHANS_H
 
-/* The variable naming the project a tool runs for (engine_run.c env_make). */
+/* The variable naming the project a tool runs for (run.c env_make). */
 #define ORPHANS_MARKER "KILN_TOOL_OF"
 
 /* SIGKILL every process of this user whose environment holds

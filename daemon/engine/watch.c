@@ -48,7 +48,7 @@
 /* Names of one folder recorded as changed before they give way to one
  * record for the folder: everything in it changed. A build that writes
  * 100,000 outputs into build/<profile>/cp/ would otherwise leave 100,000
- * names here (~10 MB) for the daemon's life. What it costs: each file of
+ * names here for the daemon's life. What it costs: each file of
  * that folder is stat'ed the next time someone asks about it, which an
  * output the daemon just wrote is anyway. */
 #define WATCH_DIR_NAMES 4096
@@ -236,7 +236,7 @@ reset_all(struct watch *w)
 }
 
 /* Replace d's recorded names by one record: everything in it changed in
- * the coming generation. 0, or -1: the caller resets. Lock held. */
+ * the coming generation. 0, or KILN_ENOMEM: the caller resets. Lock held. */
 static int
 dir_whole(struct watch *w, struct wdir *d)
 {
@@ -245,14 +245,14 @@ dir_whole(struct watch *w, struct wdir *d)
 			size_t n = w->capwhole ? w->capwhole * 2 : 8;
 			size_t *nv = realloc(w->whole, n * sizeof *nv);
 			if (nv == NULL)
-				return -1;
+				return KILN_ENOMEM;
 			w->whole = nv;
 			w->capwhole = n;
 		}
 		w->whole[w->nwhole++] = (size_t)(d - w->dirs);
 	}
 	if (smap_drop_entries(&w->changed, d->path) != 0)
-		return -1;
+		return KILN_ENOMEM;
 	d->whole_gen = w->gen + 1;
 	d->nnames = 0;
 	return 0;
@@ -435,7 +435,9 @@ watch_sync(struct watch *w)
 	pthread_rwlock_unlock(&w->lock);
 }
 
-/* Watch folder dir (relative; "" the root). 0 or -1. Lock held. */
+/* Watch folder dir (relative; "" the root). 0, KILN_ERANGE (too long),
+ * KILN_EEXIST (one folder under two names), KILN_ENOMEM, or inotify's
+ * error (its errno's code). Lock held. */
 static int
 dir_watch(struct watch *w, const char *dir)
 {
@@ -448,14 +450,14 @@ dir_watch(struct watch *w, const char *dir)
 		return 0;
 	if ((size_t)snprintf(full, sizeof full, "%s%s%s", w->root, dir[0] ? "/" : "", dir) >=
 	    sizeof full)
-		return -1;
+		return KILN_ERANGE;
 	if ((wd = inotify_add_watch(w->fd, full, WATCH_MASK | IN_ONLYDIR)) < 0)
-		return -1;
+		return kiln_err_from_errno(errno);
 	if ((size_t)wd >= w->nby_wd) {
 		size_t n = (size_t)wd * 2 + 16;
 		size_t *nv = realloc(w->by_wd, n * sizeof *nv);
 		if (nv == NULL)
-			goto fail;
+			goto out;
 		memset(nv + w->nby_wd, 0, (n - w->nby_wd) * sizeof *nv);
 		w->by_wd = nv;
 		w->nby_wd = n;
@@ -463,33 +465,33 @@ dir_watch(struct watch *w, const char *dir)
 	if (w->by_wd[wd] != 0 && (d == NULL || w->by_wd[wd] != (size_t)(d - w->dirs) + 1))
 		/* one folder under two names (a symlink): its events would
 		 * name only one of them, so trust neither name */
-		return -1;
+		return KILN_EEXIST;
 	if (d == NULL) {
 		if (w->ndirs == w->capdirs) {
 			size_t n = w->capdirs ? w->capdirs * 2 : 16;
 			struct wdir *nv = realloc(w->dirs, n * sizeof *nv);
 			if (nv == NULL)
-				goto fail;
+				goto out;
 			w->dirs = nv;
 			w->capdirs = n;
 		}
 		d = &w->dirs[w->ndirs];
 		if ((d->path = strdup(dir)) == NULL)
-			goto fail;
+			goto out;
 		d->nnames = 0;
 		d->whole_gen = 0;
 		if (smap_put(&w->dir_index, dir, w->ndirs) != 0) {
 			free(d->path);
-			goto fail;
+			goto out;
 		}
 		w->ndirs++;
 	}
 	d->wd = wd;
 	w->by_wd[wd] = (size_t)(d - w->dirs) + 1;
 	return 0;
-fail:
+out:
 	inotify_rm_watch(w->fd, wd);
-	return -1;
+	return KILN_ENOMEM;
 }
 
 /* Whether every folder on relpath's way (copied into dir) is watched
@@ -519,7 +521,7 @@ watch_prepare(struct watch *w, const char *relpath, uint64_t *gen)
 	int rv = 0;
 
 	if (relpath[0] == '/' || len >= sizeof dir)
-		return -1;
+		return KILN_EINVAL;
 	/* Most files are in folders watched already (a restore materializes
 	 * 10,000 outputs into a few): a shared lock is enough to see that,
 	 * where the exclusive one made the workers queue on it. */

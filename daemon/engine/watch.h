@@ -35,8 +35,9 @@ void watch_free(struct watch *w);
 void watch_sync(struct watch *w);
 
 /* Before looking at relpath (relative to the root): watch its folders.
- * 0 with *gen the current generation, or -1: not watchable (a folder
- * missing, out of inotify watches); then nothing may be trusted. */
+ * 0 with *gen the current generation, or a KILN_E* code: not watchable (an
+ * absolute path, a folder missing, out of inotify watches); then nothing
+ * may be trusted. */
 int watch_prepare(struct watch *w, const char *relpath, uint64_t *gen);
 
 /* Whether relpath is as it was when looked at in generation gen (from

@@ -1,4 +1,4 @@
-/* test_engine_key.c — action keys (engine_key.c) and stat-first file
+/* test_engine_key.c — action keys (action_key.c) and stat-first file
  * hashing (filestate.c): the two things every rebuild decision rests on. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "engine_key.h"
+#include "action_key.h"
 #include "filestate.h"
 
 static void

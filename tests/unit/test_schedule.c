@@ -1,6 +1,6 @@
 /* test_schedule.c — the engine's scheduling rules (engine.c's heaps, -j,
  * prerequisites, priorities, kiln need's lent slot, cancellation), through
- * engine.h's API with a fake spawner (toolrun.h's struct spawner_ops): no
+ * engine.h's API with a fake spawner (tool_spawn.h's struct spawner_ops): no
  * process runs. The fake records which steps started, in which order and
  * how many ran at once, and each "tool" runs until the case ends it, with
  * success (writing its outputs where the real tool would: the ${out}
@@ -34,7 +34,7 @@
 #include "testutil.h"
 #include "engine.h"
 #include "kiln_error.h"
-#include "toolrun.h"
+#include "tool_spawn.h"
 
 #define MAX_RUNS 64
 #define MAX_EVENTS 128

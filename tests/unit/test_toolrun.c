@@ -20,7 +20,7 @@
 
 #include "kiln_error.h"
 #include "testutil.h"
-#include "toolrun.h"
+#include "tool_spawn.h"
 
 /* What the done callbacks of one test saw. */
 struct seen {

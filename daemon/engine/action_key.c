@@ -1,12 +1,12 @@
-/* engine_key.c — key parts, the action key's encoding, and what changed
- * between two keys (see engine_key.h; docs/build.md has the encoding). */
+/* action_key.c — key parts, the action key's encoding, and what changed
+ * between two keys (see action_key.h; docs/build.md has the encoding). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
-#include "engine_key.h"
+#include "action_key.h"
 
 void
 key_parts_init(struct key_parts *kp)

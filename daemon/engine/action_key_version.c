@@ -1,4 +1,4 @@
-/* engine_version.c — the version of the build engine's action-key encoding
+/* action_key_version.c — the version of the build engine's action-key encoding
  * (docs/build.md). Bumping it gives every step a new key: nothing cached
  * under the old encoding is reused. */
 #include "engine.h"

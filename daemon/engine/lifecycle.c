@@ -1,4 +1,4 @@
-/* engine_life.c — starting and stopping the engine, and `kiln why`.
+/* lifecycle.c — starting and stopping the engine, and `kiln why`.
  *
  * Threads: engine_new and engine_free from the daemon's main thread;
  * engine_why from handler threads (it takes e->mu like everything else). */
@@ -14,6 +14,14 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "decide.h"
+#include "discover.h"
+#include "graph.h"
+#include "need.h"
+#include "record_batch.h"
+#include "schedule.h"
+#include "scratch.h"
+#include "search_path.h"
 #include "orphans.h"
 #include "watch.h"
 
@@ -105,7 +113,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0 ||
 	    engine_path_init(e) != 0)
-		goto fail;
+		goto out;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
 	/* without inotify (or with --no-watch) every file is stat'ed */
 	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0)
@@ -115,7 +123,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	 * still be running, there or anywhere */
 	orphans_sweep(e);
 	if ((rv = scratch_init(e)) != 0)
-		goto fail;
+		goto out;
 	rv = KILN_ENOMEM;
 	trace_setup(e);
 	/* only from the normal policy: a daemon started under another one
@@ -126,23 +134,23 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	                   policy_round_trip_works();
 	if ((rv = cfg->spawner != NULL ? spawner_new_ops(&e->sp, cfg->spawner)
 	                               : spawner_new(&e->sp, e->workers_batch)) != 0)
-		goto fail;
+		goto out;
 	/* deciding and finishing steps is file-system work that waits on the
 	 * kernel more than it computes: twice the cores keeps -j slots fed */
 	e->nthreads = cfg->workers ? cfg->workers : 2 * ncores() < 4 ? 4 : 2 * ncores();
 	if ((e->threads = calloc(e->nthreads, sizeof *e->threads)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto fail;
+		goto out;
 	}
 	for (unsigned i = 0; i < e->nthreads; i++)
 		if (pthread_create(&e->threads[i], NULL, worker_main, e) != 0) {
 			e->nthreads = i;
 			rv = KILN_EIO;
-			goto fail;
+			goto out;
 		}
 	*ep = e;
 	return 0;
-fail:
+out:
 	engine_free(e);
 	return rv;
 }

@@ -1,4 +1,4 @@
-/* engine_graph.c — the project as the engine sees it: the loaded
+/* graph.c — the project as the engine sees it: the loaded
  * descriptions (loaded again when a description file or a source folder
  * changed) and, per profile, the graph of its steps with prerequisite
  * links, a topological order and critical-path lengths.
@@ -14,6 +14,10 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "graph.h"
+#include "discover.h"
+#include "need.h"
+#include "step.h"
 
 /* ---- graphs --------------------------------------------------------------- */
 
@@ -74,7 +78,7 @@ graph_link(struct graph *g)
 	for (uint32_t i = 0; i < g->n; i++)
 		nedges += g->nodes[i].ks->nneeds;
 	if ((g->edges = calloc(2 * nedges + 1, sizeof *g->edges)) == NULL)
-		goto nomem;
+		goto out;
 	at = g->edges;
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
@@ -120,7 +124,7 @@ graph_link(struct graph *g)
 				n->cp = g->nodes[n->rdeps[k]].cp + 1;
 	}
 	return 0;
-nomem:
+out:
 	free(indeg);
 	return KILN_ENOMEM;
 }

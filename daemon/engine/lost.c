@@ -1,4 +1,4 @@
-/* engine_lost.c — steps whose records a failed commit lost.
+/* lost.c — steps whose records a failed commit lost.
  *
  * A step is published when its records commit (docs/build.md). A commit
  * that fails (a full disk: ENOSPC) loses every record of its batch, and a
@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "lost.h"
 
 /* Widen the range [*lo, *hi] and *max to batch gen (batch_mu held). */
 static void

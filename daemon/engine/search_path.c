@@ -1,4 +1,4 @@
-/* engine_path.c — the PATH each build finds its tools' programs on.
+/* search_path.c — the PATH each build finds its tools' programs on.
  *
  * Which program a tool name means must not depend on who started the
  * daemon: a build uses the project's `path:` when kiln.yaml pins one,
@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "search_path.h"
 
 int
 engine_path_init(struct engine *e)

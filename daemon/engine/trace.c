@@ -1,14 +1,14 @@
-/* engine_trace.c — file-access tracing of build steps (docs/build.md,
+/* trace.c — file-access tracing of build steps (docs/build.md,
  * "File-access tracing"): finding the shim (shim/kilntrace.c), the
  * environment that loads it into a tool, and reading what it recorded.
  *
  * After a tool exits 0 its trace (<n>.trace beside its scratch folder,
- * engine_scratch.c; the record format is in shim/kilntrace.c) is read: a change to any file outside the
+ * scratch.c; the record format is in shim/kilntrace.c) is read: a change to any file outside the
  * step's scratch folder and depfile fails the step; project files the
  * tool read, stat'ed or looked for in vain join n->disc after the
  * depfile's, and folders it listed join as "folder/" (their sorted names
  * are hashed: trace_dep_hash). Which paths, and under what name, is
- * engine_discover.c's step_dep_name (dep_path.h's policy, the same as for
+ * discover.c's step_dep_name (dep_path.h's policy, the same as for
  * depfiles): project files, and files outside the project but not the
  * machine's, by absolute path; a use of build/ the step does not declare,
  * or a path that cannot be recorded, is a warning. Declared inputs are
@@ -41,6 +41,10 @@
 
 #include "dep_path.h"
 #include "engine_int.h"
+#include "discover.h"
+#include "graph.h"
+#include "scratch.h"
+#include "step.h"
 
 #ifndef KILN_LIBDIR
 #define KILN_LIBDIR "/usr/local/lib/kiln"
@@ -99,19 +103,19 @@ trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
 	if (e->trace_shim[0] == '\0')
 		return 0;
 	if (asprintf(&out[n], "LD_PRELOAD=%s", e->trace_shim) < 0)
-		goto fail;
+		goto out;
 	n++;
 	{
 		char path[PATH_MAX + 16];
 		if (scratch_path(e, scratch, ".trace", 1, path, sizeof path) != 0 ||
 		    asprintf(&out[n], "KILN_TRACE_FILE=%s", path) < 0)
-			goto fail;
+			goto out;
 		n++;
 	}
 	/* Python would write __pycache__/ beside the project's scripts: a
 	 * write outside the scratch folder */
 	if ((out[n] = strdup("PYTHONDONTWRITEBYTECODE=1")) == NULL)
-		goto fail;
+		goto out;
 	n++;
 	/* A testing aid: a tool that is itself an ASan binary (bin/asan/kiln
 	 * inside a step) aborts when a library is preloaded before libasan
@@ -119,7 +123,7 @@ trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
 	if (asan != NULL || daemon_is_asan()) {
 		if (asprintf(&out[n], "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
 		             asan ? asan : "", asan && asan[0] ? ":" : "") < 0)
-			goto fail;
+			goto out;
 		n++;
 	}
 	for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++) {
@@ -127,12 +131,12 @@ trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
 		if (v == NULL)
 			continue;
 		if (asprintf(&out[n], "%s=%s", pass[i], v) < 0)
-			goto fail;
+			goto out;
 		n++;
 	}
 	*nout = n;
 	return 0;
-fail:
+out:
 	while (n > 0)
 		free(out[--n]);
 	return KILN_ENOMEM;
@@ -257,7 +261,7 @@ pid_grow(struct trace_read *t)
 	struct pidcount *nv = calloc(ncap, sizeof *nv);
 
 	if (nv == NULL)
-		return -1;
+		return KILN_ENOMEM;
 	for (size_t i = 0; i < t->cappids; i++)
 		if (t->pids[i].used)
 			nv[pid_slot(nv, ncap, t->pids[i].pid)] = t->pids[i];
@@ -384,11 +388,11 @@ trace_line(struct trace_read *t, char *line)
 	trace_look(t, rest, kind);
 }
 
-/* Feed the trace's lines from off on (this run's; engine_scratch.c) to
+/* Feed the trace's lines from off on (this run's; scratch.c) to
  * trace_line, one at a time, read in chunks (memory is a chunk, grown only
- * for a record longer than one; records are a few KiB at most). 0, or -1:
- * no trace, or one bigger than TRACE_MAX (a runaway tool), not read at
- * all: untraced. */
+ * for a record longer than one; records are a few KiB at most). 0, or
+ * KILN_ENOTFOUND: no trace, KILN_ERANGE: one bigger than TRACE_MAX (a
+ * runaway tool), not read at all: untraced. */
 static int
 trace_read_file(struct trace_read *t, const char *path, off_t off)
 {
@@ -399,11 +403,14 @@ trace_read_file(struct trace_read *t, const char *path, off_t off)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) != 0 || st.st_size <= off ||
-	    (uint64_t)(st.st_size - off) > TRACE_MAX) {
+		return KILN_ENOTFOUND;
+	if (fstat(fd, &st) != 0 || st.st_size <= off) {
 		close(fd);
-		return -1;
+		return KILN_ENOTFOUND;
+	}
+	if ((uint64_t)(st.st_size - off) > TRACE_MAX) {
+		close(fd);
+		return KILN_ERANGE;
 	}
 	if ((buf = malloc(cap)) == NULL) {
 		t->oom = 1;
@@ -490,7 +497,7 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 	n->ndisc_depfile = n->ks->tool->depfile ? n->ndisc : 0;
 	if (!n->ks->tool->depfile && step_set_disc(n, NULL, 0) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
-		return -1;
+		return KILN_ENOMEM;
 	}
 	if (e->trace_shim[0] == '\0' || n->ks->tool->notrace)
 		return 0;
@@ -511,17 +518,16 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 	}
 	if (t.oom) {
 		set_error(n, "%s: out of memory reading its file-access trace", n->ks->url);
-		rv = -1;
+		rv = KILN_ENOMEM;
 	} else if (t.bad[0]) {
 		const char *shown = t.bad;
 		if (strncmp(shown, e->root, t.lroot) == 0 && shown[t.lroot] == '/')
 			shown += t.lroot + 1;
 		set_error(n, "%s: the tool wrote outside its scratch folder: %s",
 		          n->ks->url, shown);
-		rv = -1;
+		rv = KILN_EFAILED;
 	} else if ((rv = disc_merge(&t)) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
-		rv = -1;
 	} else {
 		n->traced = t.hello && !t.unread;
 		for (size_t i = 0; i < t.cappids; i++)

@@ -1,5 +1,5 @@
-/* engine_need.c — `kiln need URL` from inside a running step (docs/build.md,
- * "kiln need"; engine_int.h).
+/* need.c — `kiln need URL` from inside a running step (docs/build.md,
+ * "kiln need"; need.h). need_wait.c holds the waiting and the cycles.
  *
  * Every run gets a token (KILN_STEP_TOKEN) that names it while its tool
  * runs. A NeedRequest carrying it asks for another step's output: one
@@ -45,6 +45,9 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "graph.h"
+#include "need.h"
+#include "schedule.h"
 
 /* ---- setup ---------------------------------------------------------------- */
 
@@ -140,15 +143,15 @@ need_token_add(struct engine *e, struct graph *g, struct node *n)
 
 /* ---- outstanding needs ---------------------------------------------------- */
 
-static int
-node_finished(const struct engine *e, const struct node *t)
+int
+need_done(const struct engine *e, const struct node *t)
 {
 	return t->wave == e->wave && node_done_state(t->st);
 }
 
 /* The entry of e->ons for n's ask for target, or -1. */
-static long
-on_find(const struct engine *e, const struct node *n, uint32_t target)
+long
+need_on_find(const struct engine *e, const struct node *n, uint32_t target)
 {
 	for (size_t i = 0; i < e->nons; i++)
 		if (e->ons[i].n == n && e->ons[i].target == target)
@@ -190,7 +193,7 @@ on_resolved(const struct engine *e, const struct node *n)
 {
 	for (size_t i = 0; i < e->nons; i++) {
 		const struct need_on *o = &e->ons[i];
-		if (o->n == n && o->err == NULL && !node_finished(e, &o->g->nodes[o->target]))
+		if (o->n == n && o->err == NULL && !need_done(e, &o->g->nodes[o->target]))
 			return 0;
 	}
 	return 1;
@@ -261,398 +264,6 @@ need_grant(struct engine *e)
 	}
 }
 
-/* ---- waiting and cycles --------------------------------------------------- */
-
-/* A fresh walk over g: the scratch arrays made, a new mark generation.
- * 0 or KILN_ENOMEM. */
-static int
-walk_start(struct graph *g)
-{
-	size_t sz = ((size_t)g->n + 1) * sizeof(uint32_t);
-
-	if (g->nmark == NULL) {
-		g->nmark = calloc(1, sz);
-		g->nparent = malloc(sz);
-		g->nstack = malloc(sz);
-		g->nsk = malloc(sz);
-		if (g->nmark == NULL || g->nparent == NULL || g->nstack == NULL ||
-		    g->nsk == NULL) {
-			free(g->nmark);
-			free(g->nparent);
-			free(g->nstack);
-			free(g->nsk);
-			g->nmark = g->nparent = g->nstack = g->nsk = NULL;
-			return KILN_ENOMEM;
-		}
-		g->ngen = 0;
-	}
-	if (++g->ngen == 0) {   /* wrapped: forget every old mark */
-		memset(g->nmark, 0, sz);
-		g->ngen = 1;
-	}
-	return 0;
-}
-
-/* Whether node `to` is reachable from `from` over what keeps a step from
- * finishing: its prerequisites, a suspended run's need, a dynamic
- * prerequisite. g->nparent leads back from `to` to `from`. 1 reachable,
- * 0 not, KILN_ENOMEM. */
-static int
-reaches(struct engine *e, struct graph *g, uint32_t from, uint32_t to)
-{
-	uint32_t *mark, *parent, *stack, gen, depth = 0;
-	int found = 0;
-
-	if (walk_start(g) != 0)
-		return KILN_ENOMEM;
-	mark = g->nmark;
-	parent = g->nparent;
-	stack = g->nstack;
-	gen = g->ngen;
-	mark[from] = gen;
-	parent[from] = from;
-	stack[depth++] = from;
-	while (depth > 0 && !found) {
-		uint32_t x = stack[--depth];
-		const struct node *xn = &g->nodes[x];
-		if (x != from && node_finished(e, xn))
-			continue;
-		/* the edges out of x: deps, then what its suspended run asked
-		 * for, then dynamic waits */
-		size_t nd = xn->ndeps;
-		size_t no = xn->need_state == NEED_SUSPENDED ? e->nons : 0;
-		/* only a node waiting on its needs has dynamic waits */
-		size_t nw = xn->st == N_WAITING && xn->nneeds > 0 &&
-		            xn->needs_wave == e->wave ? e->ndwait : 0;
-		for (size_t k = 0; k < nd + no + nw && !found; k++) {
-			uint32_t y;
-			if (k < nd)
-				y = xn->deps[k];
-			else if (k < nd + no && e->ons[k - nd].n == xn &&
-			         e->ons[k - nd].err == NULL)
-				y = e->ons[k - nd].target;
-			else if (k < nd + no)
-				continue;
-			else if (e->dwait[k - nd - no].g == g &&
-			         e->dwait[k - nd - no].waiter == x)
-				y = e->dwait[k - nd - no].target;
-			else
-				continue;
-			if (mark[y] == gen)
-				continue;
-			mark[y] = gen;
-			parent[y] = x;
-			if (y == to)
-				found = 1;
-			else
-				stack[depth++] = y;
-		}
-	}
-	return found;
-}
-
-/* Whether x waits on y for certain: y is its prerequisite or what its
- * suspended run asked for (not merely a need of its last result). */
-static int
-hard_edge(const struct engine *e, const struct node *x, uint32_t y)
-{
-	long i;
-
-	for (uint32_t k = 0; k < x->ndeps; k++)
-		if (x->deps[k] == y)
-			return 1;
-	return x->need_state == NEED_SUSPENDED &&
-	       (i = on_find(e, x, y)) >= 0 && e->ons[i].err == NULL;
-}
-
-/* Stop r waiting on its last result's needs and decide it now: what it
- * needs this time may differ (need_prereqs will not wait on what waits on
- * it, and need_check_result then calls the old needs not up to date). */
-static void
-dwait_release(struct engine *e, struct graph *g, struct node *r)
-{
-	for (size_t i = 0; i < e->ndwait;) {
-		struct need_wait w = e->dwait[i];
-		if (w.g != g || w.waiter != r->idx) {
-			i++;
-			continue;
-		}
-		e->dwait[i] = e->dwait[--e->ndwait];
-		if (g->nodes[w.target].ndwaited > 0)
-			g->nodes[w.target].ndwaited--;
-	}
-	if (r->st == N_WAITING && r->waiting > 0) {
-		r->waiting = 0;
-		node_make_ready(e, g, r);
-	}
-}
-
-/* The cycle n -> t -> ... -> n as text, when t reaches n over hard edges.
- * A path through a dynamic prerequisite is no cycle: that waiter's old
- * needs are stale (the descriptions or inputs changed), so it stops
- * waiting on them and is decided again. 1 a cycle (msg set; suspended
- * runs on it get the error too), 0 none, KILN_ENOMEM. */
-static int
-cycle_find(struct engine *e, struct graph *g, struct node *n, struct node *t,
-           char *msg, size_t len)
-{
-	uint32_t *path;
-	size_t np = 0, at;
-	int rv, soft;
-
-	if (t == n) {
-		snprintf(msg, len, "need cycle: %s -> %s (a step cannot need itself)",
-		         n->ks->url, n->ks->url);
-		return 1;
-	}
-	do {
-		if ((rv = reaches(e, g, t->idx, n->idx)) != 1)
-			return rv;
-		soft = 0;
-		for (uint32_t y = n->idx; y != t->idx && !soft; y = g->nparent[y]) {
-			struct node *x = &g->nodes[g->nparent[y]];
-			if (!hard_edge(e, x, y)) {
-				dwait_release(e, g, x);
-				soft = 1;
-			}
-		}
-	} while (soft);
-	path = g->nsk;   /* reaches leaves it free */
-	for (uint32_t x = n->idx; x != t->idx; x = g->nparent[x])
-		path[np++] = x;
-	path[np++] = t->idx;
-	at = (size_t)snprintf(msg, len, "need cycle: %s", n->ks->url);
-	for (size_t i = np; i-- > 0 && at < len;)
-		at += (size_t)snprintf(msg + at, len - at, " -> %s", g->nodes[path[i]].ks->url);
-	if (at < len)
-		snprintf(msg + at, len - at, " (each waits on the next: kiln need or "
-		         "a declared need)");
-	/* path[i] waits on path[i - 1]: the suspended runs' asks get the
-	 * error as their answer */
-	for (size_t i = 1; i < np; i++) {
-		struct node *x = &g->nodes[path[i]];
-		long k;
-		if (x->need_state == NEED_SUSPENDED &&
-		    (k = on_find(e, x, path[i - 1])) >= 0 && e->ons[k].err == NULL)
-			e->ons[k].err = strdup(msg);  /* NULL: it waits on */
-	}
-	return 1;
-}
-
-/* Whether x is part of build slot s's work already (its closure too). */
-static int
-in_build(const struct engine *e, const struct node *x, int s)
-{
-	return x->wave == e->wave && (x->builds >> s & 1) && x->st != N_IDLE &&
-	       x->st != N_CANCELLED && x->st != N_SKIPPED;
-}
-
-/* Schedule t and everything it needs for every build in bits that does not
- * have it yet. 0 or KILN_ENOMEM. */
-static int
-schedule_closure(struct engine *e, struct graph *g, struct node *t, uint64_t bits)
-{
-	uint32_t *sidx, *sk, *order, *mark, gen;
-	size_t depth = 0, no = 0;
-	uint64_t want = 0;
-
-	if (walk_start(g) != 0)
-		return KILN_ENOMEM;
-	sidx = g->nstack;
-	sk = g->nsk;
-	order = g->nparent;
-	mark = g->nmark;
-	gen = g->ngen;
-	for (int s = 0; s < ENGINE_MAX_BUILDS; s++)
-		if ((bits >> s & 1) && e->active[s] != NULL)
-			want |= 1ULL << s;
-	/* post-order: prerequisites before the steps that need them; a step
-	 * every wanted build has already brings its closure along */
-	mark[t->idx] = gen;
-	sidx[depth] = t->idx;
-	sk[depth++] = 0;
-	while (depth > 0) {
-		const struct node *x = &g->nodes[sidx[depth - 1]];
-		if (sk[depth - 1] < x->ndeps) {
-			uint32_t y = x->deps[sk[depth - 1]++];
-			int have_all = 1;
-			for (int s = 0; s < ENGINE_MAX_BUILDS && have_all; s++)
-				if (want >> s & 1)
-					have_all = in_build(e, &g->nodes[y], s);
-			if (mark[y] != gen && !have_all) {
-				mark[y] = gen;
-				sidx[depth] = y;
-				sk[depth++] = 0;
-			}
-			continue;
-		}
-		order[no++] = x->idx;
-		depth--;
-	}
-	for (int s = 0; s < ENGINE_MAX_BUILDS; s++) {
-		struct build *b = e->active[s];
-		if (!(want >> s & 1))
-			continue;
-		for (size_t i = 0; i < no; i++) {
-			struct node *x = &g->nodes[order[i]];
-			if (in_build(e, x, s))
-				continue;
-			b->total++;
-			node_schedule(e, g, x, b);
-		}
-	}
-	need_join_flush(e);
-	pthread_cond_broadcast(&e->cv);
-	return 0;
-}
-
-void
-need_join(struct engine *e, const struct node *n)
-{
-	if (n->need_state == NEED_SUSPENDED ||
-	    (n->st == N_WAITING && n->nneeds > 0 && n->needs_wave == e->wave))
-		e->need_joined = 1;
-}
-
-void
-need_join_flush(struct engine *e)
-{
-	struct need_wait *snap = NULL;
-	size_t nsnap, capsnap = 0;
-
-	if (e->need_flushing)
-		return;   /* schedule_closure below: the loop goes on */
-	e->need_flushing = 1;
-	while (e->need_joined) {
-		e->need_joined = 0;
-		/* schedule_closure adds only what a build lacks: a step every
-		 * build of its waiter has already costs one look */
-		for (size_t i = 0; i < e->nons; i++) {
-			struct need_on *o = &e->ons[i];
-			if (o->n->need_state == NEED_SUSPENDED && o->err == NULL &&
-			    o->n->builds != 0)
-				schedule_closure(e, o->g, &o->g->nodes[o->target], o->n->builds);
-		}
-		/* what schedule_closure finishes leaves e->dwait: walk a copy */
-		if (e->ndwait == 0)
-			continue;
-		if (e->ndwait > capsnap) {
-			struct need_wait *nv = realloc(snap, e->ndwait * sizeof *nv);
-			if (nv == NULL)
-				break;   /* the waiters' builds do not get them: the
-				          * waiters are decided after a cancel */
-			snap = nv;
-			capsnap = e->ndwait;
-		}
-		nsnap = e->ndwait;
-		memcpy(snap, e->dwait, nsnap * sizeof *snap);
-		for (size_t i = 0; i < nsnap; i++) {
-			struct node *w = &snap[i].g->nodes[snap[i].waiter];
-			if (w->st == N_WAITING && w->builds != 0)
-				schedule_closure(e, snap[i].g, &snap[i].g->nodes[snap[i].target],
-				                 w->builds);
-		}
-	}
-	free(snap);
-	e->need_flushing = 0;
-}
-
-/* Resolve d (url, output) in g: d->idx, d->out. 1 found, 0 not. */
-static int
-dep_resolve(const struct graph *g, struct need_dep *d)
-{
-	uint32_t at;
-
-	d->out = -1;
-	if (!step_index(g->plan, d->url, &at))
-		return 0;
-	for (size_t k = 0; k < g->nodes[at].ks->noutputs; k++)
-		if (strcmp(g->nodes[at].ks->outputs[k].name, d->output) == 0) {
-			d->idx = at;
-			d->out = (int)k;
-			return 1;
-		}
-	return 0;
-}
-
-int
-need_prereqs(struct engine *e, struct graph *g, struct node *n)
-{
-	uint32_t waits = 0;
-
-	n->needs_wave = e->wave;
-	for (size_t i = 0; i < n->nneeds; i++) {
-		struct need_dep *d = &n->needs[i];
-		struct node *t;
-		int dup = 0;
-		memset(&d->cur, 0, sizeof d->cur);
-		if (d->out < 0 && !dep_resolve(g, d))
-			continue;  /* gone: the cache check says so */
-		if ((t = &g->nodes[d->idx]) == n)
-			continue;
-		if (node_finished(e, t)) {
-			if (t->st == N_DONE)
-				d->cur = t->outs[d->out].id;
-			continue;
-		}
-		for (size_t k = 0; k < e->ndwait && !dup; k++)
-			dup = e->dwait[k].g == g && e->dwait[k].waiter == n->idx &&
-			      e->dwait[k].target == t->idx;
-		if (dup)
-			continue;
-		/* waiting on something that waits on n (the descriptions
-		 * changed since): decide n now; its run meets the cycle */
-		if (reaches(e, g, t->idx, n->idx) != 0)
-			continue;
-		if (e->ndwait == e->capdwait) {
-			size_t ncap = e->capdwait ? e->capdwait * 2 : 16;
-			struct need_wait *nv = realloc(e->dwait, ncap * sizeof *nv);
-			if (nv == NULL)
-				continue;
-			e->dwait = nv;
-			e->capdwait = ncap;
-		}
-		if (schedule_closure(e, g, t, n->builds) != 0)
-			continue;
-		if (node_finished(e, t)) {  /* settled at once (skipped) */
-			if (t->st == N_DONE)
-				d->cur = t->outs[d->out].id;
-			continue;
-		}
-		e->dwait[e->ndwait++] = (struct need_wait){g, n->idx, t->idx};
-		t->ndwaited++;
-		waits++;
-	}
-	if (waits > 0) {
-		n->st = N_WAITING;
-		n->waiting = waits;
-	}
-	return waits > 0;
-}
-
-void
-need_finished(struct engine *e, struct graph *g, struct node *n)
-{
-	/* most nodes are in no entry: no walk */
-	if (n->ndwaited == 0 && (n->nneeds == 0 || n->needs_wave != e->wave))
-		return;
-	for (size_t i = 0; i < e->ndwait;) {
-		struct need_wait w = e->dwait[i];
-		if (w.g != g || (w.target != n->idx && w.waiter != n->idx)) {
-			i++;
-			continue;
-		}
-		e->dwait[i] = e->dwait[--e->ndwait];
-		if (g->nodes[w.target].ndwaited > 0)
-			g->nodes[w.target].ndwaited--;
-		if (w.target == n->idx && w.waiter != n->idx) {
-			struct node *r = &g->nodes[w.waiter];
-			if (r->wave == e->wave && r->st == N_WAITING && r->waiting > 0 &&
-			    --r->waiting == 0)
-				node_make_ready(e, g, r);
-		}
-	}
-}
 
 /* ---- the cached result's needs -------------------------------------------- */
 
@@ -668,7 +279,7 @@ dep_name(const struct graph *g, const struct need_dep *d, char *out, size_t len)
 	snprintf(out, len, "%s%s%s", d->url, plain ? "" : "#", plain ? "" : d->output);
 }
 
-int
+enum cache_result
 need_check_result(struct engine *e, struct graph *g, struct node *n,
                   Kiln__UrlDep *const *deps, size_t ndeps, char *why,
                   size_t whylen)
@@ -677,7 +288,7 @@ need_check_result(struct engine *e, struct graph *g, struct node *n,
 	int miss = 0, pending = 0;
 
 	if (ndeps > 0 && v == NULL)
-		return KILN_ENOMEM;
+		return CACHE_MISS;   /* no memory: as good as a miss */
 	for (size_t i = 0; i < ndeps; i++) {
 		v[i].url = strdup(deps[i]->url ? deps[i]->url : "");
 		v[i].output = strdup(deps[i]->output && deps[i]->output[0] ?
@@ -687,7 +298,7 @@ need_check_result(struct engine *e, struct graph *g, struct node *n,
 			memcpy(v[i].hash.b, deps[i]->hash.data, 16);
 		if (v[i].url == NULL || v[i].output == NULL) {
 			need_deps_free(v, ndeps);
-			return KILN_ENOMEM;
+			return CACHE_MISS;
 		}
 	}
 	pthread_mutex_lock(&e->mu);
@@ -695,7 +306,7 @@ need_check_result(struct engine *e, struct graph *g, struct node *n,
 		struct need_dep *d = &v[i];
 		char name[600];
 		const struct node *t;
-		if (!dep_resolve(g, d) || &g->nodes[d->idx] == n) {
+		if (!need_dep_resolve(g, d) || &g->nodes[d->idx] == n) {
 			dep_name(g, d, name, sizeof name);
 			snprintf(why, whylen, "needed %s is no longer a step of profile %s",
 			         name, g->profile);
@@ -704,7 +315,7 @@ need_check_result(struct engine *e, struct graph *g, struct node *n,
 		}
 		t = &g->nodes[d->idx];
 		dep_name(g, d, name, sizeof name);
-		if (!node_finished(e, t)) {
+		if (!need_done(e, t)) {
 			if (n->needs_wave == e->wave) {
 				snprintf(why, whylen, "needed %s could not be brought up to "
 				         "date first", name);
@@ -728,12 +339,12 @@ need_check_result(struct engine *e, struct graph *g, struct node *n,
 	pthread_mutex_unlock(&e->mu);
 	if (miss) {
 		need_deps_free(v, ndeps);
-		return 0;
+		return CACHE_MISS;
 	}
 	need_deps_free(n->needs, n->nneeds);
 	n->needs = v;
 	n->nneeds = ndeps;
-	return pending ? -1 : 1;
+	return pending ? CACHE_NEEDS : CACHE_HIT;
 }
 
 int
@@ -849,15 +460,15 @@ need_ask(struct engine *e, struct graph *g, struct node *n, struct node *t)
 	char msg[2048];
 	int rv;
 
-	if ((rv = cycle_find(e, g, n, t, msg, sizeof msg)) < 0)
+	if ((rv = need_cycle_find(e, g, n, t, msg, sizeof msg)) < 0)
 		return rv;
 	if (rv == 1) {
 		char *m = strdup(msg);
 		return m == NULL ? KILN_ENOMEM : on_add(e, g, n, t->idx, m);
 	}
-	if ((rv = schedule_closure(e, g, t, n->builds)) != 0)
+	if ((rv = need_schedule_closure(e, g, t, n->builds)) != 0)
 		return rv;
-	return node_finished(e, t) ? 0 : on_add(e, g, n, t->idx, NULL);
+	return need_done(e, t) ? 0 : on_add(e, g, n, t->idx, NULL);
 }
 
 void
@@ -912,13 +523,13 @@ engine_need(struct engine *e, const char *token, const char *url,
 			rv = KILN_EINVAL;
 		} else {
 			rv = 0;
-			i = on_find(e, n, t->idx);
+			i = need_on_find(e, n, t->idx);
 		}
 	}
 	if (n->need_state == NEED_SUSPENDED) {
 		/* every answer waits for the slot; a need asked alongside the
 		 * others is scheduled at once, to build in parallel */
-		if (rv == 0 && i < 0 && !node_finished(e, t) && n->builds != 0 &&
+		if (rv == 0 && i < 0 && !need_done(e, t) && n->builds != 0 &&
 		    (rv = need_ask(e, g, n, t)) != 0)
 			goto out;
 		err[0] = '\0';
@@ -928,7 +539,7 @@ engine_need(struct engine *e, const char *token, const char *url,
 	}
 	if (rv != 0)
 		goto out;
-	if (i < 0 && !node_finished(e, t)) {
+	if (i < 0 && !need_done(e, t)) {
 		if (n->builds == 0) {
 			snprintf(err, errlen, "the builds this step belongs to were cancelled");
 			rv = KILN_ECANCELLED;
@@ -936,7 +547,7 @@ engine_need(struct engine *e, const char *token, const char *url,
 		}
 		if ((rv = need_ask(e, g, n, t)) != 0)
 			goto out;
-		i = on_find(e, n, t->idx);
+		i = need_on_find(e, n, t->idx);
 	}
 	if (i >= 0 && e->ons[i].err != NULL) {
 		snprintf(err, errlen, "%s", e->ons[i].err);
@@ -945,7 +556,7 @@ engine_need(struct engine *e, const char *token, const char *url,
 		need_grant(e);  /* runs on a cycle resume, with the error */
 		goto out;
 	}
-	if (!node_finished(e, t)) {
+	if (!need_done(e, t)) {
 		/* lend the slot out until all it asked for is done */
 		n->need_state = NEED_SUSPENDED;
 		e->nsusp++;

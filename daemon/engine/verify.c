@@ -1,5 +1,5 @@
-/* engine_verify.c — after a tool ran: did it read what its step's key
- * was made from? (see engine_int.h, run_verify)
+/* verify.c — after a tool ran: did it read what its step's key
+ * was made from? (see publish.h, run_verify)
  *
  * A result is recorded under the key computed before the tool started.
  * If anything the tool may have read changed in between (an editor saving
@@ -17,7 +17,7 @@
  *   hashed now, and one changed after the tool started ("too new", ccache's
  *   rule) may not be what the tool read.
  *
- * Either way the step is decided again (engine.c's work_complete), as
+ * Either way the step is decided again (schedule.c's work_complete), as
  * ninja and Bazel do with "file modified during build". The hashes taken
  * here for the discovered files are the ones its action result records:
  * asking the file table again later could give a newer answer that
@@ -31,6 +31,9 @@
 #include <sys/stat.h>
 
 #include "engine_int.h"
+#include "decide.h"
+#include "discover.h"
+#include "publish.h"
 
 static int64_t
 ts_ns(const struct timespec *ts)
@@ -87,9 +90,10 @@ key_inputs_changed(struct engine *e, struct graph *g, struct node *n)
 }
 
 /* A discovered folder ("dir/"): its listing's hash, unless it changed
- * after start_ns (then 1). */
+ * after start_ns (then *changed is set). 0 or an error. */
 static int
-folder_seen(struct engine *e, const char *path, int64_t start_ns, struct disc_seen *ds)
+folder_seen(struct engine *e, const char *path, int64_t start_ns, struct disc_seen *ds,
+            int *changed)
 {
 	struct stat st;
 	int rv;
@@ -98,17 +102,19 @@ folder_seen(struct engine *e, const char *path, int64_t start_ns, struct disc_se
 		ds->missing = 1;
 		return 0;
 	}
-	if (changed_since(&st, start_ns))
-		return 1;
+	if (changed_since(&st, start_ns)) {
+		*changed = 1;
+		return 0;
+	}
 	rv = trace_dep_hash(e, path, &ds->h);
 	ds->missing = rv == KILN_ENOTFOUND;
 	return rv != 0 && rv != KILN_ENOTFOUND ? rv : 0;
 }
 
-/* Hash n->disc now into n->w->disc_seen. 0, 1 (disc[*at] changed after
- * the tool started), or an error. */
+/* Hash n->disc now into n->w->disc_seen. 0 (*changed set when disc[*at]
+ * changed after the tool started: disc_seen stays NULL) or an error. */
 static int
-discovered_seen(struct engine *e, struct node *n, size_t *at)
+discovered_seen(struct engine *e, struct node *n, size_t *at, int *changed)
 {
 	struct disc_seen *v = NULL;
 	int rv = 0;
@@ -117,13 +123,13 @@ discovered_seen(struct engine *e, struct node *n, size_t *at)
 	n->w->disc_seen = NULL;
 	if (n->ndisc > 0 && (v = calloc(n->ndisc, sizeof *v)) == NULL)
 		return KILN_ENOMEM;
-	for (size_t i = 0; i < n->ndisc && rv == 0; i++) {
+	for (size_t i = 0; i < n->ndisc && rv == 0 && !*changed; i++) {
 		const char *p = n->disc[i];
 		size_t len = strlen(p);
 		struct fs_seen seen;
 		*at = i;
 		if (len > 0 && p[len - 1] == '/') {
-			rv = folder_seen(e, p, n->w->start_wall_ns, &v[i]);
+			rv = folder_seen(e, p, n->w->start_wall_ns, &v[i], changed);
 			continue;
 		}
 		/* what this pass knew of it may predate the run */
@@ -133,10 +139,10 @@ discovered_seen(struct engine *e, struct node *n, size_t *at)
 			v[i].missing = 1;
 			rv = 0;
 		} else if (rv == 0 && seen.rec.ctime_ns >= n->w->start_wall_ns) {
-			rv = 1;
+			*changed = 1;
 		}
 	}
-	if (rv != 0) {
+	if (rv != 0 || *changed) {
 		free(v);
 		return rv;
 	}
@@ -144,21 +150,25 @@ discovered_seen(struct engine *e, struct node *n, size_t *at)
 	return 0;
 }
 
-int
+enum verify_result
 run_verify(struct engine *e, struct graph *g, struct node *n, char *why, size_t whylen)
 {
 	const char *what = key_inputs_changed(e, g, n);
 	size_t at = 0;
-	int rv;
+	int rv, changed = 0;
 
 	if (what != NULL) {
 		snprintf(why, whylen, "%s changed while its tool ran", what);
-		return 0;
+		return VERIFY_CHANGED;
 	}
-	if ((rv = discovered_seen(e, n, &at)) == 1) {
+	if ((rv = discovered_seen(e, n, &at, &changed)) != 0) {
+		snprintf(why, whylen, "%s", kiln_strerror(rv));
+		return VERIFY_FAILED;
+	}
+	if (changed) {
 		snprintf(why, whylen, "%s (found while it ran) changed while its tool ran",
 		         n->disc[at]);
-		return 0;
+		return VERIFY_CHANGED;
 	}
-	return rv == 0 ? 1 : rv;
+	return VERIFY_HELD;
 }

@@ -1,4 +1,4 @@
-/* engine_key.h — a step's identity.
+/* action_key.h — a step's identity.
  *
  * Everything that can change what a step produces is one labelled part:
  * the tool (name, declared version, the executable's content hash), the
@@ -10,8 +10,8 @@
  * keys to say what changed.
  *
  * Threads: a key_parts belongs to one thread at a time. */
-#ifndef KILND_ENGINE_KEY_H
-#define KILND_ENGINE_KEY_H
+#ifndef KILND_ACTION_KEY_H
+#define KILND_ACTION_KEY_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-/* engine_results.c — the results kept under one action key (see
- * engine_int.h and proto/kiln.proto's ActionEntry).
+/* action_results.c — the results kept under one action key (see
+ * decide.h and proto/kiln.proto's ActionEntry).
  *
  * A step's key names its declared inputs but not the files its runs
  * discovered (depfile, trace) nor the assets they needed, so two runs with
@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "decide.h"
+#include "record_batch.h"
 
 #define RESULTS_MAX 8
 

@@ -1,4 +1,4 @@
-/* toolrun.c — running build tools (see toolrun.h).
+/* tool_spawn.c — running build tools (see tool_spawn.h).
  *
  * spawner_start starts the tool (spawn_one: a clone sharing our memory
  * until its exec, like posix_spawn, which cannot set the parent-death
@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "kiln_error.h"
-#include "toolrun.h"
+#include "tool_spawn.h"
 #include "kiln_clock.h"
 
 /* How often a child without a pidfd in the poll array is looked at. */
@@ -295,7 +295,7 @@ spawner_new(struct kilnd_spawner **spp, int sched_normal)
 	}
 	if ((sp->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		goto fail;
+		goto out;
 	}
 	pthread_mutex_init(&sp->mu, NULL);
 	/* The reaper takes no signal meant for the daemon's other threads. */
@@ -307,11 +307,11 @@ spawner_new(struct kilnd_spawner **spp, int sched_normal)
 		pthread_mutex_destroy(&sp->mu);
 		close(sp->efd);
 		rv = rv == EAGAIN ? KILN_ENOMEM : KILN_EIO;
-		goto fail;
+		goto out;
 	}
 	*spp = sp;
 	return 0;
-fail:
+out:
 	free(sp->pfd);
 	free(sp);
 	return rv;
@@ -413,27 +413,27 @@ child_main(void *arg)
 	if (setpgid(0, 0) != 0 ||
 	    (sp->sched_normal && sched_setscheduler(0, SCHED_OTHER, &prio0) != 0)) {
 		err = errno;
-		goto fail;
+		goto out;
 	}
 	/* Die with the daemon. The signal comes when the *thread* that
 	 * cloned us ends, not the process: tools are started by the engine's
-	 * workers (engine.c work_start, from worker_main), which live until
+	 * workers (schedule.c work_start, from worker_main), which live until
 	 * engine_free, and that kills every tool first. A daemon killed
 	 * before this line has made us an orphan already: no signal will
 	 * come, so go now. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
 		err = errno;
-		goto fail;
+		goto out;
 	}
 	if (getppid() != a->parent)
 		_exit(127);
 	if ((err = child_fds(a->log_fd, a->rq->cwd)) != 0)
-		goto fail;
+		goto out;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(a->rq->path, (char *const *)a->rq->argv, (char *const *)a->rq->envp);
 	err = errno;
-fail:
+out:
 	a->err = err != 0 ? err : EIO;
 	_exit(127);
 }

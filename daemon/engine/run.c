@@ -1,27 +1,32 @@
-/* engine_run.c — running one step's tool and publishing what it made
- * (see engine_int.h; engine_step.c decides whether it must run).
+/* run.c — running one step's tool: its argv (the tool's template
+ * expanded, or a shell line), its environment (PATH, the kiln need
+ * variables, the file-access tracer), and its start through the spawner
+ * (tool_spawn.h). decide.c decided it must run; publish.c finishes it
+ * after its tool ended.
  *
  * The tool gets its own scratch folder (.kiln/scratch/<run>/<n>/,
- * engine_scratch.c) for its outputs,
- * a log file beside it for stdout and stderr, and the project root as its
- * working folder. Finishing: each output is moved into the store (a rename:
- * the scratch folder is on the project's filesystem), hard-linked into
- * build/<profile>/, and only then are the index, action and decision
- * records queued for the next batch commit.
+ * scratch.c) for its outputs, a log file beside it for stdout and stderr,
+ * and the project root as its working folder.
  *
- * Threads: called by engine workers on nodes they hold. */
+ * Threads: the worker holding the node (N_RUNNING), unlocked; the tool's
+ * end comes back on the reaper thread (engine_tool_done, schedule.c). */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "decide.h"
+#include "discover.h"
+#include "need.h"
 #include "orphans.h"
+#include "run.h"
+#include "schedule.h"
+#include "scratch.h"
+#include "search_path.h"
+#include "step.h"
 
 /* ---- running -------------------------------------------------------------- */
 
@@ -333,10 +338,10 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	av_push(env, strdup(buf));
 	snprintf(buf, sizeof buf, "KILN_URL=%s", n->ks->url);
 	av_push(env, strdup(buf));
-	/* kiln need: $KILN, $KILN_SOCKET, $KILN_STEP_TOKEN (engine_need.c) */
+	/* kiln need: $KILN, $KILN_SOCKET, $KILN_STEP_TOKEN (need.c) */
 	for (int i = 0; e->ipc_url != NULL && i < 3; i++)
 		av_push(env, need_env(e, n, i));
-	{   /* file-access tracing (engine_trace.c) */
+	{   /* file-access tracing (trace.c) */
 		char *tr[8];
 		size_t ntr = 0;
 		if (!n->ks->tool->notrace && trace_env(e, n->w->scratch, tr, &ntr) != 0)
@@ -402,253 +407,3 @@ out:
 	}
 	return rv;
 }
-
-/* What a step's log keeps of a longer one: this much of its head and
- * of its tail. A tool printing a gigabyte must not put a gigabyte into
- * the store with every run; what matters is how it began and ended. */
-#define LOG_KEEP ((off_t)1 << 20)
-
-/* Cut the log in fd (size bytes, the tool gone) to its first and last
- * LOG_KEEP bytes around a line saying so. Best effort: a log that cannot
- * be cut is kept whole. */
-static void
-log_cut(int fd, off_t size)
-{
-	char mark[160];
-	char *tail = malloc((size_t)LOG_KEEP);
-	int len;
-
-	if (tail == NULL || pread(fd, tail, (size_t)LOG_KEEP, size - LOG_KEEP) != LOG_KEEP) {
-		free(tail);
-		return;
-	}
-	len = snprintf(mark, sizeof mark, "\n[kiln: %lld bytes of the tool's output cut "
-	               "here; the log keeps its first and last %lld bytes]\n",
-	               (long long)(size - 2 * LOG_KEEP), (long long)LOG_KEEP);
-	if (ftruncate(fd, LOG_KEEP) == 0 &&
-	    pwrite(fd, mark, (size_t)len, LOG_KEEP) == len &&
-	    pwrite(fd, tail, (size_t)LOG_KEEP, LOG_KEEP + len) == LOG_KEEP) {
-		/* cut: the file holds head, mark, tail */
-	}
-	free(tail);
-}
-
-/* Move the log into the store (kept for failures too: `kiln log`), cut
- * to its head and tail when long; an empty one stays open for the
- * folder's next run. */
-static void
-log_publish(struct engine *e, struct node *n, const char *logp)
-{
-	struct stat st;
-
-	n->w->has_log = 0;
-	if (n->w->log_fd >= 0 && fstat(n->w->log_fd, &st) == 0 && st.st_size > 2 * LOG_KEEP)
-		log_cut(n->w->log_fd, st.st_size);
-	if (n->w->log_fd >= 0 && (fstat(n->w->log_fd, &st) != 0 || st.st_size > 0)) {
-		if (kiln_store_put_move(e->s, logp, &n->w->log_id) == 0)
-			n->w->has_log = 1;
-		close(n->w->log_fd);
-		n->w->log_fd = -1;
-	}
-}
-
-static const char *
-signal_name(int sig)
-{
-	const char *s = sigabbrev_np(sig);
-
-	return s ? s : "?";
-}
-
-/* Queue n's action result (its outputs, the files it discovered with what
- * they held after the run, the steps it needed, its log) under
- * n->w->new_key, beside the key's other results (engine_results.c).
- * 0 or KILN_ENOMEM. */
-static int
-action_result_put(struct engine *e, struct node *n)
-{
-	Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
-	size_t no = n->ks->noutputs, nd = n->ndisc;
-	struct pb_outputs *po = step_outputs_pb(n, 0);
-	/* most steps discover nothing: no allocations for them */
-	Kiln__FileDep *fdv = nd ? calloc(nd, sizeof *fdv) : NULL;
-	Kiln__FileDep **fdp = nd ? calloc(nd, sizeof *fdp) : NULL;
-	kiln_id *fdh = nd ? calloc(nd, sizeof *fdh) : NULL;
-	Kiln__UrlDep **udp = NULL;
-	int rv = KILN_ENOMEM;
-
-	if (po == NULL ||
-	    (nd > 0 && (fdv == NULL || fdp == NULL || fdh == NULL)) ||
-	    need_result_pb(n, &udp, &ar.n_needs) != 0)
-		goto out;
-	ar.outputs = po->p;
-	ar.n_outputs = no;
-	for (size_t i = 0; i < nd; i++) {
-		kiln__file_dep__init(&fdv[i]);
-		fdv[i].path = n->disc[i];
-		fdv[i].source = i < n->ndisc_depfile ? KILN__FILE_DEP__SOURCE__DEPFILE
-		                : KILN__FILE_DEP__SOURCE__TRACE;
-		/* a missing file keeps an empty hash: "must still be missing".
-		 * The hash is the one run_verify took after the run. */
-		if (n->w->disc_seen != NULL && !n->w->disc_seen[i].missing) {
-			fdh[i] = n->w->disc_seen[i].h;
-			fdv[i].hash.data = fdh[i].b;
-			fdv[i].hash.len = 16;
-		}
-		fdp[i] = &fdv[i];
-	}
-	ar.files = fdp;
-	ar.n_files = nd;
-	ar.needs = udp;
-	ar.traced = n->traced;
-	ar.warnings = n->warnings;
-	ar.n_warnings = step_nwarnings(n);
-	if (n->w->has_log) {
-		ar.log.data = n->w->log_id.b;
-		ar.log.len = 16;
-	}
-	ar.duration_ns = n->duration_ns;
-	rv = results_put(e, &n->w->new_key, &ar);
-out:
-	free(udp);
-	free(fdv);
-	free(fdp);
-	free(fdh);
-	free(po);
-	return rv;
-}
-
-int
-step_finish(struct engine *e, struct graph *g, struct node *n)
-{
-	char dir[PATH_MAX], logp[PATH_MAX + 16], tail[2048] = "";
-	pid_t pid = n->w->pid;
-	int rv = 0;
-
-	/* the lengths were checked when the run started (paths_make) */
-	scratch_path(e, n->w->scratch, "", 1, dir, sizeof dir);
-	scratch_path(e, n->w->scratch, ".log", 1, logp, sizeof logp);
-	n->duration_ns = (uint64_t)n->w->res.wall_ns;
-	__atomic_store_n(&n->w->pid, 0, __ATOMIC_RELEASE);   /* engine_cancel reads it */
-	/* the last lines are for the error message: only a failure reads them */
-	if (n->w->log_fd >= 0 && (!n->w->res.exited || n->w->res.status != 0))
-		spawn_log_tail(n->w->log_fd, 8, tail, sizeof tail);
-	log_publish(e, n, logp);
-	if (!n->w->res.exited || n->w->res.status != 0) {
-		if (n->w->res.timed_out && n->w->timeout != NULL)
-			set_error(n, "%s: the tool ran longer than its timeout of %s (tool "
-			          "'%s', %s:%d)%s%s", n->ks->url, n->w->timeout->text,
-			          n->ks->tool->name, n->w->timeout->loc.file,
-			          n->w->timeout->loc.line,
-			          tail[0] ? "; its last lines:\n" : "", tail);
-		else if (n->w->res.exited)
-			set_error(n, "%s: the tool exited with status %d%s%s", n->ks->url,
-			          n->w->res.status, tail[0] ? "; its last lines:\n" : "", tail);
-		else
-			set_error(n, "%s: the tool was killed by signal %d (SIG%s)%s%s",
-			          n->ks->url, n->w->res.status, signal_name(n->w->res.status),
-			          tail[0] ? "; its last lines:\n" : "", tail);
-		rv = -1;
-		goto out;
-	}
-	/* what it read and wrote, before anything it made is published */
-	if (step_deps_read(e, g, n, pid, dir) != 0) {
-		rv = -1;
-		goto out;
-	}
-	/* and that it read what its key says (engine_verify.c) */
-	if (e->cfg.hold_finish_ms > 0) {
-		struct timespec hold = {e->cfg.hold_finish_ms / 1000,
-		                        (long)(e->cfg.hold_finish_ms % 1000) * 1000000};
-		nanosleep(&hold, NULL);
-	}
-	if ((rv = run_verify(e, g, n, tail, sizeof tail)) != 1) {
-		if (rv == 0) {
-			free(n->reason);
-			n->reason = strdup(tail);
-			rv = STEP_AGAIN;
-		} else {
-			set_error(n, "%s: checking its inputs after the run: %s", n->ks->url,
-			          kiln_strerror(rv));
-			rv = -1;
-		}
-		goto out;
-	}
-	rv = 0;
-	for (size_t i = 0; i < n->ks->noutputs && rv == 0; i++) {
-		char out[PATH_MAX * 3];
-		struct stat st;
-		snprintf(out, sizeof out, "%s/%s", dir, n->ks->outputs[i].file);
-		if (lstat(out, &st) != 0 || !S_ISREG(st.st_mode)) {
-			set_error(n, "%s: the tool did not write its output '%s' "
-			          "(%s, expected at %s)", n->ks->url, n->ks->outputs[i].name,
-			          n->ks->outputs[i].file, out + strlen(e->root) + 1);
-			rv = -1;
-			break;
-		}
-		n->outs[i].size = (uint64_t)st.st_size;
-		if ((rv = kiln_store_put_move(e->s, out, &n->outs[i].id)) != 0) {
-			set_error(n, "%s: cannot store output '%s': %s", n->ks->url,
-			          n->ks->outputs[i].name, kiln_strerror(rv));
-			rv = -1;
-		}
-	}
-	if (rv == 0 && (rv = materialize_all(e, n)) != 0)
-		rv = -1;
-	if (rv == 0 && action_result_put(e, n) != 0) {
-		set_error(n, "%s: out of memory", n->ks->url);
-		rv = -1;
-	}
-	if (rv == 0) {
-		n->key = n->w->new_key;
-		n->have = 1;
-		n->outcome = O_RAN;
-		int qrv = outputs_record(e, g, n);
-		/* its needs become the result's before the record lists them */
-		need_run_commit(n, 1);
-		if (qrv == 0)
-			qrv = record_put(e, g, n, KILN__STEP_RECORD__DECISION__RAN);
-		n->rec_failed = qrv != 0;   /* unrecorded: node_finish loses it */
-		n->send_event = 1;
-	}
-out:
-	if (rv != 0)
-		need_run_commit(n, 0);
-	if (n->ks->tool->depfile) {
-		char dep[PATH_MAX + 16];
-		scratch_path(e, n->w->scratch, ".d", 1, dep, sizeof dep);
-		unlink(dep);
-	}
-	/* outputs were moved out: the folder is usually empty and is reused */
-	scratch_give(e, n->w->scratch, n->w->log_fd);
-	n->w->log_fd = -1;
-	if (rv == 0) {   /* a failure keeps them for step_record_failure */
-		prev_drop(n);
-		key_parts_free(&n->w->parts);
-	}
-	return rv;
-}
-
-void
-step_record_failure(struct engine *e, struct graph *g, struct node *n)
-{
-	n->have = 0;
-	n->outcome = O_FAILED;
-	if (n->w == NULL)   /* failed before deciding (no memory for it) */
-		return;
-	if (n->w->parts.n > 0) {
-		if (n->w->prev == NULL)
-			prev_load(e, g, n);
-		record_put(e, g, n, KILN__STEP_RECORD__DECISION__FAILED);
-	}
-	prev_drop(n);
-	key_parts_free(&n->w->parts);
-}
-
-void
-step_forget(struct node *n)
-{
-	n->have = 0;
-	node_work_free(n);
-}
-

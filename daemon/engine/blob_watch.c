@@ -1,7 +1,7 @@
-/* engine_blobs.c — whether the blobs a warm daemon serves are still in
+/* blob_watch.c — whether the blobs a warm daemon serves are still in
  * the store, without a stat per output per build.
  *
- * An up-to-date step's outputs are checked in build/ (engine_step.c's
+ * An up-to-date step's outputs are checked in build/ (decide.c's
  * outputs_intact), but its blobs could be gone from the store under the
  * daemon: `rm` in .kiln/store/objects/, `kiln fsck --repair` moving a bad
  * one to corrupt/, gc run by another process. The index would then name
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "decide.h"
 #include "watch.h"
 
 void

@@ -1,4 +1,4 @@
-/* engine_scratch.c — the scratch folders steps run in, kept and reused.
+/* scratch.c — the scratch folders steps run in, kept and reused.
  *
  * Each daemon run has an area of its own, .kiln/scratch/<run>/, made with
  * mkdtemp when the engine starts (<run> is the start time and six random
@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "scratch.h"
 
 /* A reused folder's trace is cut back to nothing once it holds this much
  * (each run's records are a few hundred bytes to a few KiB). */
@@ -175,14 +176,14 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 			*trace_off = st.st_size;
 		else if (truncate(path, 0) != 0) {
 			rv = kiln_err_from_errno(errno);
-			goto fail;
+			goto out;
 		}
 	} else if (!fresh && errno == ENOENT) {
 		/* no trace (an untraced tool writes none), or someone removed
 		 * .kiln/scratch under the running daemon: then the folder is
 		 * made again, and the log kept open is of a removed file */
 		if ((rv = dir_make(e, dir)) < 0)
-			goto fail;
+			goto out;
 		if (rv == 0 && sl.log_fd >= 0) {
 			close(sl.log_fd);
 			sl.log_fd = -1;
@@ -195,10 +196,10 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 	scratch_path(e, n, ".log", 1, path, sizeof path);
 	if ((*log_fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		goto fail;
+		goto out;
 	}
 	return 0;
-fail:
+out:
 	scratch_give(e, n, sl.log_fd);
 	return rv;
 }

@@ -1,6 +1,6 @@
-/* engine_discover.c — what a step's run revealed it used, after its tool
+/* discover.c — what a step's run revealed it used, after its tool
  * exited 0: its depfile (tools with `depfile: true`), then its file-access
- * trace (engine_trace.c), each path put through the one policy of
+ * trace (trace.c), each path put through the one policy of
  * dep_path.h, and the warnings for paths kiln could not record
  * (docs/build.md, "Discovered paths").
  *
@@ -25,6 +25,9 @@
 #include "dep_path.h"
 #include "depfile.h"
 #include "engine_int.h"
+#include "discover.h"
+#include "scratch.h"
+#include "step.h"
 
 #define WARN_PATH_SHOWN 200 /* a path's bytes shown in a warning */
 
@@ -292,7 +295,7 @@ step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
 /* ---- depfiles ----------------------------------------------------------------- */
 
 /* Read the whole depfile at path: a malloc'd buffer (NUL-terminated) and
- * its length. 0, or -1 with n->error set. */
+ * its length. 0, or a KILN_E* code with n->error set. */
 static int
 depfile_load(struct engine *e, struct node *n, const char *path, char **buf,
              size_t *len)
@@ -307,7 +310,7 @@ depfile_load(struct engine *e, struct node *n, const char *path, char **buf,
 			close(fd);
 		set_error(n, "%s: the tool did not write its depfile (${depfile}, "
 		          "%s)", n->ks->url, path + strlen(e->root) + 1);
-		return -1;
+		return KILN_ENOTFOUND;
 	}
 	*len = (size_t)st.st_size;
 	if ((*buf = malloc(*len + 1)) == NULL || (size_t)read(fd, *buf, *len) != *len) {
@@ -315,15 +318,15 @@ depfile_load(struct engine *e, struct node *n, const char *path, char **buf,
 		free(*buf);
 		*buf = NULL;
 		set_error(n, "%s: cannot read its depfile", n->ks->url);
-		return -1;
+		return KILN_EIO;
 	}
 	(*buf)[*len] = '\0';
 	close(fd);
 	return 0;
 }
 
-/* Read the step's depfile (scratch_path ".d") into n->disc. 0, or -1
- * with n->error set. */
+/* Read the step's depfile (scratch_path ".d") into n->disc. 0, or a
+ * KILN_E* code with n->error set. */
 static int
 depfile_read(struct engine *e, const struct graph *g, struct node *n,
              const char *dir, struct warn_list *wl)
@@ -334,14 +337,14 @@ depfile_read(struct engine *e, const struct graph *g, struct node *n,
 
 	(void)dir;
 	scratch_path(e, n->w->scratch, ".d", 1, path, sizeof path);
-	if (depfile_load(e, n, path, &buf, &len) != 0)
-		return -1;
+	if ((rv = depfile_load(e, n, path, &buf, &len)) != 0)
+		return rv;
 	rv = depfile_parse(buf, len, &deps, &ndeps);
 	free(buf);
 	if (rv != 0) {
 		set_error(n, "%s: its depfile is not make syntax (%s)", n->ks->url,
 		          kiln_strerror(rv));
-		return -1;
+		return rv;
 	}
 	if ((keep = calloc(ndeps + 1, sizeof *keep)) == NULL)
 		rv = KILN_ENOMEM;
@@ -366,7 +369,7 @@ depfile_read(struct engine *e, const struct graph *g, struct node *n,
 	depfile_free(deps, ndeps);
 	if (rv != 0) {
 		set_error(n, "%s: out of memory reading its depfile", n->ks->url);
-		return -1;
+		return rv;
 	}
 	return 0;
 }
@@ -378,12 +381,13 @@ step_deps_read(struct engine *e, const struct graph *g, struct node *n, pid_t pi
 	struct warn_list wl = {0};
 	int rv = 0;
 
-	if ((n->ks->tool->depfile && depfile_read(e, g, n, dir, &wl) != 0) ||
-	    trace_finish(e, g, n, pid, dir, &wl) != 0)
-		rv = -1;
+	if (n->ks->tool->depfile)
+		rv = depfile_read(e, g, n, dir, &wl);
+	if (rv == 0)
+		rv = trace_finish(e, g, n, pid, dir, &wl);
 	if (warn_finish(n, &wl) != 0 && rv == 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
-		rv = -1;
+		rv = KILN_ENOMEM;
 	}
 	return rv;
 }

@@ -1,4 +1,4 @@
-/* toolrun.h — running build tools.
+/* tool_spawn.h — running build tools.
  *
  * A tool runs by argv (never a shell unless the argv itself is /bin/sh
  * -c ...), in its own process group, with stdin from /dev/null and stdout
@@ -18,8 +18,8 @@
  *
  * Threads: every function may be called from any thread; done callbacks run
  * on the reaper thread, one at a time, and must not block for long. */
-#ifndef KILND_TOOLRUN_H
-#define KILND_TOOLRUN_H
+#ifndef KILND_TOOL_SPAWN_H
+#define KILND_TOOL_SPAWN_H
 
 #include <stddef.h>
 #include <stdint.h>

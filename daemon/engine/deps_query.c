@@ -1,4 +1,4 @@
-/* engine_deps.c — `kiln deps` and `kiln rdeps`: what a step depends on,
+/* deps_query.c — `kiln deps` and `kiln rdeps`: what a step depends on,
  * and which steps depend on a file or a step.
  *
  * Declared dependencies come from the loaded descriptions (a step's source
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "graph.h"
 
 /* ---- owned strings ------------------------------------------------------- */
 
@@ -174,11 +175,11 @@ engine_deps(struct engine *e, const char *profile, const char *url,
 	kiln__deps_reply__init(&d->r);
 	pthread_mutex_lock(&e->mu);
 	if ((rv = graph_for(e, profile, &g, err, errlen)) != 0)
-		goto unlock;
+		goto out;
 	if (!step_index(g->plan, url, &at)) {
 		snprintf(err, errlen, "no step %s in profile %s", url, g->profile);
 		rv = KILN_ENOTFOUND;
-		goto unlock;
+		goto out;
 	}
 	ks = g->nodes[at].ks;
 	d->r.profile = bag_str(&d->bag, g->profile);
@@ -189,7 +190,7 @@ engine_deps(struct engine *e, const char *profile, const char *url,
 	for (size_t i = 0; !d->bag.oom && i < ks->nneeds; i++)
 		d->r.prerequisites[d->r.n_prerequisites++] = bag_str(&d->bag, ks->needs[i]);
 	profile = d->r.profile;
-unlock:
+out:
 	pthread_mutex_unlock(&e->mu);
 	if (rv == 0 && d->bag.oom)
 		rv = KILN_ENOMEM;
@@ -376,7 +377,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	kiln__rdeps_reply__init(&d->r);
 	pthread_mutex_lock(&e->mu);
 	if ((rv = graph_for(e, profile, &g, err, errlen)) != 0)
-		goto done;
+		goto out;
 	w.e = e;
 	w.g = g;
 	if ((w.seen = calloc(g->n + 1, 1)) == NULL ||
@@ -384,7 +385,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	    (w.depth = calloc(g->n + 1, sizeof *w.depth)) == NULL ||
 	    (w.via = calloc(g->n + 1, sizeof *w.via)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto done;
+		goto out;
 	}
 	w.cur_depth = 1;
 	d->r.is_step = step_index(g->plan, target, &at);
@@ -402,7 +403,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	if (rv == 0 && w.oom)
 		rv = KILN_ENOMEM;
 	if (rv != 0)
-		goto done;
+		goto out;
 	d->r.profile = bag_str(&d->bag, g->profile);
 	d->r.dependents = bag_keep(&d->bag, calloc(w.n + 1, sizeof(void *)));
 	for (size_t i = 0; !d->bag.oom && i < w.n; i++) {
@@ -421,7 +422,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	else if (d->r.n_dependents > 1)
 		qsort(d->r.dependents, d->r.n_dependents, sizeof *d->r.dependents,
 		      by_depth_url);
-done:
+out:
 	pthread_mutex_unlock(&e->mu);
 	for (size_t i = 0; w.via != NULL && i < w.n; i++)
 		free(w.via[i]);

@@ -1,0 +1,244 @@
+/* output_index.c — kiln-index.txt, the map of a profile's outputs a game
+ * loads (its format: materialize.h), written when a build ends: gathered
+ * from the graph in the map's order (iorder, sorted once per graph),
+ * written beside its place while the build's records commit, and put in
+ * place only once the commit succeeded; after a clean whole-profile build
+ * the files of steps no longer described are pruned from build/.
+ *
+ * Threads: iorder_make and index_gather with e->mu held (other builds of
+ * the wave may be finishing nodes of the graph); commit_and_index without
+ * it, on the worker ending the build, and a thread of its own for the
+ * map. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine_int.h"
+#include "output_index.h"
+#include "record_batch.h"
+
+static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void
+index_job_free(struct index_job *j)
+{
+	free(j->v);
+	free(j->strs);
+	memset(j, 0, sizeof *j);
+}
+
+/* Whether a node's index entry is its bare url: its one output is the
+ * unnamed "out" (else each entry is "url#name"). */
+static int
+url_plain(const struct node *nd)
+{
+	return nd->ks->noutputs == 1 && strcmp(nd->ks->outputs[0].name, "out") == 0;
+}
+
+/* Entry (node, k)'s url into buf ("url" or "url#name"): its length. buf
+ * has room for the url, '#', the name and a NUL. */
+static size_t
+index_url(const struct node *nd, size_t k, char *buf)
+{
+	const char *name = nd->ks->outputs[k].name;
+	size_t lu = strlen(nd->ks->url), ln;
+
+	memcpy(buf, nd->ks->url, lu);
+	if (url_plain(nd)) {
+		buf[lu] = '\0';
+		return lu;
+	}
+	ln = strlen(name);
+	buf[lu] = '#';
+	memcpy(buf + lu + 1, name, ln + 1);
+	return lu + 1 + ln;
+}
+
+struct iorder_sort {
+	struct index_slot slot;
+	char *url;
+};
+
+static int
+iorder_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct iorder_sort *)a)->url,
+	              ((const struct iorder_sort *)b)->url);
+}
+
+/* g's index entries in the map's order: every output of every node,
+ * sorted by url once per graph (the map is rewritten on every build that
+ * changed something, and sorting 100,000 names each time cost more than
+ * the rest of writing it). 0 or KILN_ENOMEM. */
+int
+iorder_make(struct graph *g)
+{
+	struct iorder_sort *v;
+	size_t n = 0, at = 0, slen = 0;
+	char *strs;
+
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct node *nd = &g->nodes[i];
+		n += nd->ks->noutputs;
+		for (size_t k = 0; k < nd->ks->noutputs; k++)
+			slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) + 2;
+	}
+	v = calloc(n + 1, sizeof *v);
+	strs = malloc(slen + 1);
+	if ((g->iorder = calloc(n + 1, sizeof *g->iorder)) == NULL || v == NULL || strs == NULL) {
+		free(g->iorder);
+		g->iorder = NULL;
+		free(v);
+		free(strs);
+		return KILN_ENOMEM;
+	}
+	n = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (size_t k = 0; k < g->nodes[i].ks->noutputs; k++) {
+			v[n].slot = (struct index_slot){i, (uint32_t)k};
+			v[n].url = strs + at;
+			at += index_url(&g->nodes[i], k, strs + at) + 1;
+			n++;
+		}
+	qsort(v, n, sizeof *v, iorder_cmp);
+	for (size_t i = 0; i < n; i++)
+		g->iorder[i] = v[i].slot;
+	g->niorder = n;
+	free(v);
+	free(strs);
+	return 0;
+}
+
+/* 1: there is a map to write (j filled); 0: nothing changed, or no memory
+ * (the map stays as it is and is written by a later build). */
+int
+index_gather(struct engine *e, struct build *b, struct index_job *j)
+{
+	struct graph *g = b->g;
+	size_t cap = 0, slen = 0, at = 0, skip = strlen("build/") + strlen(g->profile) + 1;
+	char path[PATH_MAX];
+	struct stat st;
+
+	memset(j, 0, sizeof *j);
+	snprintf(path, sizeof path, "build/%s/kiln-index.txt", g->profile);
+	if (!g->index_dirty && fstatat(e->rootfd, path, &st, 0) == 0)
+		return 0;
+	if (g->iorder == NULL && iorder_make(g) != 0)
+		return 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct node *nd = &g->nodes[i];
+		if (!nd->have)
+			continue;
+		cap += nd->ks->noutputs;
+		for (size_t k = 0; !url_plain(nd) && k < nd->ks->noutputs; k++)
+			slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) + 2;
+	}
+	if ((j->v = calloc(cap + 1, sizeof *j->v)) == NULL ||
+	    (j->strs = malloc(slen + 1)) == NULL) {
+		index_job_free(j);
+		return 0;
+	}
+	for (size_t i = 0; i < g->niorder; i++) {
+		const struct node *nd = &g->nodes[g->iorder[i].node];
+		size_t k = g->iorder[i].out;
+		struct index_entry *x;
+		if (!nd->have)
+			continue;
+		x = &j->v[j->n++];
+		if (!url_plain(nd)) {
+			x->url = j->strs + at;
+			at += index_url(nd, k, j->strs + at) + 1;
+		} else {
+			x->url = nd->ks->url;
+		}
+		/* relative to build/<profile>/ */
+		x->file = nd->outpaths[k] + skip;
+		x->id = nd->outs[k].id;
+		x->size = nd->outs[k].size;
+	}
+	g->index_dirty = 0;
+	snprintf(j->profile, sizeof j->profile, "%s", g->profile);
+	/* steps only disappear with a new description (a new graph): walking
+	 * all of build/ once after each load is enough */
+	j->prune = g->prune_due && b->full && b->failed == 0 && b->skipped == 0 &&
+	           !b->cancelled && b->nlost == 0;
+	if (j->prune)
+		g->prune_due = 0;
+	return 1;
+}
+
+/* After a clean whole-profile build, build/<profile>/ holds exactly the
+ * profile's outputs: files of steps no longer described go. */
+static void
+index_prune(struct engine *e, const struct index_job *j)
+{
+	const char **keep;
+
+	if (!j->prune || (keep = calloc(j->n + 1, sizeof *keep)) == NULL)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		keep[i] = j->v[i].file;
+	qsort(keep, j->n, sizeof *keep, str_cmp);
+	materialize_prune(e->root, j->profile, keep, j->n);
+	free(keep);
+}
+
+/* The index map, written beside its place on a thread of its own while
+ * the build's records are committed. */
+struct index_writer {
+	struct engine *e;
+	struct index_job *job;
+	struct index_tmp tmp;
+	int rv;
+};
+
+static void *
+index_writer_main(void *arg)
+{
+	struct index_writer *w = arg;
+
+	/* in the map's order already (iorder) */
+	w->rv = materialize_index_write_tmp(w->e->root, w->job->profile,
+	                                    w->job->v, w->job->n, &w->tmp);
+	return NULL;
+}
+
+/* Commit the build's records and write its index map (e->mu not held):
+ * the map is written while the commit waits on the disk (its fdatasyncs
+ * and fsyncs), and put in its place only
+ * once the commit has returned, so it never goes ahead of it. A failed
+ * commit keeps the old map: the new one would name outputs the store has
+ * no record of (build_end marks the graph's map dirty: the next build
+ * writes it). *commit_rv is the commit's result. Returns 0 or the
+ * error writing the map. */
+int
+commit_and_index(struct engine *e, struct index_job *job, int *commit_rv)
+{
+	struct index_writer w = {e, job, {-1, ""}, 0};
+	pthread_t th;
+	int threaded = 0, rv;
+
+	if (job != NULL)
+		threaded = pthread_create(&th, NULL, index_writer_main, &w) == 0;
+	*commit_rv = batch_commit(e);
+	if (job == NULL)
+		return 0;
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		index_writer_main(&w);   /* no thread: one after the other */
+	if (*commit_rv != 0) {
+		materialize_index_discard(&w.tmp);
+		return 0;
+	}
+	if ((rv = w.rv) == 0 && (rv = materialize_index_put(&w.tmp)) == 0)
+		index_prune(e, job);
+	return rv;
+}

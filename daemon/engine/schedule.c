@@ -1,0 +1,566 @@
+/* schedule.c — the scheduler: the ready and runnable heaps, finishing a
+ * node (and releasing or skipping its dependents), and the worker threads
+ * that decide ready steps, start runnable ones and finish those whose tool
+ * ended (see schedule.h; decide.c, run.c and publish.c do the work of one
+ * step, builds.c asks for the steps).
+ *
+ * A wave is the time from a build starting on an idle engine to the last
+ * active build ending. Within a wave each step is decided at most once:
+ * a build arriving while others run joins the steps they already have
+ * (running, queued or done) and schedules only the rest, so overlapping
+ * builds share work. Between waves every step is decided afresh (each file
+ * stat'ed once per wave).
+ *
+ * Scheduling is samurai's: a step waits on a count of unfinished
+ * prerequisites and goes onto the ready heap when the last one finishes;
+ * workers decide ready steps (key, cache), and those out of date wait on
+ * the runnable heap for one of the -j slots. Both heaps order by the
+ * build's priority, then the longest path from the step to an end
+ * (critical path first). A running tool holds no worker: the spawner's
+ * reaper hands its end back as a completion (engine_tool_done, on the
+ * reaper thread).
+ *
+ * Threads: e->mu guards the heaps, the completions and every node's
+ * scheduling fields (engine_int.h); a worker drops it while it decides,
+ * starts or finishes a step it holds. Events are published with e->mu
+ * held, which keeps a build's step events before its end. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine_int.h"
+#include "builds.h"
+#include "decide.h"
+#include "lost.h"
+#include "need.h"
+#include "publish.h"
+#include "record_batch.h"
+#include "run.h"
+#include "schedule.h"
+#include "step.h"
+#include "step_events.h"
+
+/* ---- heaps ---------------------------------------------------------------- */
+
+static int
+item_before(const struct heap_item *a, const struct heap_item *b)
+{
+	if (a->prio != b->prio)
+		return a->prio > b->prio;
+	if (a->cp != b->cp)
+		return a->cp > b->cp;
+	return a->idx < b->idx;
+}
+
+int
+heap_push(struct heap *h, struct graph *g, struct node *n)
+{
+	size_t i;
+
+	if (h->n == h->cap) {
+		size_t ncap = h->cap ? h->cap * 2 : 256;
+		struct heap_item *nv = realloc(h->v, ncap * sizeof *nv);
+		if (nv == NULL)
+			return KILN_ENOMEM;
+		h->v = nv;
+		h->cap = ncap;
+	}
+	n->heap_prio = n->prio;
+	i = h->n++;
+	h->v[i] = (struct heap_item){n->prio, n->cp, n->idx, g};
+	while (i > 0 && item_before(&h->v[i], &h->v[(i - 1) / 2])) {
+		struct heap_item t = h->v[i];
+		h->v[i] = h->v[(i - 1) / 2];
+		h->v[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+	return 0;
+}
+
+static int
+heap_pop(struct heap *h, struct heap_item *out)
+{
+	size_t i = 0;
+
+	if (h->n == 0)
+		return 0;
+	*out = h->v[0];
+	h->v[0] = h->v[--h->n];
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < h->n && item_before(&h->v[l], &h->v[m]))
+			m = l;
+		if (r < h->n && item_before(&h->v[r], &h->v[m]))
+			m = r;
+		if (m == i)
+			break;
+		struct heap_item t = h->v[i];
+		h->v[i] = h->v[m];
+		h->v[m] = t;
+		i = m;
+	}
+	return 1;
+}
+
+/* ---- finishing nodes ------------------------------------------------------ */
+
+/* Finish n with state st (e->mu held): count it into its builds, publish
+ * its event, and release or skip its dependents (iteratively: a failure
+ * can skip a long chain). */
+void
+node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state st)
+{
+	uint32_t *stack = NULL;
+	size_t depth = 0, cap = 0;
+
+	for (;;) {
+		int was_queued = !node_done_state(n->st) && n->st != N_IDLE;
+		lost_node_finished(e, g, n, st);
+		n->st = st;
+		n->reruns = 0;
+		if (st != N_DONE || n->outcome != O_UP_TO_DATE)
+			g->index_dirty = 1;
+		if (was_queued && e->queued > 0)
+			e->queued--;
+		for (uint64_t m = n->builds; m != 0; m &= m - 1)
+			if (e->active[__builtin_ctzll(m)] != NULL)
+				build_count(e->active[__builtin_ctzll(m)], n);
+		if (n->send_event || st == N_FAILED || st == N_WOULD_RUN ||
+		    (st == N_DONE && n->outcome != O_UP_TO_DATE))
+			publish_step(e, g, n);
+		n->send_event = 0;
+		/* published and recorded: what deciding and running it used,
+		 * and why it ran (`kiln why` reads the record), can go */
+		node_work_free(n);
+		free(n->reason);
+		n->reason = NULL;
+		for (uint32_t k = 0; k < n->nrdeps; k++) {
+			struct node *r = &g->nodes[n->rdeps[k]];
+			if (r->wave != e->wave || r->st != N_WAITING)
+				continue;
+			if (st == N_DONE || st == N_WOULD_RUN) {
+				if (--r->waiting == 0)
+					node_make_ready(e, g, r);
+				continue;
+			}
+			/* failed, skipped or cancelled: so is r */
+			if (depth == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				uint32_t *ns = realloc(stack, ncap * sizeof *ns);
+				if (ns == NULL)
+					continue; /* r stays waiting; its build ends at cancel */
+				stack = ns;
+				cap = ncap;
+			}
+			r->st = N_EVAL; /* claimed: not pushed twice */
+			free(r->reason);
+			r->reason = NULL;
+			stack[depth++] = r->idx;
+		}
+		if (e->ndwait > 0)   /* kiln need's dynamic prerequisites */
+			need_finished(e, g, n);
+		if (depth == 0)
+			break;
+		n = &g->nodes[stack[--depth]];
+		st = st == N_CANCELLED ? N_CANCELLED : N_SKIPPED;
+		n->send_event = 1;
+	}
+	free(stack);
+}
+
+void
+node_make_ready(struct engine *e, struct graph *g, struct node *n)
+{
+	n->st = N_READY;
+	if (heap_push(&e->ready, g, n) != 0) {
+		free(n->error);
+		n->error = strdup("out of memory scheduling the step");
+		node_finish(e, g, n, N_FAILED);
+		return;
+	}
+	pthread_cond_signal(&e->cv);
+}
+
+int
+node_done_state(enum node_state st)
+{
+	return st == N_DONE || st == N_FAILED || st == N_SKIPPED ||
+	       st == N_CANCELLED || st == N_WOULD_RUN;
+}
+
+/* Whether a build that is not stopped still wants n (e->mu held). */
+int
+node_wanted(const struct engine *e, const struct node *n)
+{
+	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+		const struct build *b = e->active[__builtin_ctzll(m)];
+		if (b != NULL && !b->stopped)
+			return 1;
+	}
+	return 0;
+}
+
+unsigned
+jobs_limit(const struct engine *e)
+{
+	unsigned j = 0;
+
+	for (unsigned i = 0, seen = 0; i < ENGINE_MAX_BUILDS && seen < e->nactive; i++)
+		if (e->active[i] != NULL) {
+			unsigned bj = e->active[i]->jobs ? e->active[i]->jobs : e->jobs_default;
+			seen++;
+			if (bj > j)
+				j = bj;
+		}
+	return j ? j : 1;
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+void
+engine_tool_done(void *arg, const struct spawn_result *r)
+{
+	struct run_ctx *rc = arg;
+	struct engine *e = rc->e;
+	struct node *n = rc->n;
+
+	pthread_mutex_lock(&e->mu);
+	n->w->res = *r;
+	/* the tool's slot is free now (a run suspended on kiln need had
+	 * lent it out already): finishing the step is our work */
+	if (need_run_end(e, n))
+		e->running--;
+	if (e->ncompleted == e->capcompleted) {
+		size_t ncap = e->capcompleted ? e->capcompleted * 2 : 64;
+		struct run_ctx **nv = realloc(e->completed, ncap * sizeof *nv);
+		if (nv == NULL) {
+			/* cannot queue it: finish it here as failed, which at
+			 * least ends its build */
+			free(n->error);
+			n->error = strdup("out of memory after the tool ended");
+			node_finish(e, rc->g, n, N_FAILED);
+			builds_check(e);
+			pthread_mutex_unlock(&e->mu);
+			return;
+		}
+		e->completed = nv;
+		e->capcompleted = ncap;
+	}
+	e->completed[e->ncompleted++] = rc;
+	pthread_cond_signal(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void
+node_fail(struct engine *e, struct graph *g, struct node *n)
+{
+	n->outcome = O_FAILED;
+	node_finish(e, g, n, N_FAILED);
+}
+
+/* Whether every build that wanted n was cancelled (not merely stopped by
+ * a failure: a step failing then is a failure, e.g. the other side of a
+ * kiln need cycle). */
+static int
+node_cancelled(const struct engine *e, const struct node *n)
+{
+	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+		const struct build *b = e->active[__builtin_ctzll(m)];
+		if (b != NULL && !b->cancelled)
+			return 0;
+	}
+	return 1;
+}
+
+/* Runs of one step in a wave that may be thrown away because their
+ * inputs changed while the tool ran, before the step fails: a file
+ * rewritten without pause would otherwise keep it running for ever. */
+#define MAX_RERUNS 3
+
+/* n's run read inputs that changed under it (step_finish said FINISH_AGAIN,
+ * nothing recorded; e->mu not held, taken): decide it again, unless it was
+ * cancelled or has been thrown away too often already. */
+static void
+run_again(struct engine *e, struct graph *g, struct node *n, int cancelled)
+{
+	char msg[1400];
+	int give_up = n->reruns + 1 >= MAX_RERUNS;
+
+	snprintf(msg, sizeof msg, "%s (%s): %s; %s", n->ks->url, g->profile,
+	         n->reason ? n->reason : "an input changed while its tool ran",
+	         cancelled ? "cancelled" : give_up ? "giving up" : "deciding it again");
+	if (e->cfg.log)
+		e->cfg.log(e->cfg.arg, 0, msg);
+	if (give_up && !cancelled) {
+		set_error(n, "%s: its inputs kept changing while its tool ran (%d runs "
+		          "thrown away; the last: %s)", n->ks->url, n->reruns + 1,
+		          n->reason ? n->reason : "?");
+		step_record_failure(e, g, n);
+	} else if (cancelled) {
+		step_forget(n);
+	}
+	if (!cancelled && !give_up) {
+		/* a change in the clock tick the tool started in is taken for
+		 * one during the run: start again in the next tick */
+		struct timespec tick = {0, 0};
+		clock_getres(CLOCK_REALTIME_COARSE, &tick);
+		tick.tv_nsec += 1000000;
+		nanosleep(&tick, NULL);
+	}
+	pthread_mutex_lock(&e->mu);
+	if (cancelled) {
+		node_finish(e, g, n, N_CANCELLED);
+	} else if (give_up) {
+		node_fail(e, g, n);
+	} else {
+		n->reruns++;
+		node_make_ready(e, g, n);
+	}
+}
+
+/* A tool ended: finish its step (e->mu held, dropped for the work). */
+static void
+work_complete(struct engine *e, struct run_ctx *rc)
+{
+	struct node *n = rc->n;
+	struct graph *g = rc->g;  /* rc lives in n->w, which may go below */
+	int cancelled = !node_wanted(e, n) && node_cancelled(e, n);
+	enum finish_result r;
+
+	pthread_mutex_unlock(&e->mu);
+	r = step_finish(e, g, n);
+	if (r == FINISH_AGAIN) {
+		run_again(e, g, n, cancelled);
+		return;
+	}
+	if (r != FINISH_DONE && !cancelled)
+		step_record_failure(e, g, n);
+	else if (r != FINISH_DONE)
+		step_forget(n);  /* cancelled is not failed: no record */
+	pages_tick(e);
+	pthread_mutex_lock(&e->mu);
+	if (r != FINISH_DONE && cancelled)
+		node_finish(e, g, n, N_CANCELLED);
+	else if (r != FINISH_DONE)
+		node_fail(e, g, n);
+	else
+		node_finish(e, g, n, N_DONE);
+}
+
+/* Start a runnable step's tool (e->mu held, dropped for the work). */
+static void
+work_start(struct engine *e, struct graph *g, struct node *n)
+{
+	int rv;
+
+	n->st = N_RUNNING;
+	e->running++;
+	e->starting++;
+	n->w->run = (struct run_ctx){e, g, n};
+	if ((rv = need_token_add(e, g, n)) != 0)
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	pthread_mutex_unlock(&e->mu);
+	if (rv == 0)
+		rv = step_start(e, g, n);
+	if (rv != 0)
+		step_record_failure(e, g, n);
+	pthread_mutex_lock(&e->mu);
+	if (--e->starting == 0)
+		pthread_cond_broadcast(&e->idle_cv);
+	/* cancelled while it started, before engine_cancel could see its
+	 * pid: it would run to its end for nobody. (Its tool may have ended
+	 * and its step be finishing already: pid 0, or finished: no w.) */
+	if (rv == 0 && n->st == N_RUNNING && n->w != NULL && !node_wanted(e, n)) {
+		pid_t pid = __atomic_load_n(&n->w->pid, __ATOMIC_ACQUIRE);
+		if (pid > 0)
+			spawner_kill(e->sp, pid, 2000);
+	}
+	if (rv != 0) {
+		need_run_end(e, n);
+		e->running--;
+		node_fail(e, g, n);
+	}
+}
+
+/* Pop the next live entry of h (stale duplicates skipped). */
+static struct node *
+pop_live(struct heap *h, enum node_state want, struct graph **gp)
+{
+	struct heap_item it;
+
+	while (heap_pop(h, &it)) {
+		struct node *n = &it.g->nodes[it.idx];
+		if (n->st == want && it.prio == n->heap_prio) {
+			*gp = it.g;
+			return n;
+		}
+	}
+	return NULL;
+}
+
+/* Whether a worker may decide another ready step (e->mu held). Deciding
+ * runs ahead of the tools by a bounded number of steps: a step decided to
+ * run holds its key's parts (labels and values) until its tool
+ * starts, and a 100,000-step clean build would otherwise decide every step
+ * up front and hold them all. A step more urgent than every waiting one (an
+ * editor's) is decided at once. */
+static int
+eval_room(const struct engine *e)
+{
+	if (e->runnable.n < 16 + 4 * (size_t)jobs_limit(e))
+		return 1;
+	return e->ready.n > 0 && e->ready.v[0].prio > e->runnable.v[0].prio;
+}
+
+/* Deciding a ready step, in three parts: before (e->mu held; 0 when it
+ * was settled without looking at files), the work (unlocked), after
+ * (e->mu held). */
+static int
+eval_before(struct engine *e, struct graph *g, struct node *n)
+{
+	int dep_would = 0;
+
+	n->st = N_EVAL;
+	for (uint32_t k = 0; k < n->ndeps; k++)
+		if (g->nodes[n->deps[k]].st == N_WOULD_RUN)
+			dep_would = k + 1;
+	if (dep_would) {
+		char why[600];
+		snprintf(why, sizeof why, "prerequisite %s would run",
+		         g->nodes[n->deps[dep_would - 1]].ks->url);
+		free(n->reason);
+		n->reason = strdup(why);
+		node_finish(e, g, n, N_WOULD_RUN);
+		return 0;
+	}
+	if (n->nneeds > 0 && need_prereqs(e, g, n))
+		return 0;  /* waits on what its last result needed */
+	return 1;
+}
+
+static enum eval_result
+eval_work(struct engine *e, struct graph *g, struct node *n, int dry)
+{
+	enum eval_result r = step_eval(e, g, n, dry);
+
+	if (r == EVAL_FAIL)
+		step_record_failure(e, g, n);
+	pages_tick(e);
+	return r;
+}
+
+static void
+eval_after(struct engine *e, struct graph *g, struct node *n, enum eval_result r,
+           int dry)
+{
+	if (r == EVAL_DONE) {
+		node_finish(e, g, n, N_DONE);
+	} else if (r == EVAL_FAIL) {
+		node_fail(e, g, n);
+	} else if (r == EVAL_NEEDS) {
+		if (!need_prereqs(e, g, n))
+			node_make_ready(e, g, n);
+	} else if (dry) {
+		node_finish(e, g, n, N_WOULD_RUN);
+	} else {
+		n->st = N_RUNNABLE;
+		if (heap_push(&e->runnable, g, n) != 0)
+			node_fail(e, g, n);
+	}
+}
+
+/* Steps a worker takes from the ready heap at once, at most. */
+#define EVAL_BATCH 8
+
+/* Decide ready steps, first the popped n, then more while many are
+ * waiting (e->mu held, dropped for the work). Up to EVAL_BATCH at once,
+ * and no more than a share of the ready heap, so that the other workers
+ * have theirs: a warm build's pass over many up-to-date steps, little
+ * work each, spent more time taking and waiting for the lock (twice a
+ * step) than deciding. Waking one worker per step made ready stays: a
+ * chain in which a worker that took work woke the next while more was
+ * left made the full build's slots wait (more of the CPU idle). The
+ * figures: docs/build.md, "Figures behind the engine's code". */
+static void
+work_eval(struct engine *e, struct graph *g, struct node *n)
+{
+	struct graph *bg[EVAL_BATCH];
+	struct node *bn[EVAL_BATCH];
+	enum eval_result r[EVAL_BATCH];
+	size_t want = e->ready.n / (2 * (size_t)e->nthreads) + 1, k = 0;
+	int dry = e->wave_dry;
+
+	if (want > EVAL_BATCH)
+		want = EVAL_BATCH;
+	for (;;) {
+		if (!node_wanted(e, n) || e->quit)
+			node_finish(e, g, n, N_CANCELLED);
+		else if (eval_before(e, g, n)) {
+			bg[k] = g;
+			bn[k++] = n;
+		}
+		if (k >= want || !eval_room(e) ||
+		    (n = pop_live(&e->ready, N_READY, &g)) == NULL)
+			break;
+	}
+	if (k == 0)
+		return;
+	pthread_mutex_unlock(&e->mu);
+	for (size_t i = 0; i < k; i++)
+		r[i] = eval_work(e, bg[i], bn[i], dry);
+	pthread_mutex_lock(&e->mu);
+	for (size_t i = 0; i < k; i++)
+		eval_after(e, bg[i], bn[i], r[i], dry);
+}
+
+void *
+worker_main(void *arg)
+{
+	struct engine *e = arg;
+	struct graph *g;
+	struct node *n;
+
+	/* A worker blocked in its tool's spawn (a vfork, tool_spawn.c) is woken
+	 * by its child's exec and, as a normal task, preempts that child on
+	 * its core to go on with its bookkeeping (finishing the previous
+	 * step): every tool's exec waited behind the daemon (docs/build.md,
+	 * "Figures behind the engine's code"). SCHED_BATCH wakes
+	 * without preempting; the tools themselves start under SCHED_OTHER
+	 * (spawner_new). */
+	if (e->workers_batch) {
+		struct sched_param prio0 = {0};
+		pthread_setschedparam(pthread_self(), SCHED_BATCH, &prio0);
+	}
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		if (e->nsusp > 0)   /* resumed runs go before new ones */
+			need_grant(e);
+		/* a free -j slot is filled before a finished step is
+		 * published: the tools are what the build waits on */
+		if (e->running < jobs_limit(e) && !e->quit &&
+		    (n = pop_live(&e->runnable, N_RUNNABLE, &g)) != NULL) {
+			if (node_wanted(e, n))
+				work_start(e, g, n);
+			else
+				node_finish(e, g, n, N_CANCELLED);
+		} else if (e->ncompleted > 0) {
+			work_complete(e, e->completed[--e->ncompleted]);
+		} else if (eval_room(e) && (n = pop_live(&e->ready, N_READY, &g)) != NULL) {
+			work_eval(e, g, n);
+		} else if (e->quit && e->running == 0 && e->nsusp == 0) {
+			pthread_cond_broadcast(&e->cv); /* the others leave too */
+			break;
+		} else {
+			pthread_cond_wait(&e->cv, &e->mu);
+			continue;
+		}
+		builds_check(e);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
