@@ -154,7 +154,7 @@ tls_setup(struct kilnd *d, char *err, size_t len)
 	    (rv = file_slurp(d->cfg.tls_key, &key)) != 0) {
 		snprintf(err, len, "reading %s: %s", cert ? d->cfg.tls_key :
 		         d->cfg.tls_cert, kiln_strerror(rv));
-		goto out;
+		goto fail;
 	}
 	if ((rv = nng_tls_config_alloc(&s->tls, NNG_TLS_MODE_SERVER)) != 0 ||
 	    (rv = nng_tls_config_own_cert(s->tls, cert, key, NULL)) != 0 ||
@@ -164,7 +164,7 @@ tls_setup(struct kilnd *d, char *err, size_t len)
 		         d->cfg.tls_cert, d->cfg.tls_key, nng_strerror(rv));
 		rv = KILN_EINVAL;
 	}
-out:
+fail:
 	free(cert);
 	free(key);
 	return rv;

@@ -291,21 +291,21 @@ desc_file_load(struct desc_file *f, const char *root)
 	vec_init(&f->path, sizeof(const char *));
 	if (path == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	/* The model copies what it keeps of the tree but its strings: the
 	 * tree goes when the file is loaded (its size: docs/build.md,
 	 * "Daemon memory"). */
 	rv = ytree_parse(path, f->relpath, &tree, &f->a, &f->dg, &top);
 	if (rv == KILN_ENOMEM)
-		goto out;
+		goto fail;
 	if (rv == 0 && top == NULL && f->is_root)
 		diag_add(&f->dg, KILN_DIAG_ERROR, ld_at(&c, NULL), "", "the file is empty "
 		         "(expected 'kiln: 1', 'project' and 'profiles')");
 	rv = 0;
 	if (top == NULL || !ld_want(&c, top, Y_MAP, "", "a mapping of kiln keys (kiln, "
 	                            "project, sources, profiles, tools, rules, assets, bundles)"))
-		goto out;
+		goto fail;
 	if (f->is_root) {
 		desc_fields_root(&c, top);
 		path_join(&c, root);
@@ -313,7 +313,7 @@ desc_file_load(struct desc_file *f, const char *root)
 		desc_fields_sub(&c, top);
 	}
 	rv = f->a.failed ? KILN_ENOMEM : 0;
-out:
+fail:
 	arena_free(&tree);
 	return rv;
 }

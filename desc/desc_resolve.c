@@ -439,12 +439,12 @@ desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
 	for (size_t f = 0; f < nfiles; f++)
 		r.nassets += files[f]->assets.n;
 	if ((rv = tools_index(&r)) != 0 || (rv = rule_globs(&r)) != 0)
-		goto out;
+		goto fail;
 	r.tool_reported = arena_alloc(r.a, (r.toolv.n + 1) * sizeof(int));
 	r.tool_match = arena_alloc(r.a, (r.toolv.n + 1) * sizeof(int));
 	if (r.tool_reported == NULL || r.tool_match == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	for (size_t i = 0; i < r.toolv.n; i++)
 		r.tool_match[i] = resolve_tool_uses_match(((const kiln_tool *const *)r.toolv.items)[i]);
@@ -457,7 +457,7 @@ desc_resolve(const char *root, struct desc_file **files, size_t nfiles,
 			vec_push(r.a, &ps->plans, &plan);
 		arena_free(&tmp);
 	}
-out:
+fail:
 	for (size_t g = 0, f = 0; f < nfiles; f++)
 		for (size_t i = 0; i < files[f]->rules.n; i++, g++)
 			if (r.globs != NULL)

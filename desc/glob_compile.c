@@ -456,26 +456,26 @@ glob_compile(const char *pattern, kiln_glob **gp, const char **why)
 	c->pat = pattern;
 	if (pattern == NULL) {
 		rv = bad(c, "no pattern");
-		goto out;
+		goto fail;
 	}
 	len = strnlen(pattern, KILN_GLOB_MAX + 1);
 	if (len == 0 || len > KILN_GLOB_MAX) {
 		rv = bad(c, len ? "longer than 1024 bytes" : "empty pattern");
-		goto out;
+		goto fail;
 	}
 	if ((rv = syntax_check(c, len)) != 0)
-		goto out;
+		goto fail;
 	rv = KILN_ENOMEM;
 	if ((c->g = calloc(1, sizeof *c->g)) == NULL)
-		goto out;
+		goto fail;
 	if ((rv = prefix_init(c->g, pattern)) != 0)
-		goto out;
+		goto fail;
 	if ((rv = expand(c, 0, NULL, 0)) != 0)
-		goto out;
+		goto fail;
 	*gp = c->g;
 	free(c);
 	return 0;
-out:
+fail:
 	if (why && rv == KILN_EINVAL)
 		*why = c->why;
 	glob_free(c->g);

@@ -39,7 +39,7 @@ plan_cycles(diags *dg, const kiln_step *steps, size_t n)
 	size_t *next = calloc(n ? n : 1, sizeof *next);
 
 	if (color == NULL || stack == NULL || next == NULL)
-		goto out;
+		goto fail;
 	for (size_t root = 0; root < n; root++) {
 		size_t sp = 0;
 		if (color[root])
@@ -74,7 +74,7 @@ plan_cycles(diags *dg, const kiln_step *steps, size_t n)
 			}
 		}
 	}
-out:
+fail:
 	free(color);
 	free(stack);
 	free(next);

@@ -198,12 +198,12 @@ store_unsynced_add(kiln_store *s, const kiln_id *id, int made_shard)
 	s->unsynced_shard |= made_shard;
 	for (size_t i = 0; i < s->nunsynced && !s->unsynced_many; i++)
 		if (memcmp(s->unsynced[i].b, id->b, sizeof id->b) == 0)
-			goto out;   /* the same bytes again: one sync will do */
+			goto fail;   /* the same bytes again: one sync will do */
 	if (s->nunsynced < STORE_SYNC_EACH_MAX)
 		s->unsynced[s->nunsynced++] = *id;
 	else
 		s->unsynced_many = 1;
-out:
+fail:
 	pthread_mutex_unlock(&s->uses_mu);
 }
 
@@ -514,10 +514,10 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	if (st->st_size > (1 << 20))   /* a small file is read in one call */
 		posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if ((rv = kiln_id_of_fd(p.fd, &p.id, &p.size)) != 0)
-		goto out;
+		goto fail;
 	if (fchmod(p.fd, 0444) != 0) {
 		rv = kiln_err_from_errno(errno);
-		goto out;
+		goto fail;
 	}
 	store_blob_path(s, &p.id, p.final);
 	e = renameat2(AT_FDCWD, path, AT_FDCWD, p.final, RENAME_NOREPLACE) == 0 ? 0 : errno;
@@ -525,7 +525,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 		snprintf(shard, sizeof shard, "%.*s",
 		         (int)(strrchr(p.final, '/') - p.final), p.final);
 		if ((rv = fio_mkdir(shard, 0755, &made)) != 0)
-			goto out;
+			goto fail;
 		e = renameat2(AT_FDCWD, path, AT_FDCWD, p.final, RENAME_NOREPLACE) == 0 ? 0 : errno;
 	}
 	if (e == EEXIST) {
@@ -540,16 +540,16 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 			e = rename(path, p.final) == 0 ? 0 : errno;
 		if (e == EISDIR) {
 			rv = KILN_ECORRUPT;
-			goto out;
+			goto fail;
 		}
 	}
 	if (e == EXDEV || e == EINVAL || e == ENOSYS) {
 		rv = MOVE_DIRECT_CANNOT;
-		goto out;
+		goto fail;
 	}
 	if (e != 0) {
 		rv = kiln_err_from_errno(e);
-		goto out;
+		goto fail;
 	}
 	/* Until the next commit gc goes by the file's mtime: a file written
 	 * in the last minute has a fresh one already (a tool that kept an
@@ -571,7 +571,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	if (id != NULL)
 		*id = p.id;
 	return 0;
-out:
+fail:
 	/* nothing moved, path is still the caller's: give its mode back */
 	fchmod(p.fd, st->st_mode & 07777);
 	close(p.fd);
@@ -600,17 +600,17 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 		return cross ? move_by_copy(s, path, id) : rv;
 	if ((p.fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		goto out;
+		goto fail;
 	}
 	posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if ((rv = kiln_id_of_fd(p.fd, &p.id, &p.size)) != 0 || (rv = publish(&p)) != 0)
-		goto out;
+		goto fail;
 	close(p.fd);
 	unlink(name);
 	if (id != NULL)
 		*id = p.id;
 	return 0;
-out:
+fail:
 	/* Give the caller its file back rather than lose it, and never leave
 	 * it sharing an inode with a published blob it could later change. */
 	if (p.fd >= 0) {
@@ -720,23 +720,23 @@ kiln_store_read(kiln_store *s, const kiln_id *id, void **bufp, size_t *lenp)
 		return rv;
 	if (fstat(fd, &st) != 0) {
 		rv = kiln_err_from_errno(errno);
-		goto out;
+		goto fail;
 	}
 	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	if ((rv = fio_read_all(fd, buf, (size_t)st.st_size)) != 0)
-		goto out;
+		goto fail;
 	kiln_id_of_buf(buf, (size_t)st.st_size, &got);
 	if (kiln_id_cmp(&got, id) != 0) {
 		rv = KILN_ECORRUPT;
-		goto out;
+		goto fail;
 	}
 	*bufp = buf;
 	*lenp = (size_t)st.st_size;
 	buf = NULL;
-out:
+fail:
 	free(buf);
 	close(fd);
 	return rv;

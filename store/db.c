@@ -218,13 +218,13 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, int check_p
 	db->statm_fd = -1;
 	pthread_rwlock_init(&db->resize, NULL);
 	if ((rv = db_err(mdb_env_create(&db->env))) != 0)
-		goto out;
+		goto fail;
 	mdb_env_set_maxdbs(db->env, DB_COUNT);
 	mdb_env_set_maxreaders(db->env, MAX_READERS);
 	mdb_env_set_mapsize(db->env, (size_t)map_size);
 	if ((rv = db_check_file(path)) != 0 ||
 	    (rv = db_err(mdb_env_open(db->env, path, flags, 0644))) != 0)
-		goto out;
+		goto fail;
 	/* LMDB leaves its data fd inheritable; tools we spawn must not hold
 	 * the database open. */
 	if (mdb_env_get_fd(db->env, &fd) == 0)
@@ -235,13 +235,13 @@ db_open(const char *path, uint64_t map_size, int rdonly, int nosync, int check_p
 	map_locate(db);
 	if ((check_pages && (rv = db_check_pages(db)) != 0) ||
 	    (rv = db_open_dbis(db)) != 0)
-		goto out;
+		goto fail;
 	db->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	db->base_pages = file_pages(db);
 	db_set_mapped_max(db, DB_MAPPED_MAX);
 	*dbp = db;
 	return 0;
-out:
+fail:
 	if (db->env != NULL)
 		mdb_env_close(db->env);
 	pthread_rwlock_destroy(&db->resize);

@@ -296,13 +296,13 @@ dbfile_walk(int fd, const struct db_meta *m)
 	w.page = malloc((size_t)DEPTH_MAX * m->psize);
 	if (w.seen == NULL || w.page == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	if (m->free_root != NO_ROOT)
 		rv = walk_tree(&w, m->free_root, 0, 0);
 	if (rv == 0 && m->main_root != NO_ROOT)
 		rv = walk_tree(&w, m->main_root, 0, 1);
-out:
+fail:
 	free(w.seen);
 	free(w.page);
 	return rv;

@@ -144,7 +144,7 @@ deps_set_apply(db_txn *t, const struct rec_op *op)
 	}
 	if ((rv = list_split(op->data, op->len, &newv, &nnew)) != 0 ||
 	    (rv = list_split(old, oldlen, &oldv, &nold)) != 0)
-		goto out;
+		goto fail;
 	if (nnew > 1)
 		qsort(newv, nnew, sizeof *newv, str_cmp);
 	for (size_t i = 0; i < nold; i++) {
@@ -152,18 +152,18 @@ deps_set_apply(db_txn *t, const struct rec_op *op)
 			continue;
 		rkey(fk, op->klen, oldv[i], k);
 		if ((rv = db_del(t, DB_DEPS, k, sizeof k)) != 0 && rv != KILN_ENOTFOUND)
-			goto out;
+			goto fail;
 	}
 	if ((val = malloc(1 + (ulen > op->len ? ulen : op->len))) == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	val[0] = REC_VERSION;
 	memcpy(val + 1, url, ulen);
 	for (size_t i = 0; i < nnew; i++) {
 		rkey(fk, op->klen, newv[i], k);
 		if ((rv = db_put(t, DB_DEPS, k, sizeof k, val, 1 + ulen)) != 0)
-			goto out;
+			goto fail;
 	}
 	if (op->len == 0) {
 		rv = db_del(t, DB_DEPS, op->key, op->klen);
@@ -173,7 +173,7 @@ deps_set_apply(db_txn *t, const struct rec_op *op)
 		memcpy(val + 1, op->data, op->len);
 		rv = db_put(t, DB_DEPS, op->key, op->klen, val, 1 + op->len);
 	}
-out:
+fail:
 	free(val);
 	free(newv);
 	free(oldv);

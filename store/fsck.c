@@ -396,22 +396,22 @@ kiln_store_fsck(kiln_store *s, int repair, kiln_fsck_fn fn, void *arg,
 	f.st = st;
 	if ((rv = db_read(s->db, collect_txn, &f)) != 0 ||
 	    (rv = objects_scan(s, check_blob, check_stray, &f)) != 0)
-		goto out;
+		goto fail;
 	if (f.nrefs > 1)
 		qsort(f.refs, f.nrefs, sizeof *f.refs, ref_order);
 	idset_sort(&f.sound);
 	idset_sort(&f.corrupt);
 	if ((rv = fsck_findings(&f)) != 0)
-		goto out;
+		goto fail;
 	if (repair && f.nprobs > 0 && (rv = fsck_repair(&f)) != 0)
-		goto out;
+		goto fail;
 	for (size_t i = 0; i < f.nprobs; i++) {
 		f.probs[i].p.where = f.probs[i].where;
 		st->repaired += (uint64_t)f.probs[i].p.repaired;
 		if (fn != NULL)
 			fn(&f.probs[i].p, arg);
 	}
-out:
+fail:
 	fsck_free(&f);
 	return rv;
 }

@@ -337,15 +337,15 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 	g.action_cut = cutoff(now, o->action_max_age_s);
 	g.grace_cut = cutoff(now, o->grace_s);
 	if ((rv = db_read(s->db, roots_txn, &g)) != 0)
-		goto out;
+		goto fail;
 	st->removed_actions = g.old_actions.n;
 	if (!o->dry_run && g.old_actions.n > 0 &&
 	    (rv = db_write(s->db, drop_actions_txn, &g)) != 0)
-		goto out;
+		goto fail;
 	idset_sort(&g.roots);
 	if ((rv = objects_scan(s, list_blob, NULL, &g)) != 0 ||
 	    (rv = db_read(s->db, use_times_txn, &g)) != 0)
-		goto out;
+		goto fail;
 	choose_victims(&g);
 	if (o->dry_run) {
 		for (size_t i = 0; i < g.nc; i++) {
@@ -359,7 +359,7 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 		if ((rv = gc_remove(&g)) == 0)
 			rv = db_write(s->db, drop_stale_txn, &g);
 	}
-out:
+fail:
 	idset_free(&g.roots);
 	idset_free(&g.old_actions);
 	idset_free(&g.present);

@@ -111,7 +111,7 @@ kiln_id_of_fd(int fd, kiln_id *id, uint64_t *size)
 	}
 	if ((st = XXH3_createState()) == NULL || (buf = malloc(HASH_CHUNK)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	XXH3_128bits_reset(st);
 	XXH3_128bits_update(st, small, have);
@@ -122,7 +122,7 @@ kiln_id_of_fd(int fd, kiln_id *id, uint64_t *size)
 			continue;
 		if (n < 0) {
 			rv = kiln_err_from_errno(errno);
-			goto out;
+			goto fail;
 		}
 		if (n == 0)
 			break;
@@ -132,7 +132,7 @@ kiln_id_of_fd(int fd, kiln_id *id, uint64_t *size)
 	id_from_hash(XXH3_128bits_digest(st), id);
 	if (size != NULL)
 		*size = total;
-out:
+fail:
 	free(buf);
 	XXH3_freeState(st);
 	return rv;

@@ -291,28 +291,28 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 	s->tmp = path_join(dir, "tmp");
 	if (s->dir == NULL || s->objects == NULL || s->tmp == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	if ((rv = store_layout(s, &dbdir, &corrupt)) != 0 ||
 	    (rv = store_open_objects(s)) != 0)
-		goto out;
+		goto fail;
 	rv = db_open(dbdir, opts->map_size ? opts->map_size : DEFAULT_MAP_SIZE,
 	             (opts->flags & KILN_STORE_RDONLY) != 0,
 	             opts->durability == KILN_DURABLE_NONE,
 	             (opts->flags & KILN_STORE_CHECK_PAGES) != 0, &s->db);
 	if (rv != 0)
-		goto out;
+		goto fail;
 	if (opts->mapped_max)
 		db_set_mapped_max(s->db, opts->mapped_max);
 	if (fresh && (rv = marker_write(dir, opts->durability != KILN_DURABLE_NONE)) != 0)
-		goto out;
+		goto fail;
 	if (!(s->flags & KILN_STORE_RDONLY))
 		tmp_sweep(s->tmp);
 	free(dbdir);
 	free(corrupt);
 	*sp = s;
 	return 0;
-out:
+fail:
 	free(dbdir);
 	free(corrupt);
 	kiln_store_close(s);

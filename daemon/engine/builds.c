@@ -288,48 +288,48 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	pthread_mutex_lock(&e->mu);
 	if (e->quit) {
 		rv = KILN_ECLOSED;
-		goto out;
+		goto fail;
 	}
 	if (e->nactive > 0 && e->wave_dry != rq->dry_run) {
 		snprintf(err, errlen, "a %s is in progress; try again when it ends",
 		         e->wave_dry ? "dry run" : "build");
 		rv = KILN_EBUSY;
-		goto out;
+		goto fail;
 	}
 	if ((slot = free_slot(e)) < 0) {
 		snprintf(err, errlen, "%d builds are running already", ENGINE_MAX_BUILDS);
 		rv = KILN_EBUSY;
-		goto out;
+		goto fail;
 	}
 	if (e->nactive == 0 && (rv = project_fresh(e, err, errlen)) != 0)
-		goto out;
+		goto fail;
 	if (kiln_desc_profiles(e->desc, &profiles) == 0) {
 		snprintf(err, errlen, "the project has no profiles");
 		rv = KILN_EBADPROJECT;
-		goto out;
+		goto fail;
 	}
 	profile = rq->profile && rq->profile[0] ? rq->profile : profiles[0];
 	if ((rv = graph_get(e, profile, &g)) != 0) {
 		if (rv == KILN_EINVAL)
 			snprintf(err, errlen, "unknown profile '%s'", profile);
-		goto out;
+		goto fail;
 	}
 	/* the index map's order, now: sorting needs memory per output for a
 	 * moment, which at a build's end would come on top of its peak */
 	if ((g->iorder == NULL && (rv = iorder_make(g)) != 0) ||
 	    (mark = calloc(g->n + 1, 1)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	if ((rv = targets_mark(g, rq->targets, rq->n_targets, mark, err, errlen)) != 0)
-		goto out;
+		goto fail;
 	if ((b = calloc(1, sizeof *b)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	if ((rv = build_path(e, rq, &b->pathi, err, errlen)) != 0) {
 		free(b);
-		goto out;
+		goto fail;
 	}
 	if (e->nactive == 0) {   /* a new wave */
 		e->wave++;
@@ -368,7 +368,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	pthread_cond_broadcast(&e->cv);
 	builds_check(e);
 	rv = 0;
-out:
+fail:
 	pthread_mutex_unlock(&e->mu);
 	free(mark);
 	return rv;

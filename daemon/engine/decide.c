@@ -105,10 +105,10 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 	if (cap > 64 && (v = malloc(cap * sizeof *v)) == NULL)
 		return KILN_ENOMEM;
 	if ((rv = step_program(e, n, exe, sizeof exe, &v[0], NULL)) != 0)
-		goto out;
+		goto fail;
 	for (size_t i = 0; i < n->ks->ninputs; i++)
 		if ((rv = filestate_hash(e->fs, n->ks->inputs[i], &v[nv++])) != 0)
-			goto out;
+			goto fail;
 	for (uint32_t k = 0; k < n->ndeps; k++) {
 		const struct node *d = &g->nodes[n->deps[k]];
 		for (size_t i = 0; i < d->ks->noutputs; i++)
@@ -120,14 +120,14 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 		int r = trace_dep_hash(e, n->disc[i], &v[nv++]);
 		if (r != 0 && r != KILN_ENOTFOUND) {
 			rv = r;
-			goto out;
+			goto fail;
 		}
 	}
 	/* needed outputs as need_prereqs found them done in this wave */
 	for (size_t i = 0; i < n->nneeds; i++)
 		v[nv++] = n->needs[i].cur;
 	kiln_id_of_buf(v, nv * sizeof *v, q);
-out:
+fail:
 	if (v != small)
 		free(v);
 	return rv;

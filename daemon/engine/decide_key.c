@@ -97,7 +97,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 		hash = ts->hash;
 		fss = ts->seen;
 		pthread_mutex_unlock(&e->tools_mu);
-		goto out;
+		goto fail;
 	}
 	if (!cacheable)
 		pthread_mutex_unlock(&e->tools_mu);
@@ -126,7 +126,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 		}
 		pthread_mutex_unlock(&e->tools_mu);
 	}
-out:
+fail:
 	if (rv != 0)
 		set_error(n, "tool '%s' (%s:%d): program '%s' %s (PATH=%s)", t->name,
 		          t->loc.file ? t->loc.file : "?", t->loc.line, prog,

@@ -104,7 +104,7 @@ result_of_entry(const void *data, size_t len, const Kiln__StepRecord *rec)
 	uint8_t *buf;
 
 	if (entry == NULL || entry->n_results == 0)
-		goto out;
+		goto fail;
 	for (size_t i = 0; i < entry->n_results; i++) {
 		const Kiln__ActionResult *r = entry->results[i];
 		int same = r->n_outputs == rec->n_outputs;
@@ -124,7 +124,7 @@ result_of_entry(const void *data, size_t len, const Kiln__StepRecord *rec)
 		res = kiln__action_result__unpack(NULL, len, buf);
 		free(buf);
 	}
-out:
+fail:
 	if (entry != NULL)
 		kiln__action_entry__free_unpacked(entry, NULL);
 	return res;
@@ -175,11 +175,11 @@ engine_deps(struct engine *e, const char *profile, const char *url,
 	kiln__deps_reply__init(&d->r);
 	pthread_mutex_lock(&e->mu);
 	if ((rv = graph_for(e, profile, &g, err, errlen)) != 0)
-		goto out;
+		goto fail;
 	if (!step_index(g->plan, url, &at)) {
 		snprintf(err, errlen, "no step %s in profile %s", url, g->profile);
 		rv = KILN_ENOTFOUND;
-		goto out;
+		goto fail;
 	}
 	ks = g->nodes[at].ks;
 	d->r.profile = bag_str(&d->bag, g->profile);
@@ -190,7 +190,7 @@ engine_deps(struct engine *e, const char *profile, const char *url,
 	for (size_t i = 0; !d->bag.oom && i < ks->nneeds; i++)
 		d->r.prerequisites[d->r.n_prerequisites++] = bag_str(&d->bag, ks->needs[i]);
 	profile = d->r.profile;
-out:
+fail:
 	pthread_mutex_unlock(&e->mu);
 	if (rv == 0 && d->bag.oom)
 		rv = KILN_ENOMEM;
@@ -377,7 +377,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	kiln__rdeps_reply__init(&d->r);
 	pthread_mutex_lock(&e->mu);
 	if ((rv = graph_for(e, profile, &g, err, errlen)) != 0)
-		goto out;
+		goto fail;
 	w.e = e;
 	w.g = g;
 	if ((w.seen = calloc(g->n + 1, 1)) == NULL ||
@@ -385,7 +385,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	    (w.depth = calloc(g->n + 1, sizeof *w.depth)) == NULL ||
 	    (w.via = calloc(g->n + 1, sizeof *w.via)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	w.cur_depth = 1;
 	d->r.is_step = step_index(g->plan, target, &at);
@@ -403,7 +403,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	if (rv == 0 && w.oom)
 		rv = KILN_ENOMEM;
 	if (rv != 0)
-		goto out;
+		goto fail;
 	d->r.profile = bag_str(&d->bag, g->profile);
 	d->r.dependents = bag_keep(&d->bag, calloc(w.n + 1, sizeof(void *)));
 	for (size_t i = 0; !d->bag.oom && i < w.n; i++) {
@@ -422,7 +422,7 @@ engine_rdeps(struct engine *e, const char *profile, const char *target, int all,
 	else if (d->r.n_dependents > 1)
 		qsort(d->r.dependents, d->r.n_dependents, sizeof *d->r.dependents,
 		      by_depth_url);
-out:
+fail:
 	pthread_mutex_unlock(&e->mu);
 	for (size_t i = 0; w.via != NULL && i < w.n; i++)
 		free(w.via[i]);

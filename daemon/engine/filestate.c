@@ -81,13 +81,13 @@ filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 		return KILN_ENOMEM;
 	memset(fs, 0, sizeof *fs);
 	if ((fs->root = strdup(root)) == NULL)
-		goto out;
+		goto fail;
 	for (k = 0; k < FS_SHARDS; k++)
 		if ((fs->shards[k].slots = calloc(SHARD_CAP0, sizeof(struct fentry *))) == NULL)
-			goto out;
+			goto fail;
 	if ((fs->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		goto out;
+		goto fail;
 	}
 	for (k = 0; k < FS_SHARDS; k++) {
 		fs->shards[k].cap = SHARD_CAP0;
@@ -97,7 +97,7 @@ filestate_new(kiln_store *s, const char *root, struct filestate **fsp)
 	atomic_init(&fs->pass, 1);
 	*fsp = fs;
 	return 0;
-out:
+fail:
 	for (k = 0; k < FS_SHARDS; k++)
 		free(fs->shards[k].slots);
 	free(fs->root);

@@ -78,7 +78,7 @@ graph_link(struct graph *g)
 	for (uint32_t i = 0; i < g->n; i++)
 		nedges += g->nodes[i].ks->nneeds;
 	if ((g->edges = calloc(2 * nedges + 1, sizeof *g->edges)) == NULL)
-		goto out;
+		goto fail;
 	at = g->edges;
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
@@ -124,7 +124,7 @@ graph_link(struct graph *g)
 				n->cp = g->nodes[n->rdeps[k]].cp + 1;
 	}
 	return 0;
-out:
+fail:
 	free(indeg);
 	return KILN_ENOMEM;
 }
@@ -146,7 +146,7 @@ graph_outputs(struct graph *g)
 	offs = malloc((nouts + 1) * sizeof *offs);
 	if (g->outs == NULL || g->outpaths == NULL || g->outpath_text == NULL ||
 	    offs == NULL)
-		goto out;
+		goto fail;
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
 		n->outs = g->outs + at;
@@ -154,14 +154,14 @@ graph_outputs(struct graph *g)
 			char path[PATH_MAX];
 			size_t pl;
 			if (step_output_path(g, n, k, path, sizeof path) != 0)
-				goto out;
+				goto fail;
 			pl = strlen(path) + 1;
 			if (len + pl > cap) {
 				char *t;
 				while (len + pl > cap)
 					cap *= 2;
 				if ((t = realloc(g->outpath_text, cap)) == NULL)
-					goto out;
+					goto fail;
 				g->outpath_text = t;
 			}
 			memcpy(g->outpath_text + len, path, pl);
@@ -179,7 +179,7 @@ graph_outputs(struct graph *g)
 		at += n->ks->noutputs;
 	}
 	rv = 0;
-out:
+fail:
 	free(offs);
 	return rv;
 }
@@ -279,26 +279,26 @@ folder_names_hash(const char *path, unsigned flags, kiln_id *id)
 			char **nv = realloc(v, ncap * sizeof *nv);
 			if (nv == NULL) {
 				rv = KILN_ENOMEM;
-				goto out;
+				goto fail;
 			}
 			v = nv;
 			cap = ncap;
 		}
 		if ((v[n] = strdup(de->d_name)) == NULL) {
 			rv = KILN_ENOMEM;
-			goto out;
+			goto fail;
 		}
 		n++;
 	}
 	if (n > 1)
 		qsort(v, n, sizeof *v, name_cmp);
 	if ((rv = kiln_hasher_new(&h)) != 0)
-		goto out;
+		goto fail;
 	for (size_t i = 0; i < n; i++)
 		kiln_hasher_update(h, v[i], strlen(v[i]) + 1);
 	kiln_hasher_digest(h, id);
 	kiln_hasher_free(h);
-out:
+fail:
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);

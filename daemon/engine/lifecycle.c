@@ -113,7 +113,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0 ||
 	    engine_path_init(e) != 0)
-		goto out;
+		goto fail;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
 	/* without inotify (or with --no-watch) every file is stat'ed */
 	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0)
@@ -123,7 +123,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	 * still be running, there or anywhere */
 	orphans_sweep(e);
 	if ((rv = scratch_init(e)) != 0)
-		goto out;
+		goto fail;
 	rv = KILN_ENOMEM;
 	trace_setup(e);
 	/* only from the normal policy: a daemon started under another one
@@ -134,23 +134,23 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	                   policy_round_trip_works();
 	if ((rv = cfg->spawner != NULL ? spawner_new_ops(&e->sp, cfg->spawner)
 	                               : spawner_new(&e->sp, e->workers_batch)) != 0)
-		goto out;
+		goto fail;
 	/* deciding and finishing steps is file-system work that waits on the
 	 * kernel more than it computes: twice the cores keeps -j slots fed */
 	e->nthreads = cfg->workers ? cfg->workers : 2 * ncores() < 4 ? 4 : 2 * ncores();
 	if ((e->threads = calloc(e->nthreads, sizeof *e->threads)) == NULL) {
 		rv = KILN_ENOMEM;
-		goto out;
+		goto fail;
 	}
 	for (unsigned i = 0; i < e->nthreads; i++)
 		if (pthread_create(&e->threads[i], NULL, worker_main, e) != 0) {
 			e->nthreads = i;
 			rv = KILN_EIO;
-			goto out;
+			goto fail;
 		}
 	*ep = e;
 	return 0;
-out:
+fail:
 	engine_free(e);
 	return rv;
 }

@@ -498,13 +498,13 @@ engine_need(struct engine *e, const char *token, const char *url,
 	pthread_mutex_lock(&e->mu);
 	if (e->quit) {
 		rv = KILN_ECLOSED;
-		goto out;
+		goto fail;
 	}
 	if ((tk = tok_find(e, token)) == NULL) {
 		snprintf(err, errlen, "the step token is unknown or expired (kiln need "
 		         "works only while the step's tool runs)");
 		rv = KILN_ENOTFOUND;
-		goto out;
+		goto fail;
 	}
 	g = tk->g;
 	n = tk->n;
@@ -531,22 +531,22 @@ engine_need(struct engine *e, const char *token, const char *url,
 		 * others is scheduled at once, to build in parallel */
 		if (rv == 0 && i < 0 && !need_done(e, t) && n->builds != 0 &&
 		    (rv = need_ask(e, g, n, t)) != 0)
-			goto out;
+			goto fail;
 		err[0] = '\0';
 		ans->pending = 1;
 		rv = 0;
-		goto out;
+		goto fail;
 	}
 	if (rv != 0)
-		goto out;
+		goto fail;
 	if (i < 0 && !need_done(e, t)) {
 		if (n->builds == 0) {
 			snprintf(err, errlen, "the builds this step belongs to were cancelled");
 			rv = KILN_ECANCELLED;
-			goto out;
+			goto fail;
 		}
 		if ((rv = need_ask(e, g, n, t)) != 0)
-			goto out;
+			goto fail;
 		i = need_on_find(e, n, t->idx);
 	}
 	if (i >= 0 && e->ons[i].err != NULL) {
@@ -554,7 +554,7 @@ engine_need(struct engine *e, const char *token, const char *url,
 		on_drop(e, (size_t)i);
 		rv = KILN_EFAILED;
 		need_grant(e);  /* runs on a cycle resume, with the error */
-		goto out;
+		goto fail;
 	}
 	if (!need_done(e, t)) {
 		/* lend the slot out until all it asked for is done */
@@ -564,12 +564,12 @@ engine_need(struct engine *e, const char *token, const char *url,
 		pthread_cond_broadcast(&e->cv);
 		ans->pending = 1;
 		rv = 0;
-		goto out;
+		goto fail;
 	}
 	if (i >= 0)
 		on_drop(e, (size_t)i);
 	rv = answer_done(n, t, out, ans, err, errlen);
-out:
+fail:
 	pthread_mutex_unlock(&e->mu);
 	if (rv != 0)
 		engine_need_answer_free(ans);

@@ -102,7 +102,7 @@ action_result_put(struct engine *e, struct node *n)
 	if (po == NULL ||
 	    (nd > 0 && (fdv == NULL || fdp == NULL || fdh == NULL)) ||
 	    need_result_pb(n, &udp, &ar.n_needs) != 0)
-		goto out;
+		goto fail;
 	ar.outputs = po->p;
 	ar.n_outputs = no;
 	for (size_t i = 0; i < nd; i++) {
@@ -131,7 +131,7 @@ action_result_put(struct engine *e, struct node *n)
 	}
 	ar.duration_ns = n->duration_ns;
 	rv = results_put(e, &n->w->new_key, &ar);
-out:
+fail:
 	free(udp);
 	free(fdv);
 	free(fdp);
@@ -172,12 +172,12 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			          n->ks->url, n->w->res.status, signal_name(n->w->res.status),
 			          tail[0] ? "; its last lines:\n" : "", tail);
 		res = FINISH_FAILED;
-		goto out;
+		goto fail;
 	}
 	/* what it read and wrote, before anything it made is published */
 	if (step_deps_read(e, g, n, pid, dir) != 0) {
 		res = FINISH_FAILED;
-		goto out;
+		goto fail;
 	}
 	/* and that it read what its key says (verify.c) */
 	if (e->cfg.hold_finish_ms > 0) {
@@ -192,11 +192,11 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		free(n->reason);
 		n->reason = strdup(tail);
 		res = FINISH_AGAIN;
-		goto out;
+		goto fail;
 	case VERIFY_FAILED:
 		set_error(n, "%s: checking its inputs after the run: %s", n->ks->url, tail);
 		res = FINISH_FAILED;
-		goto out;
+		goto fail;
 	}
 	for (size_t i = 0; i < n->ks->noutputs && res == FINISH_DONE; i++) {
 		char out[PATH_MAX * 3];
@@ -234,7 +234,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		n->rec_failed = qrv != 0;   /* unrecorded: node_finish loses it */
 		n->send_event = 1;
 	}
-out:
+fail:
 	if (res != FINISH_DONE)
 		need_run_commit(n, 0);
 	if (n->ks->tool->depfile) {

@@ -381,10 +381,10 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	if ((rv = paths_make(e, g, n, &p)) != 0 || (rv = argv_make(e, n, &p, &av)) != 0 ||
 	    (rv = env_make(e, g, n, &p, &env)) != 0) {
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
-		goto out;
+		goto fail;
 	}
 	if ((rv = step_program(e, n, exe, sizeof exe, NULL, NULL)) != 0)
-		goto out;
+		goto fail;
 	rq.path = exe;
 	rq.argv = (const char *const *)av.v;
 	rq.envp = (const char *const *)env.v;
@@ -397,7 +397,7 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	n->w->start_wall_ns = kiln_coarse_wall_ns();
 	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->w->run, &n->w->pid)) != 0)
 		set_error(n, "cannot start '%s' for %s: %s", exe, n->ks->url, kiln_strerror(rv));
-out:
+fail:
 	av_free(&av);
 	av_free(&env);
 	av_free(&p.in);

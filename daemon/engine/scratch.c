@@ -72,13 +72,13 @@ pool_push(struct engine *e, struct scratch_slot sl)
 		struct scratch_slot *nv = realloc(e->scratch_free, ncap * sizeof *nv);
 		if (nv == NULL) {
 			rv = -1;
-			goto out;
+			goto fail;
 		}
 		e->scratch_free = nv;
 		e->capscratch_free = ncap;
 	}
 	e->scratch_free[e->nscratch_free++] = sl;
-out:
+fail:
 	pthread_mutex_unlock(&e->scratch_mu);
 	return rv;
 }
@@ -176,14 +176,14 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 			*trace_off = st.st_size;
 		else if (truncate(path, 0) != 0) {
 			rv = kiln_err_from_errno(errno);
-			goto out;
+			goto fail;
 		}
 	} else if (!fresh && errno == ENOENT) {
 		/* no trace (an untraced tool writes none), or someone removed
 		 * .kiln/scratch under the running daemon: then the folder is
 		 * made again, and the log kept open is of a removed file */
 		if ((rv = dir_make(e, dir)) < 0)
-			goto out;
+			goto fail;
 		if (rv == 0 && sl.log_fd >= 0) {
 			close(sl.log_fd);
 			sl.log_fd = -1;
@@ -196,10 +196,10 @@ scratch_take(struct engine *e, unsigned *id, int *log_fd, off_t *trace_off)
 	scratch_path(e, n, ".log", 1, path, sizeof path);
 	if ((*log_fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_APPEND | O_CLOEXEC, 0644)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		goto out;
+		goto fail;
 	}
 	return 0;
-out:
+fail:
 	scratch_give(e, n, sl.log_fd);
 	return rv;
 }

@@ -295,7 +295,7 @@ spawner_new(struct kilnd_spawner **spp, int sched_normal)
 	}
 	if ((sp->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		rv = kiln_err_from_errno(errno);
-		goto out;
+		goto fail;
 	}
 	pthread_mutex_init(&sp->mu, NULL);
 	/* The reaper takes no signal meant for the daemon's other threads. */
@@ -307,11 +307,11 @@ spawner_new(struct kilnd_spawner **spp, int sched_normal)
 		pthread_mutex_destroy(&sp->mu);
 		close(sp->efd);
 		rv = rv == EAGAIN ? KILN_ENOMEM : KILN_EIO;
-		goto out;
+		goto fail;
 	}
 	*spp = sp;
 	return 0;
-out:
+fail:
 	free(sp->pfd);
 	free(sp);
 	return rv;
@@ -413,7 +413,7 @@ child_main(void *arg)
 	if (setpgid(0, 0) != 0 ||
 	    (sp->sched_normal && sched_setscheduler(0, SCHED_OTHER, &prio0) != 0)) {
 		err = errno;
-		goto out;
+		goto fail;
 	}
 	/* Die with the daemon. The signal comes when the *thread* that
 	 * cloned us ends, not the process: tools are started by the engine's
@@ -423,17 +423,17 @@ child_main(void *arg)
 	 * come, so go now. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
 		err = errno;
-		goto out;
+		goto fail;
 	}
 	if (getppid() != a->parent)
 		_exit(127);
 	if ((err = child_fds(a->log_fd, a->rq->cwd)) != 0)
-		goto out;
+		goto fail;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(a->rq->path, (char *const *)a->rq->argv, (char *const *)a->rq->envp);
 	err = errno;
-out:
+fail:
 	a->err = err != 0 ? err : EIO;
 	_exit(127);
 }

@@ -103,19 +103,19 @@ trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
 	if (e->trace_shim[0] == '\0')
 		return 0;
 	if (asprintf(&out[n], "LD_PRELOAD=%s", e->trace_shim) < 0)
-		goto out;
+		goto fail;
 	n++;
 	{
 		char path[PATH_MAX + 16];
 		if (scratch_path(e, scratch, ".trace", 1, path, sizeof path) != 0 ||
 		    asprintf(&out[n], "KILN_TRACE_FILE=%s", path) < 0)
-			goto out;
+			goto fail;
 		n++;
 	}
 	/* Python would write __pycache__/ beside the project's scripts: a
 	 * write outside the scratch folder */
 	if ((out[n] = strdup("PYTHONDONTWRITEBYTECODE=1")) == NULL)
-		goto out;
+		goto fail;
 	n++;
 	/* A testing aid: a tool that is itself an ASan binary (bin/asan/kiln
 	 * inside a step) aborts when a library is preloaded before libasan
@@ -123,7 +123,7 @@ trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
 	if (asan != NULL || daemon_is_asan()) {
 		if (asprintf(&out[n], "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
 		             asan ? asan : "", asan && asan[0] ? ":" : "") < 0)
-			goto out;
+			goto fail;
 		n++;
 	}
 	for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++) {
@@ -131,12 +131,12 @@ trace_env(const struct engine *e, unsigned scratch, char **out, size_t *nout)
 		if (v == NULL)
 			continue;
 		if (asprintf(&out[n], "%s=%s", pass[i], v) < 0)
-			goto out;
+			goto fail;
 		n++;
 	}
 	*nout = n;
 	return 0;
-out:
+fail:
 	while (n > 0)
 		free(out[--n]);
 	return KILN_ENOMEM;

@@ -457,7 +457,7 @@ dir_watch(struct watch *w, const char *dir)
 		size_t n = (size_t)wd * 2 + 16;
 		size_t *nv = realloc(w->by_wd, n * sizeof *nv);
 		if (nv == NULL)
-			goto out;
+			goto fail;
 		memset(nv + w->nby_wd, 0, (n - w->nby_wd) * sizeof *nv);
 		w->by_wd = nv;
 		w->nby_wd = n;
@@ -471,25 +471,25 @@ dir_watch(struct watch *w, const char *dir)
 			size_t n = w->capdirs ? w->capdirs * 2 : 16;
 			struct wdir *nv = realloc(w->dirs, n * sizeof *nv);
 			if (nv == NULL)
-				goto out;
+				goto fail;
 			w->dirs = nv;
 			w->capdirs = n;
 		}
 		d = &w->dirs[w->ndirs];
 		if ((d->path = strdup(dir)) == NULL)
-			goto out;
+			goto fail;
 		d->nnames = 0;
 		d->whole_gen = 0;
 		if (smap_put(&w->dir_index, dir, w->ndirs) != 0) {
 			free(d->path);
-			goto out;
+			goto fail;
 		}
 		w->ndirs++;
 	}
 	d->wd = wd;
 	w->by_wd[wd] = (size_t)(d - w->dirs) + 1;
 	return 0;
-out:
+fail:
 	inotify_rm_watch(w->fd, wd);
 	return KILN_ENOMEM;
 }
