@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kiln_clock.h"
 #include "libkiln_int.h"
 
 extern char **environ;
@@ -120,10 +121,11 @@ daemon_spawn(const struct kiln_paths *p, const char *kilnd)
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return KILN_ENODAEMON;
-	/* 0: it serves; 3: another daemon serves (started by hand). */
-	if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 ||
-	                          WEXITSTATUS(status) == 3))
+	/* 0: it serves; 3: another daemon holds the project's lock. */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+		return KILN_EBUSY;
 	return KILN_ENODAEMON;
 }
 
@@ -143,6 +145,29 @@ dial_retry(const struct kiln_paths *p, const struct conn_opts *o,
 	return rv;
 }
 
+/* Start kilnd and dial it. A kilnd that finds the project's lock taken
+ * (exit 3) leaves it to the holder, which may be a daemon still starting
+ * (dial it) or one killed a moment ago that the kernel has not finished
+ * tearing down: it holds the lock without ever answering, so after a
+ * short dial, start kilnd again, until timeout_ms. */
+static int
+spawn_and_dial(const struct kiln_paths *p, const char *kilnd,
+               const struct conn_opts *o, int timeout_ms, struct conn **conn)
+{
+	int64_t end = kiln_mono_ns() + (int64_t)timeout_ms * 1000000;
+	int rv;
+
+	for (;;) {
+		if ((rv = daemon_spawn(p, kilnd)) == 0)
+			return dial_retry(p, o, timeout_ms, conn);
+		if (rv != KILN_EBUSY)
+			return rv;
+		if ((rv = dial_retry(p, o, 200, conn)) != KILN_ENODAEMON ||
+		    kiln_mono_ns() >= end)
+			return rv;
+	}
+}
+
 int
 lk_autostart(const struct kiln_paths *p, const char *kilnd, int no_start,
              const struct conn_opts *o, int timeout_ms, struct conn **conn)
@@ -153,9 +178,8 @@ lk_autostart(const struct kiln_paths *p, const char *kilnd, int no_start,
 		return rv;
 	if ((rv = start_lock(p, timeout_ms, &fd)) != 0)
 		return rv == KILN_ETIMEDOUT ? KILN_ENODAEMON : rv;
-	if ((rv = conn_open(p->url, o, conn)) == KILN_ENODAEMON &&
-	    (rv = daemon_spawn(p, kilnd)) == 0)
-		rv = dial_retry(p, o, timeout_ms, conn);
+	if ((rv = conn_open(p->url, o, conn)) == KILN_ENODAEMON)
+		rv = spawn_and_dial(p, kilnd, o, timeout_ms, conn);
 	close(fd); /* releases the lock */
 	return rv;
 }

@@ -129,6 +129,21 @@ load daemon_helpers
 	[ "$("$KILN" cat "$h")" = "after the crash" ]
 }
 
+# A daemon killed with -9 holds its lock until the kernel has torn the
+# process down (for an ASan build, a moment): a kilnd started meanwhile
+# exits 3, and the client must start one again once the lock is free,
+# not wait for the dead one to answer. flock stands in for the corpse.
+@test "a client starts a daemon once a dying daemon's lock is released" {
+	mkdir -p .kiln
+	flock .kiln/kilnd.lock sleep 1 &
+	holder=$!
+	wait_for sh -c "! flock -n .kiln/kilnd.lock true"
+	run --separate-stderr timeout 20 "$KILN" status
+	wait "$holder"
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	[[ "$output" == *"(pid $(daemon_pid))"* ]]
+}
+
 @test "garbage bytes get a BAD_REQUEST reply and the daemon keeps serving" {
 	"$KILN" status >/dev/null
 	head -c 1000 /dev/urandom >garbage.bin
