@@ -80,11 +80,11 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
              daemon/events.c \
              daemon/verified.c daemon/jobs.c \
-             daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c
+             daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c daemon/changes.c
 DAEMON_SRC = daemon/main.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
-              client/deps.c client/events.c
+              client/deps.c client/events.c client/live.c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \

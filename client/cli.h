@@ -60,6 +60,7 @@ int cmd_events(const struct cli *cli, int argc, char **argv);
 
 /* kiln build [URL|GLOB...] [-C DIR] [-p PROFILE] [-j N] [-k] [-n] [--json] */
 int cmd_build(const struct cli *cli, int argc, char **argv);
+int cmd_watch(const struct cli *cli, int argc, char **argv);
 /* kiln why URL [-p PROFILE]: why the last build ran or reused a step. */
 int cmd_why(const struct cli *cli, int argc, char **argv);
 /* kiln log URL [-p PROFILE]: the step's tool output from its last run. */

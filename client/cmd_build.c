@@ -362,6 +362,125 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 	return rv;
 }
 
+/* ---- kiln watch ------------------------------------------------------------ */
+
+static const char watch_usage[] =
+	"usage: kiln watch [-C DIR] [-p PROFILE] [-j N] [-k] [--json] [URL|GLOB]...\n";
+static const char watch_help[] =
+	"usage: kiln watch [-C DIR] [-p PROFILE] [-j N] [-k] [--json] [URL|GLOB]...\n"
+	"\n"
+	"Keep assets up to date: build them (every step when none is named),\n"
+	"then again whenever project files change, printing each step's result\n"
+	"and the summary of each build that did something, as they happen (with\n"
+	"--json, one object per line, as kiln build --json). An edit made while a\n"
+	"build runs is built as soon as that build ends. Live builds run before\n"
+	"batch builds (priority 100). Runs until interrupted (Ctrl-C), which\n"
+	"cancels a build in progress. kiln events shows the changes themselves.\n"
+	"\n"
+	"options:\n"
+	"  -C DIR           the project is DIR's (default: the current folder's)\n"
+	"  -p PROFILE       the profile to build (default: the project's first)\n"
+	"  -j N             tools at once (default: the daemon's cores)\n"
+	"  -k, --keep-going after a failure, build what does not depend on it\n"
+	"  --json           one JSON object per line\n"
+	"  -h, --help       show this help\n"
+	"\n"
+	"exit status: 0 interrupted; 2 bad usage, the project has errors at the\n"
+	"start, or the daemon could not be reached or stopped.\n";
+
+/* What kiln watch prints: its builds' steps, and the summary of the first
+ * build and of every later one that did something. A change that left
+ * everything up to date (a file no step reads, say kiln watch's own
+ * output redirected into the project) prints nothing, so that it causes
+ * no further change. */
+static int
+watch_event(const kiln_event *ev, void *arg)
+{
+	struct build_view *v = arg;
+	const kiln_build_summary *b = ev->build;
+
+	switch (ev->type) {
+	case KILN_EVENT_STEP:
+		step_print(v, ev->step);
+		break;
+	case KILN_EVENT_BUILD_DONE:
+		if (v->id == 0 || b->ran || b->failed || b->skipped || b->cancelled ||
+		    b->error[0])
+			summary_print(v, b);
+		v->id = b->build;
+		break;
+	case KILN_EVENT_LOG:
+		cli_errorf("watch", "%s", ev->text);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int
+cmd_watch(const struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"directory", required_argument, NULL, 'C'},
+		{"profile", required_argument, NULL, 'p'},
+		{"jobs", required_argument, NULL, 'j'},
+		{"keep-going", no_argument, NULL, 'k'},
+		{"json", no_argument, NULL, 'J'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	kiln_build_opts o = {.priority = 100};
+	struct build_view v = {0};
+	const char *dir = NULL;
+	kiln_conn *c;
+	char *end;
+	int ch, rv;
+	long n;
+
+	while ((ch = getopt_long(argc, argv, ":C:p:j:kh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'C': dir = optarg; break;
+		case 'p': o.profile = optarg; break;
+		case 'j':
+			n = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || n < 1 || n > 10000)
+				return cli_usage("watch", watch_usage, "-j: not a number in "
+				                 "range: '%s'", optarg);
+			o.jobs = (unsigned)n;
+			break;
+		case 'k': o.keep_going = 1; break;
+		case 'J': v.json = 1; break;
+		case 'h': return cli_help(watch_help);
+		default: return cli_bad_option("watch", watch_usage, longopts, ch, argv);
+		}
+	}
+	o.path = getenv("PATH");
+	o.targets = (const char *const *)argv + optind;
+	o.ntargets = (size_t)(argc - optind);
+	if ((rv = enter_dir("watch", dir)) != CLI_OK ||
+	    (rv = cli_connect("watch", cli, 1, &c)) != CLI_OK)
+		return rv;
+	signal(SIGINT, on_sigint);
+	signal(SIGTERM, on_sigint);
+	rv = kiln_live(c, &o, (const volatile int *)&interrupted, watch_event, &v);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (rv == KILN_EBADPROJECT || rv == KILN_EINVAL) {
+		const char *words = kiln_conn_error(c);
+		cli_errorf("watch", "%s", words[0] ? words : kiln_strerror(rv));
+		kiln_close(c);
+		return CLI_USAGE;
+	}
+	if (rv != 0) {
+		cli_daemon_error("watch", "keeping the build up to date", c, rv);
+		kiln_close(c);
+		return CLI_PROBLEM;
+	}
+	kiln_close(c);
+	return CLI_OK;
+}
+
 /* ---- kiln why / kiln log -------------------------------------------------- */
 
 static const char why_usage[] = "usage: kiln why URL [-C DIR] [-p PROFILE]\n";

@@ -148,6 +148,13 @@ event_take(struct kiln_sub *s, kiln_event *ev)
 		lk_summary_of(e->build_finished, &s->build);
 		ev->build = &s->build;
 		break;
+	case KILN__EVENT__KIND_SOURCES_CHANGED:
+		ev->type = KILN_EVENT_SOURCES_CHANGED;
+		ev->paths = (const char *const *)e->sources_changed->paths;
+		ev->npaths = e->sources_changed->n_paths;
+		ev->more = e->sources_changed->more;
+		ev->everything = e->sources_changed->everything;
+		break;
 	default:
 		ev->type = KILN_EVENT_OTHER; /* newer daemon: skip, keep counting */
 		break;

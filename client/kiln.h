@@ -156,6 +156,7 @@ typedef enum kiln_event_type {
 	KILN_EVENT_STOPPING,    /* the daemon is stopping */
 	KILN_EVENT_STEP,        /* a build step finished (see step) */
 	KILN_EVENT_BUILD_DONE,  /* a build ended (see build) */
+	KILN_EVENT_SOURCES_CHANGED, /* project files changed (see paths) */
 } kiln_event_type;
 
 typedef enum kiln_step_result {
@@ -228,6 +229,14 @@ typedef struct kiln_event {
 	/* STEP and BUILD_DONE. */
 	const kiln_step_event *step;
 	const kiln_build_summary *build;
+	/* SOURCES_CHANGED: the daemon's watch saw these project files change
+	 * (relative to the project; at most 64, and `more` further ones), or
+	 * everything: it lost track, anything may have changed. A live build
+	 * builds again when it sees one (kiln_live). */
+	const char *const *paths;
+	size_t npaths;
+	uint32_t more;
+	int everything;
 } kiln_event;
 
 /* Strings in a kiln_event are valid until the next events call on c. */
@@ -284,6 +293,20 @@ typedef struct kiln_build_opts {
 	                               project pins `path:`; the CLI passes its
 	                               own $PATH. NULL or "": the daemon's */
 } kiln_build_opts;
+
+/* A live build: keep the steps of o up to date until *stop is set (checked
+ * at least every 200 ms; NULL: never) or fn returns nonzero. Builds now,
+ * then again after every SOURCES_CHANGED event (once the build running
+ * then has ended). fn gets the live builds' STEP and BUILD_DONE events and
+ * the SOURCES_CHANGED events; a rebuild the daemon refuses (the
+ * descriptions have errors) comes as an error LOG event whose text is the
+ * daemon's, and the next change tries again. Subscribes c (from now) and
+ * polls it: use no other events calls on c meanwhile. Returns 0 when
+ * stopped (a build still running is cancelled), the initial build's
+ * refusal as kiln_build_start's, or a KILN_E* code (KILN_ECLOSED: the
+ * daemon is stopping). */
+int kiln_live(kiln_conn *c, const kiln_build_opts *o, const volatile int *stop,
+              kiln_event_fn fn, void *arg);
 
 /* Start a build. Its progress comes as STEP events and its end as a
  * BUILD_DONE event naming *build: subscribe before starting it. On 0,

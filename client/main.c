@@ -27,6 +27,7 @@ static const struct command {
 	{"check", cmd_check, "load and validate the asset descriptions"},
 	{"ls", cmd_ls, "list the build steps of a profile"},
 	{"build", cmd_build, "build assets for a profile (only what changed)"},
+	{"watch", cmd_watch, "keep assets up to date as their files change"},
 	{"why", cmd_why, "say why the last build ran or reused a step"},
 	{"log", cmd_log, "print a step's tool output from its last run"},
 	{"deps", cmd_deps, "print what a step depends on, declared and discovered"},

@@ -66,6 +66,8 @@ struct kilnd_config {
 	                               unchanged is not re-hashed to be served */
 	uint32_t build_workers;     /* engine threads deciding steps; 0: cores */
 	int no_watch;               /* --no-watch: stat every file every build */
+	uint32_t settle_ms;         /* --settle: quiet time before a change that
+	                               is not a finished save is reported */
 	int materialize;            /* --materialize: a kiln_mat_mode; UNSET:
 	                               KILN_MATERIALIZE, else the project's */
 };
@@ -77,6 +79,7 @@ struct kilnd_events;
 struct kilnd_uploads;
 struct kilnd_server;
 struct kilnd_verified;
+struct kilnd_changes;
 
 /* A budget of one log line per second for a line a client can cause at
  * will (a refused request or connection): without it, a remote peer
@@ -114,6 +117,7 @@ struct kilnd {
 	struct kilnd_verified *verified; /* own lock inside */
 	struct engine *engine;         /* own locks inside (engine.h) */
 	struct kilnd_owners *owners;   /* own lock inside (owners.h) */
+	struct kilnd_changes *changes; /* own lock inside (changes.h) */
 
 	atomic_uint_fast64_t requests;     /* answered */
 	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused,

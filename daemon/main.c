@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "changes.h"
 #include "engine.h"
 #include "events.h"
 #include "kilnd.h"
@@ -67,6 +68,10 @@ static const char help[] =
 	"  --verify-ttl SECONDS   serve a blob re-hashed this recently, whose file\n"
 	"                         is unchanged, without re-hashing it (default\n"
 	"                         600; 0: re-hash before every transfer)\n"
+	"  --settle MS            report a change that is not a finished save\n"
+	"                         (a write in progress, a create, a delete) after\n"
+	"                         this long without another (default 30; a file\n"
+	"                         closed after writing or renamed into place: 2)\n"
 	"  --no-watch             do not watch the project with inotify: stat\n"
 	"                         every file on every build (also\n"
 	"                         KILN_NO_WATCH=1 in the environment)\n"
@@ -93,6 +98,7 @@ kilnd_config_defaults(struct kilnd_config *c)
 		.workers = 16,
 		.upload_idle_s = 300,
 		.verify_ttl_s = 600,
+		.settle_ms = 30,
 	};
 }
 
@@ -160,6 +166,11 @@ option_num(struct kilnd_config *c, int opt, const char *arg)
 			return bad_usage("--event-buffer-bytes '%s': a size from 4K to "
 			                 "1G", arg);
 		c->event_buffer_bytes = v;
+		return KILND_CONTINUE;
+	case 'D':
+		if (parse_num(arg, 1, 10000, &v))
+			return bad_usage("--settle '%s': milliseconds from 1 to 10000", arg);
+		c->settle_ms = (uint32_t)v;
 		return KILND_CONTINUE;
 	case 'T':
 		if (parse_num(arg, 0, 86400, &v))
@@ -271,6 +282,7 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		{"workers", required_argument, NULL, 'W'},
 		{"verify-ttl", required_argument, NULL, 'T'},
 		{"no-watch", no_argument, NULL, 'N'},
+		{"settle", required_argument, NULL, 'D'},
 		{"materialize", required_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -379,6 +391,15 @@ engine_publish(void *arg, Kiln__Event *ev)
 	events_publish(d->events, ev);
 }
 
+/* The watch's changes, on their way to SourcesChanged events. */
+static void
+engine_changed(void *arg, const char *relpath, int complete)
+{
+	struct kilnd *d = arg;
+
+	changes_note(d->changes, relpath, complete);
+}
+
 static void
 engine_log(void *arg, int error, const char *msg)
 {
@@ -403,6 +424,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.materialize = (kiln_mat_mode)d->cfg.materialize,
 		.ipc_url = d->paths.url,
 		.publish = engine_publish,
+		.changed = engine_changed,
 		.log = engine_log,
 		.arg = d,
 	};
@@ -414,6 +436,10 @@ engine_start(struct kilnd *d, char *err, size_t len)
 	    (c.materialize = kiln_mat_mode_parse(mat)) == KILN_MAT_UNSET) {
 		snprintf(err, len, "KILN_MATERIALIZE='%s': expected copy or hardlink", mat);
 		return KILN_EINVAL;
+	}
+	if ((rv = changes_new(d->cfg.settle_ms, engine_publish, d, &d->changes)) != 0) {
+		snprintf(err, len, "starting the change reporter: %s", kiln_strerror(rv));
+		return rv;
 	}
 	rv = engine_new(&c, &d->engine);
 	if (rv != 0)
@@ -538,6 +564,8 @@ stop(struct kilnd *d)
 	d->owners = NULL;
 	engine_free(d->engine);  /* running tools killed, finished work kept */
 	d->engine = NULL;
+	changes_free(d->changes); /* after the engine: its watch reports here */
+	d->changes = NULL;
 	uploads_free(d->uploads); /* unfinished uploads leave nothing behind */
 	d->uploads = NULL;
 	kiln_store_close(d->store);

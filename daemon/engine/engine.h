@@ -53,6 +53,15 @@ struct engine_config {
 	 * callee's); the event and what it points to are valid only during
 	 * the call. */
 	void (*publish)(void *arg, Kiln__Event *ev);
+	/* A project file changed (inotify, as it happens): relpath relative
+	 * to the root, never under build/ or .kiln/ (the engine's own
+	 * writes); complete: a save that is over (closed after writing, or
+	 * renamed into place) rather than a step of one; relpath NULL: the
+	 * watch lost track, anything may have changed. Only folders the
+	 * engine has looked into are watched (those of every file a build
+	 * stat'ed, and the project folder). Called on the watch's reader
+	 * thread: quick, and no engine calls. NULL: nobody is told. */
+	void (*changed)(void *arg, const char *relpath, int complete);
 	/* A line for the daemon's log. */
 	void (*log)(void *arg, int error, const char *msg);
 	void *arg;

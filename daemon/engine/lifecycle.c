@@ -87,6 +87,26 @@ policy_round_trip_works(void)
 	return pthread_setschedparam(pthread_self(), SCHED_OTHER, &prio0) == 0;
 }
 
+/* The engine's own writes (build/, .kiln/) are not the project's changes:
+ * pass on the rest. */
+static int
+first_is(const char *rel, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(rel, name, n) == 0 && (rel[n] == '\0' || rel[n] == '/');
+}
+
+static void
+watch_changed(void *arg, const char *relpath, enum watch_change kind)
+{
+	struct engine *e = arg;
+
+	if (relpath != NULL && (first_is(relpath, "build") || first_is(relpath, ".kiln")))
+		return;
+	e->cfg.changed(e->cfg.arg, relpath, kind == WATCH_CHANGE_COMPLETE);
+}
+
 int
 engine_new(const struct engine_config *cfg, struct engine **ep)
 {
@@ -116,8 +136,11 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 		goto fail;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
 	/* without inotify (or with --no-watch) every file is stat'ed */
-	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0)
+	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0) {
 		filestate_set_watch(e->fs, e->watch);
+		if (cfg->changed != NULL)
+			watch_on_change(e->watch, watch_changed, e);
+	}
 	blobs_watch_open(e);
 	/* before the old scratch areas go: nothing of a previous daemon may
 	 * still be running, there or anywhere */

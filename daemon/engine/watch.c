@@ -82,6 +82,8 @@ struct watch {
 	size_t *by_wd;           /* wd -> index in dirs + 1 (0: none) */
 	size_t nby_wd;
 	struct smap changed;     /* path -> generation it changed in */
+	watch_change_fn on_change; /* watch_on_change; NULL: none */
+	void *on_change_arg;
 	size_t *whole;           /* indices in dirs of those with a whole_gen */
 	size_t nwhole, capwhole;
 };
@@ -266,6 +268,14 @@ dir_of_wd(struct watch *w, int wd)
 	return &w->dirs[w->by_wd[wd] - 1];
 }
 
+/* Tell the change listener, if any. Lock held. */
+static void
+notify(struct watch *w, const char *path, enum watch_change kind)
+{
+	if (w->on_change != NULL)
+		w->on_change(w->on_change_arg, path, kind);
+}
+
 /* One event. Lock held. */
 static void
 event_take(struct watch *w, const struct inotify_event *ev)
@@ -276,6 +286,7 @@ event_take(struct watch *w, const struct inotify_event *ev)
 
 	if (ev->mask & IN_Q_OVERFLOW) {
 		reset_all(w);
+		notify(w, NULL, WATCH_CHANGE_ALL);
 		return;
 	}
 	if ((d = dir_of_wd(w, ev->wd)) == NULL)
@@ -286,6 +297,7 @@ event_take(struct watch *w, const struct inotify_event *ev)
 			d->wd = -1;
 		}
 		reset_all(w);
+		notify(w, NULL, WATCH_CHANGE_ALL);
 		return;
 	}
 	if (ev->len == 0 || ev->name[0] == '\0')
@@ -294,8 +306,11 @@ event_take(struct watch *w, const struct inotify_event *ev)
 	                     ev->name) >= sizeof path ||
 	    smap_get(&w->dir_index, path) != NULL) {
 		reset_all(w);   /* (a watched folder's name: see the top) */
+		notify(w, NULL, WATCH_CHANGE_ALL);
 		return;
 	}
+	notify(w, path, ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO) ?
+	                WATCH_CHANGE_COMPLETE : WATCH_CHANGE_PARTIAL);
 	if (d->whole_gen == w->gen + 1)
 		return;   /* the folder's record says it already */
 	/* the record of changed names is bounded: past that, start over */
@@ -328,8 +343,10 @@ drain(struct watch *w)
 			event_take(w, ev);
 			p += sizeof *ev + ev->len;
 		}
-	if (n < 0 && errno != EAGAIN && errno != EINTR)
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
 		reset_all(w);
+		notify(w, NULL, WATCH_CHANGE_ALL);
+	}
 }
 
 static void *
@@ -424,6 +441,15 @@ watch_free(struct watch *w)
 	pthread_rwlock_destroy(&w->lock);
 	free(w->root);
 	free(w);
+}
+
+void
+watch_on_change(struct watch *w, watch_change_fn fn, void *arg)
+{
+	pthread_rwlock_wrlock(&w->lock);
+	w->on_change = fn;
+	w->on_change_arg = arg;
+	pthread_rwlock_unlock(&w->lock);
 }
 
 void

@@ -16,9 +16,13 @@
  * watch for a symlink), changes on network file systems, and writes into
  * an mmap'ed file before it is closed. `kilnd --no-watch` turns it off.
  *
+ * The same events can be passed on as they come (watch_on_change): the
+ * daemon's live builds start from them.
+ *
  * Threads: any; one mutex, never held while calling out (so callers may
- * hold their own locks around these calls). A reader thread drains the
- * inotify queue as events come, so a long build does not overflow it. */
+ * hold their own locks around these calls), except around the change
+ * listener. A reader thread drains the inotify queue as events come, so a
+ * long build does not overflow it. */
 #ifndef KILN_WATCH_H
 #define KILN_WATCH_H
 
@@ -43,5 +47,23 @@ int watch_prepare(struct watch *w, const char *relpath, uint64_t *gen);
 /* Whether relpath is as it was when looked at in generation gen (from
  * watch_prepare; 0 is never clean). */
 int watch_clean(struct watch *w, const char *relpath, uint64_t gen);
+
+/* What a change notification says of its path. */
+enum watch_change {
+	WATCH_CHANGE_PARTIAL,  /* written, created, removed: more may follow */
+	WATCH_CHANGE_COMPLETE, /* closed after writing, or renamed into place:
+	                          an editor's save is over */
+	WATCH_CHANGE_ALL,      /* inotify lost track (a queue overflow, a
+	                          watch gone): anything may have changed */
+};
+
+/* Tell fn of every change the reader thread takes in from now on:
+ * relpath (relative to the root; NULL with WATCH_CHANGE_ALL) and what
+ * kind. fn runs on the reader thread with the watch's lock held: it must
+ * be quick and must not call back into the watch. Set it before anything
+ * is watched, or to NULL. */
+typedef void (*watch_change_fn)(void *arg, const char *relpath,
+                                enum watch_change kind);
+void watch_on_change(struct watch *w, watch_change_fn fn, void *arg);
 
 #endif

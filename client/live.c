@@ -1,0 +1,121 @@
+/* live.c — kiln_live: keeping some steps up to date as their files
+ * change (kiln.h), for `kiln watch` and for editors.
+ *
+ * A live build is a loop on the client's own connection: build, follow
+ * that build's events, and when the daemon reports changed files
+ * (SourcesChanged) build again — at once if no build of ours runs, else
+ * as soon as it ends, so an edit made while a build runs is never left
+ * unbuilt. The engine shares work between builds, so many live builds of
+ * overlapping steps cost one run of each step. The loop lives as long as
+ * the connection: a client that dies leaves nothing behind in the daemon
+ * (its running build is cancelled as any dead client's is). */
+#include <string.h>
+
+#include "libkiln_int.h"
+
+struct live {
+	kiln_conn *c;
+	const kiln_build_opts *o;
+	kiln_event_fn fn;
+	void *arg;
+	uint64_t build;         /* ours, running; 0: none */
+	int again;              /* files changed while it ran */
+};
+
+static int
+live_start(struct live *l)
+{
+	char profile[128];
+	uint32_t nsteps;
+	int rv;
+
+	l->again = 0;
+	if ((rv = kiln_build_start(l->c, l->o, &l->build, &nsteps, profile,
+	                           sizeof profile)) != 0)
+		l->build = 0;
+	return rv;
+}
+
+static int
+ours(const struct live *l, const kiln_step_event *s)
+{
+	for (size_t i = 0; i < s->nbuilds; i++)
+		if (s->builds[i] == l->build)
+			return 1;
+	return 0;
+}
+
+/* Build again after a change. A build the daemon refuses (the
+ * descriptions now have errors, a target matches nothing) does not end
+ * the loop: fn gets the daemon's words as an error LOG event, and the next
+ * change builds again. 0, 1 (fn asked to stop), or an error. */
+static int
+live_again(struct live *l)
+{
+	kiln_event ev;
+	int rv = live_start(l);
+
+	if (rv != KILN_EBADPROJECT && rv != KILN_EINVAL)
+		return rv;
+	memset(&ev, 0, sizeof ev);
+	ev.type = KILN_EVENT_LOG;
+	ev.level = 2;
+	ev.text = kiln_conn_error(l->c);
+	ev.profile = ev.url = "";
+	kiln_events_cursor(l->c, &ev.at);
+	return l->fn(&ev, l->arg) != 0;
+}
+
+/* One event. 0 to go on, 1 when fn asked to stop, or an error. */
+static int
+live_event(struct live *l, const kiln_event *ev)
+{
+	switch (ev->type) {
+	case KILN_EVENT_STOPPING:
+		return KILN_ECLOSED;
+	case KILN_EVENT_OVERFLOW: /* lost events may have been changes */
+	case KILN_EVENT_SOURCES_CHANGED:
+		if (ev->type == KILN_EVENT_SOURCES_CHANGED && l->fn(ev, l->arg) != 0)
+			return 1;
+		if (l->build != 0) {
+			l->again = 1;
+			return 0;
+		}
+		return live_again(l);
+	case KILN_EVENT_STEP:
+		if (l->build != 0 && ours(l, ev->step) && l->fn(ev, l->arg) != 0)
+			return 1;
+		return 0;
+	case KILN_EVENT_BUILD_DONE:
+		if (l->build == 0 || ev->build->build != l->build)
+			return 0;
+		l->build = 0;
+		if (l->fn(ev, l->arg) != 0)
+			return 1;
+		return l->again ? live_again(l) : 0;
+	default:
+		return 0;
+	}
+}
+
+int
+kiln_live(kiln_conn *c, const kiln_build_opts *o, const volatile int *stop,
+          kiln_event_fn fn, void *arg)
+{
+	struct live l = {c, o, fn, arg, 0, 0};
+	kiln_event ev;
+	int rv;
+
+	if ((rv = kiln_subscribe(c, NULL)) != 0 || (rv = live_start(&l)) != 0)
+		return rv;
+	while (stop == NULL || !*stop) {
+		rv = kiln_events_poll(c, 200, &ev);
+		if (rv == KILN_ETIMEDOUT)
+			continue;
+		if (rv != 0 || (rv = live_event(&l, &ev)) != 0)
+			break;
+	}
+	if (l.build != 0)
+		kiln_build_cancel(c, l.build);
+	return rv == 1 ? 0 : rv == KILN_ETIMEDOUT ? 0 : rv;
+}
