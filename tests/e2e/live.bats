@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# live.bats — kiln watch: a live build that rebuilds on every save, through
+# the daemon's inotify watch and its SourcesChanged events (issue 23's first
+# part). kiln watch's output goes outside the project, as a user's terminal.
+
+bats_require_minimum_version 1.5.0
+
+load daemon_helpers
+
+live_project() {
+	mkdir -p src
+	printf 'one\n' >src/a.txt
+	printf 'b\n' >src/b.txt
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  pc: {}
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+assets:
+  - url: a.txt
+    tool: copy
+    inputs: [src/a.txt]
+  - url: b.txt
+    tool: copy
+    inputs: [src/b.txt]
+YAML
+}
+
+# watch_start ARGS...: kiln watch --json ARGS in the background, its output
+# in $W ($watch_pid); returns once its first build has ended.
+watch_start() {
+	W="$BATS_TEST_TMPDIR/watch.out"
+	"$KILN" watch --json "$@" >"$W" 2>"$W.err" &
+	watch_pid=$!
+	wait_for grep -q '"event":"build"' "$W" || { cat "$W" "$W.err"; false; }
+}
+
+watch_stop() {
+	kill -INT "$watch_pid" 2>/dev/null || true
+	wait "$watch_pid" || true
+}
+
+# runs_of URL: how many times kiln watch reported URL's tool ran.
+runs_of() {
+	grep -c "\"url\":\"$1\",\"profile\":\"pc\",\"result\":\"ran\"" "$W" || true
+}
+
+# output_is FILE TEXT: build/pc/FILE holds exactly TEXT and a newline.
+output_is() {
+	[ -f "build/pc/$1" ] && [ "$(cat "build/pc/$1")" = "$2" ]
+}
+
+@test "kiln watch rebuilds on a save by rename, and its event carries the new hash" {
+	live_project
+	watch_start
+	output_is a.txt one
+	[ "$(runs_of a.txt)" -eq 1 ]
+	# an editor's atomic save: write a temp file, rename it over
+	printf 'two\n' >src/.a.txt.swp
+	mv src/.a.txt.swp src/a.txt
+	wait_for output_is a.txt two || { cat "$W"; false; }
+	wait_for test "$(runs_of a.txt)" -eq 2 || { cat "$W"; false; }
+	line=$(grep '"url":"a.txt"' "$W" | tail -n 1)
+	[ "$(json_field hash "$line")" = "$(xxh128sum src/a.txt | cut -d' ' -f1)" ] ||
+		{ echo "$line"; false; }
+	# b.txt was not touched: not run again
+	[ "$(runs_of b.txt)" -eq 1 ]
+	watch_stop
+}
+
+@test "a burst of 100 writes gives a few runs and the last content" {
+	live_project
+	watch_start a.txt
+	for i in $(seq 100); do
+		printf '%s\n' "$i" >src/a.txt
+	done
+	wait_for output_is a.txt 100 || { cat "$W"; cat build/pc/a.txt; false; }
+	# the last write's build may still be on its way: let it end
+	wait_for sh -c "[ \"\$(grep -c '\"event\":\"build\"' '$W')\" -ge 2 ]"
+	n=$(runs_of a.txt)
+	[ "$n" -ge 2 ] && [ "$n" -le 6 ] || { echo "$n runs"; cat "$W"; false; }
+	watch_stop
+	output_is a.txt 100
+}
+
+@test "a save while a slow build runs is built when it ends" {
+	live_project
+	cat >>kiln.yaml <<'YAML'
+  - url: slow.txt
+    tool: slow
+    inputs: [src/b.txt]
+YAML
+	sed -i 's/^tools:$/tools:\n  slow: { shell: true, run: "sleep 1; cat \\"${in}\\" > \\"${out}\\"" }/' kiln.yaml
+	watch_start
+	printf 'b2\n' >src/b.txt
+	# while slow.txt's second run sleeps, change its input again
+	wait_for sh -c "[ \"\$(grep -c '\"url\":\"slow.txt\"' '$W')\" -ge 1 ] && [ -e .kiln ]"
+	sleep 0.3 # inside the second run's sleep (the subject of this test)
+	printf 'b3\n' >src/b.txt
+	wait_for output_is slow.txt b3 || { cat "$W"; cat build/pc/slow.txt; false; }
+	output_is b.txt b3
+	watch_stop
+}
+
+@test "kiln watch's own output in the project causes no rebuilds" {
+	live_project
+	"$KILN" watch >watch.log 2>&1 &
+	watch_pid=$!
+	wait_for grep -q '^profile pc:' watch.log
+	printf 'two\n' >src/a.txt
+	wait_for output_is a.txt two
+	wait_for sh -c "[ \"\$(grep -c '^profile pc:' watch.log)\" -eq 2 ]"
+	# each summary written to watch.log is a change in the project; a
+	# build that changed nothing prints nothing, so it stops there
+	sleep 1 # a loop would print more within this second (the subject)
+	[ "$(grep -c '^profile pc:' watch.log)" -eq 2 ] || { cat watch.log; false; }
+	watch_stop
+}
+
+@test "kiln events shows the changes the watch saw" {
+	live_project
+	"$KILN" build >/dev/null
+	"$KILN" events --timeout 20 >ev.out 2>ev.err &
+	ev=$!
+	# (kiln events may not have subscribed yet: save until it shows)
+	wait_for edit_seen || { cat ev.out ev.err; kill "$ev"; false; }
+	kill "$ev"
+	grep -q '^[0-9a-f]*:[0-9]* changed src/a.txt$' ev.out || { cat ev.out; false; }
+}
+
+edit_seen() {
+	printf '%s\n' "$RANDOM" >src/a.txt
+	sleep 0.05
+	grep -q 'src/a.txt' ev.out
+}
+
+@test "kiln watch with a target that matches nothing says so and exits 2" {
+	live_project
+	run --separate-stderr timeout 20 "$KILN" watch nothing.txt
+	[ "$status" -eq 2 ] || { echo "$stderr"; false; }
+	[[ "$stderr" == *"nothing.txt"* ]] || { echo "$stderr"; false; }
+}
