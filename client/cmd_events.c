@@ -31,7 +31,26 @@ static const char events_help[] =
 	"                                        then ends: run it again with\n"
 	"                                        --since EPOCH:SEQ of this line\n"
 	"  stopping REASON                       the daemon is stopping\n"
+	"  step PROFILE URL RESULT \"REASON\" [NAME=HASH PATH SIZE]...\n"
+	"       [exit=N|signal=N error=\"TEXT\"] DURATION warnings=N\n"
+	"                                        a build step finished: RESULT is\n"
+	"                                        ran, reused, failed, skipped,\n"
+	"                                        cancelled or would-run; REASON why\n"
+	"                                        it ran; an output each (PATH where\n"
+	"                                        it was materialized, SIZE bytes);\n"
+	"                                        when it failed the tool's exit\n"
+	"                                        status or signal and the error (its\n"
+	"                                        last lines); DURATION in seconds\n"
+	"                                        (0.250s); the count of warnings\n"
+	"  build-done BUILD PROFILE total=N ran=N reused=N failed=N skipped=N\n"
+	"       cancelled=N would-run=N DURATION [error=\"TEXT\"]\n"
+	"                                        a build ended: its steps by result,\n"
+	"                                        and a build-wide problem if any\n"
 	"  other                                 a kind this kiln does not know\n"
+	"Every event is one line: in texts, names and paths a backslash, a\n"
+	"control character or DEL is a C escape (\\\\, \\n, \\t, \\r, else \\xNN);\n"
+	"in \"quoted\" texts, names and paths a quote is \\\"; in names and paths\n"
+	"a space is \\x20, and \"\" is empty.\n"
 	"Ends when the daemon stops, after --count events, or when --timeout\n"
 	"passes without an event. Starts the daemon when none runs.\n"
 	"\n"
@@ -43,7 +62,10 @@ static const char events_help[] =
 	"  -n, --count N        stop after N events\n"
 	"  --timeout DURATION   stop after this long without an event: seconds,\n"
 	"                       or with s, m, h: 1, 30s, 5m\n"
-	"  --json               one JSON object per event\n"
+	"  --json               one JSON object per event: epoch, seq, time_ns,\n"
+	"                       type (the KIND above) and the kind's fields (a\n"
+	"                       step's outputs, builds and warnings as arrays;\n"
+	"                       docs/protocol.md lists them)\n"
 	"  -h, --help           show this help\n"
 	"\n"
 	"exit status: 0 ended as asked; 1 evicted (see above); 2 bad usage or\n"
@@ -65,6 +87,8 @@ kind_name(const kiln_event *ev)
 	case KILN_EVENT_LOG: return "log";
 	case KILN_EVENT_BLOB_STORED: return "blob-stored";
 	case KILN_EVENT_STOPPING: return "stopping";
+	case KILN_EVENT_STEP: return ev->step ? "step" : "other";
+	case KILN_EVENT_BUILD_DONE: return ev->build ? "build-done" : "other";
 	default: return "other";
 	}
 }
@@ -73,6 +97,100 @@ static const char *
 level_name(int level)
 {
 	return level == 2 ? "error" : level == 1 ? "warning" : "info";
+}
+
+static const char *
+result_name(kiln_step_result r)
+{
+	static const char *const names[] = {"ran", "reused", "failed", "skipped",
+	                                    "cancelled", "would-run"};
+
+	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "other";
+}
+
+/* How line_str prints a string. */
+enum line_how {
+	LINE_TEXT,   /* free text, last on its line */
+	LINE_WORD,   /* a name or path: one word, "" when empty */
+	LINE_QUOTED, /* a text among other fields: in double quotes */
+};
+
+/* Print s so that the event stays on one line: a backslash, control
+ * characters and DEL as C escapes (\\, \n, \t, \r, else \xNN, always two
+ * hex digits); in a word or a quoted text also a quote (\"), and in a word
+ * a space (\x20). Bytes from 0x80 up go out as they are. */
+static void
+line_str(const char *s, enum line_how how)
+{
+	static const char named[] = "\n\t\r", letter[] = "ntr";
+	int quote = how == LINE_QUOTED || (how == LINE_WORD && *s == '\0');
+	const char *p;
+
+	if (quote)
+		putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '\\' || (ch == '"' && how != LINE_TEXT))
+			printf("\\%c", ch);
+		else if ((p = strchr(named, ch)) != NULL)
+			printf("\\%c", letter[p - named]);
+		else if (ch < 0x20 || ch == 0x7f || (ch == ' ' && how == LINE_WORD))
+			printf("\\x%02x", ch);
+		else
+			putchar(ch);
+	}
+	if (quote)
+		putchar('"');
+}
+
+/* A step's details: PROFILE URL RESULT "REASON", each output as
+ * NAME=HASH PATH SIZE, when it failed exit=N (or signal=N) and
+ * error="TEXT", then its duration and warnings=N. */
+static void
+step_line(const kiln_step_event *s)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	putchar(' ');
+	line_str(s->profile, LINE_WORD);
+	putchar(' ');
+	line_str(s->url, LINE_WORD);
+	printf(" %s ", result_name(s->result));
+	line_str(s->reason, LINE_QUOTED);
+	for (size_t i = 0; i < s->noutputs; i++) {
+		kiln_id_to_hex(&s->outputs[i].id, hex);
+		putchar(' ');
+		line_str(s->outputs[i].name, LINE_WORD);
+		printf("=%s ", hex);
+		line_str(s->outputs[i].path, LINE_WORD);
+		printf(" %" PRIu64, s->outputs[i].size);
+	}
+	if (s->result == KILN_STEP_FAILED) {
+		if (s->signal != 0)
+			printf(" signal=%d error=", s->signal);
+		else
+			printf(" exit=%d error=", s->exit_code);
+		line_str(s->error, LINE_QUOTED);
+	}
+	printf(" %.3fs warnings=%zu", (double)s->duration_ns / 1e9, s->nwarnings);
+}
+
+/* A build's end: BUILD PROFILE, the steps counted by result, its
+ * duration, and error="TEXT" when it had a build-wide problem. */
+static void
+build_line(const kiln_build_summary *b)
+{
+	printf(" %" PRIu64 " ", b->build);
+	line_str(b->profile, LINE_WORD);
+	printf(" total=%" PRIu32 " ran=%" PRIu32 " reused=%" PRIu32 " failed=%"
+	       PRIu32 " skipped=%" PRIu32 " cancelled=%" PRIu32 " would-run=%"
+	       PRIu32 " %.3fs", b->total, b->ran, b->reused, b->failed,
+	       b->skipped, b->cancelled, b->would_run,
+	       (double)b->duration_ns / 1e9);
+	if (b->error[0] != '\0') {
+		fputs(" error=", stdout);
+		line_str(b->error, LINE_QUOTED);
+	}
 }
 
 static void
@@ -93,21 +211,114 @@ event_line(const kiln_event *ev)
 			       ev->last_lost);
 		break;
 	case KILN_EVENT_LOG:
-		printf(" %s %s", level_name(ev->level), ev->text);
+		printf(" %s ", level_name(ev->level));
+		line_str(ev->text, LINE_TEXT);
 		break;
 	case KILN_EVENT_BLOB_STORED:
 		kiln_id_to_hex(&ev->id, hex);
 		printf(" %s %" PRIu64, hex, ev->size);
-		if (ev->url[0])
-			printf(" %s %s", ev->profile, ev->url);
+		if (ev->url[0]) {
+			putchar(' ');
+			line_str(ev->profile, LINE_WORD);
+			putchar(' ');
+			line_str(ev->url, LINE_WORD);
+		}
 		break;
 	case KILN_EVENT_STOPPING:
-		printf(" %s", ev->text);
+		putchar(' ');
+		line_str(ev->text, LINE_TEXT);
+		break;
+	case KILN_EVENT_STEP:
+		if (ev->step != NULL)
+			step_line(ev->step);
+		break;
+	case KILN_EVENT_BUILD_DONE:
+		if (ev->build != NULL)
+			build_line(ev->build);
 		break;
 	default:
 		break;
 	}
 	putchar('\n');
+}
+
+/* ,"NAME":[strings] */
+static void
+json_strs(const char *name, const char *const *v, size_t n)
+{
+	printf(",\"%s\":[", name);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			putchar(',');
+		cli_json_str(v[i]);
+	}
+	putchar(']');
+}
+
+/* ,"outputs":[{"name","hash","size","path"}...] */
+static void
+outputs_json(const kiln_step_output *o, size_t n)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	fputs(",\"outputs\":[", stdout);
+	for (size_t i = 0; i < n; i++) {
+		kiln_id_to_hex(&o[i].id, hex);
+		printf("%s{\"name\":", i > 0 ? "," : "");
+		cli_json_str(o[i].name);
+		printf(",\"hash\":\"%s\",\"size\":%" PRIu64 ",\"path\":", hex,
+		       o[i].size);
+		cli_json_str(o[i].path);
+		putchar('}');
+	}
+	putchar(']');
+}
+
+/* A step's fields, every one always present ("log" null without a log). */
+static void
+step_json(const kiln_step_event *s)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	fputs(",\"builds\":[", stdout);
+	for (size_t i = 0; i < s->nbuilds; i++)
+		printf("%s%" PRIu64, i > 0 ? "," : "", s->builds[i]);
+	fputs("],\"profile\":", stdout);
+	cli_json_str(s->profile);
+	fputs(",\"url\":", stdout);
+	cli_json_str(s->url);
+	printf(",\"result\":\"%s\",\"reason\":", result_name(s->result));
+	cli_json_str(s->reason);
+	outputs_json(s->outputs, s->noutputs);
+	printf(",\"exit_code\":%d,\"signal\":%d,\"error\":", s->exit_code,
+	       s->signal);
+	cli_json_str(s->error);
+	if (s->has_log) {
+		kiln_id_to_hex(&s->log, hex);
+		printf(",\"log\":\"%s\"", hex);
+	} else {
+		fputs(",\"log\":null", stdout);
+	}
+	printf(",\"duration_ns\":%" PRIu64 ",\"done\":%" PRIu32 ",\"total\":%"
+	       PRIu32, s->duration_ns, s->done, s->total);
+	json_strs("warnings", s->warnings, s->nwarnings);
+}
+
+/* A build's end: its summary's fields. */
+static void
+build_json(const kiln_build_summary *b)
+{
+	printf(",\"build\":%" PRIu64 ",\"profile\":", b->build);
+	cli_json_str(b->profile);
+	printf(",\"total\":%" PRIu32 ",\"ran\":%" PRIu32 ",\"reused\":%" PRIu32
+	       ",\"failed\":%" PRIu32 ",\"skipped\":%" PRIu32 ",\"cancelled\":%"
+	       PRIu32 ",\"would_run\":%" PRIu32 ",\"duration_ns\":%" PRIu64
+	       ",\"files_statted\":%" PRIu64 ",\"index\":", b->total, b->ran,
+	       b->reused, b->failed, b->skipped, b->cancelled, b->would_run,
+	       b->duration_ns, b->files_statted);
+	cli_json_str(b->index);
+	fputs(",\"error\":", stdout);
+	cli_json_str(b->error);
 }
 
 static void
@@ -137,6 +348,10 @@ event_json(const kiln_event *ev)
 		fputs(",\"url\":", stdout);
 		cli_json_str(ev->url);
 	}
+	if (ev->type == KILN_EVENT_STEP && ev->step != NULL)
+		step_json(ev->step);
+	if (ev->type == KILN_EVENT_BUILD_DONE && ev->build != NULL)
+		build_json(ev->build);
 	puts("}");
 }
 
