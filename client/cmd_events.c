@@ -46,6 +46,11 @@ static const char events_help[] =
 	"       cancelled=N would-run=N DURATION [error=\"TEXT\"]\n"
 	"                                        a build ended: its steps by result,\n"
 	"                                        and a build-wide problem if any\n"
+	"  changed [everything] PATH... [more=N] project files changed on disk\n"
+	"                                        (the daemon's watch, after they\n"
+	"                                        settled; kilnd --settle); at most\n"
+	"                                        64 paths, then how many more;\n"
+	"                                        everything: the watch lost track\n"
 	"  other                                 a kind this kiln does not know\n"
 	"Every event is one line: in texts, names and paths a backslash, a\n"
 	"control character or DEL is a C escape (\\\\, \\n, \\t, \\r, else \\xNN);\n"
@@ -89,6 +94,7 @@ kind_name(const kiln_event *ev)
 	case KILN_EVENT_STOPPING: return "stopping";
 	case KILN_EVENT_STEP: return ev->step ? "step" : "other";
 	case KILN_EVENT_BUILD_DONE: return ev->build ? "build-done" : "other";
+	case KILN_EVENT_SOURCES_CHANGED: return "changed";
 	default: return "other";
 	}
 }
@@ -236,6 +242,16 @@ event_line(const kiln_event *ev)
 		if (ev->build != NULL)
 			build_line(ev->build);
 		break;
+	case KILN_EVENT_SOURCES_CHANGED:
+		if (ev->everything)
+			fputs(" everything", stdout);
+		for (size_t i = 0; i < ev->npaths; i++) {
+			putchar(' ');
+			line_str(ev->paths[i], LINE_WORD);
+		}
+		if (ev->more)
+			printf(" more=%" PRIu32, ev->more);
+		break;
 	default:
 		break;
 	}
@@ -352,6 +368,11 @@ event_json(const kiln_event *ev)
 		step_json(ev->step);
 	if (ev->type == KILN_EVENT_BUILD_DONE && ev->build != NULL)
 		build_json(ev->build);
+	if (ev->type == KILN_EVENT_SOURCES_CHANGED) {
+		json_strs("paths", ev->paths, ev->npaths);
+		printf(",\"more\":%" PRIu32 ",\"everything\":%s", ev->more,
+		       ev->everything ? "true" : "false");
+	}
 	puts("}");
 }
 
