@@ -65,6 +65,13 @@ wait_for() {
 	return 1
 }
 
+# builds_started N: the daemon's log shows N builds started (kilnd
+# --verbose logs each once its steps are scheduled, joined to those
+# already running).
+builds_started() {
+	[ "$(grep -c 'build [0-9]* of [0-9]* steps for profile' .kiln/kilnd.log)" -ge "$1" ]
+}
+
 # json_field NAME JSON: the value of a top-level field of a flat object.
 json_field() {
 	printf '%s\n' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p"

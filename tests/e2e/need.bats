@@ -274,11 +274,6 @@ level_built_ok() {
 	wait_for bash -c '! pgrep -f -- "[k]iln need slow/tex" && ! pgrep -f "[s]leep 29.5"'
 }
 
-# builds_started N: the daemon's log (kilnd -v) shows N builds started.
-builds_started() {
-	[ "$(grep -c 'build [0-9]* of [0-9]* steps for profile' .kiln/kilnd.log)" -ge "$1" ]
-}
-
 @test "cancelling one of two builds sharing a suspended step leaves the other whole" {
 	write_project
 	"$KILND" --project . --verbose
