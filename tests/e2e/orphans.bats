@@ -70,7 +70,7 @@ kill_daemon_in_sleep() {
 gone() {
 	local p
 	for p in "$@"; do
-		kill -0 "$p" 2>/dev/null && return 1
+		running "$p" && return 1
 	done
 	return 0
 }
