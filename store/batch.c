@@ -52,7 +52,7 @@ static int
 commit_txn(db_txn *t, void *arg)
 {
 	struct commit *c = arg;
-	int64_t now = kiln_wall_ns();
+	int64_t now = store_now(c->s);
 	struct blob_seen seen;
 	size_t named = c->nuses;
 	int rv = 0;

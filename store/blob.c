@@ -159,7 +159,7 @@ publish_txn(db_txn *t, void *arg)
 
 	if (lstat(p->final, &st) != 0 && (rv = place(p)) != 0)
 		return rv;
-	return blobrec_touch(t, &p->id, p->size, kiln_wall_ns());
+	return blobrec_touch(t, &p->id, p->size, store_now(p->s));
 }
 
 static int

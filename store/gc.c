@@ -28,9 +28,10 @@
  * that: a commit that ended before is in the snapshot taken after, and
  * one that began after takes its clock at or past T0. The same holds for
  * action results (a touch stamps the result and its outputs) against
- * action_cut. It relies on CLOCK_REALTIME not stepping back across the
- * few milliseconds between; a clock stepped back by more than the grace
- * period can still let a blob go. Nothing here depends on the grace
+ * action_cut. It relies on the store's clock (CLOCK_REALTIME unless
+ * kiln_store_opts.now_ns) not stepping back across the few milliseconds
+ * between; a clock stepped back by more than the grace period can still
+ * let a blob go. Nothing here depends on the grace
  * period for correctness: grace only spares blobs put but not named yet
  * from the work (and the redo) of a skipped record. */
 #include <errno.h>
@@ -54,6 +55,10 @@ struct gc {
 	kiln_store *s;
 	const kiln_gc_opts *o;
 	kiln_gc_stats *st;
+	int64_t now; /* T0, by the store's clock */
+	/* The store's clock minus CLOCK_REALTIME at T0 (0 unless a clock is
+	 * injected): added to file mtimes, which the kernel stamps. */
+	int64_t file_skew;
 	int64_t action_cut, grace_cut;
 	struct idset roots;
 	struct idset old_actions; /* action keys to delete */
@@ -159,7 +164,8 @@ list_blob(const struct blob_entry *e, void *arg)
 	}
 	if (store_grow(&g->c, &g->capc, g->nc, sizeof *g->c) != 0)
 		return KILN_ENOMEM;
-	g->c[g->nc++] = (struct candidate){e->id, e->size, e->mtime_ns, 0};
+	g->c[g->nc++] = (struct candidate){e->id, e->size,
+	                                   e->mtime_ns + g->file_skew, 0};
 	return 0;
 }
 
@@ -296,12 +302,23 @@ gc_remove(struct gc *g)
 	return 0;
 }
 
+/* T0. With an injected clock (kiln_store_opts.now_ns) a file's mtime is
+ * moved by that clock's lead over CLOCK_REALTIME, so a blob judged by it
+ * is as old as the real clock says: a clock moved on never makes a file
+ * just written (a put not yet recorded) look old. */
+static void
+read_clock(struct gc *g)
+{
+	g->now = store_now(g->s);
+	g->file_skew = g->s->now_ns != NULL ? g->now - kiln_wall_ns() : 0;
+}
+
 /* Read the clock while holding the writer lock: see the top of the file. */
 static int
 now_txn(db_txn *t, void *arg)
 {
 	(void)t;
-	*(int64_t *)arg = kiln_wall_ns();
+	read_clock(arg);
 	return 0;
 }
 
@@ -318,8 +335,7 @@ int
 kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 {
 	kiln_gc_stats local;
-	struct gc g = {0};
-	int64_t now = kiln_wall_ns();
+	struct gc g = {.s = s, .o = o};
 	int rv;
 
 	if (o == NULL || o->action_max_age_s < 0 || o->grace_s < 0)
@@ -329,13 +345,12 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 	memset(st, 0, sizeof *st);
 	if (!o->dry_run && (rv = store_writable(s)) != 0)
 		return rv;
-	if (!o->dry_run && (rv = db_write(s->db, now_txn, &now)) != 0)
+	read_clock(&g);
+	if (!o->dry_run && (rv = db_write(s->db, now_txn, &g)) != 0)
 		return rv;
-	g.s = s;
-	g.o = o;
 	g.st = st;
-	g.action_cut = cutoff(now, o->action_max_age_s);
-	g.grace_cut = cutoff(now, o->grace_s);
+	g.action_cut = cutoff(g.now, o->action_max_age_s);
+	g.grace_cut = cutoff(g.now, o->grace_s);
 	if ((rv = db_read(s->db, roots_txn, &g)) != 0)
 		goto fail;
 	st->removed_actions = g.old_actions.n;

@@ -117,7 +117,7 @@ static int
 touch_txn(db_txn *t, void *arg)
 {
 	struct touch_arg *a = arg;
-	int64_t now = kiln_wall_ns();
+	int64_t now = store_now(a->s);
 
 	for (size_t i = 0; i < a->n; i++) {
 		uint64_t size;

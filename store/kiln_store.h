@@ -130,6 +130,17 @@ typedef struct kiln_store_opts {
 	 * mapped before kiln_store_trim_pages, and a commit as it goes, hand
 	 * the pages back; 0 = 8 MiB. */
 	uint64_t mapped_max;
+	/* The wall clock, in ns since the epoch, that the store stamps its
+	 * records with (blob use times, index and action times) and that gc
+	 * measures ages and grace periods against; NULL = CLOCK_REALTIME.
+	 * Called with now_arg from any thread using the handle, so it must
+	 * be thread-safe; it should never go back. A blob judged by its
+	 * file's mtime (a put not yet recorded) is as old as CLOCK_REALTIME
+	 * says: moving this clock on never makes a file just written look
+	 * old. For tests: a clock moved ahead stands in for waiting out an
+	 * age or a grace period. */
+	int64_t (*now_ns)(void *now_arg);
+	void *now_arg;
 } kiln_store_opts;
 
 /* Open the store in folder dir (opts may be NULL: defaults, no create).

@@ -283,6 +283,8 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 		return KILN_ENOMEM;
 	s->flags = opts->flags;
 	s->durability = opts->durability;
+	s->now_ns = opts->now_ns;
+	s->now_arg = opts->now_arg;
 	s->objects_fd = -1;
 	pthread_mutex_init(&s->uses_mu, NULL);
 	pthread_mutex_init(&s->sync_mu, NULL);

@@ -63,7 +63,18 @@ struct kiln_store {
 	pthread_mutex_t uses_mu;
 	struct pending_use { kiln_id id; uint64_t size; } *uses;
 	size_t nuses, capuses;
+	/* kiln_store_opts.now_ns and now_arg: set at open, never changed. */
+	int64_t (*now_ns)(void *now_arg);
+	void *now_arg;
 };
+
+/* The store's wall clock (kiln_store_opts.now_ns, else CLOCK_REALTIME):
+ * what use stamps are written with and gc's ages are measured against. */
+static inline int64_t
+store_now(const kiln_store *s)
+{
+	return s->now_ns != NULL ? s->now_ns(s->now_arg) : kiln_wall_ns();
+}
 
 /* The layout version written to <dir>/kiln-store. Bump it when the folder
  * layout or a record encoding changes incompatibly, and teach open to

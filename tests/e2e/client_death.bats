@@ -63,7 +63,7 @@ slow_started() {
 
 @test "two clients build the same slow step; one is killed: the other's build completes" {
 	write_project 4.59
-	"$KILN" status >/dev/null
+	"$KILND" --project . --verbose
 	"$KILN" build slow.txt >first.log 2>&1 &
 	first=$!
 	wait_for slow_started "sleep 4.5[9]"
@@ -71,7 +71,7 @@ slow_started() {
 	second=$!
 	# the second build joins the running step; then the first client dies
 	# and, 2 s later, its build is cancelled while the step still runs
-	sleep 1
+	wait_for builds_started 2 || { cat .kiln/kilnd.log; false; }
 	kill -9 "$first"
 	wait "$first" || true
 	status=0

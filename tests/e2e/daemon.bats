@@ -31,7 +31,7 @@ load daemon_helpers
 	# exiting: its files are gone already, the process a moment later.
 	[ ! -e .kiln/kilnd.sock ] && [ ! -e .kiln/kilnd.pid ]
 	flock -n .kiln/kilnd.lock true
-	wait_for sh -c "! kill -0 $pid 2>/dev/null"
+	wait_for eval "! running $pid"
 	grep -q 'info: stopping (stop request)' .kiln/kilnd.log
 	grep -q 'info: stopped$' .kiln/kilnd.log
 }
@@ -116,7 +116,7 @@ load daemon_helpers
 	"$KILN" status >/dev/null
 	old=$(daemon_pid)
 	kill -9 "$old"
-	wait_for sh -c "! kill -0 $old 2>/dev/null"
+	wait_for eval "! running $old"
 	[ -S .kiln/kilnd.sock ] # left behind
 	run --separate-stderr "$KILN" status
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }

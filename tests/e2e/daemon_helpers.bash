@@ -17,7 +17,7 @@ teardown() {
 	if [ -f .kiln/kilnd.pid ]; then
 		pid=$(cat .kiln/kilnd.pid)
 		kill -TERM "$pid" 2>/dev/null
-		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		for _ in $(seq 1 100); do running "$pid" || break; sleep 0.05; done
 		kill -9 "$pid" 2>/dev/null || true
 	fi
 	for f in .kiln/kilnd.log fg.log; do
@@ -28,6 +28,16 @@ teardown() {
 		fi
 	done
 	return 0
+}
+
+# running PID: the process exists and has not exited. A daemonized
+# kilnd that exited stays a zombie until PID 1 reaps it (1.7 s on a
+# machine whose PID 1 reaps slowly), and kill -0 still finds a zombie;
+# by then it has written its log and closed its files.
+running() {
+	local st
+	st=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "$st" != Z ]
 }
 
 # free_port [SALT]: set $port to a TCP port that looks free: below the
@@ -63,6 +73,13 @@ wait_for() {
 	done
 	echo "timed out waiting for: $*" >&2
 	return 1
+}
+
+# builds_started N: the daemon's log shows N builds started (kilnd
+# --verbose logs each once its steps are scheduled, joined to those
+# already running).
+builds_started() {
+	[ "$(grep -c 'build [0-9]* of [0-9]* steps for profile' .kiln/kilnd.log)" -ge "$1" ]
 }
 
 # json_field NAME JSON: the value of a top-level field of a flat object.

@@ -44,11 +44,39 @@ status_is() {
 	[ "$(status_field "$1")" = "$2" ]
 }
 
+# bad_at_least N [URL]: the daemon counts N bad requests or more (asked
+# with a 5 s limit: a stalled daemon fails the wait, not hangs it).
+bad_at_least() {
+	local bad
+	bad=$(json_field bad_requests "$(timeout 5 "$KILN" status --json)")
+	[ "${bad:-0}" -ge "$1" ]
+}
+
+# connected N: the daemon's log (kilnd -v) shows N connections admitted.
+connected() {
+	[ "$(grep -c 'client [0-9]* connected (' .kiln/kilnd.log)" -ge "$1" ]
+}
+
+# hog_stuck: the daemon's replies to the hog no longer move: its socket
+# to the hog holds unsent bytes (the hog's receive buffer is full) and
+# the hog's side holds the same unread bytes on two looks 0.2 s apart.
+# Then each worker that takes a hog's request sits in its send.
+hog_stuck() {
+	local a b
+	a=$(ss -Htn state established "( dport = :$port )" | awk '{ print $1 }')
+	[ -n "$a" ] && [ "$a" -gt 0 ] || return 1
+	sleep 0.2
+	b=$(ss -Htn state established "( dport = :$port )" | awk '{ print $1 }')
+	[ "$a" = "$b" ] &&
+		[ "$(ss -Htn state established "( sport = :$port )" | awk '{ print $2 }')" -gt 0 ]
+}
+
 @test "a client pipelining requests it never reads does not stall the others" {
 	limits_setup
 	"$KILND" --project . --listen "tcp://127.0.0.1:$port" --token-file token
 	hog_open
-	sleep 1 # the daemon takes what it will of the 200
+	# the daemon has taken what it will of the 200: most are dropped
+	wait_for bad_at_least 100 || { "$KILN" status --json; false; }
 	timed_status 20
 	[ "$status" -eq 0 ] || { echo "status failed ($status) after ${ms} ms"; false; }
 	[ "$ms" -lt 3000 ] || { echo "status took ${ms} ms"; false; }
@@ -68,7 +96,7 @@ status_is() {
 	"$KILND" --project . --listen "tcp://127.0.0.1:$port" --token-file token \
 		--workers 1 --max-subscribers 1
 	hog_open
-	sleep 1
+	wait_for hog_stuck || { ss -tn "( sport = :$port or dport = :$port )"; false; }
 	timed_status 25
 	[ "$status" -eq 0 ] || { echo "status failed ($status) after ${ms} ms"; false; }
 	[ "$ms" -lt 15000 ] || { echo "status took ${ms} ms"; false; }
@@ -94,6 +122,7 @@ hang_ups() {
 	"$KILND" --project .
 	"$KILN" status >/dev/null
 	# One more that connects and says nothing, held open meanwhile.
+	# (sleep 30: what holds it open until it is killed below)
 	socat -u EXEC:'sleep 30' UNIX-CONNECT:.kiln/kilnd.sock 2>/dev/null &
 	silent=$!
 	hang_ups UNIX-CONNECT:.kiln/kilnd.sock
@@ -146,15 +175,17 @@ hang_ups() {
 @test "--max-clients holds however many connections come, closing the idlest" {
 	limits_setup
 	"$KILND" --project . --listen "tcp://127.0.0.1:$port" --token-file token \
-		--max-clients 3
+		--max-clients 3 --verbose
 	# Three connections fill the daemon; each of five more takes the slot
 	# of the one idle longest (an eviction once gave back a slot twice).
+	# Each is admitted before the next comes, so idle ages follow the
+	# order they came in.
 	fds=()
-	for _ in 1 2 3 4 5 6 7 8; do
+	for i in 1 2 3 4 5 6 7 8; do
 		exec {fd}<>"/dev/tcp/127.0.0.1/$port"
 		fds+=("$fd")
 		sp_header >&"$fd"
-		sleep 0.2
+		wait_for connected "$i" || { cat .kiln/kilnd.log; false; }
 	done
 	n=$(ss -Htn state established "( sport = :$port )" | wc -l)
 	[ "$n" -eq 3 ] || { echo "$n connections admitted"; ss -tn "( sport = :$port )"; false; }
@@ -175,6 +206,9 @@ hang_ups() {
 	for _ in $(seq 200); do
 		send_raw status.bin "tcp://127.0.0.1:$port" >/dev/null
 	done
+	# Kept on purpose: the time is the subject. Past the log's 1 s
+	# period the next refusal logs a line, with the count of those not
+	# logged.
 	sleep 1.1
 	send_raw status.bin "tcp://127.0.0.1:$port" | grep -q STATUS_UNAUTHENTICATED
 	s=$(($(date +%s) - t0 + 1))
@@ -208,10 +242,13 @@ PY
 }
 
 @test "300 idle ipc connections do not lock out kiln status" {
-	"$KILND" --project .
+	"$KILND" --project . --verbose
 	idle_ipc 300
 	wait_for test -e idle.up
-	sleep 0.5 # the daemon admits (or refuses) the last of them
+	# the daemon has admitted the last of them (evicting the idlest past
+	# --max-clients 256)
+	wait_for connected 300 ||
+		{ echo "$(grep -c 'connected (' .kiln/kilnd.log) admitted"; kill "$idle_pid"; false; }
 	run timeout 20 "$KILN" status
 	kill "$idle_pid"
 	[ "$status" -eq 0 ] || { echo "status failed ($status): $output"; false; }

@@ -10,7 +10,11 @@ load daemon_helpers
 
 # A level "compiler" that reads the texture names listed in its input and
 # asks for each one with kiln need; textures are cp steps nobody else
-# wants. Plus steps for the error cases.
+# wants. Plus steps for the error cases. Tools that must overlap wait for
+# each other, not for a time: waitlong runs while a process named
+# kiln-share-hold does (the test holds it); peer looks for marker, and
+# marker lasts from when it sees peer until peer has looked (each gives
+# up after 10 s, so alone each ends and peer says so).
 write_project() {
 	mkdir -p src/tex levels
 	echo stone-v1 >src/tex/stone.txt
@@ -42,7 +46,7 @@ tools:
     run: '"$KILN" need multi/pair > ${out} && "$KILN" need multi/pair --output right >> ${out}'
     shell: true
   waitlong:
-    run: 'sleep 6; echo tex > ${out}'
+    run: 'while pgrep -f "[k]iln-share-hold" >/dev/null; do sleep 0.05; done; echo tex > ${out}'
     shell: true
   twin:
     run: '"$KILN" need textures/stone.png > ${out}.a & a=$!; "$KILN" need textures/grass.png > ${out}.b & b=$!; wait $a || exit 1; wait $b || exit 1; cat ${out}.a ${out}.b > ${out}; rm ${out}.a ${out}.b'
@@ -51,10 +55,10 @@ tools:
     run: '"$KILN" need textures/stone.png > ${out}.a 2>&1 & a=$!; "$KILN" need pcyc/y > ${out}.b 2>&1 & b=$!; wait $a; sa=$?; wait $b; sb=$?; echo "stone $sa: $(cat ${out}.a)"; echo "y $sb: $(cat ${out}.b)"; exit 1'
     shell: true
   peer:
-    run: 'for i in $(seq 100); do pgrep -f "[k]iln-peer-marker" >/dev/null && break; sleep 0.1; done; if pgrep -f "[k]iln-peer-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
+    run: ': kiln-peer-looking; for i in $(seq 100); do pgrep -f "[k]iln-peer-marker" >/dev/null && break; sleep 0.1; done; if pgrep -f "[k]iln-peer-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
     shell: true
   marker:
-    run: 'sh -c "sleep 4" kiln-peer-marker; echo marker > ${out}'
+    run: 'sh -c "for i in \$(seq 200); do pgrep -f \"[k]iln-peer-looking\" >/dev/null && break; sleep 0.05; done; for i in \$(seq 200); do pgrep -f \"[k]iln-peer-looking\" >/dev/null || break; sleep 0.05; done" kiln-peer-marker; echo marker > ${out}'
     shell: true
   twinpar:
     run: 'a=$("$KILN" need par/peer) & b=$("$KILN" need par/marker) & wait; "$KILN" need par/peer >/dev/null && "$KILN" need par/marker >/dev/null && cat build/pc/par/peer > ${out}'
@@ -272,16 +276,22 @@ level_built_ok() {
 
 @test "cancelling one of two builds sharing a suspended step leaves the other whole" {
 	write_project
+	"$KILND" --project . --verbose
+	bash -c 'exec -a kiln-share-hold sleep 60' >/dev/null 2>&1 &
+	hold=$!
 	"$KILN" build --json share/level >b1.out 2>&1 &
 	b1=$!
 	wait_for pgrep -f -- "[k]iln need share/tex"
 	"$KILN" build --json share/level >b2.out 2>&1 &
 	b2=$!
-	sleep 1   # the second build joins the suspended step
+	# the second build has joined the suspended step: the engine
+	# schedules a build's steps before it logs the build
+	wait_for builds_started 2 || { cat .kiln/kilnd.log; false; }
 	kill -INT "$b1"
 	st=0
 	wait "$b1" || st=$?
-	[ "$st" -eq 130 ] || { echo "b1 exit $st"; cat b1.out; false; }
+	[ "$st" -eq 130 ] || { echo "b1 exit $st"; kill "$hold"; cat b1.out; false; }
+	kill "$hold"   # the shared step may finish now
 	st=0
 	wait "$b2" || st=$?
 	[ "$st" -eq 0 ] || { echo "b2 exit $st"; cat b2.out; false; }

@@ -59,6 +59,8 @@ kill_daemon_in_sleep() {
 	for d in "$@"; do
 		OLD="$OLD $(sleepers "$d")"
 	done
+	# kept: where in the tool's sleep the kill lands (its rest then
+	# overlaps the next daemon's build), not a wait for something
 	sleep 0.7
 	kill -9 "$(daemon_pid)"
 	wait "$client" || true
@@ -68,7 +70,7 @@ kill_daemon_in_sleep() {
 gone() {
 	local p
 	for p in "$@"; do
-		kill -0 "$p" 2>/dev/null && return 1
+		running "$p" && return 1
 	done
 	return 0
 }

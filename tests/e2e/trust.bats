@@ -70,7 +70,7 @@ YAML
 		case $((iter % 5)) in
 		0) delay=0 ;; 1) delay=0.05 ;; 2) delay=0.12 ;; 3) delay=0.24 ;; 4) delay=0.3 ;;
 		esac
-		sleep "$delay"
+		sleep "$delay"   # kept: where the edit lands is the subject
 		printf 'two-%s\n' "$iter" >src/a.txt
 		wait "$bpid" || { cat "$BATS_TEST_TMPDIR/b.out"; false; }
 		# whatever that build did, the next one must serve two-$iter
@@ -87,6 +87,16 @@ YAML
 	grep -q 'changed while its tool ran' .kiln/kilnd.log
 }
 
+# slowcat_sleeping: this project's slowcat (sleep 0.6 before its read)
+# is in that sleep.
+slowcat_sleeping() {
+	local pid
+	for pid in $(pgrep -f 'sleep 0.6; cat'); do
+		[ "$(readlink "/proc/$pid/cwd")" = "$P" ] && return 0
+	done
+	return 1
+}
+
 @test "an edit while the tool runs makes kiln decide the step again, and says why" {
 	write_slow_project
 	sed -i 's/sleep 0.1; cat/sleep 0.6; cat/' kiln.yaml
@@ -94,7 +104,8 @@ YAML
 	printf 'first\n' >src/a.txt
 	"$KILN" build --json >"$BATS_TEST_TMPDIR/b.out" 2>&1 &
 	bpid=$!
-	sleep 0.3
+	# the tool runs and has not read yet (it reads after 0.6 s)
+	wait_for slowcat_sleeping || { cat "$BATS_TEST_TMPDIR/b.out"; false; }
 	printf 'second\n' >src/a.txt
 	wait "$bpid"
 	[ "$(cat build/pc/c/a.txt)" = "second" ]
@@ -243,6 +254,7 @@ YAML
 	write_copy_project
 	build_ok
 	touch -r src/a.txt "$BATS_TEST_TMPDIR/ref"
+	# kept: the edit must come a clock tick later (its ctime differs)
 	sleep 0.05
 	printf 'ALPHA\n' >src/a.txt
 	touch -r "$BATS_TEST_TMPDIR/ref" src/a.txt

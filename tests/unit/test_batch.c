@@ -367,7 +367,8 @@ use_time(kiln_store *s, const kiln_id *id)
 static void
 a_record_naming_a_missing_blob_is_skipped_and_counted_while_the_rest_commit(void **state)
 {
-	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	struct tu_clock clock = {0};
+	kiln_store *s = tu_open_store_clocked(state, KILN_DURABLE_NONE, &clock);
 	kiln_id good = tu_put_content(s, 1, 10), other = tu_put_content(s, 2, 20);
 	kiln_id ghost, got, k_half = tu_key_of("half"), k_good = tu_key_of("good");
 	kiln_id half[2];
@@ -380,7 +381,7 @@ a_record_naming_a_missing_blob_is_skipped_and_counted_while_the_rest_commit(void
 	half[0] = other;
 	half[1] = ghost;
 	other_used = use_time(s, &other);
-	usleep(2000);
+	tu_clock_advance(&clock, 2);
 	assert_kiln(0, kiln_batch_index_set(b, "pc", "good", &good));
 	assert_kiln(0, kiln_batch_index_set(b, "pc", "ghost", &ghost));
 	assert_kiln(0, kiln_batch_action_put(b, &k_half, half, 2, "h", 1));
@@ -874,7 +875,8 @@ a_commit_looks_at_each_blob_once_however_many_records_name_it(void **state)
 static void
 gc_keeps_blobs_named_by_committed_batch_records(void **state)
 {
-	kiln_store *s = tu_open_store(state, KILN_DURABLE_BATCH);
+	struct tu_clock clock = {0};
+	kiln_store *s = tu_open_store_clocked(state, KILN_DURABLE_BATCH, &clock);
 	kiln_id indexed = tu_put_content(s, 1, 100), output = tu_put_content(s, 2, 200);
 	kiln_id unnamed = tu_put_content(s, 3, 300), key = tu_key_of("action");
 	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = TU_AGE_FOREVER, .grace_s = 0};
@@ -886,7 +888,7 @@ gc_keeps_blobs_named_by_committed_batch_records(void **state)
 	/* A step's payload is opaque: an id inside it roots nothing. */
 	assert_kiln(0, kiln_batch_step_put(b, "pc", "kept", unnamed.b, 16));
 	assert_kiln(0, kiln_store_commit(s, b, NULL));
-	usleep(2000);
+	tu_clock_advance(&clock, 2); /* every use is now past grace 0 */
 	assert_kiln(0, kiln_store_gc(s, &o, &st));
 	tu_assert_stat("gc", st, removed_blobs, 1);
 	assert_kiln(0, kiln_store_verify(s, &indexed));

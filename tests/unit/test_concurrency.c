@@ -565,7 +565,8 @@ gcloop_run(void *arg)
 static void
 gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 {
-	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	struct tu_clock clock = {0};
+	kiln_store *s = tu_open_store_clocked(state, KILN_DURABLE_NONE, &clock);
 	kiln_gc_opts o = {.max_size = 0, .action_max_age_s = TU_AGE_FOREVER,
 	                  .grace_s = 1};
 	static kiln_id old[NOLD], named[NREPUT];
@@ -583,7 +584,8 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 		tu_fill64(buf, sizeof buf, 500 + (uint64_t)i);
 		assert_kiln(0, kiln_store_put_buf(s, buf, sizeof buf, &old[i]));
 	}
-	tu_sleep_ms(1200); /* the old blobs are now out of a 1 s grace period */
+	/* the old blobs are now out of a 1 s grace period */
+	tu_clock_advance(&clock, 1200);
 
 	pthread_barrier_init(&go, NULL, 3);
 	g = (struct gcloop){.s = s, .stop = &stop, .go = &go};

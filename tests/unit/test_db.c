@@ -129,7 +129,8 @@ index_lists_by_profile_and_prefix_in_order(void **state)
 static void
 actions_round_trip_and_keep_their_creation_time(void **state)
 {
-	kiln_store *s = tu_open_store(state, KILN_DURABLE_FSYNC);
+	struct tu_clock clock = {0};
+	kiln_store *s = tu_open_store_clocked(state, KILN_DURABLE_FSYNC, &clock);
 	kiln_id outs[2] = {put_text(s, "out1"), put_text(s, "out2")}, key, ghost;
 	kiln_action *a;
 	int64_t created, used;
@@ -147,7 +148,7 @@ actions_round_trip_and_keep_their_creation_time(void **state)
 	used = a->used_ns;
 	kiln_action_free(a);
 
-	usleep(2000);
+	tu_clock_advance(&clock, 2);
 	assert_kiln(0, kiln_store_action_touch(s, &key));
 	assert_kiln(0, kiln_store_action_get(s, &key, &a));
 	assert_true(a->used_ns > used);

@@ -4,7 +4,13 @@
  * action_max_age_s. Everything else goes (least recently used first when a
  * size budget is given), except blobs inside their grace period. Each case
  * checks the files under objects/ as well as the API, and ends with a clean
- * fsck: gc must never leave a record naming a removed blob. */
+ * fsck: gc must never leave a record naming a removed blob.
+ *
+ * Cases that need stamps to be old open the store with a test clock
+ * (struct tu_clock) and move it on by OLD_MS instead of sleeping. AGE_S,
+ * the max age or grace period they give gc, lies between: what was
+ * stamped before the move is older, what was stamped after is "just now"
+ * with AGE_S seconds of real time to spare before gc judges it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +19,9 @@
 #include <sys/stat.h>
 
 #include "testutil.h"
+
+#define AGE_S 5
+#define OLD_MS 10000
 
 static const char *
 hex_of(const kiln_id *id)
@@ -304,7 +313,8 @@ gc_keeps_blobs_of_recently_used_actions(void **state)
 static void
 gc_deletes_old_actions_and_blobs_only_they_named(void **state)
 {
-	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	struct tu_clock clock = {0};
+	kiln_store *s = tu_open_store_clocked(state, KILN_DURABLE_NONE, &clock);
 	kiln_id o1 = tu_put_content(s, 20, 1100);  /* only the old action */
 	kiln_id o2 = tu_put_content(s, 21, 1200);  /* old action + index */
 	kiln_id sh = tu_put_content(s, 22, 1300);  /* old and new action */
@@ -317,16 +327,16 @@ gc_deletes_old_actions_and_blobs_only_they_named(void **state)
 	assert_kiln(0, kiln_store_action_put(s, &k_old, old_outs, 3, "o", 1));
 	assert_kiln(0, kiln_store_action_put(s, &k_touched, touched_outs, 1, "t", 1));
 	assert_kiln(0, kiln_store_index_set(s, "pc", "keep/o2", &o2));
-	tu_sleep_ms(1200);
+	tu_clock_advance(&clock, OLD_MS);
 	assert_kiln(0, kiln_store_action_touch(s, &k_touched));
 	n1 = tu_put_content(s, 24, 1500);
 	new_outs[0] = n1;
 	new_outs[1] = sh;
 	assert_kiln(0, kiln_store_action_put(s, &k_new, new_outs, 2, "n", 1));
 
-	st = run_gc(s, 0, 1, 0, 0);
+	st = run_gc(s, 0, AGE_S, 0, 0);
 
-	assert_action_gone(s, &k_old, "put 1.2 s ago with max age 1 s");
+	assert_action_gone(s, &k_old, "put 10 s ago with max age 5 s");
 	assert_removed(state, s, &o1, "blob named only by the old action");
 	assert_kept(state, s, &o2, "blob of the old action also named by the index");
 	assert_kept(state, s, &sh, "blob shared by the old and a new action");
@@ -345,11 +355,11 @@ gc_deletes_old_actions_and_blobs_only_they_named(void **state)
 	tu_assert_store_sound(s, "after gc", NULL, NULL);
 
 	/* every action gets old: all go, and so do blobs only they named */
-	tu_sleep_ms(1200);
-	st = run_gc(s, 0, 1, 0, 0);
+	tu_clock_advance(&clock, OLD_MS);
+	st = run_gc(s, 0, AGE_S, 0, 0);
 	assert_stat(st, removed_actions, 2);
-	assert_action_gone(s, &k_touched, "touched 1.2 s before the second gc");
-	assert_action_gone(s, &k_new, "put 1.2 s before the second gc");
+	assert_action_gone(s, &k_touched, "touched 10 s before the second gc");
+	assert_action_gone(s, &k_new, "put 10 s before the second gc");
 	assert_removed(state, s, &t1, "blob of the now old touched action");
 	assert_removed(state, s, &n1, "blob of the now old new action");
 	assert_removed(state, s, &sh, "blob shared by two old actions");
@@ -438,7 +448,8 @@ gc_budget_already_met_removes_nothing(void **state)
 static void
 gc_dry_run_counts_but_removes_nothing(void **state)
 {
-	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	struct tu_clock clock = {0};
+	kiln_store *s = tu_open_store_clocked(state, KILN_DURABLE_NONE, &clock);
 	kiln_id r = tu_put_content(s, 50, 1000), u1 = tu_put_content(s, 51, 2000),
 	        u2 = tu_put_content(s, 52, 3000), a1 = tu_put_content(s, 53, 4000);
 	kiln_id ka = tu_key_of("old action"), outs[1] = {a1};
@@ -447,9 +458,9 @@ gc_dry_run_counts_but_removes_nothing(void **state)
 
 	assert_kiln(0, kiln_store_index_set(s, "pc", "r", &r));
 	assert_kiln(0, kiln_store_action_put(s, &ka, outs, 1, "a", 1));
-	tu_sleep_ms(1200);
+	tu_clock_advance(&clock, OLD_MS);
 
-	dry = run_gc(s, 0, 1, 0, 1);
+	dry = run_gc(s, 0, AGE_S, 0, 1);
 	{
 		int seen = 0;
 		for (size_t i = 0; i < removed_log.n && i < 64; i++)
@@ -478,7 +489,7 @@ gc_dry_run_counts_but_removes_nothing(void **state)
 		fail_msg("dry run changed objects/: %" PRIu64 " files, %" PRIu64
 		         " bytes (was 4, 10000)", n, bytes);
 
-	real = run_gc(s, 0, 1, 0, 0);
+	real = run_gc(s, 0, AGE_S, 0, 0);
 	if (memcmp(&dry, &real, sizeof dry) != 0)
 		fail_msg("real gc stats differ from the dry run: removed %" PRIu64
 		         "/%" PRIu64 " bytes/%" PRIu64 " actions vs dry %" PRIu64
@@ -498,29 +509,30 @@ gc_dry_run_counts_but_removes_nothing(void **state)
 static void
 gc_grace_period_protects_fresh_blobs(void **state)
 {
-	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	struct tu_clock clock = {0};
+	kiln_store *s = tu_open_store_clocked(state, KILN_DURABLE_NONE, &clock);
 	kiln_id old = tu_put_content(s, 60, 1000);
 	kiln_id touched = tu_put_content(s, 61, 2000);
 	kiln_id fresh;
 	kiln_gc_stats st;
 
-	tu_sleep_ms(1200);
+	tu_clock_advance(&clock, OLD_MS);
 	fresh = tu_put_content(s, 62, 3000);
 	assert_kiln(0, kiln_store_touch(s, &touched, 1));
 
 	/* only look at files here: reading might count as a use */
 	st = run_gc(s, 0, TU_AGE_FOREVER, 3600, 0);
-	assert_file_there(state, &old, "unnamed blob 1.2 s old, grace 3600 s");
+	assert_file_there(state, &old, "unnamed blob 10 s old, grace 3600 s");
 	assert_file_there(state, &touched, "unnamed blob touched now, grace 3600 s");
 	assert_file_there(state, &fresh, "unnamed blob put now, grace 3600 s");
 	assert_stat(st, removed_blobs, 0);
 	assert_stat(st, removed_bytes, 0);
 	assert_stat(st, blobs, 3);
 
-	st = run_gc(s, 0, TU_AGE_FOREVER, 1, 0);
-	assert_removed(state, s, &old, "unnamed blob 1.2 s old, grace 1 s");
-	assert_kept(state, s, &touched, "unnamed blob touched within grace 1 s");
-	assert_kept(state, s, &fresh, "unnamed blob put within grace 1 s");
+	st = run_gc(s, 0, TU_AGE_FOREVER, AGE_S, 0);
+	assert_removed(state, s, &old, "unnamed blob 10 s old, grace 5 s");
+	assert_kept(state, s, &touched, "unnamed blob touched within grace 5 s");
+	assert_kept(state, s, &fresh, "unnamed blob put within grace 5 s");
 	assert_stat(st, removed_blobs, 1);
 	assert_stat(st, removed_bytes, 1000);
 
@@ -610,7 +622,8 @@ gc_accepts_the_largest_ages(void **state)
 static void
 gc_an_action_touch_keeps_its_blobs_and_refuses_a_gone_one(void **state)
 {
-	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+	struct tu_clock clock = {0};
+	kiln_store *s = tu_open_store_clocked(state, KILN_DURABLE_NONE, &clock);
 	kiln_id x = tu_put_content(s, 30, 900), y = tu_put_content(s, 31, 901);
 	kiln_id kx = tu_key_of("touched"), ky = tu_key_of("untouched");
 	kiln_id z, kz = tu_key_of("blob gone");
@@ -620,13 +633,14 @@ gc_an_action_touch_keeps_its_blobs_and_refuses_a_gone_one(void **state)
 
 	assert_kiln(0, kiln_store_action_put(s, &kx, &x, 1, "x", 1));
 	assert_kiln(0, kiln_store_action_put(s, &ky, &y, 1, "y", 1));
-	tu_sleep_ms(1200);
+	tu_clock_advance(&clock, OLD_MS);
 	assert_kiln(0, kiln_store_action_touch(s, &kx));
 
-	/* max age 0: both results go; grace 1 s spares what was used since */
-	st = run_gc(s, 0, 0, 1, 0);
+	/* max age 0: both results go; the grace period spares what was
+	 * used since */
+	st = run_gc(s, 0, 0, AGE_S, 0);
 	assert_stat(st, removed_actions, 2);
-	assert_kept(state, s, &x, "blob of a result touched 1.2 s after its put");
+	assert_kept(state, s, &x, "blob of a result touched 10 s after its put");
 	assert_removed(state, s, &y, "blob of a result not touched");
 
 	z = tu_put_content(s, 32, 902);

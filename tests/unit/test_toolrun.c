@@ -6,6 +6,7 @@
  * they only record, and the main thread asserts. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +48,22 @@ mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until cond(arg) holds, looking every 5 ms, for at most ms
+ * milliseconds of the monotonic clock; returns whether it held. For what
+ * gives no event to wait on (a log line, a process's comm). */
+static int
+wait_until(int (*cond)(void *), void *arg, int64_t ms)
+{
+	int64_t end = mono_ms() + ms;
+
+	while (!cond(arg)) {
+		if (mono_ms() >= end)
+			return cond(arg);
+		tu_sleep_ms(5);
+	}
+	return 1;
 }
 
 static void
@@ -383,6 +401,13 @@ signals_ignored_in_the_parent_are_default_in_the_tool(void **state)
 
 /* ---- many, killed, freed ------------------------------------------------ */
 
+/* wait_until: the spawner at arg runs no child. */
+static int
+none_running(void *sp)
+{
+	return spawner_running(sp) == 0;
+}
+
 static void
 fifty_children_at_once_each_done_exactly_once(void **state)
 {
@@ -406,9 +431,12 @@ fifty_children_at_once_each_done_exactly_once(void **state)
 	}
 	if (seen_wait(&seen, N, 20000) != N)
 		fail_msg("%u of %d children reported in 20 s", seen.ncalls, N);
-	for (int i = 0; i < 500 && spawner_running(sp) != 0; i++)
-		tu_sleep_ms(10);
-	assert_int_equal(spawner_running(sp), 0);
+	if (!wait_until(none_running, sp, 5000))
+		fail_msg("%u children still counted running 5 s after the last "
+		         "was reported", spawner_running(sp));
+	/* Kept on purpose: no event marks "no second done call is coming",
+	 * so give a wrong, late one 100 ms to show before free stops the
+	 * reaper. */
 	tu_sleep_ms(100);
 	spawner_free(sp);
 	close(log_fd);
@@ -498,6 +526,31 @@ pid_gone(pid_t pid)
 	return p == NULL || ((p = strrchr(buf, ')')) != NULL && p[2] == 'Z');
 }
 
+/* Wait up to ms for pid to end (exit, or be a zombie): on its pidfd,
+ * which turns readable when it exits; by looking every 5 ms where there is
+ * no pidfd. Returns whether it ended. */
+static int
+wait_pid_gone(pid_t pid, int ms)
+{
+	int64_t end = mono_ms() + ms;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd pfd = {fd, POLLIN, 0};
+	int rv;
+
+	if (fd < 0 && errno == ESRCH)
+		return 1;
+	if (fd < 0) {
+		while (!pid_gone(pid) && mono_ms() < end)
+			tu_sleep_ms(5);
+		return pid_gone(pid);
+	}
+	do
+		rv = poll(&pfd, 1, (int)(end - mono_ms() > 0 ? end - mono_ms() : 0));
+	while (rv < 0 && errno == EINTR);
+	close(fd);
+	return rv == 1;
+}
+
 /* Whether pid runs sleep now. */
 static int
 is_sleep(pid_t pid)
@@ -512,6 +565,23 @@ is_sleep(pid_t pid)
 		comm[0] = '\0';
 	fclose(f);
 	return strcmp(comm, "sleep\n") == 0;
+}
+
+/* wait_until: the log of the case at arg holds a line. */
+static int
+log_has_line(void *state)
+{
+	return strchr(read_log(state, "log"), '\n') != NULL;
+}
+
+/* wait_until: the log's first line is not a pid, or that process runs
+ * sleep (it is no longer a shell between fork and exec). */
+static int
+log_pid_runs_sleep(void *state)
+{
+	pid_t bg = atoi(read_log(state, "log"));
+
+	return bg <= 0 || is_sleep(bg);
 }
 
 /* Start script; once its log holds a line (and, when that is a pid, once
@@ -531,13 +601,13 @@ kill_tool(void **state, const char *script, unsigned grace_ms, int64_t *took_ms)
 	seen_init(&seen);
 	assert_kiln(0, spawner_new(&sp, 0));
 	assert_kiln(0, spawner_start(sp, &rq, on_done, &sl, &pid));
-	for (int i = 0; i < 500 && strchr(read_log(state, "log"), '\n') == NULL; i++)
-		tu_sleep_ms(10);
+	if (!wait_until(log_has_line, state, 10000))
+		fail_msg("'%s' wrote no line in 10 s", script);
 	/* A background pid first: kill once it is sleep, not a shell still
 	 * between fork and exec with the parent's trap. */
-	for (int i = 0; i < 500 && atoi(read_log(state, "log")) > 0 &&
-	                !is_sleep(atoi(read_log(state, "log"))); i++)
-		tu_sleep_ms(10);
+	if (!wait_until(log_pid_runs_sleep, state, 10000))
+		fail_msg("'%s': process %s does not run sleep after 10 s", script,
+		         read_log(state, "log"));
 	assert_int_equal(spawner_running(sp), 1);
 	t0 = mono_ms();
 	assert_kiln(0, spawner_kill(sp, pid, grace_ms));
@@ -563,9 +633,7 @@ kill_ends_the_whole_process_group_with_sigterm(void **state)
 	if (took > 2000)
 		fail_msg("the kill took %lld ms", (long long)took);
 	assert_true(bg > 0);
-	for (int i = 0; i < 200 && !pid_gone(bg); i++)
-		tu_sleep_ms(10);
-	if (!pid_gone(bg))
+	if (!wait_pid_gone(bg, 2000))
 		fail_msg("the background sleep %d survived its group", (int)bg);
 }
 
@@ -610,9 +678,7 @@ what_a_tool_leaves_running_is_killed_when_it_exits(void **state)
 	assert_true(r.exited && r.status == 0);
 	bg = atoi(read_log(state, "log"));
 	assert_true(bg > 0);
-	for (int i = 0; i < 200 && !pid_gone(bg); i++)
-		tu_sleep_ms(10);
-	if (!pid_gone(bg))
+	if (!wait_pid_gone(bg, 2000))
 		fail_msg("the background sleep %d outlived the tool", (int)bg);
 }
 
@@ -788,9 +854,7 @@ a_tool_dies_when_the_process_that_started_it_is_killed(void **state)
 	assert_false(pid_gone(tool));
 	assert_int_equal(kill(helper, SIGKILL), 0);
 	assert_int_equal(waitpid(helper, NULL, 0), helper);
-	for (int i = 0; i < 500 && !pid_gone(tool); i++)
-		tu_sleep_ms(10);
-	if (!pid_gone(tool)) {
+	if (!wait_pid_gone(tool, 5000)) {
 		kill(tool, SIGKILL);
 		fail_msg("the tool %d outlived the killed process that started it",
 		         (int)tool);

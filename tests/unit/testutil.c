@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kiln_clock.h"
 #include "testutil.h"
 
 /* ---- temp dirs and files ---------------------------------------------- */
@@ -244,6 +245,34 @@ tu_open_store(void **state, enum kiln_durability d)
 {
 	return tu_open_store_at(tu_path(state, "store"), KILN_STORE_CREATE, d,
 	                        "tu_open_store");
+}
+
+int64_t
+tu_clock_now(void *clock)
+{
+	struct tu_clock *c = clock;
+
+	return kiln_wall_ns() + __atomic_load_n(&c->ahead_ns, __ATOMIC_SEQ_CST);
+}
+
+void
+tu_clock_advance(struct tu_clock *c, int64_t ms)
+{
+	__atomic_add_fetch(&c->ahead_ns, ms * 1000000, __ATOMIC_SEQ_CST);
+}
+
+kiln_store *
+tu_open_store_clocked(void **state, enum kiln_durability d, struct tu_clock *c)
+{
+	kiln_store_opts o = {.flags = KILN_STORE_CREATE, .durability = d,
+	                     .now_ns = tu_clock_now, .now_arg = c};
+	kiln_store *s = NULL;
+	int rv = kiln_store_open(tu_path(state, "store"), &o, &s);
+
+	if (rv != 0)
+		fail_msg("tu_open_store_clocked: opening the store at %s failed: %s",
+		         tu_path(state, "store"), kiln_strerror(rv));
+	return s;
 }
 
 void

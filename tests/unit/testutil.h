@@ -78,6 +78,25 @@ kiln_id tu_key_of(const char *text);
 /* Open (creating) a store under the case dir at "store", with durability. */
 kiln_store *tu_open_store(void **state, enum kiln_durability d);
 
+/* A store clock (kiln_store_opts.now_ns) that runs with CLOCK_REALTIME
+ * but ahead of it by ahead_ns, which only grows: a case moves it on
+ * instead of sleeping until use stamps are old. Zero it before use. */
+struct tu_clock {
+	int64_t ahead_ns;
+};
+
+/* kiln_store_opts.now_ns for a struct tu_clock *clock. Safe in threads. */
+int64_t tu_clock_now(void *clock);
+
+/* Move c on by ms milliseconds: everything stamped so far is that much
+ * older. Safe in threads. */
+void tu_clock_advance(struct tu_clock *c, int64_t ms);
+
+/* tu_open_store with the store's clock set to c (which must outlive the
+ * handle). */
+kiln_store *tu_open_store_clocked(void **state, enum kiln_durability d,
+                                  struct tu_clock *c);
+
 /* Open the store at path with flags (kiln_store_flags) and durability d;
  * fails the test, naming what, unless it opens. */
 kiln_store *tu_open_store_at(const char *path, unsigned flags,
