@@ -263,7 +263,7 @@ YAML
 	run "$KILN" log broken.txt
 	[[ "$output" == *"working on src/a.txt"* ]] || { echo "$output"; false; }
 	# the index has nothing of it
-	! grep -q broken build/default/kiln-index.txt
+	! grep -q broken build/default/kiln-index.txt || false
 	# the next build tries it again
 	build
 	[ "$status" -eq 1 ]
@@ -374,7 +374,7 @@ some_copy_published() {
 	wait "$b"
 	for f in one.json two.json; do
 		grep -q '"event":"build"' "$f"
-		! grep '"event":"build"' "$f" | grep -qv '"failed":0'
+		! grep '"event":"build"' "$f" | grep -qv '"failed":0' || false
 	done
 	# each copy step: one output hash over both clients' events (both
 	# builds saw the same run), and that is what build/ holds
@@ -410,8 +410,8 @@ YAML
 	build_ok
 	# a full build leaves only the profile's outputs in build/
 	[ ! -e build/default/copy/b.txt ]
-	! grep -q 'copy/b.txt' build/default/kiln-index.txt
-	! printf '%s\n' "$output" | grep -q '"url":"copy/b.txt"'
+	! grep -q 'copy/b.txt' build/default/kiln-index.txt || false
+	! printf '%s\n' "$output" | grep -q '"url":"copy/b.txt"' || false
 }
 
 @test "Ctrl-C on the client cancels its build and kills its running tools" {
@@ -442,7 +442,8 @@ YAML
 	pid=$(daemon_pid)
 	run timeout 20 "$KILN" stop
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
-	! kill -0 "$pid" 2>/dev/null
+	# gone at once, or on its way out (a zombie its parent has not reaped)
+	wait_for gone_now "$pid"
 	wait "$client" || true
 	# the next build finishes the work
 	build_ok
@@ -664,4 +665,8 @@ YAML
 	[ "$(printf '%s\n' "$output" | head -n 1)" = first ]
 	[ "$(printf '%s\n' "$output" | tail -n 1)" = last ]
 	[[ "$output" == *"bytes of the tool's output cut here"* ]]
+}
+
+gone_now() {
+	! running "$1"
 }

@@ -91,7 +91,7 @@ slow_started() {
 	printf '%s\n%s\n' "$output" "$stderr" |
 		grep -q "slow.txt: the tool ran longer than its timeout of 1s (tool 'slow', kiln.yaml:9)" ||
 		{ echo "no timeout message in: $output $stderr"; false; }
-	! pgrep -f "sleep 30.5[8]" >/dev/null
+	! pgrep -f "sleep 30.5[8]" >/dev/null || false
 }
 
 @test "the project's tool_timeout applies to tools without their own" {
@@ -101,7 +101,7 @@ slow_started() {
 	[ "$status" -eq 1 ] || { echo "exit $status: $output $stderr"; false; }
 	printf '%s\n%s\n' "$output" "$stderr" | grep -q "ran longer than its timeout of 1s" ||
 		{ echo "no timeout message in: $output $stderr"; false; }
-	! pgrep -f "sleep 30.5[6]" >/dev/null
+	! pgrep -f "sleep 30.5[6]" >/dev/null || false
 }
 
 @test "a bad timeout is a description error naming file:line" {

@@ -122,6 +122,6 @@ sp_frame() {
 		socat -u FILE:msg.bin "TCP:127.0.0.1:$port" 2>/dev/null || true
 		[ -e .kiln/kilnd.pid ] || { echo "a stop without the token got through (try $i)"; false; }
 	done
-	! grep -q "stop requested" .kiln/kilnd.log
+	! grep -q "stop requested" .kiln/kilnd.log || false
 	"$KILN" status >/dev/null
 }

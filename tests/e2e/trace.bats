@@ -391,7 +391,7 @@ YAML
 	[ "$status" -ne 0 ]
 	[[ "$output$stderr" == *"leaky.txt: the tool wrote outside its scratch folder: leaked.txt"* ]] || { echo "$output $stderr"; false; }
 	[ ! -e build/default/leaky.txt ]
-	! grep -q '^leaky.txt' build/default/kiln-index.txt 2>/dev/null
+	! grep -q '^leaky.txt' build/default/kiln-index.txt 2>/dev/null || false
 	run "$KILN" why leaky.txt
 	[[ "$output" == *"failed"* ]]
 	# `trace: false` opts a tool out: it builds, untraced, and its reads
