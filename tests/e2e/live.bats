@@ -148,3 +148,51 @@ edit_seen() {
 	[ "$status" -eq 2 ] || { echo "$stderr"; false; }
 	[[ "$stderr" == *"nothing.txt"* ]] || { echo "$stderr"; false; }
 }
+
+@test "a new asset added to kiln.yaml while watching is built" {
+	live_project
+	watch_start
+	printf 'c\n' >src/c.txt
+	cat >>kiln.yaml <<'YAML'
+  - url: c.txt
+    tool: copy
+    inputs: [src/c.txt]
+YAML
+	wait_for output_is c.txt c || { cat "$W" "$W.err"; false; }
+	watch_stop
+}
+
+@test "a deleted source fails its step with a clear event; the last good output stays" {
+	live_project
+	watch_start
+	rm src/a.txt
+	wait_for grep -q '"url":"a.txt","profile":"pc","result":"failed"' "$W" ||
+		{ cat "$W" "$W.err"; false; }
+	grep '"result":"failed"' "$W" | grep -q 'src/a.txt' || { cat "$W"; false; }
+	output_is a.txt one
+	# and a new save brings it back
+	printf 'back\n' >src/a.txt
+	wait_for output_is a.txt back || { cat "$W"; false; }
+	watch_stop
+}
+
+@test "the watch survives the removal and re-creation of a whole source folder" {
+	live_project
+	watch_start
+	rm -rf src
+	# a project without its source folder has an error: said, and watched on
+	wait_for grep -q "source folder 'src' does not exist" "$W.err" ||
+		{ cat "$W" "$W.err"; false; }
+	mkdir src
+	printf 'new a\n' >src/a.txt
+	printf 'new b\n' >src/b.txt
+	wait_for both_new || { cat "$W"; false; }
+	# and an edit in the new folder is seen too
+	printf 'newer a\n' >src/a.txt
+	wait_for output_is a.txt 'newer a' || { cat "$W"; false; }
+	watch_stop
+}
+
+both_new() {
+	output_is a.txt 'new a' && output_is b.txt 'new b'
+}
