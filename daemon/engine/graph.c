@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "watch.h"
 #include "graph.h"
 #include "discover.h"
 #include "need.h"
@@ -321,6 +322,24 @@ dir_names(const char *root, const char *rel, kiln_id *id)
 		memset(id, 0, sizeof *id);
 }
 
+/* Watch every folder the source walk read (and so the project folder,
+ * where the descriptions are), so that a live build hears of a save in
+ * any of them before a build has looked at its files. Best effort: a
+ * folder that cannot be watched (inotify's limit) is stat'ed as before,
+ * and its saves reach live builds once a build has read them. */
+static void
+watch_sources(struct engine *e)
+{
+	const char *const *dirs;
+	size_t nd = kiln_desc_dirs(e->desc, &dirs);
+
+	if (e->watch == NULL)
+		return;
+	watch_folder(e->watch, "");
+	for (size_t i = 0; i < nd; i++)
+		watch_folder(e->watch, dirs[i]);
+}
+
 /* Remember how every description file and source folder looks now (and
  * the project folder, where a source folder may yet appear). */
 static int
@@ -454,6 +473,7 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 	e->desc = d;
 	if ((rv = stamps_take(e)) != 0)
 		return rv;
+	watch_sources(e);
 	/* an edit saved while we were loading may be missing from what was
 	 * read yet already in the stamps: load again next time */
 	e->stamps_suspect = 0;

@@ -594,3 +594,16 @@ watch_clean(struct watch *w, const char *relpath, uint64_t gen)
 	pthread_rwlock_unlock(&w->lock);
 	return clean;
 }
+
+int
+watch_folder(struct watch *w, const char *reldir)
+{
+	char probe[PATH_MAX];
+	uint64_t gen;
+
+	/* watch_prepare watches the folders of a file: name one in reldir */
+	if ((size_t)snprintf(probe, sizeof probe, "%s%s.", reldir,
+	                     reldir[0] ? "/" : "") >= sizeof probe)
+		return KILN_ERANGE;
+	return watch_prepare(w, probe, &gen);
+}

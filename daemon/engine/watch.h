@@ -44,6 +44,11 @@ void watch_sync(struct watch *w);
  * may be trusted. */
 int watch_prepare(struct watch *w, const char *relpath, uint64_t *gen);
 
+/* Watch folder reldir (relative to the root; "" the root) and every
+ * folder above it, before anything in it was looked at: its changes are
+ * then reported (watch_on_change) from now on. 0, or as watch_prepare. */
+int watch_folder(struct watch *w, const char *reldir);
+
 /* Whether relpath is as it was when looked at in generation gen (from
  * watch_prepare; 0 is never clean). */
 int watch_clean(struct watch *w, const char *relpath, uint64_t gen);

@@ -196,3 +196,20 @@ YAML
 both_new() {
 	output_is a.txt 'new a' && output_is b.txt 'new b'
 }
+
+@test "saves in a source folder no build has read yet are seen" {
+	live_project
+	mkdir -p src/deep/er
+	printf 'x\n' >src/deep/er/x.txt
+	watch_start a.txt
+	"$KILN" events --timeout 20 >ev.out 2>ev.err &
+	ev=$!
+	wait_for deep_edit_seen || { cat ev.out ev.err; kill "$ev"; false; }
+	kill "$ev"
+}
+
+deep_edit_seen() {
+	printf '%s\n' "$RANDOM" >src/deep/er/x.txt
+	sleep 0.05
+	grep -q 'changed src/deep/er/x.txt' ev.out
+}
