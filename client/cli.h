@@ -53,6 +53,8 @@ int cmd_gc(const struct cli *cli, int argc, char **argv);
 int cmd_status(const struct cli *cli, int argc, char **argv);
 /* kiln stop: stop the daemon and wait until it is gone. */
 int cmd_stop(const struct cli *cli, int argc, char **argv);
+int cmd_hold(const struct cli *cli, int argc, char **argv);
+int cmd_release(const struct cli *cli, int argc, char **argv);
 /* kiln events [...]: print the daemon's events as they come. */
 int cmd_events(const struct cli *cli, int argc, char **argv);
 

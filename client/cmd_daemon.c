@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+
+extern char **environ;
 #include "kiln_proto.h"
 
 #define DAEMON_OPTION_HELP                                                   \
@@ -204,5 +209,114 @@ cmd_stop(const struct cli *cli, int argc, char **argv)
 		return CLI_USAGE;
 	}
 	printf("stopped kilnd (pid %" PRIu32 ")\n", st.pid);
+	return CLI_OK;
+}
+
+/* ---- kiln hold / kiln release -------------------------------------------- */
+
+static const char hold_usage[] = "usage: kiln hold [COMMAND [ARG...]]\n";
+static const char hold_help[] =
+	"usage: kiln hold [COMMAND [ARG...]]\n"
+	"\n"
+	"Hold the daemon's change reports while many files change at once (a\n"
+	"checkout, an unpack), so that live builds (kiln watch, editors) build\n"
+	"once afterwards instead of chasing every file: with a command, for as\n"
+	"long as it runs (kiln hold git checkout main), then its exit status is\n"
+	"kiln's; without one, until interrupted. What changed meanwhile is then\n"
+	"reported at once, as one batch. The hold is this connection's: it ends\n"
+	"with kiln hold, however that ends.\n"
+	"\n"
+	"exit status: the command's (128+N for a signal N); 0 interrupted, when\n"
+	"holding without a command; 2 bad usage or no daemon.\n";
+
+static const char release_usage[] = "usage: kiln release\n";
+static const char release_help[] =
+	"usage: kiln release\n"
+	"\n"
+	"End every hold on the daemon's change reports (kiln hold), at once: what\n"
+	"changed meanwhile is reported as one batch.\n";
+
+static volatile sig_atomic_t hold_ended;
+
+static void
+on_hold_signal(int sig)
+{
+	(void)sig;
+	hold_ended = 1;
+}
+
+/* Run argv[0] with its arguments; its exit status, 128+N for signal N. */
+static int
+hold_run(char **argv)
+{
+	pid_t pid;
+	int status;
+
+	if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0) {
+		cli_errorf("hold", "%s: %s", argv[0], strerror(errno));
+		return 127;
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return CLI_USAGE;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int
+cmd_hold(const struct cli *cli, int argc, char **argv)
+{
+	kiln_conn *c;
+	int rv;
+
+	/* options end at the command: kiln hold make -j4 */
+	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+		return cli_help(hold_help);
+	if (argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--") != 0)
+		return cli_usage("hold", hold_usage, "unknown option '%s'", argv[1]);
+	argv += argc > 1 && strcmp(argv[1], "--") == 0 ? 2 : 1;
+	if ((rv = cli_connect("hold", cli, 1, &c)) != CLI_OK)
+		return rv;
+	if ((rv = kiln_changes_hold(c, KILN_HOLD)) != 0) {
+		cli_daemon_error("hold", "holding change reports", c, rv);
+		kiln_close(c);
+		return CLI_USAGE;
+	}
+	if (argv[0] != NULL) {
+		rv = hold_run(argv);
+	} else {
+		signal(SIGINT, on_hold_signal);
+		signal(SIGTERM, on_hold_signal);
+		fputs("kiln: hold: holding change reports; Ctrl-C (or kiln release) "
+		      "ends it\n", stderr);
+		while (!hold_ended)
+			pause();
+		rv = CLI_OK;
+	}
+	kiln_changes_hold(c, KILN_RELEASE);
+	kiln_close(c);
+	return rv;
+}
+
+int
+cmd_release(const struct cli *cli, int argc, char **argv)
+{
+	kiln_conn *c;
+	int rv;
+
+	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+		return cli_help(release_help);
+	if (argc > 1)
+		return cli_usage("release", release_usage, "unexpected argument '%s'",
+		                 argv[1]);
+	if ((rv = cli_connect("release", cli, 0, &c)) != CLI_OK)
+		return rv;
+	if (c == NULL)
+		return CLI_OK; /* no daemon: nothing is held */
+	if ((rv = kiln_changes_hold(c, KILN_RELEASE_ALL)) != 0) {
+		cli_daemon_error("release", "releasing change reports", c, rv);
+		kiln_close(c);
+		return CLI_USAGE;
+	}
+	kiln_close(c);
 	return CLI_OK;
 }

@@ -308,6 +308,17 @@ typedef struct kiln_build_opts {
 int kiln_live(kiln_conn *c, const kiln_build_opts *o, const volatile int *stop,
               kiln_event_fn fn, void *arg);
 
+/* Hold the daemon's change reports (SOURCES_CHANGED) while many files
+ * change at once — a version-control checkout — and release them as one
+ * batch afterwards (Watchman's state-enter/leave): KILN_HOLD, then
+ * KILN_RELEASE. The hold is c's and ends when c closes; while any client
+ * holds, nothing is reported, and the last release reports everything
+ * that changed meanwhile at once. KILN_RELEASE_ALL ends every client's
+ * hold. Returns 0, KILN_EBUSY (64 connections hold already), or a
+ * connection error. */
+enum kiln_hold { KILN_HOLD, KILN_RELEASE, KILN_RELEASE_ALL };
+int kiln_changes_hold(kiln_conn *c, enum kiln_hold what);
+
 /* Start a build. Its progress comes as STEP events and its end as a
  * BUILD_DONE event naming *build: subscribe before starting it. On 0,
  * *build, *nsteps and profile (the profile built, profilelen bytes) are

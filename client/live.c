@@ -8,7 +8,9 @@
  * unbuilt. The engine shares work between builds, so many live builds of
  * overlapping steps cost one run of each step. The loop lives as long as
  * the connection: a client that dies leaves nothing behind in the daemon
- * (its running build is cancelled as any dead client's is). */
+ * (its running build is cancelled as any dead client's is).
+ *
+ * kiln_changes_hold: a checkout's thousands of changes as one batch. */
 #include <string.h>
 
 #include "libkiln_int.h"
@@ -118,4 +120,23 @@ kiln_live(kiln_conn *c, const kiln_build_opts *o, const volatile int *stop,
 	if (l.build != 0)
 		kiln_build_cancel(c, l.build);
 	return rv == 1 ? 0 : rv == KILN_ETIMEDOUT ? 0 : rv;
+}
+
+int
+kiln_changes_hold(kiln_conn *c, enum kiln_hold what)
+{
+	Kiln__Request req;
+	Kiln__HoldRequest q = KILN__HOLD_REQUEST__INIT;
+	struct conn_reply r;
+	int rv;
+
+	q.release = what == KILN_RELEASE;
+	q.release_all = what == KILN_RELEASE_ALL;
+	lk_request_init(c, &req);
+	req.body_case = KILN__REQUEST__BODY_HOLD;
+	req.hold = &q;
+	if ((rv = lk_call_main(c, &req, KILN__REPLY__BODY__NOT_SET, &r)) != 0)
+		return rv;
+	conn_reply_free(&r);
+	return 0;
 }

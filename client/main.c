@@ -28,6 +28,8 @@ static const struct command {
 	{"ls", cmd_ls, "list the build steps of a profile"},
 	{"build", cmd_build, "build assets for a profile (only what changed)"},
 	{"watch", cmd_watch, "keep assets up to date as their files change"},
+	{"hold", cmd_hold, "hold change reports while a command runs (a checkout)"},
+	{"release", cmd_release, "end every hold on change reports"},
 	{"why", cmd_why, "say why the last build ran or reused a step"},
 	{"log", cmd_log, "print a step's tool output from its last run"},
 	{"deps", cmd_deps, "print what a step depends on, declared and discovered"},

@@ -23,6 +23,8 @@ struct kilnd_changes {
 	int everything;
 	int64_t first_ns;           /* the batch's first change; 0: none */
 	int64_t due_ns;             /* publish then, unless more changes come */
+	uint32_t holds[CHANGES_MAX_HOLDS]; /* connections holding reports */
+	unsigned nholds;
 	void (*publish)(void *arg, Kiln__Event *ev);
 	void *arg;
 };
@@ -57,7 +59,7 @@ changes_main(void *arg)
 
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		while (!c->stop && c->first_ns == 0)
+		while (!c->stop && (c->first_ns == 0 || c->nholds > 0))
 			pthread_cond_wait(&c->cv, &c->mu);
 		if (c->stop)
 			break;
@@ -130,6 +132,46 @@ changes_free(struct kilnd_changes *c)
 	free(c);
 }
 
+int
+changes_hold(struct kilnd_changes *c, uint32_t pipe, int hold)
+{
+	unsigned i;
+	int rv = 0;
+
+	if (c == NULL) /* before the daemon serves, or after */
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	for (i = 0; i < c->nholds && c->holds[i] != pipe; i++)
+		;
+	if (hold && i == c->nholds) {
+		if (c->nholds == CHANGES_MAX_HOLDS)
+			rv = KILN_EBUSY;
+		else
+			c->holds[c->nholds++] = pipe;
+	} else if (!hold && pipe == 0) {
+		c->nholds = 0;
+	} else if (!hold && i < c->nholds) {
+		c->holds[i] = c->holds[--c->nholds];
+	}
+	if (c->nholds == 0 && c->first_ns != 0) {
+		c->due_ns = 0; /* released: what gathered goes out now */
+		pthread_cond_signal(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+unsigned
+changes_holds(struct kilnd_changes *c)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&c->mu);
+	n = c->nholds;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
 /* Add relpath to the batch once. Lock held. */
 static void
 batch_add(struct kilnd_changes *c, const char *relpath)
@@ -157,9 +199,11 @@ changes_note(struct kilnd_changes *c, const char *relpath, int complete)
 		batch_add(c, relpath);
 	if (c->first_ns == 0)
 		c->first_ns = now;
-	/* a quiet period from now, but never past the batch's deadline */
+	/* a quiet period from now, but never past the batch's deadline (a
+	 * held batch's first change is its release's: no deadline meanwhile) */
 	c->due_ns = now + wait;
-	if (c->due_ns > c->first_ns + (int64_t)CHANGES_MAX_WAIT_MS * 1000000)
+	if (c->nholds == 0 &&
+	    c->due_ns > c->first_ns + (int64_t)CHANGES_MAX_WAIT_MS * 1000000)
 		c->due_ns = c->first_ns + (int64_t)CHANGES_MAX_WAIT_MS * 1000000;
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);

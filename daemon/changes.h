@@ -8,7 +8,8 @@
  * write in progress, a create, a delete) waits settle_ms, so that an
  * editor's delete-then-create or a tool's several writes give one event
  * once the file is whole. A stream of changes that never pauses still gives
- * an event every CHANGES_MAX_WAIT_MS.
+ * an event every CHANGES_MAX_WAIT_MS. A client may hold the reports
+ * (changes_hold: a checkout) and have them released as one batch.
  *
  * Threads: changes_note from the watch's reader thread; one thread of its
  * own publishes; one mutex. */
@@ -32,6 +33,16 @@ int changes_new(unsigned settle_ms, void (*publish)(void *arg, Kiln__Event *ev),
 
 /* Stop the thread (what is pending is dropped) and free. NULL is allowed. */
 void changes_free(struct kilnd_changes *c);
+
+/* Hold reports for connection pipe (hold), or end its hold, or every hold
+ * (pipe 0 with hold 0). While any hold is on, changes are gathered but not
+ * reported; when the last ends, what gathered goes out at once as one
+ * event. 0, or KILN_EBUSY (CHANGES_MAX_HOLDS connections hold already). */
+#define CHANGES_MAX_HOLDS 64
+int changes_hold(struct kilnd_changes *c, uint32_t pipe, int hold);
+
+/* Whether any hold is on (for status). */
+unsigned changes_holds(struct kilnd_changes *c);
 
 /* A change (engine_config.changed): relpath NULL means anything may have
  * changed. Never blocks for long; out of memory counts the path in

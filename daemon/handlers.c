@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "changes.h"
 #include "handlers.h"
 #include "server.h"
 #include "verified.h"
@@ -92,6 +93,29 @@ h_stop(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	(void)w;
 	kilnd_log(d, KILND_INFO, "stop requested by client %u", c->pipe);
 	a->after_stop = 1;
+	return 0;
+}
+
+/* Hold or release change reports for this connection (changes.h): a hold
+ * ends with its connection too (server.c). */
+static int
+h_hold(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+       struct ev_waiter *w)
+{
+	const Kiln__HoldRequest *q = c->req->hold;
+	int rv;
+
+	(void)w;
+	if (q->release_all) {
+		changes_hold(d->changes, 0, 0);
+		return 0;
+	}
+	if ((rv = changes_hold(d->changes, c->pipe, !q->release)) != 0)
+		return refuse(a, rv, "%u connections hold change reports already",
+		              CHANGES_MAX_HOLDS);
+	/* a connection that closed meanwhile must not keep holding */
+	if (!q->release && !server_pipe_open(d, c->pipe))
+		changes_hold(d->changes, c->pipe, 0);
 	return 0;
 }
 
@@ -318,6 +342,7 @@ static const struct handler {
 } handlers[] = {
 	{KILN__REQUEST__BODY_STATUS, h_status},
 	{KILN__REQUEST__BODY_STOP, h_stop},
+	{KILN__REQUEST__BODY_HOLD, h_hold},
 	{KILN__REQUEST__BODY_BLOB_HAS, h_blob_has},
 	{KILN__REQUEST__BODY_BLOB_GET, h_blob_get},
 	{KILN__REQUEST__BODY_BLOB_PUT, h_blob_put},

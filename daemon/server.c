@@ -24,6 +24,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/tls/tls.h>
 
+#include "changes.h"
 #include "jobs.h"
 #include "owners.h"
 #include "server_int.h"
@@ -109,6 +110,7 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		uploads_pipe_closed(d->uploads, id);
 		events_pipe_closed(d->events, id);
 		owners_pipe_closed(d->owners, id);
+		changes_hold(d->changes, id, 0);
 		break;
 	default:
 		break;

@@ -213,3 +213,47 @@ deep_edit_seen() {
 	sleep 0.05
 	grep -q 'changed src/deep/er/x.txt' ev.out
 }
+
+@test "kiln hold around 1,000 file changes gives one batch and one build" {
+	live_project
+	mkdir -p src/many
+	watch_start
+	run "$KILN" hold sh -c 'for i in $(seq 1000); do echo $i >src/many/f$i.txt; done
+		echo done >src/a.txt
+		sleep 0.5 # held: no build may start meanwhile (the subject)
+		cat build/pc/a.txt >held.txt'
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(cat held.txt)" = one ] || { cat held.txt "$W"; false; }
+	wait_for output_is a.txt done || { cat "$W"; false; }
+	wait_for sh -c "[ \"\$(grep -c '\"event\":\"build\"' '$W')\" -ge 2 ]"
+	sleep 0.3 # a second batch would start a third build within this
+	[ "$(grep -c '"event":"build"' "$W")" -eq 2 ] || { cat "$W"; false; }
+	[ "$(runs_of a.txt)" -eq 2 ]
+	watch_stop
+}
+
+@test "a hold ends with its connection, and kiln release ends every hold" {
+	live_project
+	watch_start
+	"$KILN" hold 2>/dev/null &
+	holder=$!
+	wait_for sh -c "grep -q 'hold' /proc/$holder/cmdline"
+	sleep 0.3 # its hold request on the way (no sign of it but the effect)
+	printf 'two\n' >src/a.txt
+	sleep 0.5 # held: not built meanwhile (the subject)
+	output_is a.txt one || { cat "$W"; false; }
+	kill -9 "$holder"
+	wait_for output_is a.txt two || { cat "$W"; false; }
+	# kiln release ends a hold whose holder still runs
+	"$KILN" hold 2>/dev/null &
+	holder=$!
+	sleep 0.3
+	printf 'three\n' >src/a.txt
+	sleep 0.5 # held, as above
+	output_is a.txt two || { cat "$W"; false; }
+	"$KILN" release
+	wait_for output_is a.txt three || { cat "$W"; false; }
+	kill "$holder"
+	wait "$holder" || true
+	watch_stop
+}
