@@ -100,7 +100,7 @@ VARIANTS = release asan
 
 .PHONY: all deps deps-test test check demo bench install valgrind clean fuzz torture
 all: deps
-	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so
+	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so $(BIN)/examples/hot-reload
 
 # Generated once for both variants; every object waits for the header.
 $(GEN)/kiln.pb-c.c $(GEN)/kiln.pb-c.h &: proto/kiln.proto
@@ -173,6 +173,11 @@ $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
+# The hot-reload example (examples/hot-reload/): what an editor links.
+$$($(1)_BIN)/examples/hot-reload: $(OBJ)/$(1)/examples/hot-reload/hot_reload.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
+	@mkdir -p $$(@D)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
+
 $$($(1)_BIN)/bench/bench_%: $(OBJ)/$(1)/bench/$$$$*/bench_$$$$*.o $(OBJ)/$(1)/bench/common/benchutil.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
@@ -211,7 +216,7 @@ fuzz: deps-test
 # and make fuzz), so a change that breaks one fails here.
 test check: deps-test
 	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(BIN)/asan/kilnd $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%) \
-	        $(BENCHES:%=$(BIN)/asan/bench/%) sample-tools
+	        $(BENCHES:%=$(BIN)/asan/bench/%) $(BIN)/asan/examples/hot-reload sample-tools
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_QUICK=$(FUZZ_QUICK) tests/run.sh $(BIN)/asan
 
 # The torture suite (not part of `make test`): N rounds of kill -9 against
@@ -261,6 +266,9 @@ install: all
 	install -m 0644 $(OBJ)/release/libkiln.a $(OBJ)/release/libkilnproto.a \
 	        $(OBJ)/release/libkilnstore.a $(OBJ)/release/libkilncommon.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 $(NNG_LIB) $(DESTDIR)$(PREFIX)/lib/kiln/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' client/kiln.pc.in \
+	        >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
 
 clean:
 	rm -rf $(OBJ) $(BIN)

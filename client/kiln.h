@@ -25,6 +25,10 @@
 #include "kiln_error.h"
 #include "kiln_store.h" /* kiln_id and its hex helpers */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kiln_conn kiln_conn;
 
 /* ---- connecting ---------------------------------------------------------- */
@@ -428,5 +432,9 @@ int kiln_rdeps(kiln_conn *c, const char *profile, const char *target, int all,
  * or expired, no such URL or output, a need cycle, the step failed. */
 int kiln_need(kiln_conn *c, const char *token, const char *url,
               const char *output, const char *const **paths, size_t *npaths);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

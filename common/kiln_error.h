@@ -8,6 +8,10 @@
 #ifndef KILN_ERROR_H
 #define KILN_ERROR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum kiln_err {
 	KILN_OK = 0,
 	KILN_EINVAL = -20001,    /* malformed argument or input */
@@ -42,5 +46,9 @@ const char *kiln_strerror(int code);
 
 /* Map an errno value to the nearest KILN_E* code (EIO for the unknown). */
 int kiln_err_from_errno(int err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

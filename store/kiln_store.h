@@ -31,6 +31,10 @@
 
 #include "kiln_error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- content identity ------------------------------------------------ */
 
 /* An XXH3-128 digest in canonical (big-endian) byte order: hex-encoding the
@@ -494,5 +498,9 @@ typedef struct kiln_gc_stats {
  * caller's thread without blocking readers or opens; writers wait only for
  * short batches. */
 int kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

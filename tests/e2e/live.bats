@@ -257,3 +257,28 @@ deep_edit_seen() {
 	wait "$holder" || true
 	watch_stop
 }
+
+@test "the hot-reload example gets a reload with the new hash for each save" {
+	live_project
+	hr="$(dirname "$KILN")/examples/hot-reload"
+	[ -x "$hr" ] || { echo "no $hr (make test builds it)"; false; }
+	"$hr" 'a*' >hr.out 2>hr.err &
+	pid=$!
+	wait_for grep -q '^reload a.txt build/pc/a.txt ' hr.out || { cat hr.out hr.err; false; }
+	for text in two three; do
+		printf '%s\n' "$text" >src/.a.new
+		mv src/.a.new src/a.txt
+		h=$(xxh128sum src/a.txt | cut -d' ' -f1)
+		wait_for grep -q "^reload a.txt build/pc/a.txt $h\$" hr.out ||
+			{ cat hr.out hr.err; kill "$pid"; false; }
+		output_is a.txt "$text"
+	done
+	# a failure is a line too, and the last good asset stays
+	rm src/a.txt
+	wait_for grep -q '^failed a.txt: ' hr.out || { cat hr.out hr.err; kill "$pid"; false; }
+	output_is a.txt three
+	kill -INT "$pid"
+	wait "$pid"
+	# b.txt does not match a*: never reloaded
+	! grep -q 'b.txt' hr.out || false
+}
