@@ -235,7 +235,8 @@ valgrind: deps-test
 bench: all
 	@scripts/ensure-deps bench
 	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%) $(BIN)/libkilntrace.so
-	@for b in $(BENCHES:bench_%=%); do bench/$$b/run.sh $(BIN) || exit 1; done
+	@$(MAKE) --no-print-directory $(BIN)/examples/hot-reload
+	@for b in $(BENCHES:bench_%=%) live; do bench/$$b/run.sh $(BIN) || exit 1; done
 
 # The sample project's C tools (assets-sample/tools/*.c), which its
 # kiln.yaml steps run as tools/bin/NAME. Built here, once, for the host
