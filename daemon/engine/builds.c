@@ -9,6 +9,7 @@
  * functions); build_end drops it while the records commit. */
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,40 @@ builds_check(struct engine *e)
 	}
 }
 
+/* A new file-state pass: every file is looked at again (the watch's
+ * record of what changed taken in first). e->mu held. */
+static void
+pass_begin(struct engine *e)
+{
+	e->pass_changes = atomic_load(&e->changes);
+	e->pass_seq++;
+	filestate_pass(e->fs);
+	if (e->watch != NULL)
+		watch_sync(e->watch);
+}
+
+/* Whether a step this wave already finished is decided again for a build
+ * joining the wave: when files changed since it was decided (a new pass,
+ * engine_build) — an artist's save during a long batch build must reach
+ * the live build that follows it, not be answered with what the wave
+ * decided before the save. Only when no step of the wave still waits on
+ * it or runs after it: those counted it finished, and running it again
+ * would release them early (they keep what they were given, and the next
+ * build after the wave decides them again). e->mu held. */
+static int
+redecide(const struct engine *e, const struct graph *g, const struct node *n)
+{
+	if (e->wave_dry || (n->st != N_DONE && n->st != N_FAILED) ||
+	    n->decided_pass == e->pass_seq)
+		return 0;
+	for (uint32_t k = 0; k < n->nrdeps; k++) {
+		const struct node *r = &g->nodes[n->rdeps[k]];
+		if (r->wave == e->wave && r->st != N_IDLE && !node_done_state(r->st))
+			return 0;
+	}
+	return 1;
+}
+
 /* Schedule node n for build b (e->mu held). Prerequisites come first
  * (topological order), so each of n's is already part of the wave. */
 void
@@ -160,7 +195,7 @@ node_schedule(struct engine *e, struct graph *g, struct node *n, struct build *b
 	int failed = 0, cancelled = 0;
 
 	if (n->wave == e->wave && n->st != N_IDLE && n->st != N_CANCELLED &&
-	    n->st != N_SKIPPED) {
+	    n->st != N_SKIPPED && !redecide(e, g, n)) {
 		if (!(n->builds & bit) && e->nsusp + e->ndwait > 0)
 			need_join(e, n);  /* what it waits on: b's too */
 		n->builds |= bit;
@@ -334,11 +369,13 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	if (e->nactive == 0) {   /* a new wave */
 		e->wave++;
 		e->wave_dry = rq->dry_run;
-		filestate_pass(e->fs);
-		if (e->watch != NULL)
-			watch_sync(e->watch);
+		pass_begin(e);
 		if (e->blobs != NULL)
 			watch_sync(e->blobs);
+	} else if (!e->wave_dry && atomic_load(&e->changes) != e->pass_changes) {
+		/* files changed during the wave: what is decided from now on
+		 * looks at them again (redecide) */
+		pass_begin(e);
 	}
 	b->id = ++e->next_build;
 	b->slot = slot;

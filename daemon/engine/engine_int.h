@@ -171,6 +171,7 @@ struct node {
 	uint32_t waiting;        /* (e->mu) unfinished prerequisites */
 	uint32_t prio;           /* (e->mu) */
 	uint32_t heap_prio;      /* (e->mu) prio when last pushed (stale entries) */
+	uint32_t decided_pass;   /* (e->mu) e->pass_seq when last decided */
 	uint32_t ndisc;
 	uint32_t ndisc_depfile;  /* disc[0..ndisc_depfile) came from the
 	                            depfile (set when the tool ran) */
@@ -292,6 +293,12 @@ struct engine {
 
 	uint64_t wave;           /* the current wave's number */
 	int wave_dry;            /* the current wave is a dry run */
+	/* Files changed during a wave (builds.c): the watch counts project
+	 * changes; a build joining a wave after some starts a new file-state
+	 * pass, and steps decided in an older pass are decided again. */
+	_Atomic uint64_t changes; /* project changes the watch reported */
+	uint64_t pass_changes;   /* (e->mu) changes when this pass began */
+	uint32_t pass_seq;       /* (e->mu) this pass's number */
 	struct build *active[ENGINE_MAX_BUILDS];
 	unsigned nactive;
 	struct build *finished;  /* newest first, at most ENGINE_KEEP_FINISHED */

@@ -7,6 +7,7 @@
 #include <ftw.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +105,9 @@ watch_changed(void *arg, const char *relpath, enum watch_change kind)
 
 	if (relpath != NULL && (first_is(relpath, "build") || first_is(relpath, ".kiln")))
 		return;
-	e->cfg.changed(e->cfg.arg, relpath, kind == WATCH_CHANGE_COMPLETE);
+	atomic_fetch_add(&e->changes, 1);
+	if (e->cfg.changed != NULL)
+		e->cfg.changed(e->cfg.arg, relpath, kind == WATCH_CHANGE_COMPLETE);
 }
 
 int
@@ -138,8 +141,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	/* without inotify (or with --no-watch) every file is stat'ed */
 	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0) {
 		filestate_set_watch(e->fs, e->watch);
-		if (cfg->changed != NULL)
-			watch_on_change(e->watch, watch_changed, e);
+		watch_on_change(e->watch, watch_changed, e);
 	}
 	blobs_watch_open(e);
 	/* before the old scratch areas go: nothing of a previous daemon may

@@ -425,6 +425,7 @@ eval_before(struct engine *e, struct graph *g, struct node *n)
 	int dep_would = 0;
 
 	n->st = N_EVAL;
+	n->decided_pass = e->pass_seq;
 	for (uint32_t k = 0; k < n->ndeps; k++)
 		if (g->nodes[n->deps[k]].st == N_WOULD_RUN)
 			dep_would = k + 1;
