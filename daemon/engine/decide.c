@@ -199,12 +199,21 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		key_parts_free(&n->w->parts);
 		return EVAL_NEEDS;
 	}
+	if (cr == CACHE_HIT && !dry_run && (rv = materialize_all(e, n)) != 0) {
+		if (rv != KILN_ENOTFOUND)
+			return EVAL_FAIL;
+		/* its blob went after the lookup: another step that found its
+		 * own copy in build/ edited moved that blob (the same bytes) to
+		 * corrupt/, or gc took it. Not a failure: run it. */
+		free(n->error);
+		n->error = NULL;
+		cr = CACHE_MISS;
+		missing_blob = 1;
+	}
 	if (cr == CACHE_HIT) {
 		/* an older result of the same key (an undo) is not "up to date":
 		 * build/ gets other bytes */
 		int up = (same || prev_same_key(n)) && hit == 0;
-		if (!dry_run && materialize_all(e, n) != 0)
-			return EVAL_FAIL;
 		if (!up && hit > 0)
 			prev_load(e, g, n);
 		if (up)
