@@ -385,8 +385,9 @@ static const char watch_help[] =
 	"  --json           one JSON object per line\n"
 	"  -h, --help       show this help\n"
 	"\n"
-	"exit status: 0 interrupted; 2 bad usage, the project has errors at the\n"
-	"start, or the daemon could not be reached or stopped.\n";
+	"exit status: 0 interrupted; 1 the daemon stopped or went away; 2 bad\n"
+	"usage, the project has errors at the start, or no daemon could be\n"
+	"reached.\n";
 
 /* What kiln watch prints: its builds' steps, and the summary of the first
  * build and of every later one that did something. A change that left

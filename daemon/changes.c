@@ -161,17 +161,6 @@ changes_hold(struct kilnd_changes *c, uint32_t pipe, int hold)
 	return rv;
 }
 
-unsigned
-changes_holds(struct kilnd_changes *c)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&c->mu);
-	n = c->nholds;
-	pthread_mutex_unlock(&c->mu);
-	return n;
-}
-
 /* Add relpath to the batch once. Lock held. */
 static void
 batch_add(struct kilnd_changes *c, const char *relpath)

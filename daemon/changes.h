@@ -41,9 +41,6 @@ void changes_free(struct kilnd_changes *c);
 #define CHANGES_MAX_HOLDS 64
 int changes_hold(struct kilnd_changes *c, uint32_t pipe, int hold);
 
-/* Whether any hold is on (for status). */
-unsigned changes_holds(struct kilnd_changes *c);
-
 /* A change (engine_config.changed): relpath NULL means anything may have
  * changed. Never blocks for long; out of memory counts the path in
  * `more`. */

@@ -311,3 +311,35 @@ YAML
 	output_is slow.txt b
 	output_is a.txt two
 }
+
+@test "a hostile file name in a source folder: one escaped changed line, the watch goes on" {
+	live_project
+	watch_start a.txt
+	EV="$BATS_TEST_TMPDIR/ev.out"
+	"$KILN" events --timeout 20 >"$EV" 2>"$EV.err" &
+	ev=$!
+	wait_for hostile_seen || { cat "$EV" "$EV.err"; kill "$ev"; false; }
+	kill "$ev"
+	# every line is one event: a cursor first
+	! grep -qv '^[0-9a-f]*:[0-9]* ' "$EV" || { cat "$EV"; false; }
+	printf 'two\n' >src/a.txt
+	wait_for output_is a.txt two || { cat "$W" "$W.err"; false; }
+	watch_stop
+	[ ! -e pwned ] && [ ! -e src/pwned ]
+}
+
+hostile_seen() {
+	: >"src/bad$RANDOM
+\$(touch pwned) name.txt"
+	sleep 0.05
+	grep -q 'changed .*src/bad[0-9]*\\n\$(touch\\x20pwned)\\x20name.txt' "$EV"
+}
+
+@test "kiln watch ends with status 1 when the daemon stops" {
+	live_project
+	watch_start
+	"$KILN" stop >/dev/null
+	wait "$watch_pid" && st=0 || st=$?
+	[ "$st" -eq 1 ] || { echo "exit $st"; cat "$W.err"; false; }
+	grep -q 'the daemon stopped or went away\|daemon is stopping' "$W.err" || { cat "$W.err"; false; }
+}
