@@ -419,6 +419,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.store = d->store,
 		.workers = d->cfg.build_workers,
 		.tool_path = path && path[0] ? path : NULL,
+		.settle_ms = d->cfg.settle_ms,
 		.no_watch = d->cfg.no_watch || (nw != NULL && nw[0] != '\0' && strcmp(nw, "0") != 0),
 		.hold_finish_ms = hold ? (unsigned)strtoul(hold, NULL, 10) : 0,
 		.materialize = (kiln_mat_mode)d->cfg.materialize,

@@ -48,6 +48,31 @@ build_count(struct build *b, const struct node *n)
 		b->stopped = 1;
 }
 
+static void pass_begin(struct engine *e);
+static int redecide(const struct engine *e, const struct graph *g, const struct node *n);
+static int dep_redeciding(const struct engine *e, const struct graph *g,
+                          const struct node *n);
+
+/* Take a finished node out of build b's counts: it is decided again. */
+static void
+build_uncount(struct build *b, const struct node *n)
+{
+	b->finished--;
+	switch ((enum node_state)n->st) {
+	case N_DONE:
+		if (n->outcome == O_RAN)
+			b->ran--;
+		else
+			b->reused--;
+		break;
+	case N_FAILED: b->failed--; break;
+	case N_SKIPPED: b->skipped--; break;
+	case N_CANCELLED: b->ncancelled--; break;
+	case N_WOULD_RUN: b->would_run--; break;
+	default: break;
+	}
+}
+
 /* Say in b's summary that results of its steps could not be recorded
  * (e->mu held, after lost_apply). A failed commit at the build's end
  * that lost none of its steps' results (only file stats, say) is no
@@ -131,6 +156,58 @@ build_end(struct engine *e, struct build *b)
 	}
 }
 
+/* Repasses of one build before it ends as it is (a file rewritten
+ * without pause would otherwise keep it from ever ending): its summary
+ * then says which steps were decided from files that kept changing. */
+#define MAX_REPASSES 8
+
+/* Every step of b is finished, but edits came in while it ran that made
+ * some stale (edits.c): decide those again, and what depends on them,
+ * within b, so that its end reflects every edit made before it. 1 if
+ * steps were scheduled again (b goes on), 0 if b may end. e->mu held. */
+static int
+build_repass(struct engine *e, struct build *b)
+{
+	struct graph *g = b->g;
+	uint64_t bit = 1ULL << b->slot;
+	uint32_t again = 0;
+
+	b->repass = 0;
+	if (b->dry_run || b->cancelled || b->stopped || e->quit)
+		return 0;
+	if (b->repasses >= MAX_REPASSES) {
+		snprintf(b->error, sizeof b->error, "files its steps read kept "
+		         "changing while it ran (%u times decided again): the "
+		         "next build decides them again", b->repasses);
+		return 0;
+	}
+	b->repasses++;
+	if (e->edits_all) {   /* edits no path named: everything */
+		e->edits_all = 0;
+		pass_begin(e);
+	}
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct node *n = &g->nodes[g->topo[i]];
+		int skipped = n->st == N_SKIPPED || n->st == N_CANCELLED;
+		if (!(n->builds & bit) || !node_done_state(n->st) ||
+		    !(redecide(e, g, n) || (skipped && dep_redeciding(e, g, n))))
+			continue;
+		node_schedule(e, g, n, b);
+		again++;
+	}
+	if (again == 0)
+		return 0;
+	need_join_flush(e);
+	pthread_cond_broadcast(&e->cv);
+	if (e->cfg.log) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "build %llu: files were edited while it ran; "
+		         "deciding %u of its steps again", (unsigned long long)b->id, again);
+		e->cfg.log(e->cfg.arg, 0, msg);
+	}
+	return 1;
+}
+
 /* End every build whose steps are all finished (e->mu held). */
 void
 builds_check(struct engine *e)
@@ -144,7 +221,8 @@ builds_check(struct engine *e)
 			if (b != NULL)
 				seen++;
 			if (b != NULL && b->done == 0 && b->finished >= b->total) {
-				build_end(e, b);
+				if (!b->repass || !build_repass(e, b))
+					build_end(e, b);
 				again = 1;
 				break;
 			}
@@ -164,19 +242,33 @@ pass_begin(struct engine *e)
 		watch_sync(e->watch);
 }
 
+/* Whether a prerequisite of n is being decided again in this wave. */
+static int
+dep_redeciding(const struct engine *e, const struct graph *g, const struct node *n)
+{
+	for (uint32_t k = 0; k < n->ndeps; k++) {
+		const struct node *d = &g->nodes[n->deps[k]];
+		if (d->wave == e->wave && d->st != N_IDLE && !node_done_state(d->st))
+			return 1;
+	}
+	return 0;
+}
+
 /* Whether a step this wave already finished is decided again for a build
- * joining the wave: when files changed since it was decided (a new pass,
- * engine_build) — an artist's save during a long batch build must reach
- * the live build that follows it, not be answered with what the wave
+ * joining the wave, or at a build's repass: when files changed since it
+ * was decided (a new pass, engine_build), an edit named one it reads
+ * (n->stale, edits.c), or a prerequisite is being decided again — an
+ * artist's save during a long batch build must reach the live build that
+ * follows it, and the build itself, not be answered with what the wave
  * decided before the save. Only when no step of the wave still waits on
  * it or runs after it: those counted it finished, and running it again
- * would release them early (they keep what they were given, and the next
- * build after the wave decides them again). e->mu held. */
+ * would release them early (they keep what they were given, and their
+ * own build's repass or the next build decides them again). e->mu held. */
 static int
 redecide(const struct engine *e, const struct graph *g, const struct node *n)
 {
 	if (e->wave_dry || (n->st != N_DONE && n->st != N_FAILED) ||
-	    n->decided_pass == e->pass_seq)
+	    (n->decided_pass == e->pass_seq && !n->stale && !dep_redeciding(e, g, n)))
 		return 0;
 	for (uint32_t k = 0; k < n->nrdeps; k++) {
 		const struct node *r = &g->nodes[n->rdeps[k]];
@@ -210,8 +302,24 @@ node_schedule(struct engine *e, struct graph *g, struct node *n, struct build *b
 			build_count(b, n);
 		return;
 	}
+	if (n->wave == e->wave && node_done_state(n->st)) {
+		/* decided again: every active build that counted it waits
+		 * for it again */
+		uint64_t keep = 0;
+		for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+			struct build *o = e->active[__builtin_ctzll(m)];
+			if (o != NULL) {
+				build_uncount(o, n);
+				keep |= m & -m;
+			}
+		}
+		bit |= keep;
+	} else if (n->wave != e->wave) {
+		n->cancels = 0;
+	}
 	n->wave = e->wave;
 	n->builds = bit;
+	n->stale = 0;
 	n->pathi = b->pathi;
 	n->prio = b->prio;
 	n->waiting = 0;

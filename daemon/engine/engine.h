@@ -38,6 +38,9 @@ struct engine_config {
 	unsigned default_jobs;   /* tools at once when a build says 0; 0: cores */
 	const char *tool_path;   /* PATH for finding and running tools */
 	int no_watch;            /* stat every file every build (no inotify) */
+	/* How long edits must be quiet before a tool cancelled for one runs
+	 * again (edits.h; 0: 30 ms, the daemon's --settle default). */
+	unsigned settle_ms;
 	/* A testing aid: wait this long between a tool's end and the check
 	 * that its inputs held (verify.c), so that a test can change a
 	 * file in that window (KILN_TEST_HOLD_FINISH_MS in kilnd's
@@ -88,6 +91,14 @@ void engine_free(struct engine *e);
  * (too many builds at once), KILN_ENOMEM, KILN_ECLOSED (shutting down). */
 int engine_build(struct engine *e, const Kiln__BuildRequest *rq,
                  Kiln__BuildReply *rep, char *err, size_t errlen);
+
+/* A project file changed (relpath relative to the root; NULL: anything
+ * may have changed), as the engine's own watch reports: running tools
+ * that read it are cancelled and run again, and active builds decide
+ * again what was decided from its old state (edits.h). For a change
+ * source other than the engine's inotify watch, and tests. Any thread;
+ * quick. */
+void engine_file_changed(struct engine *e, const char *relpath);
 
 /* Cancel a build. Returns 0 or KILN_ENOTFOUND. */
 int engine_cancel(struct engine *e, uint64_t build);

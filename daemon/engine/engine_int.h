@@ -199,6 +199,13 @@ struct node {
 	                            worker sets it; node_finish loses it) */
 	uint8_t lost;            /* its records were lost: counted into its
 	                            builds (e->mu) */
+	/* edits while builds run (edits.c; e->mu) */
+	uint8_t stale;           /* decided from files edited since: its
+	                            builds decide it again (build_repass) */
+	uint8_t superseded;      /* its tool was cancelled for an edit */
+	uint8_t cancels;         /* runs cancelled for edits in this wave */
+	uint8_t finishing;       /* N_RUNNING, its tool ended: a worker is
+	                            finishing it (its disc is being replaced) */
 };
 
 struct graph {
@@ -249,6 +256,8 @@ struct build {
 	char index[64];
 	char profile[65];        /* b->g is NULL once the build ended */
 	struct build *next;      /* e->finished list */
+	int repass;              /* edits made steps it has stale (edits.c) */
+	uint32_t repasses;       /* times it decided stale steps again */
 	uint32_t *targets;       /* nodes wanted (closure), until started */
 	uint32_t ntargets;
 };
@@ -299,6 +308,9 @@ struct engine {
 	_Atomic uint64_t changes; /* project changes the watch reported */
 	uint64_t pass_changes;   /* (e->mu) changes when this pass began */
 	uint32_t pass_seq;       /* (e->mu) this pass's number */
+	struct edits *edits;     /* edits.c: files edited while builds run */
+	int edits_all;           /* (e->mu) an edit no path named: the next
+	                            repass begins a new file-state pass */
 	struct build *active[ENGINE_MAX_BUILDS];
 	unsigned nactive;
 	struct build *finished;  /* newest first, at most ENGINE_KEEP_FINISHED */

@@ -17,6 +17,7 @@
 #include "engine_int.h"
 #include "decide.h"
 #include "discover.h"
+#include "edits.h"
 #include "graph.h"
 #include "need.h"
 #include "record_batch.h"
@@ -106,8 +107,16 @@ watch_changed(void *arg, const char *relpath, enum watch_change kind)
 	if (relpath != NULL && (first_is(relpath, "build") || first_is(relpath, ".kiln")))
 		return;
 	atomic_fetch_add(&e->changes, 1);
+	edits_note(e, kind == WATCH_CHANGE_ALL ? NULL : relpath);
 	if (e->cfg.changed != NULL)
 		e->cfg.changed(e->cfg.arg, relpath, kind == WATCH_CHANGE_COMPLETE);
+}
+
+void
+engine_file_changed(struct engine *e, const char *relpath)
+{
+	atomic_fetch_add(&e->changes, 1);
+	edits_note(e, relpath);
 }
 
 int
@@ -138,6 +147,9 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	    engine_path_init(e) != 0)
 		goto fail;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
+	if ((rv = edits_start(e)) != 0)
+		goto fail;
+	rv = KILN_ENOMEM;
 	/* without inotify (or with --no-watch) every file is stat'ed */
 	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0) {
 		filestate_set_watch(e->fs, e->watch);
@@ -185,6 +197,10 @@ engine_free(struct engine *e)
 {
 	if (e == NULL)
 		return;
+	/* no edit reaches the engine from here on */
+	if (e->watch != NULL)
+		watch_on_change(e->watch, NULL, NULL);
+	edits_stop(e);
 	pthread_mutex_lock(&e->mu);
 	e->quit = 1;
 	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)

@@ -35,6 +35,7 @@
 #include "engine_int.h"
 #include "builds.h"
 #include "decide.h"
+#include "edits.h"
 #include "lost.h"
 #include "need.h"
 #include "publish.h"
@@ -122,6 +123,7 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 		lost_node_finished(e, g, n, st);
 		n->st = st;
 		n->reruns = 0;
+		n->finishing = 0;
 		if (st != N_DONE || n->outcome != O_UP_TO_DATE)
 			g->index_dirty = 1;
 		if (was_queued && e->queued > 0)
@@ -176,6 +178,7 @@ void
 node_make_ready(struct engine *e, struct graph *g, struct node *n)
 {
 	n->st = N_READY;
+	n->finishing = 0;
 	if (heap_push(&e->ready, g, n) != 0) {
 		free(n->error);
 		n->error = strdup("out of memory scheduling the step");
@@ -322,6 +325,25 @@ run_again(struct engine *e, struct graph *g, struct node *n, int cancelled)
 	}
 }
 
+/* n's tool was cancelled because a file it reads was edited (edits.c)
+ * and its run did not hold: nothing of it is kept, and the step is
+ * decided again once the edits have settled (a burst of writes gives one
+ * more run, not one per write). Not a failure, not one of the reruns
+ * that make a step give up. e->mu not held, taken. */
+static void
+run_superseded(struct engine *e, struct graph *g, struct node *n)
+{
+	step_forget(n);
+	free(n->error);
+	n->error = NULL;
+	edits_settle(e);
+	pthread_mutex_lock(&e->mu);
+	if (node_wanted(e, n))
+		node_make_ready(e, g, n);
+	else
+		node_finish(e, g, n, N_CANCELLED);
+}
+
 /* A tool ended: finish its step (e->mu held, dropped for the work). */
 static void
 work_complete(struct engine *e, struct run_ctx *rc)
@@ -329,10 +351,17 @@ work_complete(struct engine *e, struct run_ctx *rc)
 	struct node *n = rc->n;
 	struct graph *g = rc->g;  /* rc lives in n->w, which may go below */
 	int cancelled = !node_wanted(e, n) && node_cancelled(e, n);
+	int superseded = n->superseded;
 	enum finish_result r;
 
+	n->superseded = 0;
+	n->finishing = 1;   /* edits.c: its disc is ours now */
 	pthread_mutex_unlock(&e->mu);
 	r = step_finish(e, g, n);
+	if (superseded && r != FINISH_DONE && !cancelled) {
+		run_superseded(e, g, n);
+		return;
+	}
 	if (r == FINISH_AGAIN) {
 		run_again(e, g, n, cancelled);
 		return;
