@@ -156,7 +156,7 @@ run_cancel(struct engine *e, struct node *n)
 
 /* Look at the nodes of the wave for one batch of edits (e->mu held). */
 static void
-nodes_edited(struct engine *e, char *const *paths, size_t np, int all)
+nodes_edited(struct engine *e, char *const *paths, size_t np)
 {
 	uint64_t want = 0;
 	char msg[1400];
@@ -171,13 +171,13 @@ nodes_edited(struct engine *e, char *const *paths, size_t np, int all)
 				/* its run is finished by a worker: verify.c sees
 				 * what changed under it; decide it again after */
 				if (n->finishing || n->w == NULL) {
-					if (all || node_reads(n, paths, np, 0)) {
+					if (node_reads(n, paths, np, 0)) {
 						n->stale = 1;
 						want |= n->builds;
 					}
 					break;
 				}
-				if (all || !node_reads(n, paths, np, 1))
+				if (!node_reads(n, paths, np, 1))
 					break;
 				if (run_cancel(e, n)) {
 					snprintf(msg, sizeof msg, "%s (%s): an input changed "
@@ -201,7 +201,7 @@ nodes_edited(struct engine *e, char *const *paths, size_t np, int all)
 			case N_RUNNABLE:
 			case N_DONE:
 			case N_FAILED:
-				if (all || node_reads(n, paths, np, 1)) {
+				if (node_reads(n, paths, np, 1)) {
 					n->stale = 1;
 					want |= n->builds;
 				}
@@ -214,19 +214,26 @@ nodes_edited(struct engine *e, char *const *paths, size_t np, int all)
 	for (unsigned s = 0; s < ENGINE_MAX_BUILDS; s++)
 		if (e->active[s] != NULL && ((want >> s) & 1))
 			e->active[s]->repass = 1;
-	if (all)
-		e->edits_all = 1;
 }
 
 static void
 batch_apply(struct engine *e, char **paths, size_t n, int all)
 {
-	qsort(paths, n, sizeof *paths, str_cmp);
+	if (n > 1)
+		qsort(paths, n, sizeof *paths, str_cmp);
 	for (size_t i = 0; i < n; i++)
 		filestate_forget(e->fs, paths[i]);
 	pthread_mutex_lock(&e->mu);
-	if (e->nactive > 0 && !e->wave_dry)
-		nodes_edited(e, paths, n, all);
+	if (e->nactive > 0 && !e->wave_dry && all) {
+		/* no names: every build decides all it has again, in a new
+		 * file-state pass (running tools are left to verify.c) */
+		e->edits_all = 1;
+		for (unsigned s = 0; s < ENGINE_MAX_BUILDS; s++)
+			if (e->active[s] != NULL)
+				e->active[s]->repass = 1;
+	} else if (e->nactive > 0 && !e->wave_dry) {
+		nodes_edited(e, paths, n);
+	}
 	pthread_mutex_unlock(&e->mu);
 }
 
