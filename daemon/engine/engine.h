@@ -46,6 +46,11 @@ struct engine_config {
 	 * file in that window (KILN_TEST_HOLD_FINISH_MS in kilnd's
 	 * environment). 0 in real use. */
 	unsigned hold_finish_ms;
+	/* A testing aid: the watch's reader waits this long before reading
+	 * what inotify queued, so that a test's flood of changes overflows
+	 * the kernel's queue (KILN_TEST_WATCH_STALL_MS in kilnd's
+	 * environment; watch_test_stall). 0 in real use. */
+	unsigned watch_stall_ms;
 	/* How outputs go into build/ for this daemon's life, whatever the
 	 * project says (KILN_MAT_UNSET: as the project says). */
 	kiln_mat_mode materialize;

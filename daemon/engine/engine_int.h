@@ -307,6 +307,8 @@ struct engine {
 	 * pass, and steps decided in an older pass are decided again. */
 	_Atomic uint64_t changes; /* project changes the watch reported */
 	uint64_t pass_changes;   /* (e->mu) changes when this pass began */
+	int64_t overflow_said_ns; /* (the watch's reader thread) when the log
+	                             last said the watch's queue overflowed */
 	uint32_t pass_seq;       /* (e->mu) this pass's number */
 	struct edits *edits;     /* edits.c: files edited while builds run */
 	int edits_all;           /* (e->mu) an edit no path named: the next

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "kiln_clock.h"
 #include "decide.h"
 #include "discover.h"
 #include "edits.h"
@@ -99,6 +100,23 @@ first_is(const char *rel, const char *name)
 	return strncmp(rel, name, n) == 0 && (rel[n] == '\0' || rel[n] == '/');
 }
 
+/* Say in the log that inotify dropped events, at most once a second: a
+ * flood that outruns the reader for long overflows the queue once per
+ * queueful. The rescan itself needs no word: the watch trusts nothing
+ * looked at before, and the changes go out as "everything". */
+static void
+overflow_say(struct engine *e)
+{
+	int64_t now = kiln_mono_ns();
+
+	if (e->cfg.log == NULL ||
+	    (e->overflow_said_ns != 0 && now - e->overflow_said_ns < 1000000000))
+		return;
+	e->overflow_said_ns = now;
+	e->cfg.log(e->cfg.arg, 0, "the watch's queue overflowed (inotify dropped "
+	           "events): the next build stats every file again");
+}
+
 static void
 watch_changed(void *arg, const char *relpath, enum watch_change kind)
 {
@@ -106,6 +124,8 @@ watch_changed(void *arg, const char *relpath, enum watch_change kind)
 
 	if (relpath != NULL && (first_is(relpath, "build") || first_is(relpath, ".kiln")))
 		return;
+	if (kind == WATCH_CHANGE_OVERFLOW)
+		overflow_say(e);
 	atomic_fetch_add(&e->changes, 1);
 	edits_note(e, kind == WATCH_CHANGE_ALL ? NULL : relpath);
 	if (e->cfg.changed != NULL)
@@ -153,6 +173,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	/* without inotify (or with --no-watch) every file is stat'ed */
 	if (!cfg->no_watch && watch_new(e->root, &e->watch) == 0) {
 		filestate_set_watch(e->fs, e->watch);
+		watch_test_stall(e->watch, cfg->watch_stall_ms);
 		watch_on_change(e->watch, watch_changed, e);
 	}
 	blobs_watch_open(e);

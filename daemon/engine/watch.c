@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,7 @@ struct watch {
 	void *on_change_arg;
 	size_t *whole;           /* indices in dirs of those with a whole_gen */
 	size_t nwhole, capwhole;
+	atomic_uint stall_ms;    /* watch_test_stall; read by the reader alone */
 };
 
 /* 0 marks an empty slot */
@@ -286,7 +288,7 @@ event_take(struct watch *w, const struct inotify_event *ev)
 
 	if (ev->mask & IN_Q_OVERFLOW) {
 		reset_all(w);
-		notify(w, NULL, WATCH_CHANGE_ALL);
+		notify(w, NULL, WATCH_CHANGE_OVERFLOW);
 		return;
 	}
 	if ((d = dir_of_wd(w, ev->wd)) == NULL)
@@ -361,7 +363,15 @@ reader_main(void *arg)
 		if (p[1].revents)
 			break;
 		if (p[0].revents) {
+			unsigned stall = atomic_load(&w->stall_ms);
 			pthread_rwlock_wrlock(&w->lock);
+			/* (the test hook: nobody reads the queue for a while, not
+			 * even a build's watch_sync, which waits for the lock; the
+			 * reader still stops at once) */
+			if (stall > 0 && poll(&p[1], 1, (int)stall) > 0) {
+				pthread_rwlock_unlock(&w->lock);
+				break;
+			}
 			drain(w);
 			pthread_rwlock_unlock(&w->lock);
 		}
@@ -450,6 +460,12 @@ watch_on_change(struct watch *w, watch_change_fn fn, void *arg)
 	w->on_change = fn;
 	w->on_change_arg = arg;
 	pthread_rwlock_unlock(&w->lock);
+}
+
+void
+watch_test_stall(struct watch *w, unsigned ms)
+{
+	atomic_store(&w->stall_ms, ms);
 }
 
 void

@@ -58,17 +58,30 @@ enum watch_change {
 	WATCH_CHANGE_PARTIAL,  /* written, created, removed: more may follow */
 	WATCH_CHANGE_COMPLETE, /* closed after writing, or renamed into place:
 	                          an editor's save is over */
-	WATCH_CHANGE_ALL,      /* inotify lost track (a queue overflow, a
-	                          watch gone): anything may have changed */
+	WATCH_CHANGE_ALL,      /* inotify lost track (a watch gone, a
+	                          watched folder moved or replaced): anything
+	                          may have changed */
+	WATCH_CHANGE_OVERFLOW, /* the kernel's queue overflowed and dropped
+	                          events: as WATCH_CHANGE_ALL, told apart so
+	                          that the daemon can say why it rescans */
 };
 
 /* Tell fn of every change the reader thread takes in from now on:
- * relpath (relative to the root; NULL with WATCH_CHANGE_ALL) and what
- * kind. fn runs on the reader thread with the watch's lock held: it must
+ * relpath (relative to the root; NULL with WATCH_CHANGE_ALL and
+ * WATCH_CHANGE_OVERFLOW) and what kind. fn runs on the reader thread with the watch's lock held: it must
  * be quick and must not call back into the watch. Set it before anything
  * is watched, or to NULL. */
 typedef void (*watch_change_fn)(void *arg, const char *relpath,
                                 enum watch_change kind);
 void watch_on_change(struct watch *w, watch_change_fn fn, void *arg);
+
+/* A testing aid: the reader thread waits ms each time inotify wakes it
+ * before it reads the queue, holding the watch's lock (so watch_sync and
+ * every other call wait too, and nothing reads the queue meanwhile), so
+ * that a test can overflow the kernel's queue (max_queued_events) with a
+ * flood of changes without lowering that machine-wide limit
+ * (KILN_TEST_WATCH_STALL_MS in kilnd's environment). 0, the default, in
+ * real use. */
+void watch_test_stall(struct watch *w, unsigned ms);
 
 #endif

@@ -343,3 +343,67 @@ hostile_seen() {
 	[ "$st" -eq 1 ] || { echo "exit $st"; cat "$W.err"; false; }
 	grep -q 'the daemon stopped or went away\|daemon is stopping' "$W.err" || { cat "$W.err"; false; }
 }
+
+@test "an inotify queue overflow rescans: an edit made inside a flood of changes is built" {
+	live_project
+	# more files than the kernel queues events for one inotify instance
+	max=$(cat /proc/sys/fs/inotify/max_queued_events)
+	mkdir -p src/flood
+	python3 -c 'import sys
+for i in range(int(sys.argv[1])): open("src/flood/f%d" % i, "w").close()' "$((max + 1000))"
+	# the daemon's watch reads its queue 2 s after each wake-up (a test
+	# hook), so that the flood overflows the kernel's queue without
+	# lowering the machine-wide max_queued_events
+	export KILN_TEST_WATCH_STALL_MS=2000
+	watch_start
+	EV="$BATS_TEST_TMPDIR/ev.out"
+	"$KILN" events --timeout 30 >"$EV" 2>"$EV.err" &
+	ev=$!
+	# (kiln events may not have subscribed yet: touch until it shows)
+	wait_for ping_seen || { cat "$EV" "$EV.err"; kill "$ev"; false; }
+	# and the last ping's stall and build are over: the flood begins on a
+	# quiet watch, whose reader then sits on the queue for all of it
+	wait_for quiet || { cat "$EV"; kill "$ev"; false; }
+	# the flood: a touch of every file (an event each) fills the queue
+	# before the edit, whose events the kernel then drops; then another
+	# round (cheap calls, so all of it fits well within the 2 s)
+	python3 - "$((max + 1000))" <<'PY'
+import os, sys
+n = int(sys.argv[1])
+for i in range(n):
+    os.utime("src/flood/f%d" % i)
+with open("src/a.txt", "w") as f:
+    f.write("flooded\n")
+for i in range(n):
+    os.utime("src/flood/f%d" % i)
+PY
+	wait_for output_is a.txt flooded || { cat "$W" "$EV"; cat .kiln/kilnd.log; kill "$ev"; false; }
+	wait_for grep -q "the watch's queue overflowed" .kiln/kilnd.log ||
+		{ cat .kiln/kilnd.log; kill "$ev"; false; }
+	wait_for grep -q ' changed everything ' "$EV" || { cat "$EV"; kill "$ev"; false; }
+	grep -q "log info the watch's queue overflowed" "$EV" || { cat "$EV"; kill "$ev"; false; }
+	kill "$ev"
+	watch_stop
+	# and a warm build agrees: nothing left to do, the outputs right
+	run --separate-stderr "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output" "$stderr"; false; }
+	line=$(printf '%s\n' "$output" | grep '"event":"build"')
+	[ "$(json_field ran "$line")" = 0 ] || { echo "$output"; false; }
+	output_is a.txt flooded
+	output_is b.txt b
+}
+
+ping_seen() {
+	: >src/flood/ping
+	sleep 0.05
+	grep -q 'changed .*src/flood/ping' "$EV"
+}
+
+# quiet: kiln events printed nothing for longer than the watch's stall,
+# and the last it printed ends a build
+quiet() {
+	local n
+	n=$(wc -l <"$EV")
+	sleep 2.5
+	[ "$(wc -l <"$EV")" -eq "$n" ] && tail -n 1 "$EV" | grep -q ' build-done '
+}
