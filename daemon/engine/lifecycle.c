@@ -127,7 +127,7 @@ watch_changed(void *arg, const char *relpath, enum watch_change kind)
 	if (kind == WATCH_CHANGE_OVERFLOW)
 		overflow_say(e);
 	atomic_fetch_add(&e->changes, 1);
-	edits_note(e, kind == WATCH_CHANGE_ALL ? NULL : relpath);
+	edits_note(e, kind == WATCH_CHANGE_ALL || kind == WATCH_CHANGE_OVERFLOW ? NULL : relpath);
 	if (e->cfg.changed != NULL)
 		e->cfg.changed(e->cfg.arg, relpath, kind == WATCH_CHANGE_COMPLETE);
 }
