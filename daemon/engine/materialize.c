@@ -41,6 +41,27 @@ tmp_name(char *buf, size_t len)
 	         atomic_fetch_add(&tmp_counter, 1));
 }
 
+/* The index map's temporary name. Two builds of a profile can end at once,
+ * each writing its map beside build/<profile>/kiln-index.txt while a full
+ * one prunes that folder: pruning keeps this daemon's (a crashed one's go). */
+#define INDEX_TMP ".kiln-index-tmp-"
+
+static void
+index_tmp_name(char *buf, size_t len)
+{
+	snprintf(buf, len, INDEX_TMP "%ld-%u", (long)getpid(),
+	         atomic_fetch_add(&tmp_counter, 1));
+}
+
+static int
+index_tmp_ours(const char *name)
+{
+	char pre[64];
+	int n = snprintf(pre, sizeof(pre), INDEX_TMP "%ld-", (long)getpid());
+
+	return strncmp(name, pre, (size_t)n) == 0;
+}
+
 static int64_t
 ts_ns(const struct timespec *ts)
 {
@@ -553,7 +574,7 @@ materialize_index_write_tmp(const char *root, const char *profile,
 	}
 	/* O_EXCL: a name left by a crash may be a hard link to a blob. */
 	for (int tries = 0; tries < 100; tries++) {
-		tmp_name(t->tmp, sizeof(t->tmp));
+		index_tmp_name(t->tmp, sizeof(t->tmp));
 		fd = openat(t->dfd, t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd >= 0 || errno != EEXIST)
 			break;
@@ -623,7 +644,7 @@ keep_cmp(const void *key, const void *elem)
 static int
 prune_keeps(struct prune *pr, size_t len, const char *name)
 {
-	if (len == 0 && strcmp(name, INDEX_NAME) == 0)
+	if (len == 0 && (strcmp(name, INDEX_NAME) == 0 || index_tmp_ours(name)))
 		return 1;
 	if (pr->nkeep == 0)
 		return 0;
