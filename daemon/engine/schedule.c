@@ -522,6 +522,7 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 	struct node *bn[EVAL_BATCH];
 	enum eval_result r[EVAL_BATCH];
 	size_t want = e->ready.n / (2 * (size_t)e->nthreads) + 1, k = 0;
+	unsigned urgent = 0;
 	int dry = e->wave_dry;
 
 	if (want > EVAL_BATCH)
@@ -539,12 +540,55 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 	}
 	if (k == 0)
 		return;
+	for (size_t i = 0; i < k; i++)
+		urgent += bn[i]->prio > 0;
+	e->evals_urgent += urgent;
 	pthread_mutex_unlock(&e->mu);
 	for (size_t i = 0; i < k; i++)
 		r[i] = eval_work(e, bg[i], bn[i], dry);
 	pthread_mutex_lock(&e->mu);
 	for (size_t i = 0; i < k; i++)
 		eval_after(e, bg[i], bn[i], r[i], dry);
+	e->evals_urgent -= urgent;
+	if (urgent > 0 && e->evals_urgent == 0)
+		pthread_cond_broadcast(&e->cv);  /* slots held for them: fill */
+}
+
+/* Whether a free -j slot waits for work of a build with a priority
+ * (above 0) that is on its way, rather than go to the batch step on top
+ * of the runnable heap: a finished prerequisite of an interactive step
+ * not yet processed, an interactive step ready or being decided. Without
+ * this, each link of an interactive chain gave its slot to a batch step
+ * (the slot fills before a finished step is processed) and the chain
+ * waited a whole batch tool's run per link. Batch-only builds (every
+ * priority 0) never wait here. e->mu held. */
+static int
+slot_held(const struct engine *e)
+{
+	if (e->runnable.n == 0 || e->runnable.v[0].prio > 0)
+		return 0;
+	if (e->evals_urgent > 0 || (e->ready.n > 0 && e->ready.v[0].prio > 0))
+		return 1;
+	for (size_t i = 0; i < e->ncompleted; i++)
+		if (e->completed[i]->n->prio > 0)
+			return 1;
+	return 0;
+}
+
+/* The finished run to process next: one of a build with a priority
+ * first (its dependents wait on it). */
+static struct run_ctx *
+completed_take(struct engine *e)
+{
+	size_t best = e->ncompleted - 1;
+	struct run_ctx *rc;
+
+	for (size_t i = 0; i + 1 < e->ncompleted; i++)
+		if (e->completed[i]->n->prio > e->completed[best]->n->prio)
+			best = i;
+	rc = e->completed[best];
+	e->completed[best] = e->completed[--e->ncompleted];
+	return rc;
 }
 
 void *
@@ -571,14 +615,14 @@ worker_main(void *arg)
 			need_grant(e);
 		/* a free -j slot is filled before a finished step is
 		 * published: the tools are what the build waits on */
-		if (e->running < jobs_limit(e) && !e->quit &&
+		if (e->running < jobs_limit(e) && !e->quit && !slot_held(e) &&
 		    (n = pop_live(&e->runnable, N_RUNNABLE, &g)) != NULL) {
 			if (node_wanted(e, n))
 				work_start(e, g, n);
 			else
 				node_finish(e, g, n, N_CANCELLED);
 		} else if (e->ncompleted > 0) {
-			work_complete(e, e->completed[--e->ncompleted]);
+			work_complete(e, completed_take(e));
 		} else if (eval_room(e) && (n = pop_live(&e->ready, N_READY, &g)) != NULL) {
 			work_eval(e, g, n);
 		} else if (e->quit && e->running == 0 && e->nsusp == 0) {
