@@ -78,7 +78,7 @@ evfilter_new(const Kiln__SubscribeRequest *req, struct ev_filter **fp,
 		if ((rv = glob_compile(req->urls[f->nglobs], &f->globs[f->nglobs],
 		                       &bad)) != 0) {
 			if (rv == KILN_EINVAL)
-				snprintf(why, whylen, "the event filter's URL glob '%.200s': %s",
+				snprintf(why, whylen, "the event filter's URL glob '%.60s': %s",
 				         req->urls[f->nglobs], bad ? bad : "malformed");
 			goto fail;
 		}
