@@ -23,6 +23,11 @@
 
 #define THREAD_WAIT_MS 500 /* how long the thread's polls wait */
 
+/* kiln.h states the daemon's limits to libkiln's users. */
+_Static_assert(KILN_EVENT_FILTER_MAX_URLS == KILN_FILTER_MAX_URLS &&
+               KILN_EVENT_FILTER_MAX_PROFILE == KILN_FILTER_MAX_PROFILE,
+               "kiln.h's filter limits are the daemon's");
+
 static int
 subscribe_send(kiln_conn *c, const kiln_cursor *since)
 {
