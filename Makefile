@@ -78,7 +78,7 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
-             daemon/events.c \
+             daemon/events.c daemon/evfilter.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c daemon/changes.c
 DAEMON_SRC = daemon/main.c

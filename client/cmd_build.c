@@ -462,6 +462,15 @@ cmd_watch(const struct cli *cli, int argc, char **argv)
 	if ((rv = enter_dir("watch", dir)) != CLI_OK ||
 	    (rv = cli_connect("watch", cli, 1, &c)) != CLI_OK)
 		return rv;
+	/* Other profiles' steps and builds need not cross the connection. No
+	 * URL globs: the steps of the targets' prerequisites are printed too
+	 * (and without -p the profile is only known once the build starts). */
+	if (o.profile != NULL &&
+	    (rv = kiln_events_filter(c, &(kiln_event_filter){.profile = o.profile})) != 0) {
+		cli_error("watch", "filtering events", rv);
+		kiln_close(c);
+		return CLI_USAGE;
+	}
 	signal(SIGINT, on_sigint);
 	signal(SIGTERM, on_sigint);
 	rv = kiln_live(c, &o, (const volatile int *)&interrupted, watch_event, &v);

@@ -1,5 +1,6 @@
 /* cmd_events.c — kiln events: subscribe to the daemon and print its events
- * as they come, one line (or one JSON object) each. Built on libkiln's
+ * as they come, one line (or one JSON object) each, filtered on the
+ * daemon's side by URL globs and a profile when given. Built on libkiln's
  * poll function; a line's first word is the cursor to resume after. */
 #include <getopt.h>
 #include <inttypes.h>
@@ -10,12 +11,12 @@
 #include "cli.h"
 
 static const char events_usage[] =
-	"usage: kiln events [--since EPOCH:SEQ] [--count N] [--timeout DURATION]\n"
-	"                   [--json]\n";
+	"usage: kiln events [-p PROFILE] [--since EPOCH:SEQ] [--count N]\n"
+	"                   [--timeout DURATION] [--json] [URL|GLOB]...\n";
 
 static const char events_help[] =
-	"usage: kiln events [--since EPOCH:SEQ] [--count N] [--timeout DURATION]\n"
-	"                   [--json]\n"
+	"usage: kiln events [-p PROFILE] [--since EPOCH:SEQ] [--count N]\n"
+	"                   [--timeout DURATION] [--json] [URL|GLOB]...\n"
 	"\n"
 	"Print the daemon's events as they happen, one line each:\n"
 	"  EPOCH:SEQ KIND DETAILS\n"
@@ -59,11 +60,22 @@ static const char events_help[] =
 	"Ends when the daemon stops, after --count events, or when --timeout\n"
 	"passes without an event. Starts the daemon when none runs.\n"
 	"\n"
+	"With URLs or globs (as kiln build takes them; at most 16), a step line\n"
+	"is printed only for a step whose URL matches one; with -p, only for a\n"
+	"step of that profile, and a build-done line only for a build of it. A\n"
+	"blob-stored line naming a URL is filtered as a step's; every other\n"
+	"line (log, overflow, stopping, changed) is always printed. The daemon\n"
+	"filters: sequence numbers then skip the events left out, which are not\n"
+	"lost (only an overflow line says events were lost).\n"
+	"\n"
 	"options:\n"
+	"  -p, --profile NAME   only profile NAME's steps and builds\n"
 	"  --since EPOCH:SEQ    resume after that event (the first word of a\n"
 	"                       line printed earlier): every later event the\n"
 	"                       daemon still holds is printed, or an overflow\n"
-	"                       line says which were lost\n"
+	"                       line says which were lost (with a filter: which\n"
+	"                       it would have printed, as far as the daemon can\n"
+	"                       tell; give the same filter)\n"
 	"  -n, --count N        stop after N events\n"
 	"  --timeout DURATION   stop after this long without an event: seconds,\n"
 	"                       or with s, m, h: 1, 30s, 5m\n"
@@ -73,8 +85,9 @@ static const char events_help[] =
 	"                       docs/protocol.md lists them)\n"
 	"  -h, --help           show this help\n"
 	"\n"
-	"exit status: 0 ended as asked; 1 evicted (see above); 2 bad usage or\n"
-	"the daemon could not be reached.\n";
+	"exit status: 0 ended as asked; 1 evicted (see above); 2 bad usage (a\n"
+	"filter the daemon refuses: too many globs, a malformed or too long\n"
+	"one), or the daemon could not be reached.\n";
 
 struct events_opts {
 	int since_set;
@@ -82,6 +95,7 @@ struct events_opts {
 	uint64_t count;   /* 0: no limit */
 	int64_t timeout_s; /* 0: none */
 	int json;
+	kiln_event_filter filter; /* argv's globs, -p */
 };
 
 static const char *
@@ -401,12 +415,13 @@ events_parse(int argc, char **argv, struct events_opts *o)
 		{"count", required_argument, NULL, 'n'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
+		{"profile", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, ":hn:", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":hn:p:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			if (cursor_parse(optarg, &o->since) != 0)
@@ -425,13 +440,15 @@ events_parse(int argc, char **argv, struct events_opts *o)
 				                 "not a duration (examples: 1, 30s, 5m)", optarg);
 			break;
 		case 'j': o->json = 1; break;
+		case 'p': o->filter.profile = optarg; break;
 		case 'h': return cli_help(events_help);
 		default: return cli_bad_option("events", events_usage, longopts, ch, argv);
 		}
 	}
-	if (optind < argc)
-		return cli_usage("events", events_usage, "unexpected argument '%s'",
-		                 argv[optind]);
+	/* The daemon judges the globs (and their number): it alone must,
+	 * for any client, so it says the same to all. */
+	o->filter.urls = (const char *const *)argv + optind;
+	o->filter.nurls = (size_t)(argc - optind);
 	return CLI_CONTINUE;
 }
 
@@ -487,7 +504,8 @@ cmd_events(const struct cli *cli, int argc, char **argv)
 		o.timeout_s = 24 * 3600;
 	if ((rv = cli_connect("events", cli, 1, &c)) != CLI_OK)
 		return rv;
-	if ((rv = kiln_subscribe(c, o.since_set ? &o.since : NULL)) != 0) {
+	if ((rv = kiln_events_filter(c, &o.filter)) != 0 ||
+	    (rv = kiln_subscribe(c, o.since_set ? &o.since : NULL)) != 0) {
 		cli_daemon_error("events", "subscribing", c, rv);
 		kiln_close(c);
 		return CLI_USAGE;

@@ -2,7 +2,9 @@
  * slot, handed out one event at a time, and an optional thread calling
  * the user's function.
  *
- * The cursor (epoch, seq of the last event handed out) is ours: every poll
+ * The cursor (epoch, seq of the last event handed out, or the reply's
+ * `through` once its events are all handed out: a filtered subscription's
+ * cursor moves over what the daemon left out) is ours: every poll
  * sends it, so a lost reply or a dropped connection loses nothing. When the
  * daemon no longer knows the subscription (the connection dropped and came
  * back, or a new daemon answers) the next poll subscribes again from the
@@ -12,6 +14,7 @@
  * the events slot until kiln_unsubscribe joins it. */
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,6 +22,11 @@
 #include "kiln_clock.h"
 
 #define THREAD_WAIT_MS 500 /* how long the thread's polls wait */
+
+/* kiln.h states the daemon's limits to libkiln's users. */
+_Static_assert(KILN_EVENT_FILTER_MAX_URLS == KILN_FILTER_MAX_URLS &&
+               KILN_EVENT_FILTER_MAX_PROFILE == KILN_FILTER_MAX_PROFILE,
+               "kiln.h's filter limits are the daemon's");
 
 static int
 subscribe_send(kiln_conn *c, const kiln_cursor *since)
@@ -34,6 +42,10 @@ subscribe_send(kiln_conn *c, const kiln_cursor *since)
 		q.epoch = since->epoch;
 		q.after_seq = since->seq;
 	}
+	q.urls = s->urls;
+	q.n_urls = s->nurls;
+	if (s->profile != NULL)
+		q.profile = s->profile;
 	lk_request_init(c, &req);
 	req.body_case = KILN__REQUEST__BODY_SUBSCRIBE;
 	req.subscribe = &q;
@@ -58,8 +70,11 @@ kiln_subscribe(kiln_conn *c, const kiln_cursor *since)
 
 	if (c->sub.active)
 		return KILN_EBUSY;
-	if ((rv = subscribe_send(c, since)) != 0)
+	if ((rv = subscribe_send(c, since)) != 0) {
+		/* on the caller's thread: kiln_conn_error may say why */
+		snprintf(c->error, sizeof(c->error), "%s", c->sub.error);
 		return rv;
+	}
 	c->sub.active = 1;
 	c->sub.next = 0;
 	return 0;
@@ -160,6 +175,8 @@ event_take(struct kiln_sub *s, kiln_event *ev)
 		break;
 	}
 	s->cur = ev->at;
+	if (s->next == pr->n_events && pr->through > e->seq)
+		s->cur.seq = pr->through; /* the rest the filter left out */
 }
 
 /* One long poll; on success the batch holds its reply (maybe empty). */
@@ -184,6 +201,57 @@ poll_once(kiln_conn *c, int timeout_ms)
 	               (int)q.wait_ms + c->timeout_ms,
 	               KILN__REPLY__BODY_POLL_REPLY, &s->batch, s->error,
 	               sizeof(s->error));
+}
+
+/* An empty reply: the daemon's filter left out every event up to
+ * through (0 from a daemon without filters). */
+static void
+through_take(struct kiln_sub *s, const Kiln__PollReply *pr)
+{
+	if (pr->epoch == s->cur.epoch && pr->through > s->cur.seq)
+		s->cur.seq = pr->through;
+}
+
+/* Free kiln_events_filter's copies. */
+void
+lk_filter_free(struct kiln_sub *s)
+{
+	for (size_t i = 0; i < s->nurls; i++)
+		free(s->urls[i]);
+	free(s->urls);
+	free(s->profile);
+	s->urls = NULL;
+	s->nurls = 0;
+	s->profile = NULL;
+}
+
+int
+kiln_events_filter(kiln_conn *c, const kiln_event_filter *f)
+{
+	struct kiln_sub *s = &c->sub, n = {0};
+
+	if (s->active)
+		return KILN_EBUSY;
+	if (f != NULL && f->nurls > 0 && f->urls == NULL)
+		return KILN_EINVAL;
+	if (f != NULL && f->nurls > 0 &&
+	    (n.urls = calloc(f->nurls, sizeof(*n.urls))) == NULL)
+		return KILN_ENOMEM;
+	for (; f != NULL && n.nurls < f->nurls; n.nurls++)
+		if ((n.urls[n.nurls] = strdup(f->urls[n.nurls] ? f->urls[n.nurls]
+		                                               : "")) == NULL)
+			goto fail;
+	if (f != NULL && f->profile != NULL && f->profile[0] != '\0' &&
+	    (n.profile = strdup(f->profile)) == NULL)
+		goto fail;
+	lk_filter_free(s);
+	s->urls = n.urls;
+	s->nurls = n.nurls;
+	s->profile = n.profile;
+	return 0;
+fail:
+	lk_filter_free(&n);
+	return KILN_ENOMEM;
 }
 
 int
@@ -225,6 +293,7 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 			return rv;
 		if (s->batch.rep->poll_reply->n_events > 0)
 			break;
+		through_take(s, s->batch.rep->poll_reply);
 		if (wait <= KILN_POLL_MAX_WAIT_MS)
 			return KILN_ETIMEDOUT;
 	}

@@ -247,9 +247,11 @@ typedef struct kiln_event {
 
 /* Subscribe c to the daemon's events, from now (since NULL) or resuming
  * after *since (then every later event the daemon still holds is
- * delivered, or an OVERFLOW event says which were lost). One subscription
- * per connection. If the connection drops, polling resubscribes from the
- * last event delivered. */
+ * delivered, or an OVERFLOW event says which were lost), filtered as
+ * kiln_events_filter set (if it did). One subscription per connection.
+ * If the connection drops, polling resubscribes from the cursor
+ * (kiln_events_cursor). KILN_EINVAL: the daemon refused the filter
+ * (kiln_conn_error says why). */
 int kiln_subscribe(kiln_conn *c, const kiln_cursor *since);
 
 /* The next event, waiting at most timeout_ms (0: do not wait). Returns 0
@@ -266,8 +268,36 @@ int kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev);
  * or KILN_EINVAL. */
 int kiln_events_gather(kiln_conn *c, int gather_ms);
 
-/* The cursor of the last event delivered (to resume from later). */
+/* The cursor to resume from later: the last event delivered, or past it
+ * when the daemon said that the events after it were left out by the
+ * subscription's filter (kiln_events_filter). */
 int kiln_events_cursor(const kiln_conn *c, kiln_cursor *cur);
+
+/* Which events the daemon sends a subscription (docs/protocol.md,
+ * "Filters"): a STEP only when its URL matches one of urls (URL globs as
+ * kiln build takes them; none: any URL) and its profile is profile (NULL
+ * or "": any); a BUILD_DONE only when its profile is; a BLOB_STORED whose
+ * put named an index entry as a STEP; every other kind always (OVERFLOW,
+ * LOG, STOPPING, SOURCES_CHANGED). What a filter leaves out never leaves
+ * the daemon. The sequence numbers delivered then have gaps, which lose
+ * nothing: only an OVERFLOW says events were lost. */
+#define KILN_EVENT_FILTER_MAX_URLS 16   /* globs, each at most 1024 bytes */
+#define KILN_EVENT_FILTER_MAX_PROFILE 255
+typedef struct kiln_event_filter {
+	const char *const *urls;
+	size_t nurls;
+	const char *profile;
+} kiln_event_filter;
+
+/* Filter the subscriptions c opens from now on (kiln_subscribe,
+ * kiln_subscribe_cb, kiln_live, and libkiln's own resubscriptions) by f;
+ * NULL (or an empty filter) ends filtering. f and its strings are copied.
+ * The daemon judges the filter when c subscribes: it refuses one over the
+ * limits above or with a malformed glob (KILN_EINVAL, kiln_conn_error
+ * says which). A daemon older than filters ignores them: it sends every
+ * event. Returns 0, KILN_EBUSY (c is subscribed), KILN_EINVAL (f->urls
+ * NULL with nurls > 0) or KILN_ENOMEM. */
+int kiln_events_filter(kiln_conn *c, const kiln_event_filter *f);
 
 /* Called on libkiln's own thread for each event; a non-zero return ends
  * the subscription. */
@@ -305,10 +335,13 @@ typedef struct kiln_build_opts {
  * the SOURCES_CHANGED events; a rebuild the daemon refuses (the
  * descriptions have errors) comes as an error LOG event whose text is the
  * daemon's, and the next change tries again. Subscribes c (from now) and
- * polls it: use no other events calls on c meanwhile. Returns 0 when
- * stopped (a build still running is cancelled), the initial build's
- * refusal as kiln_build_start's, or a KILN_E* code (KILN_ECLOSED: the
- * daemon is stopping). */
+ * polls it: use no other events calls on c meanwhile. With a filter set by
+ * kiln_events_filter, fn gets only the STEP events it passes (an editor
+ * names the assets it reloads; their prerequisites' steps stay in the
+ * daemon); its profile, if any, must be the one built (else KILN_EINVAL).
+ * Returns 0 when stopped (a build still running is cancelled), the
+ * initial build's refusal as kiln_build_start's, or a KILN_E* code
+ * (KILN_ECLOSED: the daemon is stopping). */
 int kiln_live(kiln_conn *c, const kiln_build_opts *o, const volatile int *stop,
               kiln_event_fn fn, void *arg);
 

@@ -118,6 +118,7 @@ kiln_close(kiln_conn *c)
 	if (c == NULL)
 		return;
 	lk_sub_end(c);
+	lk_filter_free(&c->sub);
 	if (c->held.rep != NULL) {
 		struct conn_reply none = {0};
 		lk_hold(c, &none);

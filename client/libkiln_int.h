@@ -17,6 +17,9 @@ struct kiln_sub {
 	struct conn_reply batch;  /* the poll reply being handed out */
 	size_t next;              /* its next event */
 	int gather_ms;            /* kiln_events_gather */
+	char **urls;              /* kiln_events_filter's copies (owned) */
+	size_t nurls;
+	char *profile;            /* NULL: any */
 	/* with a callback: */
 	int threaded;
 	pthread_t thread;
@@ -83,5 +86,7 @@ int lk_autostart(const struct kiln_paths *p, const char *kilnd, int no_start,
 
 /* events.c: end the subscription's thread and state (kiln_close). */
 void lk_sub_end(kiln_conn *c);
+/* Free kiln_events_filter's copies in s. */
+void lk_filter_free(struct kiln_sub *s);
 
 #endif

@@ -10,7 +10,13 @@
  * the connection: a client that dies leaves nothing behind in the daemon
  * (its running build is cancelled as any dead client's is).
  *
+ * A filter set with kiln_events_filter narrows what fn gets (an editor
+ * asks for the steps of the assets it loads, not their prerequisites');
+ * the loop's own events, the changes and its builds' ends, pass any
+ * filter whose profile is the one built, which kiln_live checks.
+ *
  * kiln_changes_hold: a checkout's thousands of changes as one batch. */
+#include <stdio.h>
 #include <string.h>
 
 #include "libkiln_int.h"
@@ -22,20 +28,34 @@ struct live {
 	void *arg;
 	uint64_t build;         /* ours, running; 0: none */
 	int again;              /* files changed while it ran */
+	char profile[256];      /* the profile built */
 };
 
 static int
 live_start(struct live *l)
 {
-	char profile[128];
 	uint32_t nsteps;
 	int rv;
 
 	l->again = 0;
-	if ((rv = kiln_build_start(l->c, l->o, &l->build, &nsteps, profile,
-	                           sizeof profile)) != 0)
+	if ((rv = kiln_build_start(l->c, l->o, &l->build, &nsteps, l->profile,
+	                           sizeof l->profile)) != 0)
 		l->build = 0;
 	return rv;
+}
+
+/* A filter for another profile would hide our builds' ends: the loop
+ * would wait for them forever. 0, or KILN_EINVAL with c's error set. */
+static int
+live_filter_check(struct live *l)
+{
+	const char *want = l->c->sub.profile;
+
+	if (want == NULL || strcmp(want, l->profile) == 0)
+		return 0;
+	snprintf(l->c->error, sizeof(l->c->error), "the event filter's profile "
+	         "'%s' is not the profile built ('%s')", want, l->profile);
+	return KILN_EINVAL;
 }
 
 static int
@@ -104,12 +124,16 @@ int
 kiln_live(kiln_conn *c, const kiln_build_opts *o, const volatile int *stop,
           kiln_event_fn fn, void *arg)
 {
-	struct live l = {c, o, fn, arg, 0, 0};
+	struct live l = {.c = c, .o = o, .fn = fn, .arg = arg};
 	kiln_event ev;
 	int rv;
 
 	if ((rv = kiln_subscribe(c, NULL)) != 0 || (rv = live_start(&l)) != 0)
 		return rv;
+	if ((rv = live_filter_check(&l)) != 0) {
+		kiln_build_cancel(c, l.build);
+		return rv;
+	}
 	while (stop == NULL || !*stop) {
 		rv = kiln_events_poll(c, 200, &ev);
 		if (rv == KILN_ETIMEDOUT)

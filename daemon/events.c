@@ -10,7 +10,17 @@
  * The ring holds decoded copies of the last events (seq head-count+1 ..
  * head), each with its encoded size; a poll reply is encoded under the lock
  * straight from them. Memory is bounded by max_events and max_bytes
- * whatever the number of clients: a client costs one subscription slot. */
+ * whatever the number of clients: a client costs one subscription slot.
+ *
+ * Filters (evfilter.h). A filtered subscription is sent only the events its
+ * filter passes; its cursor still moves over the others (PollReply.through)
+ * and a parked poll wakes only for an event it passes. What a filter left
+ * out is never reported lost: the ring judges each event it drops against
+ * every filtered subscription (sub.lost_pass), so a poll whose cursor the
+ * ring has moved past gets an Overflow only if an event it would have been
+ * sent is gone. That judgement covers the events published while the
+ * subscription was open; older ones (a resumed subscription's) count as
+ * lost when dropped, as they do unfiltered. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +28,7 @@
 #include <time.h>
 
 #include "events.h"
+#include "evfilter.h"
 #include "kiln_clock.h"
 
 struct ring_entry {
@@ -30,6 +41,10 @@ struct sub {
 	uint32_t pipe;
 	int64_t last_reply_ns;    /* its last poll reply with events */
 	struct ev_waiter *waiter; /* its parked poll, or NULL */
+	struct ev_filter *filter; /* owned; NULL: every event */
+	uint64_t opened_at;       /* the newest seq when it subscribed */
+	uint64_t lost_pass;       /* the newest seq after opened_at that the
+	                           * ring dropped and filter passes (0: none) */
 };
 
 /* How many evicted subscriptions are remembered, so that their next poll
@@ -94,12 +109,20 @@ events_new(uint32_t max_events, uint64_t max_bytes, uint32_t max_subs,
 	return 0;
 }
 
-/* Drop the oldest event. */
+/* Drop the oldest event, noting it in each filtered subscription that
+ * would have been sent it (see the top). */
 static void
 ring_pop(struct kilnd_events *ev)
 {
 	struct ring_entry *r = &ev->ring[ev->first];
+	uint64_t seq = ev->head - ev->count + 1;
 
+	for (uint32_t i = 0; i < ev->max_subs; i++) {
+		struct sub *s = &ev->subs[i];
+		if (s->id != 0 && s->filter != NULL && seq > s->opened_at &&
+		    evfilter_pass(s->filter, r->e))
+			s->lost_pass = seq;
+	}
 	ev->bytes -= r->bytes;
 	kiln__event__free_unpacked(r->e, NULL);
 	r->e = NULL;
@@ -114,6 +137,8 @@ events_free(struct kilnd_events *ev)
 		return;
 	while (ev->count > 0)
 		ring_pop(ev);
+	for (uint32_t i = 0; i < ev->max_subs; i++)
+		evfilter_free(ev->subs[i].filter);
 	pthread_mutex_destroy(&ev->mu);
 	free(ev->ring);
 	free(ev->subs);
@@ -147,14 +172,20 @@ waiter_wake(struct kilnd_events *ev, struct ev_waiter *w)
 	w->wake(w);
 }
 
-/* Wake every parked waiter; a gathering one only when urgent. Lock held. */
+static struct sub *sub_of(struct kilnd_events *ev, uint64_t id);
+
+/* Wake every parked waiter whose subscription e passes (all of them when
+ * e is NULL); a gathering one only when urgent. Lock held. */
 static void
-wake_all_locked(struct kilnd_events *ev, int urgent)
+wake_all_locked(struct kilnd_events *ev, const Kiln__Event *e, int urgent)
 {
 	struct ev_waiter **pp = &ev->parked;
+	struct sub *s;
 
 	while (*pp != NULL)
-		if (urgent || !(*pp)->gathering)
+		if ((urgent || !(*pp)->gathering) &&
+		    (e == NULL || (s = sub_of(ev, (*pp)->sub)) == NULL ||
+		     evfilter_pass(s->filter, e)))
 			waiter_wake(ev, *pp);   /* unlinks it */
 		else
 			pp = &(*pp)->next;
@@ -209,7 +240,7 @@ events_publish(struct kilnd_events *ev, Kiln__Event *e)
 	e->seq = ev->head + 1;
 	if ((rv = ring_push(ev, e)) == 0) {
 		ev->head++;
-		wake_all_locked(ev, event_urgent(e));
+		wake_all_locked(ev, e, event_urgent(e));
 	}
 	pthread_mutex_unlock(&ev->mu);
 	return rv;
@@ -225,12 +256,23 @@ sub_find(struct kilnd_events *ev, uint32_t pipe, uint64_t id)
 	return NULL;
 }
 
+/* The slot of subscription id, or NULL. Lock held. */
+static struct sub *
+sub_of(struct kilnd_events *ev, uint64_t id)
+{
+	for (uint32_t i = 0; i < ev->max_subs; i++)
+		if (ev->subs[i].id == id && id != 0)
+			return &ev->subs[i];
+	return NULL;
+}
+
 static void sub_close(struct kilnd_events *ev, struct sub *s);
 static struct sub *sub_evict_oldest(struct kilnd_events *ev);
 
 int
 events_subscribe(struct kilnd_events *ev, uint32_t pipe,
-                 const Kiln__SubscribeRequest *req, Kiln__SubscribeReply *rep)
+                 const Kiln__SubscribeRequest *req, struct ev_filter *filter,
+                 Kiln__SubscribeReply *rep)
 {
 	struct sub *s = NULL;
 	int rv = KILN_EBUSY;
@@ -242,7 +284,9 @@ events_subscribe(struct kilnd_events *ev, uint32_t pipe,
 	if (s == NULL)
 		s = sub_evict_oldest(ev);
 	if (s != NULL) {
-		*s = (struct sub){.id = ++ev->next_sub, .pipe = pipe};
+		*s = (struct sub){.id = ++ev->next_sub, .pipe = pipe,
+		                  .filter = filter, .opened_at = ev->head};
+		filter = NULL;
 		ev->nsubs++;
 		rep->subscription = s->id;
 		rep->epoch = ev->epoch;
@@ -252,6 +296,7 @@ events_subscribe(struct kilnd_events *ev, uint32_t pipe,
 		rv = 0;
 	}
 	pthread_mutex_unlock(&ev->mu);
+	evfilter_free(filter); /* not taken: no slot */
 	return rv;
 }
 
@@ -261,6 +306,7 @@ sub_close(struct kilnd_events *ev, struct sub *s)
 {
 	if (s->waiter != NULL)
 		waiter_wake(ev, s->waiter);
+	evfilter_free(s->filter);
 	*s = (struct sub){0};
 	ev->nsubs--;
 }
@@ -340,12 +386,38 @@ overflow_fill(Kiln__Event *e, Kiln__Overflow *o, Kiln__Overflow__Reason why,
 	e->overflow = o;
 }
 
-/* Encode the reply to a poll after cursor (epoch, after): an Overflow
- * first if events were lost, then held events up to max / max_bytes.
- * Lock held. */
+/* The held event seq (oldest <= seq <= head). Lock held. */
+static const Kiln__Event *
+ring_at(const struct kilnd_events *ev, uint64_t seq)
+{
+	uint64_t oldest = ev->head - ev->count + 1;
+
+	return ev->ring[(ev->first + (seq - oldest)) % ev->cap].e;
+}
+
+/* Where a poll of s after seq `after` (this epoch) really stands: past
+ * the events the ring dropped since, when s's filter would have passed
+ * none of them (see the top), so that it is not told it lost them. Lock
+ * held. */
+static uint64_t
+cursor_of(const struct kilnd_events *ev, const struct sub *s, uint64_t after)
+{
+	uint64_t oldest = ev->head - ev->count + 1;
+
+	if (s->filter != NULL && after + 1 < oldest && after >= s->opened_at &&
+	    s->lost_pass <= after)
+		return oldest - 1;
+	return after;
+}
+
+/* Encode the reply to a poll of s after cursor (epoch, after): an
+ * Overflow first if events were lost, then the held events s's filter
+ * passes, up to max / max_bytes, and how far that got (through). Lock
+ * held. */
 static int
-reply_pack(struct kilnd_events *ev, const Kiln__PollRequest *req,
-           size_t max_bytes, uint8_t **buf, size_t *len)
+reply_pack(struct kilnd_events *ev, const struct sub *s,
+           const Kiln__PollRequest *req, size_t max_bytes, uint8_t **buf,
+           size_t *len)
 {
 	uint64_t oldest = ev->head - ev->count + 1, after = req->after_seq;
 	uint32_t max = req->max_events ? req->max_events : KILN_POLL_MAX_EVENTS;
@@ -366,19 +438,26 @@ reply_pack(struct kilnd_events *ev, const Kiln__PollRequest *req,
 		              oldest - 1);
 		list[pr.n_events++] = &over;
 		after = oldest - 1;
-	} else if (after + 1 < oldest) {
+	} else if ((after = cursor_of(ev, s, after)) + 1 < oldest) {
 		overflow_fill(&over, &o, KILN__OVERFLOW__REASON__BEHIND, after + 1,
 		              oldest - 1);
 		list[pr.n_events++] = &over;
 		after = oldest - 1;
 	}
-	for (uint64_t seq = after + 1; seq <= ev->head && n < max; seq++, n++) {
+	pr.through = after;
+	for (uint64_t seq = after + 1; seq <= ev->head && n < max; seq++) {
 		struct ring_entry *r =
 			&ev->ring[(ev->first + (seq - oldest)) % ev->cap];
+		if (!evfilter_pass(s->filter, r->e)) {
+			pr.through = seq; /* accounted for: the cursor moves on */
+			continue;
+		}
 		if (pr.n_events > 0 && size + r->bytes + 12 > max_bytes)
 			break;
 		size += r->bytes + 12;
 		list[pr.n_events++] = r->e;
+		pr.through = seq;
+		n++;
 	}
 	pr.epoch = ev->epoch;
 	pr.events = list;
@@ -413,11 +492,22 @@ evicted_pack(struct kilnd_events *ev, const Kiln__PollRequest *req,
 	return kiln_proto_pack_alloc(&rep.base, buf, len);
 }
 
-/* Whether a poll after cursor (epoch, after) has anything to return. */
+/* Whether a poll of s after cursor (epoch, after) has anything to
+ * return: an Overflow, or an event s's filter passes. Lock held. */
 static int
-poll_ready(const struct kilnd_events *ev, const Kiln__PollRequest *req)
+poll_ready(const struct kilnd_events *ev, const struct sub *s,
+           const Kiln__PollRequest *req)
 {
-	return req->epoch != ev->epoch || req->after_seq < ev->head;
+	uint64_t oldest = ev->head - ev->count + 1, after;
+
+	if (req->epoch != ev->epoch)
+		return 1;
+	if ((after = cursor_of(ev, s, req->after_seq)) + 1 < oldest)
+		return 1;
+	for (uint64_t seq = after + 1; seq <= ev->head; seq++)
+		if (evfilter_pass(s->filter, ring_at(ev, seq)))
+			return 1;
+	return 0;
 }
 
 /* How long (ms, 0: not at all) a poll that has events to return should
@@ -428,21 +518,24 @@ static uint32_t
 gather_left(const struct kilnd_events *ev, const struct sub *s,
             const Kiln__PollRequest *req)
 {
-	uint64_t oldest = ev->head - ev->count + 1;
+	uint64_t oldest = ev->head - ev->count + 1, after;
 	uint32_t max = req->max_events ? req->max_events : KILN_POLL_MAX_EVENTS;
 	int64_t end, now;
 
 	if (req->gather_ms == 0 || req->wait_ms == 0 || s->last_reply_ns == 0 ||
-	    req->epoch != ev->epoch || req->after_seq + 1 < oldest ||
-	    ev->head - req->after_seq >= max)
+	    req->epoch != ev->epoch)
+		return 0;
+	after = cursor_of(ev, s, req->after_seq);
+	if (after + 1 < oldest || ev->head - after >= max)
 		return 0;
 	now = kiln_mono_ns();
 	end = s->last_reply_ns +
 	      (int64_t)(req->gather_ms < 100 ? req->gather_ms : 100) * 1000000;
 	if (end <= now)
 		return 0;
-	for (uint64_t seq = req->after_seq + 1; seq <= ev->head; seq++)
-		if (event_urgent(ev->ring[(ev->first + (seq - oldest)) % ev->cap].e))
+	for (uint64_t seq = after + 1; seq <= ev->head; seq++)
+		if (event_urgent(ring_at(ev, seq)) &&
+		    evfilter_pass(s->filter, ring_at(ev, seq)))
 			return 0;
 	return (uint32_t)((end - now + 999999) / 1000000);
 }
@@ -479,14 +572,15 @@ events_poll(struct kilnd_events *ev, uint32_t pipe,
 		     ? evicted_pack(ev, req, buf, len) : KILN_ENOTFOUND;
 	else if (req->epoch == ev->epoch && req->after_seq > ev->head)
 		rv = KILN_EINVAL;
-	else if (!poll_ready(ev, req) && req->wait_ms > 0 && w != NULL) {
+	else if (!poll_ready(ev, s, req) && req->wait_ms > 0 && w != NULL) {
 		park(ev, s, w, 0);
 		rv = EVENTS_PARKED;
 	} else if (w != NULL && (gather = gather_left(ev, s, req)) > 0) {
 		park(ev, s, w, 1);
 		*park_ms = gather < req->wait_ms ? gather : req->wait_ms;
 		rv = EVENTS_PARKED;
-	} else if ((rv = reply_pack(ev, req, max_bytes, buf, len)) == 0 && poll_ready(ev, req))
+	} else if ((rv = reply_pack(ev, s, req, max_bytes, buf, len)) == 0 &&
+	           poll_ready(ev, s, req))
 		s->last_reply_ns = kiln_mono_ns();
 	pthread_mutex_unlock(&ev->mu);
 	return rv;
@@ -518,7 +612,7 @@ void
 events_wake_all(struct kilnd_events *ev)
 {
 	pthread_mutex_lock(&ev->mu);
-	wake_all_locked(ev, 1);
+	wake_all_locked(ev, NULL, 1);
 	pthread_mutex_unlock(&ev->mu);
 }
 

@@ -3,7 +3,8 @@
  *
  * A subscriber is a cursor (epoch, seq) held by the client and a slot here;
  * the ring is the only buffer, bounded in events and bytes. A poll whose
- * cursor the ring has moved past gets an Overflow event first. Nothing here
+ * cursor the ring has moved past gets an Overflow event first (unless its
+ * filter would have left out every event it missed). Nothing here
  * ever waits for a client: publishing appends, evicts the oldest, and wakes
  * parked polls. docs/protocol.md explains the design. */
 #ifndef KILND_EVENTS_H
@@ -53,12 +54,14 @@ void events_free(struct kilnd_events *ev);
  * or KILN_ERANGE (one event larger than the whole ring). */
 int events_publish(struct kilnd_events *ev, Kiln__Event *e);
 
-/* Open a subscription for the client on pipe. When max_subs are open the
- * oldest is closed to make room (its parked poll answers, and its next
- * poll gets an Overflow EVICTED). Returns 0 (reply filled), or KILN_EBUSY
- * only when max_subs is 0. */
+/* Open a subscription for the client on pipe, sent only the events filter
+ * passes (evfilter.h; NULL: all). Takes filter, whatever the result. When
+ * max_subs are open the oldest is closed to make room (its parked poll
+ * answers, and its next poll gets an Overflow EVICTED). Returns 0 (reply
+ * filled), or KILN_EBUSY only when max_subs is 0. */
+struct ev_filter;
 int events_subscribe(struct kilnd_events *ev, uint32_t pipe,
-                     const Kiln__SubscribeRequest *req,
+                     const Kiln__SubscribeRequest *req, struct ev_filter *filter,
                      Kiln__SubscribeReply *rep);
 
 /* Returns 0 or KILN_ENOTFOUND (no such subscription on this pipe). */
@@ -68,7 +71,9 @@ int events_unsubscribe(struct kilnd_events *ev, uint32_t pipe, uint64_t sub);
 void events_pipe_closed(struct kilnd_events *ev, uint32_t pipe);
 
 /* Answer a poll: 0 with *buf (malloc'd, *len bytes) a whole encoded Reply
- * holding at most max_bytes of events; or, when there are none, wait_ms
+ * holding at most max_bytes of the events the subscription's filter
+ * passes, and in PollReply.through how far they go; or, when there are
+ * none, wait_ms
  * is not 0 and w is not NULL, park w and return EVENTS_PARKED (also while
  * a poll with gather_ms gathers events: then only until its gather time
  * ends, or an urgent event comes). *park_ms: how long the parked poll

@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "changes.h"
+#include "evfilter.h"
 #include "handlers.h"
 #include "server.h"
 #include "verified.h"
@@ -266,11 +267,17 @@ static int
 h_subscribe(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
             struct ev_waiter *w)
 {
+	struct ev_filter *f;
 	int rv;
 
 	(void)w;
+	/* Compiled here, outside the events lock: globs cost more to compile
+	 * than to match. */
+	if ((rv = evfilter_new(c->req->subscribe, &f, a->error,
+	                       sizeof(a->error))) != 0)
+		return rv;
 	kiln__subscribe_reply__init(&a->body.sub);
-	if ((rv = events_subscribe(d->events, c->pipe, c->req->subscribe,
+	if ((rv = events_subscribe(d->events, c->pipe, c->req->subscribe, f,
 	                           &a->body.sub)) == KILN_EBUSY)
 		return refuse(a, rv, "subscriptions are off (--max-subscribers "
 		              "%u)", d->cfg.max_subscribers);

@@ -32,6 +32,13 @@
 #define KILN_HAS_MAX 4096                      /* ids per BlobHasRequest */
 #define KILN_POLL_MAX_EVENTS 256               /* events per PollReply */
 #define KILN_POLL_MAX_WAIT_MS 60000
+/* A subscription's filter (SubscribeRequest.urls, .profile): at most this
+ * many URL globs (each at most KILN_GLOB_MAX bytes, desc/glob.h) and a
+ * profile of at most this many bytes. The daemon matches every filtered
+ * subscription against each event as it is published and as the ring
+ * drops it, so both stay small. */
+#define KILN_FILTER_MAX_URLS 16
+#define KILN_FILTER_MAX_PROFILE 255
 
 /* A decode may allocate at most RATIO times the message's size plus SLACK
  * bytes (kiln_proto_decode_budget). A well-formed kiln message needs far

@@ -26,7 +26,8 @@ on_signal(int sig)
 }
 
 /* One event of the live build: the steps' results are what an editor
- * reloads; the rest (changes, build ends) it may ignore. */
+ * reloads (only those of the assets it named: the daemon filters); the
+ * rest (changes, build ends) it may ignore. */
 static int
 on_event(const kiln_event *ev, void *arg)
 {
@@ -59,6 +60,7 @@ int
 main(int argc, char **argv)
 {
 	kiln_build_opts o = {.priority = 100};
+	kiln_event_filter f = {0};
 	kiln_conn *c;
 	int i = 1, rv;
 
@@ -71,6 +73,17 @@ main(int argc, char **argv)
 	o.path = getenv("PATH");
 	if ((rv = kiln_connect(NULL, &c)) != 0) {
 		fprintf(stderr, "hot-reload: no kiln daemon: %s\n", kiln_strerror(rv));
+		return 2;
+	}
+	/* Only the steps of the assets named cross the connection, not those
+	 * of their prerequisites, nor other clients' builds of other assets
+	 * and profiles. */
+	f.urls = o.targets;
+	f.nurls = o.ntargets;
+	f.profile = o.profile;
+	if ((rv = kiln_events_filter(c, &f)) != 0) {
+		fprintf(stderr, "hot-reload: %s\n", kiln_strerror(rv));
+		kiln_close(c);
 		return 2;
 	}
 	signal(SIGINT, on_signal);

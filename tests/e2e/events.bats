@@ -286,3 +286,169 @@ PY
 	[[ "$output" == *"--since 'nonsense': expected EPOCH:SEQ"* ]]
 	[ ! -e .kiln/kilnd.pid ]
 }
+
+# ---- filters: the daemon sends a subscriber only the steps it names -------
+
+# write_filter_project: two profiles, and a copy step per source file:
+# art/a, art/b, art/c and audio/x, audio/y.
+write_filter_project() {
+	mkdir -p src/art src/audio
+	for f in art/a art/b art/c audio/x audio/y; do echo "$f" >src/$f.txt; done
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  pc: {}
+  ps5: {}
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+rules:
+  - match: "src/art/*.txt"
+    url: "art/${match.name}"
+    tool: copy
+  - match: "src/audio/*.txt"
+    url: "audio/${match.name}"
+    tool: copy
+YAML
+}
+
+# follow_builds 'EVENTS ARGS' BUILD-ARGS...: with `kiln events EVENTS
+# ARGS` subscribed (split on spaces), run `kiln build BUILD-ARGS` for each
+# BUILD-ARGS, then stop the daemon (which ends kiln events, after the
+# events of the builds). kiln events' output in ev.out.
+follow_builds() {
+	local args=$1 b
+	shift
+	"$KILN" status >/dev/null
+	# shellcheck disable=SC2086
+	"$KILN" events --timeout 60 $args >ev.out 2>ev.err 3>&- &
+	ev=$!
+	wait_for subscribed 1
+	for b in "$@"; do
+		# shellcheck disable=SC2086
+		"$KILN" build $b >/dev/null 2>build.err || { cat build.err; return 1; }
+	done
+	"$KILN" stop >/dev/null
+	wait "$ev" || { echo "kiln events failed:"; cat ev.err; return 1; }
+}
+
+# step_urls FILE: "PROFILE URL" of each step line, sorted.
+step_urls() {
+	sed -n 's/^[0-9a-f]*:[0-9]* step \([^ ]*\) \([^ ]*\) .*/\1 \2/p' "$1" | sort
+}
+
+# increasing FILE: every line's seq is larger than the line before's.
+increasing() {
+	local cur rest last=0
+	while read -r cur rest; do
+		[ "${cur##*:}" -gt "$last" ] || { echo "seq ${cur##*:} after $last"; return 1; }
+		last=${cur##*:}
+	done <"$1"
+}
+
+@test "kiln events with globs gets only the steps whose URL matches, from a build of several steps" {
+	write_filter_project
+	follow_builds "art/a audio/*" "-p pc"
+	[ "$(step_urls ev.out)" = "pc art/a
+pc audio/x
+pc audio/y" ] || { echo "steps seen:"; cat ev.out; false; }
+	# the build's end and the daemon stopping are not steps: they come
+	grep -qE ' build-done [0-9]+ pc total=5 ran=5 ' ev.out || { cat ev.out; false; }
+	tail -1 ev.out | grep -q ' stopping stop request$'
+	# the left-out events are gaps in the numbers, not losses
+	increasing ev.out || { cat ev.out; false; }
+	! grep -q ' overflow ' ev.out || { cat ev.out; false; }
+}
+
+@test "kiln events -p gets only that profile's steps and build ends" {
+	write_filter_project
+	follow_builds "-p ps5 art/**" "-p pc" "-p ps5" "-p pc art/a"
+	[ "$(step_urls ev.out)" = "ps5 art/a
+ps5 art/b
+ps5 art/c" ] || { echo "steps seen:"; cat ev.out; false; }
+	[ "$(grep -c ' build-done ' ev.out)" -eq 1 ] || { cat ev.out; false; }
+	grep -qE ' build-done [0-9]+ ps5 total=5 ' ev.out || { cat ev.out; false; }
+	tail -1 ev.out | grep -q ' stopping stop request$'
+}
+
+@test "a filter the daemon refuses ends kiln events with status 2 and says why; the daemon goes on" {
+	"$KILN" status >/dev/null
+	run --separate-stderr "$KILN" events --timeout 1 $(seq -f 'art/%g' 1 17)
+	[ "$status" -eq 2 ] || { echo "status $status: $stderr"; false; }
+	[[ "$stderr" == *"the event filter has 17 URL globs; at most 16"* ]] || { echo "$stderr"; false; }
+	run --separate-stderr "$KILN" events --timeout 1 'art/[ab'
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"the event filter's URL glob 'art/[ab': "* ]] ||
+		{ echo "status $status: $stderr"; false; }
+	run --separate-stderr "$KILN" events --timeout 1 "$(head -c 1025 /dev/zero | tr '\0' x)"
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"URL glob 1 is 1025 bytes long; at most 1024"* ]] ||
+		{ echo "status $status: $stderr"; false; }
+	run --separate-stderr "$KILN" events --timeout 1 -p "$(head -c 256 /dev/zero | tr '\0' p)"
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"profile is 256 bytes long; at most 255"* ]] ||
+		{ echo "status $status: $stderr"; false; }
+	# any client, not only kiln: a raw request with a thousand globs
+	{
+		echo 'version: 1 subscribe {'
+		for i in $(seq 1 1000); do echo " urls: \"a/**/b/**/c/$i\""; done
+		echo '}'
+	} | encode_request >hostile.bin
+	run send_raw hostile.bin
+	[[ "$output" == *"status: STATUS_BAD_REQUEST"* ]] &&
+		[[ "$output" == *'error: "the event filter has 1000 URL globs; at most 16"'* ]] ||
+		{ echo "reply: $output"; false; }
+	[ "$(status_field subscribers)" = 0 ]
+	# and the limits themselves are accepted
+	run --separate-stderr "$KILN" events --timeout 1 $(seq -f 'art/%g' 1 16)
+	[ "$status" -eq 0 ] || { echo "status $status: $stderr"; false; }
+}
+
+@test "a filtered subscriber that falls behind is not told it lost the events its filter left out" {
+	write_filter_project
+	for i in $(seq 1 30); do echo "$i" >src/audio/n$i.txt; done
+	"$KILND" --project . --event-buffer 8
+	"$KILN" events 'art/*' >filtered.out 2>filtered.err 3>&- &
+	filtered=$!
+	"$KILN" events >all.out 2>all.err 3>&- &
+	all=$!
+	wait_for subscribed 2
+	kill -STOP "$filtered" "$all"
+	"$KILN" build -p pc 'audio/*' >/dev/null # 32 step events and a build's end
+	kill -CONT "$filtered" "$all"
+	"$KILN" stop >/dev/null
+	wait "$filtered" || { cat filtered.err; false; }
+	wait "$all" || { cat all.err; false; }
+	# the unfiltered one lost events; the filtered one lost none it wanted
+	grep -q ' overflow lost ' all.out || { echo "no overflow in:"; cat all.out; false; }
+	! grep -q ' overflow ' filtered.out || { cat filtered.out; false; }
+	! grep -q ' step ' filtered.out || { cat filtered.out; false; }
+	grep -qE ' build-done [0-9]+ pc total=32 ' filtered.out || { cat filtered.out; false; }
+	tail -1 filtered.out | grep -q ' stopping stop request$'
+}
+
+@test "a filtered subscriber resumes with --since: the matching events it missed, and only those" {
+	write_filter_project
+	"$KILN" status >/dev/null
+	"$KILN" events --count 1 art/a >first.out 3>&- &
+	ev=$!
+	wait_for subscribed 1
+	"$KILN" build -p pc >/dev/null
+	wait "$ev"
+	grep -q ' step pc art/a ran ' first.out || { cat first.out; false; }
+	cursor=$(cut -d' ' -f1 first.out)
+	# nobody listening: art/a and audio/x change, and are built again
+	echo changed >src/art/a.txt
+	echo changed >src/audio/x.txt
+	"$KILN" build -p pc >/dev/null
+	run --separate-stderr "$KILN" events --since "$cursor" --timeout 1 art/a
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	printf '%s\n' "$output" >resumed.out
+	[ "$(step_urls resumed.out)" = "pc art/a" ] || { cat resumed.out; false; }
+	[ "$(grep -c ' build-done ' resumed.out)" -eq 2 ] || { cat resumed.out; false; }
+	! grep -q ' overflow ' resumed.out || { cat resumed.out; false; }
+	grep -q "^${cursor%%:*}:[0-9]* step pc art/a ran \"" resumed.out
+	increasing resumed.out || { cat resumed.out; false; }
+	[ "$(sed -n '1s/^[0-9a-f]*:\([0-9]*\) .*/\1/p' resumed.out)" -gt "${cursor##*:}" ]
+	# unfiltered, the same resume also shows what the filter left out
+	run "$KILN" events --since "$cursor" --timeout 1
+	grep -q ' step pc audio/x ran ' <<<"$output" || { echo "$output"; false; }
+}
