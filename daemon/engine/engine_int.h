@@ -322,7 +322,8 @@ struct engine {
 	struct run_ctx **completed; /* tools that ended, to be finished */
 	size_t ncompleted, capcompleted;
 	unsigned running;        /* tools running */
-	unsigned evals_urgent;   /* steps above priority 0 being decided */
+	unsigned urgent_work;    /* steps above priority 0 being decided or
+	                            finished by a worker (schedule.c) */
 	unsigned starting;       /* workers inside step_start */
 	uint32_t queued;         /* nodes waiting, ready or running */
 	unsigned next_scratch;

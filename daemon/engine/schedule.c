@@ -346,7 +346,7 @@ run_superseded(struct engine *e, struct graph *g, struct node *n)
 
 /* A tool ended: finish its step (e->mu held, dropped for the work). */
 static void
-work_complete(struct engine *e, struct run_ctx *rc)
+work_finish(struct engine *e, struct run_ctx *rc)
 {
 	struct node *n = rc->n;
 	struct graph *g = rc->g;  /* rc lives in n->w, which may go below */
@@ -515,6 +515,15 @@ eval_after(struct engine *e, struct graph *g, struct node *n, enum eval_result r
  * chain in which a worker that took work woke the next while more was
  * left made the full build's slots wait (more of the CPU idle). The
  * figures: docs/build.md, "Figures behind the engine's code". */
+/* n units of urgent work (slot_held) are over (e->mu held). */
+static void
+urgent_done(struct engine *e, unsigned n)
+{
+	e->urgent_work -= n;
+	if (n > 0 && e->urgent_work == 0)
+		pthread_cond_broadcast(&e->cv);  /* slots held for it: fill */
+}
+
 static void
 work_eval(struct engine *e, struct graph *g, struct node *n)
 {
@@ -542,22 +551,33 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 		return;
 	for (size_t i = 0; i < k; i++)
 		urgent += bn[i]->prio > 0;
-	e->evals_urgent += urgent;
+	e->urgent_work += urgent;
 	pthread_mutex_unlock(&e->mu);
 	for (size_t i = 0; i < k; i++)
 		r[i] = eval_work(e, bg[i], bn[i], dry);
 	pthread_mutex_lock(&e->mu);
 	for (size_t i = 0; i < k; i++)
 		eval_after(e, bg[i], bn[i], r[i], dry);
-	e->evals_urgent -= urgent;
-	if (urgent > 0 && e->evals_urgent == 0)
-		pthread_cond_broadcast(&e->cv);  /* slots held for them: fill */
+	urgent_done(e, urgent);
+}
+
+/* Finish a tool's step, counted as urgent work while it is finished when
+ * its build has a priority (slot_held). e->mu held, dropped. */
+static void
+work_complete(struct engine *e, struct run_ctx *rc)
+{
+	unsigned urgent = rc->n->prio > 0;
+
+	e->urgent_work += urgent;
+	work_finish(e, rc);
+	urgent_done(e, urgent);
 }
 
 /* Whether a free -j slot waits for work of a build with a priority
  * (above 0) that is on its way, rather than go to the batch step on top
  * of the runnable heap: a finished prerequisite of an interactive step
- * not yet processed, an interactive step ready or being decided. Without
+ * not yet processed or being processed, an interactive step ready or
+ * being decided. Without
  * this, each link of an interactive chain gave its slot to a batch step
  * (the slot fills before a finished step is processed) and the chain
  * waited a whole batch tool's run per link. Batch-only builds (every
@@ -567,7 +587,7 @@ slot_held(const struct engine *e)
 {
 	if (e->runnable.n == 0 || e->runnable.v[0].prio > 0)
 		return 0;
-	if (e->evals_urgent > 0 || (e->ready.n > 0 && e->ready.v[0].prio > 0))
+	if (e->urgent_work > 0 || (e->ready.n > 0 && e->ready.v[0].prio > 0))
 		return 1;
 	for (size_t i = 0; i < e->ncompleted; i++)
 		if (e->completed[i]->n->prio > 0)
