@@ -818,6 +818,117 @@ cancel_kills_running_tools_and_drops_queued_steps(void **state)
 	sched_free(sc);
 }
 
+/* ---- edits while a build runs (edits.c) -------------------------------- */
+
+/* How many tools of url started. */
+static size_t
+starts_of(struct sched *sc, const char *url)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&sc->mu);
+	for (size_t i = 0; i < sc->nruns; i++)
+		n += strcmp(sc->runs[i].url, url) == 0;
+	pthread_mutex_unlock(&sc->mu);
+	return n;
+}
+
+/* Wait until url's k-th run (from 1) started, or was killed (killed). */
+static void
+wait_run(struct sched *sc, const char *url, size_t k, int killed)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += WAIT_S;
+	pthread_mutex_lock(&sc->mu);
+	for (;;) {
+		size_t seen_k = 0;
+		for (size_t i = 0; i < sc->nruns; i++)
+			if (strcmp(sc->runs[i].url, url) == 0 && ++seen_k == k &&
+			    (!killed || sc->runs[i].killed)) {
+				pthread_mutex_unlock(&sc->mu);
+				return;
+			}
+		if (pthread_cond_timedwait(&sc->cv, &sc->mu, &dl) == ETIMEDOUT) {
+			pthread_mutex_unlock(&sc->mu);
+			fail_msg("waited %d s for run %zu of %s%s; %s", WAIT_S, k, url,
+			         killed ? " to be killed" : "", seen(sc));
+		}
+	}
+}
+
+static void
+edit_input(struct sched *sc, const char *text)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof path, "%s/src/in.txt", sc->root);
+	tu_write_file(path, text, strlen(text));
+	engine_file_changed(sc->e, "src/in.txt");
+}
+
+static void
+an_edit_cancels_a_running_step_that_reads_it_and_runs_it_again(void **state)
+{
+	const char *steps[] = {"a.txt"};
+	const char *targets[] = {"a.txt", NULL};
+	struct sched *sc = sched_new(state, steps, 1, 1);
+	uint64_t b = build(sc, targets, 1, 0, 0);
+
+	wait_run(sc, "a.txt", 1, 0);
+	/* a file it does not read: nothing happens to it */
+	engine_file_changed(sc->e, "src/other.txt");
+	edit_input(sc, "edited\n");
+	wait_run(sc, "a.txt", 1, 1);
+	tool_end(sc, "a.txt", -SIGTERM);   /* as a killed tool ends */
+	wait_run(sc, "a.txt", 2, 0);
+	tool_end(sc, "a.txt", 0);
+	struct build_end e = wait_build_end(sc, b);
+	/* the cancelled run is neither a failure nor a result */
+	assert_counts(&e, 1, 0, 0, 0);
+	assert_int_equal(starts_of(sc, "a.txt"), 2);
+	assert_int_equal(wait_step_event(sc, "a.txt"), KILN__STEP_EVENT__RESULT__RAN);
+	sched_free(sc);
+}
+
+static void
+a_step_the_build_finished_is_decided_again_when_its_input_is_edited(void **state)
+{
+	/* b.txt waits on a.txt, c.txt on b.txt: a.txt and b.txt are done and
+	 * c.txt runs when the input both read changes */
+	const char *steps[] = {"a.txt", "b.txt:a.txt", "c.txt:b.txt"};
+	const char *targets[] = {"c.txt", NULL};
+	struct sched *sc = sched_new(state, steps, 3, 1);
+	uint64_t b = build(sc, targets, 1, 0, 0);
+
+	wait_run(sc, "a.txt", 1, 0);
+	tool_end(sc, "a.txt", 0);
+	wait_run(sc, "b.txt", 1, 0);
+	tool_end(sc, "b.txt", 0);
+	wait_run(sc, "c.txt", 1, 0);
+	edit_input(sc, "edited\n");
+	/* c.txt does not read it (its input is b.txt's output): it runs on */
+	tool_end(sc, "c.txt", 0);
+	/* the build does not end: a.txt, then what follows it, again */
+	wait_run(sc, "a.txt", 2, 0);
+	pthread_mutex_lock(&sc->mu);
+	int ended = end_of(sc, b) != NULL;
+	pthread_mutex_unlock(&sc->mu);
+	if (ended)
+		fail_msg("the build ended before deciding a.txt again; %s", seen(sc));
+	tool_end(sc, "a.txt", 0);
+	/* the fake writes the same bytes (its URL): b.txt is up to date
+	 * again and so is c.txt; the build ends with every step counted once */
+	struct build_end e = wait_build_end(sc, b);
+	assert_int_equal(e.total, 3);
+	assert_int_equal(e.ran + e.reused, 3);
+	assert_int_equal(e.failed + e.skipped + e.cancelled, 0);
+	assert_int_equal(starts_of(sc, "a.txt"), 2);
+	assert_int_equal(starts_of(sc, "b.txt"), 1);
+	sched_free(sc);
+}
+
 int
 main(void)
 {
@@ -832,6 +943,8 @@ main(void)
 		T(never_more_tools_at_once_than_jobs),
 		T(a_run_needing_a_step_lends_its_slot_until_it_is_done),
 		T(cancel_kills_running_tools_and_drops_queued_steps),
+		T(an_edit_cancels_a_running_step_that_reads_it_and_runs_it_again),
+		T(a_step_the_build_finished_is_decided_again_when_its_input_is_edited),
 	};
 	return tu_skip_leak_report_if_failed(
 		cmocka_run_group_tests(tests, NULL, NULL));
