@@ -221,6 +221,62 @@ graph_new(const kiln_plan *plan, struct graph **gp)
 	return 0;
 }
 
+/* Whether step a (of the old descriptions) and b name the same outputs,
+ * the same way. */
+static int
+same_outputs(const kiln_step *a, const kiln_step *b)
+{
+	if (a->noutputs != b->noutputs)
+		return 0;
+	for (size_t i = 0; i < a->noutputs; i++)
+		if (strcmp(a->outputs[i].name, b->outputs[i].name) != 0 ||
+		    strcmp(a->outputs[i].file, b->outputs[i].file) != 0)
+			return 0;
+	return 1;
+}
+
+/* The descriptions were loaded again (an edit to one of them): carry what
+ * this daemon knew of each step's last result from the graph before (from,
+ * same profile; its descriptions still loaded) into the new one, for
+ * steps of the same URL and outputs. Without it every step of the project
+ * was decided from the database again after any description edit (0.75 s
+ * for a no-op build of 10,000 steps, against 0.02 s): the edit of one
+ * asset's description reached the others. Safe for a step whose
+ * description changed: the key is made from the new description and
+ * compared with the carried one; the quick fingerprint is not carried, as
+ * it leaves out what descriptions say (decide.c, quick_key). A step with
+ * needs is left to its record (their node indices are the old graph's). */
+static void
+graph_carry(struct graph *to, struct graph *from)
+{
+	for (uint32_t i = 0; i < to->n; i++) {
+		struct node *n = &to->nodes[i], *o;
+		uint32_t at;
+
+		if (!step_index(from->plan, n->ks->url, &at))
+			continue;
+		o = &from->nodes[at];
+		if (!o->have || o->nneeds > 0 || o->nrneeds > 0 || o->w != NULL ||
+		    !same_outputs(o->ks, n->ks))
+			continue;
+		n->key = o->key;
+		n->have = 1;
+		n->traced = o->traced;
+		n->outcome = o->outcome;
+		n->duration_ns = o->duration_ns;
+		for (size_t k = 0; k < n->ks->noutputs; k++)
+			n->outs[k] = o->outs[k];
+		/* moved, not copied: the old graph is freed next */
+		n->disc = o->disc;
+		n->ndisc = o->ndisc;
+		n->ndisc_depfile = o->ndisc_depfile;
+		n->warnings = o->warnings;
+		o->disc = NULL;
+		o->ndisc = 0;
+		o->warnings = NULL;
+	}
+}
+
 /* ---- the project ---------------------------------------------------------- */
 
 void
@@ -468,9 +524,25 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 	}
 	if (d == NULL)
 		return rv;
-	graphs_free(e);
-	kiln_desc_free(e->desc);
-	e->desc = d;
+	{
+		kiln_desc *old_desc = e->desc;
+		struct graph *old = e->graphs;
+
+		e->desc = d;
+		e->graphs = NULL;
+		/* each profile built before, built again now from the new
+		 * descriptions, keeping what was known of its steps */
+		if (!kiln_desc_nerrors(d))
+			for (struct graph *g = old, *ng; g != NULL; g = g->next)
+				if (graph_get(e, g->profile, &ng) == 0)
+					graph_carry(ng, g);
+		while (old != NULL) {
+			struct graph *g = old;
+			old = g->next;
+			graph_free(g);
+		}
+		kiln_desc_free(old_desc);
+	}
 	if ((rv = stamps_take(e)) != 0)
 		return rv;
 	watch_sources(e);

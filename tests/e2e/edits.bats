@@ -144,3 +144,52 @@ starts() {
 	# and the cancellations were real: more starts than ends
 	[ "$(starts)" -ge "$(grep -c '^end' "$RUNS")" ]
 }
+
+@test "a description edit reruns only the steps it changed; a changed command is never taken as up to date" {
+	mkdir -p src
+	for i in 1 2 3; do printf 'in%s\n' "$i" >"src/$i.txt"; done
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  pc: {}
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+  tag: { shell: true, run: 'printf "%s:" "${param.t}" >"${out}"; cat "${in}" >>"${out}"' }
+assets:
+  - url: one.txt
+    tool: tag
+    inputs: [src/1.txt]
+    params: { t: a }
+  - url: two.txt
+    tool: copy
+    inputs: [src/2.txt]
+  - url: three.txt
+    tool: copy
+    inputs: [src/3.txt]
+YAML
+	run "$KILN" build
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(cat build/pc/one.txt)" = "a:in1" ]
+	# the same input files, another param: the step's command changed,
+	# nothing its quick fingerprint looks at did
+	sed -i 's/params: { t: a }/params: { t: b }/' kiln.yaml
+	run "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '"result":"ran"' <<<"$output")" -eq 1 ] || { echo "$output"; false; }
+	grep -q '"url":"one.txt".*"result":"ran"' <<<"$output"
+	[ "$(cat build/pc/one.txt)" = "b:in1" ]
+	# a new asset, and an edit that changes nothing for the others
+	printf '  - url: four.txt\n    tool: copy\n    inputs: [src/1.txt]\n' >>kiln.yaml
+	run "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '"result":"ran"' <<<"$output")" -eq 1 ] || { echo "$output"; false; }
+	[ "$(cat build/pc/four.txt)" = in1 ]
+	# an output of a step the reload kept, edited in build/: put back
+	printf 'x\n' >build/pc/two.txt
+	touch kiln.yaml
+	run "$KILN" build
+	[ "$status" -eq 0 ]
+	[ "$(cat build/pc/two.txt)" = in2 ]
+}
