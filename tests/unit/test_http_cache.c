@@ -36,15 +36,14 @@ static struct {
 static const char *
 nginx_binary(void)
 {
-	const char *env = getenv("KILN_NGINX");
+	const char *bin = getenv("KILN_NGINX");
 
-	if (env != NULL)
-		return env;
-	if (access("/usr/sbin/nginx", X_OK) == 0)
-		return "/usr/sbin/nginx";
-	fail_msg("nginx not found (set KILN_NGINX, or install Debian's nginx package: "
-	         "scripts/ensure-deps test)");
-	return NULL;
+	if (bin == NULL)
+		bin = "/usr/sbin/nginx";
+	if (access(bin, X_OK) != 0)
+		fail_msg("no nginx at %s: install Debian's nginx package (scripts/ensure-deps "
+		         "test does) or name one in KILN_NGINX", bin);
+	return bin;
 }
 
 static int
@@ -162,6 +161,7 @@ nginx_stop(void)
 static int
 setup(void **state)
 {
+	nginx_binary();
 	if (tu_setup_dir(state) != 0)
 		return -1;
 	snprintf(srv.dir, sizeof(srv.dir), "%s", tu_dir(state));
