@@ -89,6 +89,8 @@ nginx_write_conf(void)
 	fprintf(f, "    location /bearer/ {\n"
 	        "      if ($http_authorization != \"Bearer s3cret-token\") { return 401; }\n"
 	        "      dav_methods PUT;\n      create_full_put_path on;\n    }\n");
+	fprintf(f, "    location /redirect/ {\n      return 302 file:///etc/passwd;\n    }\n"
+	        "    location /broken/ {\n      return 503;\n    }\n");
 	/* A filter that rewrites bodies drops Content-Length: these answers
 	 * come chunked, of a length the client learns only by reading. */
 	fprintf(f, "    location /chunked/ {\n      sub_filter_types *;\n"
@@ -271,6 +273,19 @@ static int
 log_count(const char *needle)
 {
 	return tu_sh("exit $(grep -c -- '%s' '%s/access.log')", needle, srv.dir);
+}
+
+/* log_count once at least n lines hold needle, or after 5 s: nginx
+ * writes a request's line just after its answer, so a client done with a
+ * request can be ahead of the log on a loaded machine. */
+static int
+log_wait(const char *needle, int n)
+{
+	int got = 0;
+
+	for (int i = 0; i < 500 && (got = log_count(needle)) < n; i++)
+		tu_sleep_ms(10);
+	return got;
 }
 
 static void
@@ -463,8 +478,8 @@ read_only_refuses_every_upload_and_sends_none(void **state)
 	tu_assert_stat("cache", stats(c), uploads, 0);
 	tu_assert_stat("cache", stats(c), connects, 1);
 	kiln_cache_close(c);
+	assert_int_equal(log_wait("\"GET ", 1), 1);
 	assert_int_equal(log_count("\"PUT "), 0);
-	assert_int_equal(log_count("\"GET "), 1);
 	assert_int_equal(tu_sh("test -e '%s/data/cache/cas/%s' || test -e '%s/data/cache/ac/%s'",
 	                       srv.dir, key(3), srv.dir, key(3)), 1);
 	close(fd);
@@ -692,10 +707,38 @@ an_ac_upload_starts_after_the_cas_uploads_queued_before_it(void **state)
 	assert_kiln(0, kiln_cache_flush(c, 20000));
 	tu_assert_stat("cache", stats(c), uploads, 7);
 	/* nginx logs a request when it ends: the AC line is the last PUT. */
+	assert_int_equal(log_wait("\"PUT ", 7), 7);
 	assert_int_equal(tu_sh("grep '\"PUT ' '%s/access.log' | tail -n 1 | grep -q /ac/", srv.dir), 0);
 	get_expect(c, KILN_CACHE_AC, key(200), "result", 6);
 	free(blob);
 	kiln_cache_close(c);
+}
+
+static void
+a_redirect_is_not_followed_and_5xx_opens_the_breaker(void **state)
+{
+	kiln_cache_config cfg = {.breaker_failures = 2, .breaker_open_ms = 60000};
+	kiln_cache *c = open_cache("redirect", NULL), *b5;
+	struct membuf b = {0};
+	kiln_cache_stats st;
+
+	(void)state;
+	assert_kiln(KILN_EPROTO, kiln_cache_get(c, KILN_CACHE_CAS, key(13), 1 << 20, sink_mem, &b, NULL));
+	assert_kiln(KILN_EPROTO, kiln_cache_put(c, KILN_CACHE_CAS, key(13), "x", 1));
+	assert_int_equal(b.len, 0);
+	/* Not a failure of the server: the breaker stays shut. */
+	assert_int_equal(stats(c).breaker_open, 0);
+	kiln_cache_close(c);
+	b5 = open_cache("broken", &cfg);
+	assert_kiln(KILN_EIO, kiln_cache_head(b5, KILN_CACHE_AC, key(13), NULL));
+	assert_kiln(KILN_EIO, kiln_cache_get(b5, KILN_CACHE_AC, key(13), 100, sink_mem, &b, NULL));
+	assert_kiln(KILN_ENOTFOUND, kiln_cache_get(b5, KILN_CACHE_AC, key(13), 100, sink_mem, &b, NULL));
+	st = stats(b5);
+	assert_int_equal(st.breaker_open, 1);
+	tu_assert_stat("broken", st, skipped, 1);
+	assert_int_equal(log_wait("\" 503 ", 2), 2);
+	free(b.p);
+	kiln_cache_close(b5);
 }
 
 int
@@ -711,6 +754,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(a_huge_body_is_cut_at_the_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(basic_auth_passes_with_the_right_password_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_bearer_token_file_becomes_the_authorization_header, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_redirect_is_not_followed_and_5xx_opens_the_breaker, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_upload_queue_drops_past_its_bound_and_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_ac_upload_starts_after_the_cas_uploads_queued_before_it, setup, teardown),
 	};
