@@ -36,11 +36,14 @@ NNG        = $(OBJ)/nng
 NNG_LIB    = $(NNG)/lib/libnng.a
 LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
+# libcurl only for cache/ (the shared HTTP cache), and only what links it.
+CURL_CFLAGS = $(shell pkg-config --cflags libcurl 2>/dev/null)
+CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null)
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # proto/kiln.proto is compiled by protoc-c into $(GEN) at build time.
 GEN     = $(OBJ)/gen
-INCLUDES    = -Icommon -Istore -Iproto -I$(GEN) -Idesc -Idaemon/engine -Idaemon -Iclient -I$(NNG)/include
+INCLUDES    = -Icommon -Istore -Iproto -I$(GEN) -Idesc -Idaemon/engine -Idaemon -Icache -Iclient -I$(NNG)/include
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCLUDES) $(PKG_CFLAGS)
 
 # The tracer is loaded into every build tool: plain -O2, no sanitizer.
@@ -82,6 +85,9 @@ SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daem
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c daemon/changes.c
 DAEMON_SRC = daemon/main.c
+# The shared cache's HTTP transport, cache/ (libkilncache.a): Bazel's HTTP
+# remote-cache protocol over libcurl (docs/cache-http.md).
+CACHE_SRC = cache/cache.c cache/config.c cache/transfer.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c client/live.c
@@ -90,7 +96,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
-             test_schedule
+             test_schedule test_http_cache
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace
 
 VARIANTS = release asan
@@ -100,7 +106,8 @@ VARIANTS = release asan
 
 .PHONY: all deps deps-test test check demo bench install valgrind clean fuzz torture
 all: deps
-	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so $(BIN)/examples/hot-reload
+	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so $(BIN)/examples/hot-reload \
+	        $(OBJ)/release/libkilncache.a
 
 # Generated once for both variants; every object waits for the header.
 $(GEN)/kiln.pb-c.c $(GEN)/kiln.pb-c.h &: proto/kiln.proto
@@ -153,6 +160,12 @@ $(OBJ)/$(1)/libkilnengine.a: $$(ENGINE_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
+$(OBJ)/$(1)/libkilncache.a: $$(CACHE_SRC:%.c=$(OBJ)/$(1)/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+
+$(OBJ)/$(1)/cache/%.o: BASE_CFLAGS += $(CURL_CFLAGS)
+
 $$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
@@ -169,9 +182,9 @@ $$($(1)_BIN)/libkilntrace.so: shim/kilntrace.c
 
 $(OBJ)/$(1)/daemon/engine/trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
 
-$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
+$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS) $$(CURL_LIBS)
 
 # The hot-reload example (examples/hot-reload/): what an editor links.
 $$($(1)_BIN)/examples/hot-reload: $(OBJ)/$(1)/examples/hot-reload/hot_reload.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)

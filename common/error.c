@@ -18,7 +18,7 @@ static const struct {
 	{KILN_ENOTSTORE, "not a kiln store"},
 	{KILN_EVERSION, "written by a newer version of kiln"},
 	{KILN_EACCES, "permission denied"},
-	{KILN_EREADONLY, "store is open read-only"},
+	{KILN_EREADONLY, "open read-only (a store, or a shared cache set read-only)"},
 	{KILN_ERANGE, "value out of range"},
 	{KILN_EBUSY, "resource busy"},
 	{KILN_EDB, "database error"},

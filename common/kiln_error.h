@@ -23,7 +23,7 @@ enum kiln_err {
 	KILN_ENOTSTORE = -20007, /* folder exists but is not a kiln store */
 	KILN_EVERSION = -20008,  /* written by a newer kiln; refusing to touch it */
 	KILN_EACCES = -20009,    /* permission denied */
-	KILN_EREADONLY = -20010, /* store opened read-only */
+	KILN_EREADONLY = -20010, /* store or shared cache opened read-only */
 	KILN_ERANGE = -20011,    /* buffer too small or value out of range */
 	KILN_EBUSY = -20012,     /* resource in use (too many readers, locked) */
 	KILN_EDB = -20013,       /* unexpected error from the database engine */
