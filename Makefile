@@ -27,7 +27,8 @@ AR      = ar
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c
+# libcrypto (OpenSSL): the SHA-256 every blob gets (store/sha256.c).
+PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # nng is Debian 12's 1.5.2 with kiln's fix for its listener wedge, built
@@ -60,7 +61,7 @@ asan_BIN     = $(BIN)/asan
 COMMON_SRC = common/error.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
-            store/scan.c store/fsck.c store/gc.c store/store.c
+            store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c
 # The wire schema's generated code plus its helpers (libkilnproto.a).
 PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
 PROTO_GEN = proto/kiln.pb-c.c
@@ -96,7 +97,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
-             test_schedule test_http_cache
+             test_schedule test_http_cache test_sha256
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace
 
 VARIANTS = release asan

@@ -409,6 +409,7 @@ fsck_kind_name(enum kiln_fsck_kind kind)
 	case KILN_FSCK_MISSING: return "missing";
 	case KILN_FSCK_BAD_RECORD: return "bad-record";
 	case KILN_FSCK_STRAY: return "stray";
+	case KILN_FSCK_SHA256: return "sha256";
 	}
 	return "unknown";
 }
@@ -422,6 +423,7 @@ fsck_repair_name(enum kiln_fsck_kind kind)
 	case KILN_FSCK_STRAY: return "moved to corrupt/";
 	case KILN_FSCK_MISSING:
 	case KILN_FSCK_BAD_RECORD: return "record dropped";
+	case KILN_FSCK_SHA256: return "recomputed from the content";
 	}
 	return "fixed";
 }
@@ -447,7 +449,8 @@ fsck_print(const kiln_fsck_problem *p, void *arg)
 static uint64_t
 fsck_summary(const kiln_fsck_stats *st, int repair)
 {
-	uint64_t n = st->corrupt + st->missing + st->bad_records + st->stray;
+	uint64_t n = st->corrupt + st->missing + st->bad_records + st->stray +
+	             st->sha256;
 	char size[32];
 
 	printf("checked %" PRIu64 " blob%s, %" PRIu64 " bytes (%s): ", st->blobs,
@@ -458,9 +461,10 @@ fsck_summary(const kiln_fsck_stats *st, int repair)
 		return 0;
 	}
 	printf("%" PRIu64 " problem%s (%" PRIu64 " corrupt, %" PRIu64
-	       " missing, %" PRIu64 " bad records, %" PRIu64 " stray)",
+	       " missing, %" PRIu64 " bad records, %" PRIu64 " stray, %" PRIu64
+	       " sha256)",
 	       n, n == 1 ? "" : "s", st->corrupt, st->missing, st->bad_records,
-	       st->stray);
+	       st->stray, st->sha256);
 	if (repair)
 		printf(", %" PRIu64 " repaired", st->repaired);
 	putchar('\n');
@@ -530,7 +534,8 @@ cmd_fsck(const struct cli *cli, int argc, char **argv)
 	} else if (fsck_summary(&st, repair) == 0) {
 		rv = CLI_OK;
 	} else {
-		if (st.repaired < st.corrupt + st.missing + st.bad_records + st.stray)
+		if (st.repaired < st.corrupt + st.missing + st.bad_records + st.stray +
+		                  st.sha256)
 			cli_errorf("fsck", "%s: run 'kiln fsck --repair' to move damaged "
 			           "blobs aside and drop records naming them",
 			           kiln_store_dir(s));

@@ -75,7 +75,8 @@ commit_txn(db_txn *t, void *arg)
 		if (blob_seen_find(&seen, &c->uses[i].id) ||
 		    kiln_store_has(c->s, &c->uses[i].id, NULL) != 0)
 			continue;  /* touched already; or gc took it meanwhile */
-		if ((rv = blobrec_touch(t, &c->uses[i].id, c->uses[i].size, now)) == 0)
+		if ((rv = blobrec_touch(t, &c->uses[i].id, c->uses[i].size,
+		                        c->uses[i].sha, now)) == 0)
 			blob_seen_add(&seen, &c->uses[i].id);
 	}
 	for (size_t i = 0; i < c->n && rv == 0; i++) {

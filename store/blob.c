@@ -4,7 +4,8 @@
  *   1. the content is in a temp file under tmp/ (an anonymous O_TMPFILE
  *      inode when the file system has them, else a named mkstemp file, or
  *      the caller's own file renamed into tmp/ by put_move), hashed in the
- *      same pass that wrote it (KILN_DURABLE_BATCH's put_move hashes the
+ *      same pass that wrote it, with XXH3-128 (its name) and SHA-256 (its
+ *      record's second name) together (KILN_DURABLE_BATCH's put_move hashes the
  *      caller's file in place and renames it straight to its object name
  *      in 3: move_direct);
  *   2. made read-only, and fsynced with KILN_DURABLE_FSYNC;
@@ -12,7 +13,8 @@
  *      counts as published: content addressing makes it the same bytes;
  *      one of another size is damaged and is replaced atomically), then the
  *      shard folder is fsynced;
- *   4. in one write transaction, the blob's use time is recorded and — if
+ *   4. in one write transaction, the blob's use time and SHA-256 are
+ *      recorded (with its sha256 entry) and — if
  *      gc removed the file between 3 and 4 — it is linked again from the
  *      temp file we still hold. gc removes files only inside its own write
  *      transactions, so when 4 commits the blob exists and its fresh use
@@ -45,8 +47,11 @@ struct kiln_blob_writer {
 	int fd;
 	char name[PATH_MAX]; /* "" when the temp file is anonymous */
 	kiln_hasher *h;
+	store_sha *sha;
 	uint64_t size;
 	int err;
+	int expect_sha;                      /* expect_sha256 was called */
+	uint8_t want_sha[KILN_SHA256_LEN];
 };
 
 /* What publish needs to know about a complete temp file. */
@@ -58,6 +63,7 @@ struct pending {
 	uint64_t size;
 	char final[PATH_MAX];
 	int made_shard;   /* place() made the shard folder */
+	uint8_t sha[KILN_SHA256_LEN];
 };
 
 static int
@@ -159,7 +165,7 @@ publish_txn(db_txn *t, void *arg)
 
 	if (lstat(p->final, &st) != 0 && (rv = place(p)) != 0)
 		return rv;
-	return blobrec_touch(t, &p->id, p->size, store_now(p->s));
+	return blobrec_touch(t, &p->id, p->size, p->sha, store_now(p->s));
 }
 
 static int
@@ -180,7 +186,7 @@ publish(struct pending *p)
 		if ((rv = place(p)) != 0)
 			return rv;
 		utimensat(AT_FDCWD, p->final, NULL, AT_SYMLINK_NOFOLLOW);
-		if ((rv = store_use_defer(p->s, &p->id, p->size)) != 0)
+		if ((rv = store_use_defer(p->s, &p->id, p->size, p->sha)) != 0)
 			return rv;
 		store_unsynced_add(p->s, &p->id, p->made_shard);
 		return 0;
@@ -291,17 +297,24 @@ kiln_blob_writer_open(kiln_store *s, kiln_blob_writer **wp)
 	if ((w = calloc(1, sizeof *w)) == NULL)
 		return KILN_ENOMEM;
 	w->s = s;
-	if ((rv = kiln_hasher_new(&w->h)) != 0) {
-		free(w);
-		return rv;
-	}
-	if ((rv = tmp_create(s, &w->fd, w->name)) != 0) {
+	w->fd = -1;
+	if ((rv = kiln_hasher_new(&w->h)) != 0 ||
+	    (rv = store_sha_new(&w->sha)) != 0 ||
+	    (rv = tmp_create(s, &w->fd, w->name)) != 0) {
 		kiln_hasher_free(w->h);
+		store_sha_free(w->sha);
 		free(w);
 		return rv;
 	}
 	*wp = w;
 	return 0;
+}
+
+void
+kiln_blob_writer_expect_sha256(kiln_blob_writer *w, const uint8_t sha[KILN_SHA256_LEN])
+{
+	w->expect_sha = 1;
+	memcpy(w->want_sha, sha, sizeof w->want_sha);
 }
 
 int
@@ -310,6 +323,7 @@ kiln_blob_writer_write(kiln_blob_writer *w, const void *buf, size_t len)
 	if (w->err != 0)
 		return w->err;
 	kiln_hasher_update(w->h, buf, len);
+	store_sha_update(w->sha, buf, len);
 	w->size += len;
 	return w->err = kiln_write_all(w->fd, buf, len);
 }
@@ -323,18 +337,20 @@ kiln_blob_writer_abort(kiln_blob_writer *w)
 		unlink(w->name);
 	close(w->fd);
 	kiln_hasher_free(w->h);
+	store_sha_free(w->sha);
 	free(w);
 }
 
 int
 kiln_blob_writer_commit(kiln_blob_writer *w, const kiln_id *expect, kiln_id *id)
 {
-	struct pending p = {w->s, w->fd, w->name, {{0}}, w->size, "", 0};
+	struct pending p = {w->s, w->fd, w->name, {{0}}, w->size, "", 0, {0}};
 	int rv = w->err;
 
-	if (rv == 0) {
+	if (rv == 0 && (rv = store_sha_final(w->sha, p.sha)) == 0) {
 		kiln_hasher_digest(w->h, &p.id);
-		if (expect != NULL && kiln_id_cmp(expect, &p.id) != 0)
+		if ((expect != NULL && kiln_id_cmp(expect, &p.id) != 0) ||
+		    (w->expect_sha && memcmp(w->want_sha, p.sha, sizeof p.sha) != 0))
 			rv = KILN_ECORRUPT;
 	}
 	if (rv == 0 && (rv = publish(&p)) == 0 && id != NULL)
@@ -498,7 +514,7 @@ enum { MOVE_DIRECT_CANNOT = 1 };
 static int
 move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 {
-	struct pending p = {s, -1, "", {{0}}, 0, "", 0};
+	struct pending p = {s, -1, "", {{0}}, 0, "", 0, {0}};
 	struct stat cur;
 	char shard[PATH_MAX];
 	int made = 0;
@@ -513,7 +529,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	}
 	if (st->st_size > (1 << 20))   /* a small file is read in one call */
 		posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if ((rv = kiln_id_of_fd(p.fd, &p.id, &p.size)) != 0)
+	if ((rv = store_hash_fd(p.fd, &p.id, p.sha, &p.size)) != 0)
 		goto fail;
 	if (fchmod(p.fd, 0444) != 0) {
 		rv = kiln_err_from_errno(errno);
@@ -557,7 +573,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	if (stale || kiln_wall_ns() - ((int64_t)st->st_mtim.tv_sec * 1000000000 +
 	                               st->st_mtim.tv_nsec) > 60 * 1000000000LL)
 		utimensat(AT_FDCWD, p.final, NULL, AT_SYMLINK_NOFOLLOW);
-	if ((rv = store_use_defer(s, &p.id, p.size)) != 0) {
+	if ((rv = store_use_defer(s, &p.id, p.size, p.sha)) != 0) {
 		/* no memory for the record: hand the caller its file back if
 		 * it is the blob now (the bytes of another are published) */
 		if (lstat(p.final, &cur) == 0 && cur.st_ino == st->st_ino &&
@@ -582,7 +598,7 @@ int
 kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 {
 	char name[PATH_MAX];
-	struct pending p = {s, -1, name, {{0}}, 0, "", 0};
+	struct pending p = {s, -1, name, {{0}}, 0, "", 0, {0}};
 	struct stat st;
 	int rv, cross;
 
@@ -603,7 +619,8 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 		goto fail;
 	}
 	posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if ((rv = kiln_id_of_fd(p.fd, &p.id, &p.size)) != 0 || (rv = publish(&p)) != 0)
+	if ((rv = store_hash_fd(p.fd, &p.id, p.sha, &p.size)) != 0 ||
+	    (rv = publish(&p)) != 0)
 		goto fail;
 	close(p.fd);
 	unlink(name);
@@ -801,7 +818,8 @@ kiln_store_copy_out(kiln_store *s, const kiln_id *id, int out)
 }
 
 int
-store_use_defer(kiln_store *s, const kiln_id *id, uint64_t size)
+store_use_defer(kiln_store *s, const kiln_id *id, uint64_t size,
+                const uint8_t sha[KILN_SHA256_LEN])
 {
 	int rv = 0;
 
@@ -816,8 +834,12 @@ store_use_defer(kiln_store *s, const kiln_id *id, uint64_t size)
 			s->capuses = ncap;
 		}
 	}
-	if (rv == 0)
-		s->uses[s->nuses++] = (struct pending_use){*id, size};
+	if (rv == 0) {
+		struct pending_use *u = &s->uses[s->nuses++];
+		u->id = *id;
+		u->size = size;
+		memcpy(u->sha, sha, sizeof u->sha);
+	}
 	pthread_mutex_unlock(&s->uses_mu);
 	return rv;
 }
@@ -837,7 +859,7 @@ void
 store_uses_return(kiln_store *s, struct pending_use *uses, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (store_use_defer(s, &uses[i].id, uses[i].size) != 0)
+		if (store_use_defer(s, &uses[i].id, uses[i].size, uses[i].sha) != 0)
 			break; /* lost use times only make gc judge by mtime */
 	free(uses);
 }

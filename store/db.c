@@ -51,6 +51,7 @@ static const char *const db_names[DB_COUNT] = {
 	[DB_META] = "meta",
 	[DB_STEPS] = "steps",
 	[DB_DEPS] = "deps",
+	[DB_SHA256] = "sha256",
 };
 
 struct kiln_db {

@@ -219,7 +219,7 @@ drop_stale_txn(db_txn *t, void *arg)
 		/* re-checked here: a put may have published it since the scan */
 		if (kiln_store_has(g->s, &g->stale.ids[i], NULL) == 0)
 			continue;
-		if ((rv = db_del(t, DB_BLOBS, g->stale.ids[i].b, 16)) != 0 &&
+		if ((rv = blobrec_del(t, &g->stale.ids[i])) != 0 &&
 		    rv != KILN_ENOTFOUND)
 			return rv;
 		g->st->removed_records++;
@@ -275,7 +275,7 @@ remove_batch_txn(db_txn *t, void *arg)
 		store_blob_path(g->s, &g->c[i].id, path);
 		if (unlink(path) != 0 && errno != ENOENT)
 			return kiln_err_from_errno(errno);
-		rv = db_del(t, DB_BLOBS, g->c[i].id.b, 16);
+		rv = blobrec_del(t, &g->c[i].id);   /* and its sha256 entry */
 		if (rv != 0 && rv != KILN_ENOTFOUND)
 			return rv;
 		g->c[i].removed = 1;

@@ -1,5 +1,7 @@
 /* hash.c — XXH3-128 content identity. The only file that includes xxhash.h:
- * swapping the hash function touches this file alone. */
+ * swapping the hash function touches this file alone. It also hashes a
+ * file with XXH3 and SHA-256 together in one read (store_hash_fd), and
+ * reads and writes both names in hex. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,7 @@
 #include <xxh_x86dispatch.h>
 #endif
 
-#include "kiln_store.h"
+#include "store_int.h"
 
 struct kiln_hasher {
 	XXH3_state_t *st;
@@ -138,6 +140,78 @@ fail:
 	return rv;
 }
 
+/* What store_hash_fd carries between its reads. */
+struct both {
+	XXH3_state_t *st;
+	store_sha *sha;
+};
+
+static void
+both_update(struct both *b, const void *buf, size_t len)
+{
+	XXH3_128bits_update(b->st, buf, len);
+	store_sha_update(b->sha, buf, len);
+}
+
+int
+store_hash_fd(int fd, kiln_id *id, uint8_t sha[KILN_SHA256_LEN], uint64_t *size)
+{
+	char small[HASH_SMALL], *buf = NULL;
+	struct both b = {NULL, NULL};
+	uint64_t total = 0;
+	size_t have = 0;
+	int rv = 0;
+
+	/* as kiln_id_of_fd: a small file is hashed from the stack, with no
+	 * state or buffer allocated */
+	while (have < sizeof small) {
+		ssize_t n = read(fd, small + have, sizeof small - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return kiln_err_from_errno(errno);
+		if (n == 0) {
+			id_from_hash(XXH3_128bits(small, have), id);
+			if (size != NULL)
+				*size = have;
+			return store_sha_of_buf(small, have, sha);
+		}
+		have += (size_t)n;
+	}
+	if ((b.st = XXH3_createState()) == NULL || (buf = malloc(HASH_CHUNK)) == NULL) {
+		rv = KILN_ENOMEM;
+		goto fail;
+	}
+	if ((rv = store_sha_new(&b.sha)) != 0)
+		goto fail;
+	XXH3_128bits_reset(b.st);
+	both_update(&b, small, have);
+	total = have;
+	for (;;) {
+		ssize_t n = read(fd, buf, HASH_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rv = kiln_err_from_errno(errno);
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		both_update(&b, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	if ((rv = store_sha_final(b.sha, sha)) != 0)
+		goto fail;
+	id_from_hash(XXH3_128bits_digest(b.st), id);
+	if (size != NULL)
+		*size = total;
+fail:
+	free(buf);
+	store_sha_free(b.sha);
+	XXH3_freeState(b.st);
+	return rv;
+}
+
 void
 kiln_id_to_hex(const kiln_id *id, char hex[KILN_ID_HEX_LEN + 1])
 {
@@ -179,6 +253,38 @@ kiln_id_from_hex(const char *hex, kiln_id *id)
 	if (hex[KILN_ID_HEX_LEN] != '\0')
 		return KILN_EINVAL;
 	*id = tmp;
+	return 0;
+}
+
+void
+kiln_sha256_to_hex(const uint8_t sha[KILN_SHA256_LEN], char hex[KILN_SHA256_HEX_LEN + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < KILN_SHA256_LEN; i++) {
+		hex[2 * i] = digits[sha[i] >> 4];
+		hex[2 * i + 1] = digits[sha[i] & 15];
+	}
+	hex[KILN_SHA256_HEX_LEN] = '\0';
+}
+
+int
+kiln_sha256_from_hex(const char *hex, uint8_t sha[KILN_SHA256_LEN])
+{
+	uint8_t tmp[KILN_SHA256_LEN];
+
+	if (hex == NULL)
+		return KILN_EINVAL;
+	for (size_t i = 0; i < KILN_SHA256_LEN; i++) {
+		int hi = hex_value(hex[2 * i]);
+		int lo = hi < 0 ? -1 : hex_value(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return KILN_EINVAL;
+		tmp[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (hex[KILN_SHA256_HEX_LEN] != '\0')
+		return KILN_EINVAL;
+	memcpy(sha, tmp, sizeof tmp);
 	return 0;
 }
 

@@ -21,13 +21,39 @@
 #include "store_int.h"
 
 int
-blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, int64_t now)
+blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, const uint8_t *sha,
+              int64_t now)
 {
-	struct rec_blob r = {size, now};
+	struct rec_blob r = {size, now, 0, {0}}, old = {0};
 	uint8_t v[REC_BLOB_LEN];
+	const void *ov;
+	size_t ovlen, len;
+	int rv;
 
-	rec_blob_encode(&r, v);
-	return db_put(t, DB_BLOBS, id->b, sizeof id->b, v, sizeof v);
+	/* The record's SHA-256 outlives touches: read it back (the lookup
+	 * finds the leaf the put then writes, so it costs little more). */
+	if (db_get(t, DB_BLOBS, id->b, sizeof id->b, &ov, &ovlen) != 0 ||
+	    rec_blob_decode(ov, ovlen, &old) != 0)
+		old.has_sha = 0;
+	if (sha != NULL) {
+		r.has_sha = 1;
+		memcpy(r.sha, sha, sizeof r.sha);
+		/* a put of content already recorded with it: the entry is
+		 * there (written with the record) */
+		if (!old.has_sha || memcmp(old.sha, sha, sizeof old.sha) != 0) {
+			/* a wrong one recorded before (damage) goes with its
+			 * entry */
+			if (old.has_sha && (rv = shamap_del(t, old.sha, id)) != 0)
+				return rv;
+			if ((rv = shamap_set(t, sha, id)) != 0)
+				return rv;
+		}
+	} else if (old.has_sha) {
+		r.has_sha = 1;
+		memcpy(r.sha, old.sha, sizeof r.sha);
+	}
+	len = rec_blob_encode(&r, v);
+	return db_put(t, DB_BLOBS, id->b, sizeof id->b, v, len);
 }
 
 /* Check that each blob exists and mark it used; KILN_ENOTFOUND if not,
@@ -47,7 +73,7 @@ name_blobs(db_txn *t, kiln_store *s, struct blob_seen *seen, const kiln_id *ids,
 		if (blob_seen_find(seen, &ids[i]))
 			continue;   /* checked and touched in this transaction */
 		if ((rv = kiln_store_has(s, &ids[i], &size)) != 0 ||
-		    (rv = blobrec_touch(t, &ids[i], size, now)) != 0)
+		    (rv = blobrec_touch(t, &ids[i], size, NULL, now)) != 0)
 			return rv;
 		blob_seen_add(seen, &ids[i]);
 	}
@@ -124,7 +150,7 @@ touch_txn(db_txn *t, void *arg)
 		int rv;
 		if (kiln_store_has(a->s, &a->ids[i], &size) != 0)
 			continue;
-		if ((rv = blobrec_touch(t, &a->ids[i], size, now)) != 0)
+		if ((rv = blobrec_touch(t, &a->ids[i], size, NULL, now)) != 0)
 			return rv;
 	}
 	return 0;

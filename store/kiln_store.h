@@ -8,7 +8,13 @@
  *   <store>/tmp/                blobs being written; never read by anyone
  *   <store>/corrupt/            blobs fsck found damaged (kept for forensics)
  *   <store>/db/                 one LMDB environment, named databases
- *                               index, actions, files, blobs, steps, deps
+ *                               index, actions, files, blobs, steps, deps,
+ *                               sha256
+ *
+ * Blobs are named by XXH3-128. Each also has its SHA-256 (the name remote
+ * caches use), computed in the same pass as XXH3 when its bytes enter the
+ * store, kept in its blobs record, and mapped back to the blob by the
+ * sha256 database.
  *
  * Blobs are published atomically: written (or moved) into tmp/, hashed in
  * the same pass, optionally fsynced, then linked into objects/. A blob is on
@@ -61,6 +67,19 @@ int kiln_id_from_hex(const char *hex, kiln_id *id);
 
 /* memcmp order; 0 when equal. */
 int kiln_id_cmp(const kiln_id *a, const kiln_id *b);
+
+/* A blob's second name: its SHA-256, as remote caches (Bazel's HTTP cache,
+ * the remote-execution API) name content. Hex is lowercase, 64 characters. */
+#define KILN_SHA256_LEN 32
+#define KILN_SHA256_HEX_LEN 64
+
+/* Write the 64 lowercase hex characters and a NUL into hex. */
+void kiln_sha256_to_hex(const uint8_t sha[KILN_SHA256_LEN],
+                        char hex[KILN_SHA256_HEX_LEN + 1]);
+
+/* Parse exactly 64 hex characters (either case) followed by NUL.
+ * Returns 0 or KILN_EINVAL. */
+int kiln_sha256_from_hex(const char *hex, uint8_t sha[KILN_SHA256_LEN]);
 
 /* Streaming hasher for callers that feed data in pieces. */
 typedef struct kiln_hasher kiln_hasher;
@@ -218,12 +237,36 @@ typedef struct kiln_blob_writer kiln_blob_writer;
 int kiln_blob_writer_open(kiln_store *s, kiln_blob_writer **w);
 /* Returns 0, KILN_ENOSPC or KILN_EIO; after an error only abort is valid. */
 int kiln_blob_writer_write(kiln_blob_writer *w, const void *buf, size_t len);
+/* Say what the content's SHA-256 must be (a blob fetched from a remote
+ * cache by that name), at any time before commit: commit then publishes
+ * nothing and returns KILN_ECORRUPT unless it matches. The check costs no
+ * second read: the writer hashes every byte with both hashes as it comes. */
+void kiln_blob_writer_expect_sha256(kiln_blob_writer *w,
+                                    const uint8_t sha[KILN_SHA256_LEN]);
 /* Publish. When expect is not NULL and the content does not hash to it,
- * nothing is published and KILN_ECORRUPT is returned. w is freed in every
- * case. */
+ * nothing is published and KILN_ECORRUPT is returned (likewise for an
+ * expected SHA-256). w is freed in every case. */
 int kiln_blob_writer_commit(kiln_blob_writer *w, const kiln_id *expect, kiln_id *id);
 /* Discard everything written; frees w. NULL is allowed. */
 void kiln_blob_writer_abort(kiln_blob_writer *w);
+
+/* The SHA-256 of blob id into out. Every put records it in the blob's
+ * record; a blob whose record predates that (or has none) is read once,
+ * checked against id (KILN_ECORRUPT when it does not hash to it), and its
+ * SHA-256 recorded (not with KILN_STORE_RDONLY: then only computed).
+ * Returns 0, KILN_ENOTFOUND (no such blob), KILN_ECORRUPT, KILN_EIO or
+ * KILN_ENOMEM. */
+int kiln_store_blob_sha256(kiln_store *s, const kiln_id *id,
+                           uint8_t out[KILN_SHA256_LEN]);
+
+/* The blob whose SHA-256 is sha: 0 with *id set when it is in the store,
+ * else KILN_ENOTFOUND. A blob put through s but whose record waits for the
+ * next commit (KILN_DURABLE_BATCH) is found too; a blob whose record
+ * predates SHA-256s is found once kiln_store_blob_sha256 or
+ * `kiln fsck --repair` recorded it. Like kiln_store_has, the blob may be
+ * removed at any time after. */
+int kiln_store_find_sha256(kiln_store *s, const uint8_t sha[KILN_SHA256_LEN],
+                           kiln_id *id);
 
 /* 0 when the blob exists (*size, may be NULL, gets its length), else
  * KILN_ENOTFOUND. Does not read the content. */
@@ -438,6 +481,9 @@ enum kiln_fsck_kind {
 	KILN_FSCK_MISSING,    /* a record names a blob that is not there */
 	KILN_FSCK_BAD_RECORD, /* a database record this kiln cannot decode */
 	KILN_FSCK_STRAY,      /* a file in objects/ that is not a blob */
+	/* a blob record's SHA-256 that is not its content's, or a sha256
+	 * entry missing, or naming another blob or none */
+	KILN_FSCK_SHA256,
 };
 
 typedef struct kiln_fsck_problem {
@@ -454,13 +500,17 @@ typedef struct kiln_fsck_stats {
 	uint64_t blobs, bytes;         /* blobs checked and their size */
 	uint64_t corrupt, missing, bad_records, stray;
 	uint64_t repaired;
+	uint64_t sha256;               /* KILN_FSCK_SHA256 problems */
 } kiln_fsck_stats;
 
 /* Check that every blob re-hashes to its name, every index and action
- * record names an existing, sound blob, and every step record decodes;
+ * record names an existing, sound blob, every step record decodes, and
+ * every blob's recorded SHA-256 and sha256 entry agree with its content;
  * report each problem to fn (may be NULL). With repair, corrupt blobs move to <store>/corrupt/, records
  * naming bad or missing blobs are dropped, undecodable records are
- * dropped, and strays move to corrupt/ — nothing is ever invented.
+ * dropped, strays move to corrupt/, and SHA-256 records and entries are
+ * recomputed from the content (records made before SHA-256s get theirs
+ * too, without a report) — nothing is ever invented.
  * Returns 0 when the walk completed (problems are counted in *st), or an
  * error that stopped it. */
 int kiln_store_fsck(kiln_store *s, int repair, kiln_fsck_fn fn, void *arg,

@@ -6,7 +6,23 @@
  *   index   key "<profile>\0<url>"
  *           value: ver u8 | blob id [16] | set_ns i64           (25 bytes)
  *   blobs   key blob id [16]
- *           value: ver u8 | size u64 | used_ns i64              (17 bytes)
+ *           value, version 1 (a record without a SHA-256):
+ *                  ver u8 = 1 | size u64 | used_ns i64          (17 bytes)
+ *           value, version 2 (REC_BLOB_VERSION, since issue 24):
+ *                  ver u8 = 2 | size u64 | used_ns i64 |
+ *                  sha256 [32]                                  (49 bytes)
+ *           Both are read; a record is written as version 2 whenever its
+ *           SHA-256 is known (every put), as version 1 otherwise (a touch
+ *           of a version-1 record keeps it one). A version-1 record gets
+ *           its SHA-256 when it is first asked for (blobsha.c) or by
+ *           fsck --repair. A kiln from before version 2 reads a version-2
+ *           record as KILN_EVERSION: its gc then judges that blob by its
+ *           file's mtime, and its touches write version 1 again (the
+ *           SHA-256 is then computed again when asked for).
+ *   sha256  key SHA-256 [32]
+ *           value: ver u8 | blob id [16]                        (17 bytes)
+ *           The reverse of the SHA-256s in blobs records: written in the
+ *           same transaction as the record, deleted with it (gc, fsck).
  *   files   key project-relative path
  *           value: ver u8 | size u64 | mtime_ns i64 | ino u64 |
  *                  ctime_ns i64 | hash [16]                     (49 bytes)
@@ -98,26 +114,57 @@ rec_index_decode(const void *v, size_t len, struct rec_index *r)
 	return 0;
 }
 
-void
+size_t
 rec_blob_encode(const struct rec_blob *r, uint8_t out[REC_BLOB_LEN])
 {
-	out[0] = REC_VERSION;
+	out[0] = r->has_sha ? REC_BLOB_VERSION : 1;
 	put_u64(out + 1, r->size);
 	put_u64(out + 9, (uint64_t)r->used_ns);
+	if (!r->has_sha)
+		return REC_BLOB_LEN_V1;
+	memcpy(out + REC_BLOB_LEN_V1, r->sha, KILN_SHA256_LEN);
+	return REC_BLOB_LEN;
 }
 
+/* Blob records have their own version (rec_check's is the others'). */
 int
 rec_blob_decode(const void *v, size_t len, struct rec_blob *r)
 {
 	const uint8_t *p = v;
-	int rv = rec_check(v, len, REC_BLOB_LEN);
 
-	if (rv != 0)
-		return rv;
-	if (len != REC_BLOB_LEN)
+	if (len < 1)
+		return KILN_ECORRUPT;
+	if (p[0] > REC_BLOB_VERSION)
+		return KILN_EVERSION;
+	if (!((p[0] == 1 && len == REC_BLOB_LEN_V1) ||
+	      (p[0] == 2 && len == REC_BLOB_LEN)))
 		return KILN_ECORRUPT;
 	r->size = get_u64(p + 1);
 	r->used_ns = (int64_t)get_u64(p + 9);
+	r->has_sha = p[0] == 2;
+	if (r->has_sha)
+		memcpy(r->sha, p + REC_BLOB_LEN_V1, KILN_SHA256_LEN);
+	return 0;
+}
+
+void
+rec_sha_encode(const kiln_id *id, uint8_t out[REC_SHA_LEN])
+{
+	out[0] = REC_VERSION;
+	memcpy(out + 1, id->b, 16);
+}
+
+int
+rec_sha_decode(const void *v, size_t len, kiln_id *id)
+{
+	const uint8_t *p = v;
+	int rv = rec_check(v, len, REC_SHA_LEN);
+
+	if (rv != 0)
+		return rv;
+	if (len != REC_SHA_LEN)
+		return KILN_ECORRUPT;
+	memcpy(id->b, p + 1, 16);
 	return 0;
 }
 

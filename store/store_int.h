@@ -16,6 +16,10 @@
  *   gc.c       garbage collection
  *   fileio.c   small POSIX helpers (full writes, fsync of folders)
  *   hash.c     XXH3-128 (the only file including xxhash.h)
+ *   sha256.c   SHA-256 through OpenSSL EVP (the only file including an
+ *              OpenSSL header)
+ *   blobsha.c  blobs' SHA-256s: the sha256 map, lookups, filling in the
+ *              SHA-256 of a record made before them
  *   names.c    URL/path/profile validation
  *   error.c    kiln_strerror */
 #ifndef KILN_STORE_INT_H
@@ -61,7 +65,11 @@ struct kiln_store {
 	 * commit, written by that commit (a put costs no transaction; gc
 	 * judges such a blob by its file's mtime, which put refreshes). */
 	pthread_mutex_t uses_mu;
-	struct pending_use { kiln_id id; uint64_t size; } *uses;
+	struct pending_use {
+		kiln_id id;
+		uint64_t size;
+		uint8_t sha[KILN_SHA256_LEN];
+	} *uses;
 	size_t nuses, capuses;
 	/* kiln_store_opts.now_ns and now_arg: set at open, never changed. */
 	int64_t (*now_ns)(void *now_arg);
@@ -113,6 +121,26 @@ void store_unsynced_add(kiln_store *s, const kiln_id *id, int made_shard);
  * live writer's temp file from a crashed one's. */
 int store_tmp_named(const kiln_store *s, const char *kind, char *name, int *fd);
 
+/* ---- sha256.c ---- */
+
+/* A running SHA-256. */
+typedef struct store_sha store_sha;
+
+/* Returns 0 or KILN_ENOMEM. */
+int store_sha_new(store_sha **h);
+void store_sha_update(store_sha *h, const void *buf, size_t len);
+/* The digest of everything fed; h is spent. 0 or KILN_ENOMEM. */
+int store_sha_final(store_sha *h, uint8_t out[KILN_SHA256_LEN]);
+void store_sha_free(store_sha *h);
+/* One call for len bytes at buf. 0 or KILN_ENOMEM. */
+int store_sha_of_buf(const void *buf, size_t len, uint8_t out[KILN_SHA256_LEN]);
+
+/* ---- hash.c ---- */
+
+/* kiln_id_of_fd that also computes the SHA-256, in the same read of the
+ * file. Returns 0, KILN_ENOMEM or the errno-mapped KILN_E*. */
+int store_hash_fd(int fd, kiln_id *id, uint8_t sha[KILN_SHA256_LEN], uint64_t *size);
+
 /* ---- names.c: the checks of kiln_url_check/kiln_profile_check for
  * strings whose length is known (len bytes, no NUL needed) ---- */
 int names_url_check(const char *url, size_t len);
@@ -128,13 +156,13 @@ int fio_fsync_dir(const char *path);
  * was created now. */
 int fio_mkdir(const char *path, mode_t mode, int *made);
 
-/* ---- db.c: one LMDB environment, seven named databases ---- */
+/* ---- db.c: one LMDB environment, eight named databases ---- */
 
 /* Databases from DB_STEPS on came after the first store format: a writable
  * open creates them; a read-only handle on an older store reads them as
  * empty. New databases go at the end. */
 enum db_name { DB_INDEX, DB_ACTIONS, DB_FILES, DB_BLOBS, DB_META, DB_STEPS,
-	       DB_DEPS, DB_COUNT };
+	       DB_DEPS, DB_SHA256, DB_COUNT };
 
 typedef struct db_txn db_txn;
 
@@ -214,14 +242,19 @@ struct rec_index {
 	kiln_id id;
 	int64_t set_ns;
 };
-/* blobs: key id (16 bytes) -> rec_blob */
+/* blobs: key id (16 bytes) -> rec_blob (its own version: records.c) */
 struct rec_blob {
 	uint64_t size;
 	int64_t used_ns;
+	int has_sha;                  /* 0: a record from before SHA-256s */
+	uint8_t sha[KILN_SHA256_LEN];
 };
 
 #define REC_INDEX_LEN 25
-#define REC_BLOB_LEN 17
+#define REC_BLOB_VERSION 2
+#define REC_BLOB_LEN_V1 17
+#define REC_BLOB_LEN 49   /* the largest: version 2 */
+#define REC_SHA_LEN 17
 #define REC_FILE_LEN 49
 #define REC_ACTION_HEAD 25
 #define REC_STEP_HEAD 9
@@ -231,8 +264,13 @@ struct rec_blob {
 
 void rec_index_encode(const struct rec_index *r, uint8_t out[REC_INDEX_LEN]);
 int rec_index_decode(const void *v, size_t len, struct rec_index *r);
-void rec_blob_encode(const struct rec_blob *r, uint8_t out[REC_BLOB_LEN]);
+/* Version 2 when r has a SHA-256, else version 1 (what a record without
+ * one always was); returns the length written. */
+size_t rec_blob_encode(const struct rec_blob *r, uint8_t out[REC_BLOB_LEN]);
 int rec_blob_decode(const void *v, size_t len, struct rec_blob *r);
+/* sha256: key SHA-256 (32 bytes) -> ver u8 | blob id [16] */
+void rec_sha_encode(const kiln_id *id, uint8_t out[REC_SHA_LEN]);
+int rec_sha_decode(const void *v, size_t len, kiln_id *id);
 void rec_file_encode(const kiln_file_rec *r, uint8_t out[REC_FILE_LEN]);
 int rec_file_decode(const void *v, size_t len, kiln_file_rec *r);
 /* Encoded action length for n outputs and len payload bytes. */
@@ -259,12 +297,27 @@ int index_key(const char *profile, const char *url, char out[INDEX_KEY_MAX]);
 
 /* ---- index.c helpers used by blob.c and gc.c ---- */
 
-/* In a write txn: record that blob id (size bytes) was used now. */
-int blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, int64_t now);
+/* In a write txn: record that blob id (size bytes) was used now. sha (a
+ * put's, may be NULL) is recorded with its sha256 entry; without one the
+ * record keeps the SHA-256 it had. */
+int blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size,
+                  const uint8_t *sha, int64_t now);
 
-/* KILN_DURABLE_BATCH: remember a put's use record for the next commit.
- * Returns 0 or KILN_ENOMEM. */
-int store_use_defer(kiln_store *s, const kiln_id *id, uint64_t size);
+/* ---- blobsha.c ---- */
+
+/* In a write txn: delete blob id's record and its sha256 entry (when the
+ * entry names id). KILN_ENOTFOUND when there was no record. */
+int blobrec_del(db_txn *t, const kiln_id *id);
+/* In a write txn: sha256 entry sha -> id. */
+int shamap_set(db_txn *t, const uint8_t sha[KILN_SHA256_LEN], const kiln_id *id);
+/* In a write txn: delete sha256 entry sha if it names id (0 also when it
+ * names another blob, or is absent). */
+int shamap_del(db_txn *t, const uint8_t sha[KILN_SHA256_LEN], const kiln_id *id);
+
+/* KILN_DURABLE_BATCH: remember a put's use record (with its SHA-256) for
+ * the next commit. Returns 0 or KILN_ENOMEM. */
+int store_use_defer(kiln_store *s, const kiln_id *id, uint64_t size,
+                    const uint8_t sha[KILN_SHA256_LEN]);
 /* Take the deferred use records (the caller owns *uses, frees it), and
  * put them back after a failed commit. */
 void store_uses_take(kiln_store *s, struct pending_use **uses, size_t *n);

@@ -527,6 +527,7 @@ tu_fsck_kind_name(enum kiln_fsck_kind k)
 	case KILN_FSCK_MISSING: return "MISSING";
 	case KILN_FSCK_BAD_RECORD: return "BAD_RECORD";
 	case KILN_FSCK_STRAY: return "STRAY";
+	case KILN_FSCK_SHA256: return "SHA256";
 	}
 	return "?";
 }
@@ -561,11 +562,12 @@ tu_assert_fsck_clean(kiln_store *s, const char *what, uint64_t nblobs,
 
 	if ((rv = fsck_into(s, 0, &ps, &st)) != 0)
 		fail_msg("%s: fsck: %s", what, kiln_strerror(rv));
-	if (ps.n || st.corrupt || st.missing || st.bad_records || st.stray)
+	if (ps.n || st.corrupt || st.missing || st.bad_records || st.stray || st.sha256)
 		fail_msg("%s: fsck found %zu problem(s): corrupt %" PRIu64
 		         ", missing %" PRIu64 ", bad records %" PRIu64 ", stray %"
-		         PRIu64 ":%s", what, ps.n, st.corrupt, st.missing,
-		         st.bad_records, st.stray, tu_fsck_describe(&ps));
+		         PRIu64 ", sha256 %" PRIu64 ":%s", what, ps.n, st.corrupt,
+		         st.missing, st.bad_records, st.stray, st.sha256,
+		         tu_fsck_describe(&ps));
 	if (st.blobs != nblobs || st.bytes != nbytes)
 		fail_msg("%s: fsck counted %" PRIu64 " blobs / %" PRIu64 " bytes, "
 		         "expected %" PRIu64 " / %" PRIu64, what, st.blobs, st.bytes,
