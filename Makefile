@@ -27,7 +27,8 @@ AR      = ar
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c
+# libcrypto (OpenSSL): SHA-256, the remote cache's keys (cache/keys.c).
+PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # nng is Debian 12's 1.5.2 with kiln's fix for its listener wedge, built
@@ -38,9 +39,9 @@ LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-# proto/kiln.proto is compiled by protoc-c into $(GEN) at build time.
+# proto/*.proto are compiled by protoc-c into $(GEN) at build time.
 GEN     = $(OBJ)/gen
-INCLUDES    = -Icommon -Istore -Iproto -I$(GEN) -Idesc -Idaemon/engine -Idaemon -Iclient -I$(NNG)/include
+INCLUDES    = -Icommon -Istore -Iproto -I$(GEN) -Icache -Idesc -Idaemon/engine -Idaemon -Iclient -I$(NNG)/include
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCLUDES) $(PKG_CFLAGS)
 
 # The tracer is loaded into every build tool: plain -O2, no sanitizer.
@@ -58,9 +59,15 @@ COMMON_SRC = common/error.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c
-# The wire schema's generated code plus its helpers (libkilnproto.a).
+# The wire schema's generated code plus its helpers (libkilnproto.a), and
+# the remote cache's messages: proto/reapi.proto (a subset of Bazel's
+# REAPI) and proto/kiln_cache.proto (docs/cache.md).
 PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
-PROTO_GEN = proto/kiln.pb-c.c
+PROTO_GEN = proto/kiln.pb-c.c proto/reapi.pb-c.c proto/kiln_cache.pb-c.c
+GEN_HDRS  = $(PROTO_GEN:proto/%.c=$(GEN)/%.h)
+# The remote cache's entries, cache/ (libkilncache.a): keys, encoding and
+# validation of Bazel-HTTP-cache AC values (docs/cache.md). No I/O.
+CACHE_SRC = cache/keys.c cache/check.c cache/index.c cache/result.c
 # The asset-description loader (kiln.yaml and *.kiln.yaml), desc/: used by
 # the CLI (kiln check, kiln ls) and the daemon (libkilndesc.a).
 DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/yaml_tree.c \
@@ -90,7 +97,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
-             test_schedule
+             test_schedule test_reapi
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace
 
 VARIANTS = release asan
@@ -102,10 +109,10 @@ VARIANTS = release asan
 all: deps
 	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so $(BIN)/examples/hot-reload
 
-# Generated once for both variants; every object waits for the header.
-$(GEN)/kiln.pb-c.c $(GEN)/kiln.pb-c.h &: proto/kiln.proto
+# Generated once for both variants; every object waits for the headers.
+$(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
 	@mkdir -p $(GEN)
-	protoc-c --proto_path=proto --c_out=$(GEN) proto/kiln.proto
+	protoc-c --proto_path=proto --c_out=$(GEN) $<
 
 $(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch
 	@third_party/nng/build.sh $(NNG)
@@ -117,11 +124,11 @@ deps-test:
 
 # $(1) = variant name
 define variant_rules
-$(OBJ)/$(1)/%.o: %.c | $(GEN)/kiln.pb-c.h $(NNG_LIB)
+$(OBJ)/$(1)/%.o: %.c | $(GEN_HDRS) $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
 
-$(OBJ)/$(1)/proto/kiln.pb-c.o: $(GEN)/kiln.pb-c.c | $(NNG_LIB)
+$(OBJ)/$(1)/proto/%.pb-c.o: $(GEN)/%.pb-c.c | $(GEN_HDRS) $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
 
@@ -145,6 +152,10 @@ $(OBJ)/$(1)/libkilndesc.a: $$(DESC_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
+$(OBJ)/$(1)/libkilncache.a: $$(CACHE_SRC:%.c=$(OBJ)/$(1)/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+
 $(OBJ)/$(1)/libkiln.a: $$(LIBKILN_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
@@ -157,7 +168,7 @@ $$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
-$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
+$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
@@ -169,7 +180,7 @@ $$($(1)_BIN)/libkilntrace.so: shim/kilntrace.c
 
 $(OBJ)/$(1)/daemon/engine/trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
 
-$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
+$$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
@@ -189,7 +200,7 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 # Keep objects of pattern-built test binaries (make would delete them).
 # Not .SECONDARY: with it a missing object is not rebuilt while its
 # archive is newer than the sources.
-.PRECIOUS: $(OBJ)/%.o
+.PRECIOUS: $(OBJ)/%.o $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h
 
 ASAN_TESTS = $(UNIT_TESTS:%=$(BIN)/asan/tests/%)
 REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
@@ -197,12 +208,12 @@ REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
 # Fuzz targets (libFuzzer, clang): fuzz/<name>.c defines
 # LLVMFuzzerTestOneInput; fuzz/corpus/<name>/ holds the seed corpus.
 # `make test` runs each for FUZZ_QUICK seconds; `make fuzz` for FUZZ_TIME.
-FUZZ_TARGETS = desc wire
+FUZZ_TARGETS = desc wire cache
 FUZZ_QUICK ?= 15
 FUZZ_TIME ?= 600
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC = $(COMMON_SRC) $(STORE_SRC) $(DESC_SRC) $(PROTO_SRC) $(GEN)/kiln.pb-c.c
+FUZZ_SRC = $(COMMON_SRC) $(STORE_SRC) $(DESC_SRC) $(PROTO_SRC) $(CACHE_SRC) $(PROTO_GEN:proto/%=$(GEN)/%)
 
 $(BIN)/fuzz/%: fuzz/%.c $(FUZZ_SRC) $(NNG_LIB)
 	@mkdir -p $(@D)
