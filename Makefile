@@ -27,7 +27,8 @@ AR      = ar
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-# libcrypto (OpenSSL): the SHA-256 every blob gets (store/sha256.c).
+# libcrypto (OpenSSL): SHA-256, of every blob (store/sha256.c) and the
+# remote cache's keys (cache/keys.c).
 PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -42,9 +43,9 @@ CURL_CFLAGS = $(shell pkg-config --cflags libcurl 2>/dev/null)
 CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null)
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-# proto/kiln.proto is compiled by protoc-c into $(GEN) at build time.
+# proto/*.proto are compiled by protoc-c into $(GEN) at build time.
 GEN     = $(OBJ)/gen
-INCLUDES    = -Icommon -Istore -Iproto -I$(GEN) -Idesc -Idaemon/engine -Idaemon -Icache -Iclient -I$(NNG)/include
+INCLUDES    = -Icommon -Istore -Iproto -I$(GEN) -Icache -Idesc -Idaemon/engine -Idaemon -Iclient -I$(NNG)/include
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCLUDES) $(PKG_CFLAGS)
 
 # The tracer is loaded into every build tool: plain -O2, no sanitizer.
@@ -62,9 +63,15 @@ COMMON_SRC = common/error.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c
-# The wire schema's generated code plus its helpers (libkilnproto.a).
+# The wire schema's generated code plus its helpers (libkilnproto.a), and
+# the remote cache's messages: proto/reapi.proto (a subset of Bazel's
+# REAPI) and proto/kiln_cache.proto (docs/cache.md).
 PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
-PROTO_GEN = proto/kiln.pb-c.c
+PROTO_GEN = proto/kiln.pb-c.c proto/reapi.pb-c.c proto/kiln_cache.pb-c.c
+GEN_HDRS  = $(PROTO_GEN:proto/%.c=$(GEN)/%.h)
+# The remote cache's entries, cache/ (libkilncache.a): keys, encoding and
+# validation of Bazel-HTTP-cache AC values (docs/cache.md). No I/O.
+CACHE_SRC = cache/keys.c cache/check.c cache/index.c cache/result.c
 # The asset-description loader (kiln.yaml and *.kiln.yaml), desc/: used by
 # the CLI (kiln check, kiln ls) and the daemon (libkilndesc.a).
 DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/yaml_tree.c \
@@ -86,9 +93,9 @@ SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daem
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c daemon/changes.c
 DAEMON_SRC = daemon/main.c
-# The shared cache's HTTP transport, cache/ (libkilncache.a): Bazel's HTTP
+# ... and its HTTP transport, in the same library: Bazel's HTTP
 # remote-cache protocol over libcurl (docs/cache-http.md).
-CACHE_SRC = cache/cache.c cache/config.c cache/transfer.c
+CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c client/live.c
@@ -97,7 +104,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
-             test_schedule test_http_cache test_sha256
+             test_schedule test_http_cache test_sha256 test_reapi
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace
 
 VARIANTS = release asan
@@ -110,10 +117,10 @@ all: deps
 	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so $(BIN)/examples/hot-reload \
 	        $(OBJ)/release/libkilncache.a
 
-# Generated once for both variants; every object waits for the header.
-$(GEN)/kiln.pb-c.c $(GEN)/kiln.pb-c.h &: proto/kiln.proto
+# Generated once for both variants; every object waits for the headers.
+$(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
 	@mkdir -p $(GEN)
-	protoc-c --proto_path=proto --c_out=$(GEN) proto/kiln.proto
+	protoc-c --proto_path=proto --c_out=$(GEN) $<
 
 $(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch
 	@third_party/nng/build.sh $(NNG)
@@ -125,11 +132,11 @@ deps-test:
 
 # $(1) = variant name
 define variant_rules
-$(OBJ)/$(1)/%.o: %.c | $(GEN)/kiln.pb-c.h $(NNG_LIB)
+$(OBJ)/$(1)/%.o: %.c | $(GEN_HDRS) $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
 
-$(OBJ)/$(1)/proto/kiln.pb-c.o: $(GEN)/kiln.pb-c.c | $(NNG_LIB)
+$(OBJ)/$(1)/proto/%.pb-c.o: $(GEN)/%.pb-c.c | $(GEN_HDRS) $(NNG_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) -MMD -MP -c $$< -o $$@
 
@@ -153,6 +160,7 @@ $(OBJ)/$(1)/libkilndesc.a: $$(DESC_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
+
 $(OBJ)/$(1)/libkiln.a: $$(LIBKILN_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
@@ -161,7 +169,7 @@ $(OBJ)/$(1)/libkilnengine.a: $$(ENGINE_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
-$(OBJ)/$(1)/libkilncache.a: $$(CACHE_SRC:%.c=$(OBJ)/$(1)/%.o)
+$(OBJ)/$(1)/libkilncache.a: $$(CACHE_SRC:%.c=$(OBJ)/$(1)/%.o) $$(CACHE_HTTP_SRC:%.c=$(OBJ)/$(1)/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 
@@ -171,7 +179,7 @@ $$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
-$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
+$$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
@@ -203,7 +211,7 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 # Keep objects of pattern-built test binaries (make would delete them).
 # Not .SECONDARY: with it a missing object is not rebuilt while its
 # archive is newer than the sources.
-.PRECIOUS: $(OBJ)/%.o
+.PRECIOUS: $(OBJ)/%.o $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h
 
 ASAN_TESTS = $(UNIT_TESTS:%=$(BIN)/asan/tests/%)
 REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
@@ -211,12 +219,12 @@ REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
 # Fuzz targets (libFuzzer, clang): fuzz/<name>.c defines
 # LLVMFuzzerTestOneInput; fuzz/corpus/<name>/ holds the seed corpus.
 # `make test` runs each for FUZZ_QUICK seconds; `make fuzz` for FUZZ_TIME.
-FUZZ_TARGETS = desc wire
+FUZZ_TARGETS = desc wire cache
 FUZZ_QUICK ?= 15
 FUZZ_TIME ?= 600
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC = $(COMMON_SRC) $(STORE_SRC) $(DESC_SRC) $(PROTO_SRC) $(GEN)/kiln.pb-c.c
+FUZZ_SRC = $(COMMON_SRC) $(STORE_SRC) $(DESC_SRC) $(PROTO_SRC) $(CACHE_SRC) $(PROTO_GEN:proto/%=$(GEN)/%)
 
 $(BIN)/fuzz/%: fuzz/%.c $(FUZZ_SRC) $(NNG_LIB)
 	@mkdir -p $(@D)

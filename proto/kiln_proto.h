@@ -73,6 +73,13 @@ int kiln_proto_reply_unpack(const void *buf, size_t len, Kiln__Reply **rep,
                             const uint8_t **data, size_t *ndata);
 void kiln_proto_reply_free(Kiln__Reply *rep);
 
+/* Decode any message of descriptor desc from len bytes at buf, on the same
+ * budget as the envelopes (no data field is split off). Free *m with
+ * protobuf_c_message_free_unpacked(*m, NULL). Returns 0, KILN_EPROTO,
+ * KILN_ERANGE (over budget) or KILN_ENOMEM. */
+int kiln_proto_unpack_bounded(const ProtobufCMessageDescriptor *desc,
+                              const void *buf, size_t len, ProtobufCMessage **m);
+
 /* The bytes a decode of a len-byte message may allocate: KILN_DECODE_RATIO
  * * len + KILN_DECODE_SLACK, counting each block as malloc takes it (16-byte
  * rounding plus a header), freed or not; SIZE_MAX when that overflows. */

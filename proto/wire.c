@@ -189,6 +189,19 @@ unpack_split(const ProtobufCMessageDescriptor *desc, size_t data_off,
 }
 
 int
+kiln_proto_unpack_bounded(const ProtobufCMessageDescriptor *desc,
+                          const void *buf, size_t len, ProtobufCMessage **m)
+{
+	struct budget b = {.limit = kiln_proto_decode_budget(len)};
+	ProtobufCAllocator a = {budget_alloc, budget_free, &b};
+
+	*m = protobuf_c_message_unpack(desc, &a, len, buf);
+	if (*m == NULL)
+		return b.over ? KILN_ERANGE : b.oom ? KILN_ENOMEM : KILN_EPROTO;
+	return 0;
+}
+
+int
 kiln_proto_request_unpack(const void *buf, size_t len, Kiln__Request **req,
                           const uint8_t **data, size_t *ndata)
 {
