@@ -575,24 +575,27 @@ work_complete(struct engine *e, struct run_ctx *rc)
 
 /* Whether a free -j slot waits for work of a build with a priority
  * (above 0) that is on its way, rather than go to the batch step on top
- * of the runnable heap: a finished prerequisite of an interactive step
- * not yet processed or being processed, an interactive step ready or
- * being decided. Without
- * this, each link of an interactive chain gave its slot to a batch step
- * (the slot fills before a finished step is processed) and the chain
- * waited a whole batch tool's run per link. Batch-only builds (every
- * priority 0) never wait here. e->mu held. */
+ * of the runnable heap: a finished run of an interactive step not yet
+ * processed or being processed (its dependents come next), an
+ * interactive step ready or being decided. Without this, each link of an
+ * interactive chain gave its slot to a batch step (the slot fills before
+ * a finished step is processed) and the chain waited a whole batch
+ * tool's run per link. Only as many slots are held as such pieces of
+ * work are on their way (a long decision of one interactive step keeps
+ * one slot free, not all), and batch-only builds (every priority 0) never
+ * wait here. e->mu held. */
 static int
 slot_held(const struct engine *e)
 {
+	unsigned coming = e->urgent_work, limit = jobs_limit(e);
+
 	if (e->runnable.n == 0 || e->runnable.v[0].prio > 0)
 		return 0;
-	if (e->urgent_work > 0 || (e->ready.n > 0 && e->ready.v[0].prio > 0))
-		return 1;
+	if (e->ready.n > 0 && e->ready.v[0].prio > 0)
+		coming++;
 	for (size_t i = 0; i < e->ncompleted; i++)
-		if (e->completed[i]->n->prio > 0)
-			return 1;
-	return 0;
+		coming += e->completed[i]->n->prio > 0;
+	return coming > 0 && limit - (e->running < limit ? e->running : limit) <= coming;
 }
 
 /* The finished run to process next: one of a build with a priority
