@@ -110,7 +110,7 @@ remote_free(struct engine *e)
 	if (r == NULL)
 		return;
 	pthread_mutex_lock(&r->mu);
-	r->quit = 1;
+	__atomic_store_n(&r->quit, 1, __ATOMIC_RELAXED);   /* round_wait reads it */
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	if (r->started)

@@ -243,6 +243,20 @@ index_send(kiln_cache *c, const struct up_job *j, const struct up_work *w)
 	return rv;
 }
 
+/* Wait for the round's transfers, a little at a time: a daemon stopping
+ * must not wait for a slow server's timeouts (what is left is dropped). */
+static int
+round_wait(struct remote *r, kiln_cache *c)
+{
+	for (long waited = 0; waited < UP_FLUSH_MS; waited += 200) {
+		if (kiln_cache_flush(c, 200) == 0)
+			return 0;
+		if (__atomic_load_n(&r->quit, __ATOMIC_RELAXED))
+			return KILN_ECANCELLED;
+	}
+	return KILN_ETIMEDOUT;
+}
+
 static void
 batch_send(struct engine *e, kiln_cache *c, struct up_job **jobs, size_t n)
 {
@@ -259,11 +273,12 @@ batch_send(struct engine *e, kiln_cache *c, struct up_job **jobs, size_t n)
 	 * transfer of the round that failed (or was dropped) could be one
 	 * of them: no index is written then (the results wait unlisted
 	 * until their steps run again) */
-	failed = kiln_cache_flush(c, UP_FLUSH_MS) != 0;
+	failed = round_wait(r, c) != 0;
 	kiln_cache_stats_get(c, &after);
 	failed |= after.errors != before.errors || after.dropped != before.dropped;
 	for (size_t i = 0; i < n; i++) {
-		if (!failed && w[i].ok && index_send(c, jobs[i], &w[i]) == 0)
+		if (!failed && w[i].ok && !__atomic_load_n(&r->quit, __ATOMIC_RELAXED) &&
+		    index_send(c, jobs[i], &w[i]) == 0)
 			atomic_fetch_add(&r->uploaded, 1);
 		else
 			atomic_fetch_add(&r->dropped, 1);

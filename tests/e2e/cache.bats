@@ -392,3 +392,48 @@ EOF
 	[[ "$output" == *"downloaded from the shared cache"* ]] || { echo "$output"; false; }
 	P=$(cd "$M3" && pwd -P); one_teardown
 }
+
+# ---- configuration -------------------------------------------------------
+
+@test "kiln check refuses a cache: with a bad url or mode, and one without a url" {
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+profiles:
+  pc:
+cache:
+  url: ftp://cache/kiln
+  mode: sometimes
+YAML
+	run "$KILN" check
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"cache.url: 'ftp://cache/kiln' is not an http:// or https:// URL"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"cache.mode: 'sometimes' is not a cache mode"* ]] || { echo "$output"; false; }
+	printf 'kiln: 1\nproject: t\nprofiles:\n  pc:\ncache:\n  mode: read\n' >kiln.yaml
+	run "$KILN" check
+	[[ "$output" == *"url"* ]] || { echo "$output"; false; }
+	printf 'kiln: 1\nproject: t\nprofiles:\n  pc:\ncache:\n  mode: off\n' >kiln.yaml
+	run "$KILN" check
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "KILN_CACHE_URL and KILN_CACHE_MODE give one machine a cache its kiln.yaml lacks" {
+	first_machine
+	wait_uploads "$M1" 3
+	sed -i '/^cache:/,/^  timeout:/d' "$M2/kiln.yaml"
+	: >"$RUNS"
+	cd "$M2"
+	KILN_CACHE_URL=$URL KILN_CACHE_MODE=read build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 0 ] || { echo "ran: $(cat "$RUNS")"; false; }
+	[ "$(status_field cache_mode)" = read ]
+	same_outputs
+}
+
+@test "a bad KILN_CACHE_MODE stops the daemon from starting" {
+	printf 'kiln: 1\nproject: t\nprofiles:\n  pc:\n' >kiln.yaml
+	P=$M1
+	KILN_CACHE_MODE=sometimes run "$KILN" build
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"KILN_CACHE_MODE='sometimes'"* ]] || { echo "$output"; false; }
+}
