@@ -85,7 +85,8 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
              graph.c lifecycle.c deps_query.c step.c decide.c decide_key.c decide_cache.c \
              action_results.c blob_watch.c run.c tool_spawn.c trace.c discover.c dep_path.c \
              depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
-             scratch.c need.c need_wait.c orphans.c materialize.c search_path.c edits.c)
+             scratch.c need.c need_wait.c orphans.c materialize.c search_path.c edits.c \
+             remote.c remote_upload.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
@@ -181,7 +182,7 @@ $$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)
 
 $$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS) $$(CURL_LIBS)
 
 # The file-access tracer kilnd preloads into tools (shim/kilntrace.c):
 # never sanitized, whichever variant it sits beside.

@@ -32,8 +32,11 @@ static const char status_help[] =
 	"usage: kiln status [--json]\n"
 	"\n"
 	"Show the project's daemon: pid, uptime, version, project, store,\n"
-	"addresses, connected clients and subscribers, queues, events held and\n"
-	"requests answered. Starts the daemon when none runs.\n"
+	"addresses, connected clients and subscribers, queues, events held,\n"
+	"requests answered, and the shared cache's counters (steps downloaded\n"
+	"and missed, bytes down and up, results uploaded, pending and dropped\n"
+	"uploads, errors, corrupt entries, the breaker). Starts the daemon when\n"
+	"none runs.\n"
 	"\n"
 	"options:\n"
 	"  --json               one JSON object instead of lines (the event\n"
@@ -64,6 +67,19 @@ status_print(const kiln_status *st)
 	       st->event_buffer);
 	printf("requests  %" PRIu64 " answered, %" PRIu64 " refused\n",
 	       st->requests, st->bad_requests);
+	if (st->cache_url[0] == '\0') {
+		printf("cache     none\n");
+		return;
+	}
+	printf("cache     %s (%s)%s\n", st->cache_url, st->cache_mode,
+	       st->cache_breaker_open ? ", not asked for now: it kept failing" : "");
+	printf("          %" PRIu64 " steps downloaded, %" PRIu64 " missed; %s down, "
+	       "%s up\n", st->cache_hits, st->cache_misses,
+	       cli_format_size(st->cache_bytes_down, held, sizeof(held)),
+	       cli_format_size(st->cache_bytes_up, cap, sizeof(cap)));
+	printf("          %" PRIu64 " results uploaded, %" PRIu32 " pending, %" PRIu64
+	       " dropped; %" PRIu64 " errors, %" PRIu64 " corrupt\n", st->cache_uploaded,
+	       st->cache_pending, st->cache_dropped, st->cache_errors, st->cache_corrupt);
 }
 
 static void
@@ -89,10 +105,21 @@ status_json(const kiln_status *st)
 	       ",\"requests\":%" PRIu64 ",\"bad_requests\":%" PRIu64
 	       ",\"max_message\":%" PRIu64 ",\"chunk_size\":%" PRIu32
 	       ",\"event_buffer\":%" PRIu32 ",\"event_buffer_bytes\":%" PRIu64
-	       "}\n", st->clients, st->subscribers, st->uploads, st->build_queue,
+	       ",\"cache_url\":", st->clients, st->subscribers, st->uploads, st->build_queue,
 	       st->event_epoch, st->event_seq, st->events_held, st->events_bytes,
 	       st->requests, st->bad_requests, st->max_message, st->chunk_size,
 	       st->event_buffer, st->event_buffer_bytes);
+	cli_json_str(st->cache_url);
+	fputs(",\"cache_mode\":", stdout);
+	cli_json_str(st->cache_mode);
+	printf(",\"cache_hits\":%" PRIu64 ",\"cache_misses\":%" PRIu64
+	       ",\"cache_bytes_down\":%" PRIu64 ",\"cache_bytes_up\":%" PRIu64
+	       ",\"cache_errors\":%" PRIu64 ",\"cache_dropped\":%" PRIu64
+	       ",\"cache_breaker_open\":%s,\"cache_uploaded\":%" PRIu64
+	       ",\"cache_pending\":%" PRIu32 ",\"cache_corrupt\":%" PRIu64 "}\n",
+	       st->cache_hits, st->cache_misses, st->cache_bytes_down, st->cache_bytes_up,
+	       st->cache_errors, st->cache_dropped, st->cache_breaker_open ? "true" : "false",
+	       st->cache_uploaded, st->cache_pending, st->cache_corrupt);
 }
 
 int

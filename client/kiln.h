@@ -92,6 +92,18 @@ typedef struct kiln_status {
 	uint32_t chunk_size;
 	uint32_t event_buffer;
 	uint64_t event_buffer_bytes;
+	/* the shared cache (docs/cache.md): url "" when none is in use */
+	char cache_url[512];
+	char cache_mode[16];       /* "off", "read", "readwrite" */
+	uint64_t cache_hits;       /* steps downloaded from it */
+	uint64_t cache_misses;     /* steps looked up there in vain */
+	uint64_t cache_bytes_down, cache_bytes_up;
+	uint64_t cache_errors;     /* transfers that failed */
+	uint64_t cache_dropped;    /* uploads dropped */
+	int cache_breaker_open;    /* it is not asked for a while */
+	uint64_t cache_uploaded;   /* results uploaded */
+	uint32_t cache_pending;    /* results and transfers still to upload */
+	uint64_t cache_corrupt;    /* blobs or entries refused as corrupt */
 } kiln_status;
 
 int kiln_status_get(kiln_conn *c, kiln_status *st);

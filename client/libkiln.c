@@ -160,6 +160,19 @@ status_copy(const Kiln__StatusReply *s, kiln_status *st)
 	st->chunk_size = s->chunk_size;
 	st->event_buffer = s->event_buffer;
 	st->event_buffer_bytes = s->event_buffer_bytes;
+	snprintf(st->cache_url, sizeof(st->cache_url), "%s", s->cache_url);
+	snprintf(st->cache_mode, sizeof(st->cache_mode), "%s",
+	         s->cache_mode[0] ? s->cache_mode : "off");
+	st->cache_hits = s->cache_hits;
+	st->cache_misses = s->cache_misses;
+	st->cache_bytes_down = s->cache_bytes_down;
+	st->cache_bytes_up = s->cache_bytes_up;
+	st->cache_errors = s->cache_errors;
+	st->cache_dropped = s->cache_dropped;
+	st->cache_breaker_open = s->cache_breaker_open;
+	st->cache_uploaded = s->cache_uploaded;
+	st->cache_pending = s->cache_pending;
+	st->cache_corrupt = s->cache_corrupt;
 }
 
 int

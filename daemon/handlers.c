@@ -81,6 +81,24 @@ h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	s->event_buffer = d->cfg.event_buffer;
 	s->event_buffer_bytes = d->cfg.event_buffer_bytes;
 	s->n_listen = server_listen_urls(d, urls, 4);
+	if (d->engine != NULL) {
+		struct engine_cache_status *cs = heap_alloc(a, 1, sizeof *cs);
+		if (cs == NULL)
+			return KILN_ENOMEM;
+		engine_cache_status(d->engine, cs);
+		s->cache_url = cs->url;
+		s->cache_mode = (char *)cs->mode;
+		s->cache_hits = cs->steps_downloaded;
+		s->cache_misses = cs->steps_missed;
+		s->cache_bytes_down = cs->bytes_down;
+		s->cache_bytes_up = cs->bytes_up;
+		s->cache_errors = cs->errors;
+		s->cache_dropped = cs->dropped;
+		s->cache_breaker_open = cs->breaker_open != 0;
+		s->cache_uploaded = cs->results_uploaded;
+		s->cache_pending = cs->pending;
+		s->cache_corrupt = cs->corrupt;
+	}
 	s->listen = (char **)urls;
 	a->reply.body_case = KILN__REPLY__BODY_STATUS_REPLY;
 	a->reply.status_reply = s;

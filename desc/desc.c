@@ -324,6 +324,26 @@ kiln_desc_tool_timeout(const kiln_desc *d, const kiln_tool *t)
 	return to->text != NULL && to->s > 0 ? to : NULL;
 }
 
+const kiln_cache_desc *
+kiln_desc_cache(const kiln_desc *d)
+{
+	return &d->files[0]->cache;
+}
+
+kiln_cache_mode
+kiln_cache_mode_parse(const char *s)
+{
+	if (s == NULL)
+		return KILN_CACHE_MODE_UNSET;
+	if (strcmp(s, "off") == 0)
+		return KILN_CACHE_MODE_OFF;
+	if (strcmp(s, "read") == 0)
+		return KILN_CACHE_MODE_READ;
+	if (strcmp(s, "readwrite") == 0)
+		return KILN_CACHE_MODE_READWRITE;
+	return KILN_CACHE_MODE_UNSET;
+}
+
 kiln_mat_mode
 kiln_mat_mode_parse(const char *s)
 {

@@ -438,6 +438,64 @@ static void k_tool_timeout(struct ld *c, const ynode *v, void *obj, const char *
 	(void)obj;
 	duration(c, v, f, &c->f->tool_timeout);
 }
+/* ---- cache: the shared cache (docs/cache.md, "Using a shared cache") ---- */
+
+#define CACHE (*(kiln_cache_desc *)obj)
+
+static void c_url(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	const char *s = ld_text(c, v, f);
+
+	/* kiln_cache_open checks the rest when the daemon opens it; the
+	 * scheme here, where a typo can be pointed at */
+	if (s != NULL && strncmp(s, "http://", 7) != 0 && strncmp(s, "https://", 8) != 0)
+		diag_add(c->dg, KILN_DIAG_ERROR, ld_at(c, v), f, "'%s' is not an http:// "
+		         "or https:// URL", s);
+	else
+		CACHE.url = s;
+}
+static void c_mode(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	const char *s = ld_text(c, v, f);
+
+	if (s != NULL && (CACHE.mode = kiln_cache_mode_parse(s)) == KILN_CACHE_MODE_UNSET)
+		diag_add(c->dg, KILN_DIAG_ERROR, ld_at(c, v), f, "'%s' is not a cache mode: "
+		         "use 'read' (look up, never upload), 'readwrite' or 'off'", s);
+}
+static void c_basic(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	CACHE.basic_auth_file = ld_text(c, v, f);
+}
+static void c_bearer(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	CACHE.bearer_token_file = ld_text(c, v, f);
+}
+static void c_timeout(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	duration(c, v, f, &CACHE.timeout);
+}
+
+static const struct field cache_fields[] = {
+	{"url", c_url}, {"mode", c_mode}, {"basic_auth_file", c_basic},
+	{"bearer_token_file", c_bearer}, {"timeout", c_timeout},
+};
+
+static void k_cache(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	kiln_cache_desc *cd = &c->f->cache;
+
+	(void)obj;
+	if (!ld_want(c, v, Y_MAP, f, "a mapping (url, mode, basic_auth_file, "
+	             "bearer_token_file, timeout)"))
+		return;
+	ld_map_walk(c, v, f, cache_fields, sizeof cache_fields / sizeof cache_fields[0], cd);
+	if (cd->basic_auth_file != NULL && cd->bearer_token_file != NULL)
+		diag_add(c->dg, KILN_DIAG_ERROR, ld_at(c, v), f, "give basic_auth_file "
+		         "or bearer_token_file, not both");
+	if (cd->url == NULL && cd->mode != KILN_CACHE_MODE_OFF)
+		ld_require(c, v, f, "url", "the cache server's http:// or https:// URL");
+}
+
 /* One entry of `path:`: an absolute folder, or one of the project
  * (made absolute when the file is loaded). No ':' — PATH's separator. */
 static void
@@ -556,14 +614,14 @@ static const struct field root_fields[] = {
 	{"kiln", k_kiln}, {"project", k_project}, {"sources", k_sources},
 	{"profiles", k_profiles}, {"tools", k_tools}, {"rules", k_rules},
 	{"assets", k_assets}, {"bundles", k_bundles}, {"materialize", k_materialize},
-	{"tool_timeout", k_tool_timeout}, {"path", k_path},
+	{"tool_timeout", k_tool_timeout}, {"path", k_path}, {"cache", k_cache},
 };
 static const struct field sub_fields[] = {
 	{"kiln", k_kiln}, {"tools", k_tools}, {"rules", k_rules},
 	{"assets", k_assets}, {"bundles", k_bundles}, {"project", k_root_only},
 	{"sources", k_root_only}, {"profiles", k_root_only},
 	{"materialize", k_root_only}, {"tool_timeout", k_root_only},
-	{"path", k_root_only},
+	{"path", k_root_only}, {"cache", k_root_only},
 };
 
 void

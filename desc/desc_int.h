@@ -161,6 +161,7 @@ struct desc_file {
 	const char *project;
 	int materialize; /* kiln_mat_mode */
 	kiln_timeout tool_timeout; /* the tools' default time limit */
+	kiln_cache_desc cache;   /* `cache:` (url NULL: not given) */
 	int has_path;    /* `path:` given */
 	vec path;        /* const char *, its folders as written (relative
 	                    ones relative to the root) */

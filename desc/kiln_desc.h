@@ -157,6 +157,30 @@ typedef enum kiln_mat_mode {
 	KILN_MAT_HARDLINK,   /* hard links to the store's blobs (opt-in) */
 } kiln_mat_mode;
 
+/* The project's shared cache (kiln.yaml's `cache:`; docs/format.md and
+ * docs/cache.md). Strings belong to the description. */
+typedef enum kiln_cache_mode {
+	KILN_CACHE_MODE_UNSET = 0, /* not given: readwrite when a url is */
+	KILN_CACHE_MODE_OFF,       /* no lookups, no uploads */
+	KILN_CACHE_MODE_READ,      /* look up, never upload (artists) */
+	KILN_CACHE_MODE_READWRITE, /* look up and upload (CI) */
+} kiln_cache_mode;
+
+typedef struct kiln_cache_desc {
+	const char *url;               /* http:// or https://; NULL: no cache */
+	kiln_cache_mode mode;
+	const char *basic_auth_file;   /* as written (relative: to the root) */
+	const char *bearer_token_file;
+	kiln_timeout timeout;          /* a whole transfer (text NULL: default) */
+} kiln_cache_desc;
+
+/* The project's `cache:` (its url NULL when not given); valid as long as d. */
+const kiln_cache_desc *kiln_desc_cache(const kiln_desc *d);
+
+/* "off", "read" or "readwrite" as a mode; anything else is
+ * KILN_CACHE_MODE_UNSET. */
+kiln_cache_mode kiln_cache_mode_parse(const char *s);
+
 /* The project's 'path' (where tools' programs are found, whoever asks
  * for the build) as a PATH string of absolute folders, valid for d's
  * life; NULL when not given: each build's own PATH is used. */

@@ -25,6 +25,7 @@
 #include "lost.h"
 #include "publish.h"
 #include "record_batch.h"
+#include "remote.h"
 #include "step.h"
 #include "watch.h"
 
@@ -140,7 +141,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	char dep_why[600];
 	int have_quick;
 	char reason[1200];
-	int missing_blob, rv, same;
+	int missing_blob, rv, same, downloaded = 0;
 	enum cache_result cr;
 	size_t hit;
 
@@ -199,6 +200,14 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		key_parts_free(&n->w->parts);
 		return EVAL_NEEDS;
 	}
+	/* a local miss: ask the shared cache (results of runs that used
+	 * `kiln need` are not shared in this version) */
+	if (cr == CACHE_MISS && !dry_run && n->nneeds == 0 && remote_enabled(e) &&
+	    cache_lookup_remote(e, g, n) == CACHE_HIT) {
+		cr = CACHE_HIT;
+		hit = 0;
+		downloaded = 1;
+	}
 	if (cr == CACHE_HIT && !dry_run && (rv = materialize_all(e, n)) != 0) {
 		if (rv != KILN_ENOTFOUND)
 			return EVAL_FAIL;
@@ -213,10 +222,15 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	if (cr == CACHE_HIT) {
 		/* an older result of the same key (an undo) is not "up to date":
 		 * build/ gets other bytes */
-		int up = (same || prev_same_key(n)) && hit == 0;
+		int up = !downloaded && (same || prev_same_key(n)) && hit == 0;
 		if (!up && hit > 0)
 			prev_load(e, g, n);
-		if (up)
+		if (downloaded && n->w->prev != NULL && !prev_same_key(n))
+			reason_of_changes(n, "downloaded from the shared cache: ", reason,
+			                  sizeof reason);
+		else if (downloaded)
+			snprintf(reason, sizeof reason, "downloaded from the shared cache");
+		else if (up)
 			snprintf(reason, sizeof reason, "%s", n->have ?
 			         "up to date; restored its outputs in build/ from the store" :
 			         "up to date");

@@ -16,6 +16,7 @@
 #include "discover.h"
 #include "need.h"
 #include "publish.h"
+#include "remote.h"
 #include "step.h"
 
 /* A blob edited through its hard link in build/ (hardlink mode), or
@@ -157,4 +158,26 @@ cache_lookup(struct engine *e, struct graph *g, struct node *n,
 	if (entry != NULL)
 		kiln__action_entry__free_unpacked(entry, NULL);
 	return ok;
+}
+
+enum cache_result
+cache_lookup_remote(struct engine *e, struct graph *g, struct node *n)
+{
+	Kiln__ActionResult *res = NULL;
+	enum cache_result ok;
+	char why[600];
+	int gone = 0;
+
+	if (remote_fetch(e, n, &res) != 0)
+		return CACHE_MISS;
+	/* the same checks as a local result's: its blobs are in the store
+	 * now, its files were just found to hold */
+	ok = result_holds(e, g, n, res, &gone, why, sizeof why);
+	if (ok == CACHE_HIT && result_take(n, res) != 0)
+		ok = CACHE_MISS;
+	/* this machine's result from now on (several per key, like a run's) */
+	if (ok == CACHE_HIT && results_put(e, &n->w->new_key, res) != 0)
+		ok = CACHE_MISS;
+	kiln__action_result__free_unpacked(res, NULL);
+	return ok == CACHE_HIT ? CACHE_HIT : CACHE_MISS;
 }

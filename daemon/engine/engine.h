@@ -57,6 +57,11 @@ struct engine_config {
 	/* The daemon's ipc:// address, given to tools as $KILN_SOCKET for
 	 * `kiln need` (NULL: tools get no KILN_* need variables). */
 	const char *ipc_url;
+	/* The shared cache for this machine, over the project's `cache:`
+	 * (KILN_CACHE_URL and KILN_CACHE_MODE in kilnd's environment; NULL:
+	 * as the project says). cache_mode is "off", "read" or "readwrite". */
+	const char *cache_url;
+	const char *cache_mode;
 	/* Called with each event to publish (kind set; seq and time are the
 	 * callee's); the event and what it points to are valid only during
 	 * the call. */
@@ -155,6 +160,25 @@ int engine_need(struct engine *e, const char *token, const char *url,
                 const char *output, struct engine_need_answer *ans, char *err,
                 size_t errlen);
 void engine_need_answer_free(struct engine_need_answer *ans);
+
+/* The shared cache's state for `kiln status` (docs/cache.md). */
+struct engine_cache_status {
+	char url[512];            /* "" when no cache is in use */
+	const char *mode;         /* "off", "read", "readwrite" */
+	uint64_t steps_downloaded; /* steps served from the shared cache */
+	uint64_t steps_missed;    /* steps looked up there in vain */
+	uint64_t corrupt;         /* blobs or entries refused (bad SHA-256,
+	                             undecodable) */
+	uint64_t results_uploaded; /* results whose index entry was written */
+	uint64_t hits, misses, errors, uploads, bytes_down, bytes_up;
+	uint64_t dropped;         /* uploads dropped: the transport's and the
+	                             engine's queue */
+	uint32_t pending;         /* results and transfers still to upload */
+	int breaker_open;
+};
+
+/* Fill *st (any thread). */
+void engine_cache_status(struct engine *e, struct engine_cache_status *st);
 
 /* Steps queued or running now, over all builds. */
 uint32_t engine_queued(struct engine *e);

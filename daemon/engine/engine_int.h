@@ -372,6 +372,7 @@ struct engine {
 	int need_flushing;       /* need_join_flush is on the stack */
 	char *kiln_cli;          /* $KILN: kiln beside kilnd (NULL: unknown) */
 	char *ipc_url;           /* $KILN_SOCKET (NULL: none) */
+	struct remote *remote;   /* the shared cache (remote.h) */
 
 	pthread_mutex_t batch_mu;
 	kiln_batch *batch;

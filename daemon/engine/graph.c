@@ -16,6 +16,7 @@
 #include "engine_int.h"
 #include "watch.h"
 #include "graph.h"
+#include "remote.h"
 #include "discover.h"
 #include "need.h"
 #include "step.h"
@@ -557,6 +558,7 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 		return KILN_EBADPROJECT;
 	}
 	diags_log(e, d);
+	remote_configure(e, d);
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "graph.h"
 #include "need.h"
 #include "record_batch.h"
+#include "remote.h"
 #include "schedule.h"
 #include "scratch.h"
 #include "search_path.h"
@@ -166,6 +167,9 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0 ||
 	    engine_path_init(e) != 0)
 		goto fail;
+	if ((rv = remote_new(e)) != 0)
+		goto fail;
+	rv = KILN_ENOMEM;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
 	if ((rv = edits_start(e)) != 0)
 		goto fail;
@@ -241,6 +245,8 @@ engine_free(struct engine *e)
 		pthread_join(e->threads[i], NULL);
 	if (e->batch != NULL)
 		batch_commit(e);
+	/* no worker looks anything up or queues an upload any more */
+	remote_free(e);
 	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
 		free(e->active[i]);
 	while (e->finished != NULL) {

@@ -22,6 +22,7 @@
 #include "discover.h"
 #include "need.h"
 #include "publish.h"
+#include "remote.h"
 #include "scratch.h"
 #include "step.h"
 
@@ -233,6 +234,10 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			qrv = record_put(e, g, n, KILN__STEP_RECORD__DECISION__RAN);
 		n->rec_failed = qrv != 0;   /* unrecorded: node_finish loses it */
 		n->send_event = 1;
+		/* shared with the other machines in the background, once it is
+		 * this machine's result */
+		if (qrv == 0)
+			remote_upload(e, n);
 	}
 fail:
 	if (res != FINISH_DONE)

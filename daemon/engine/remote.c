@@ -1,0 +1,612 @@
+/* remote.c — the shared cache's handle and lookups (remote.h; docs/cache.md
+ * has the layout, "Using a shared cache" what the engine does with it).
+ *
+ * A step the local cache missed is looked up here: its index entry (one
+ * per action key) lists candidate results by the SHA-256 of the files
+ * their runs discovered; the first candidate whose files hold on this
+ * machine names a result entry, whose blobs are taken from the local
+ * store when it has them (by SHA-256) and downloaded otherwise, each
+ * checked against its SHA-256 as it is written (nginx checks nothing).
+ * The answer is an ordinary local ActionResult, which decide_cache.c
+ * checks and serves like any cached result.
+ *
+ * Threads: remote_configure with e->mu held (no build running); lookups
+ * from the worker deciding a node, without e->mu (they may block on the
+ * network for the transfers' timeouts); r->mu guards the handle pointer
+ * and its references, briefly. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "engine_int.h"
+#include "cache_entries.h"
+#include "discover.h"
+#include "remote.h"
+#include "step.h"
+
+void
+remote_log(struct engine *e, int error, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (e->cfg.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	e->cfg.log(e->cfg.arg, error, msg);
+}
+
+/* ---- the handle ------------------------------------------------------------ */
+
+static void
+conn_free(struct remote_conn *rc)
+{
+	if (rc == NULL)
+		return;
+	kiln_cache_close(rc->c);
+	free(rc->url);
+	free(rc->basic);
+	free(rc->bearer);
+	free(rc);
+}
+
+struct remote_conn *
+remote_conn_get(struct remote *r)
+{
+	struct remote_conn *rc;
+
+	pthread_mutex_lock(&r->mu);
+	if ((rc = r->conn) != NULL)
+		rc->refs++;
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+void
+remote_conn_put(struct remote *r, struct remote_conn *rc)
+{
+	unsigned left;
+
+	if (rc == NULL)
+		return;
+	pthread_mutex_lock(&r->mu);
+	left = --rc->refs;
+	pthread_mutex_unlock(&r->mu);
+	/* the last user closes it: a reload swapped it out meanwhile */
+	if (left == 0)
+		conn_free(rc);
+}
+
+int
+remote_new(struct engine *e)
+{
+	struct remote *r = calloc(1, sizeof *r);
+
+	if (r == NULL)
+		return KILN_ENOMEM;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	e->remote = r;
+	if (pthread_create(&r->thr, NULL, remote_uploader_main, e) != 0)
+		return KILN_EIO;   /* engine_free frees r */
+	r->started = 1;
+	return 0;
+}
+
+void
+remote_free(struct engine *e)
+{
+	struct remote *r = e->remote;
+	struct remote_conn *rc;
+
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&r->mu);
+	__atomic_store_n(&r->quit, 1, __ATOMIC_RELAXED);   /* round_wait reads it */
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	if (r->started)
+		pthread_join(r->thr, NULL);
+	while (r->head != NULL) {
+		struct up_job *j = r->head;
+		r->head = j->next;
+		up_job_free(j);
+	}
+	rc = r->conn;
+	r->conn = NULL;
+	if (rc != NULL && --rc->refs == 0)
+		conn_free(rc);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+	e->remote = NULL;
+}
+
+static int
+str_same(const char *a, const char *b)
+{
+	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
+}
+
+/* A credential file as kiln_cache_open wants it: relative ones are the
+ * project's. NULL stays NULL; *bad on no memory. */
+static char *
+cred_path(const struct engine *e, const char *f, int *bad)
+{
+	char *p = NULL;
+
+	if (f == NULL)
+		return NULL;
+	if (f[0] == '/')
+		p = strdup(f);
+	else if (asprintf(&p, "%s/%s", e->root, f) < 0)
+		p = NULL;
+	if (p == NULL)
+		*bad = 1;
+	return p;
+}
+
+/* The configuration d and the environment ask for, into want (its
+ * strings malloc'd); 0 with want->url NULL when no cache is wanted. */
+static int
+config_wanted(const struct engine *e, const kiln_desc *d, struct remote_conn *want)
+{
+	const kiln_cache_desc *cd = kiln_desc_cache(d);
+	const char *url = e->cfg.cache_url ? e->cfg.cache_url : cd->url;
+	kiln_cache_mode mode = e->cfg.cache_mode ? kiln_cache_mode_parse(e->cfg.cache_mode)
+	                                         : cd->mode;
+	int bad = 0;
+
+	memset(want, 0, sizeof *want);
+	/* a url without a mode reads only: uploading is what CI opts into */
+	if (mode == KILN_CACHE_MODE_UNSET)
+		mode = KILN_CACHE_MODE_READ;
+	if (url == NULL || url[0] == '\0' || mode == KILN_CACHE_MODE_OFF)
+		return 0;
+	want->mode = mode;
+	want->timeout_s = cd->timeout.s;
+	want->url = strdup(url);
+	want->basic = cred_path(e, cd->basic_auth_file, &bad);
+	want->bearer = cred_path(e, cd->bearer_token_file, &bad);
+	return want->url == NULL || bad ? KILN_ENOMEM : 0;
+}
+
+void
+remote_configure(struct engine *e, const kiln_desc *d)
+{
+	struct remote *r = e->remote;
+	struct remote_conn want, *rc = NULL, *old;
+	kiln_cache_config cfg = {0};
+	int rv;
+
+	if (r == NULL)
+		return;
+	if (config_wanted(e, d, &want) != 0)
+		goto fail;
+	old = r->conn;   /* only this thread (e->mu) changes r->conn */
+	if (old != NULL && want.url != NULL && str_same(old->url, want.url) &&
+	    old->mode == want.mode && str_same(old->basic, want.basic) &&
+	    str_same(old->bearer, want.bearer) && old->timeout_s == want.timeout_s)
+		goto fail;   /* unchanged: keep the handle and its connections */
+	if (old == NULL && want.url == NULL)
+		goto fail;
+	if (want.url != NULL) {
+		cfg.url = want.url;
+		cfg.read_only = want.mode != KILN_CACHE_MODE_READWRITE;
+		cfg.basic_auth_file = want.basic;
+		cfg.bearer_token_file = want.bearer;
+		cfg.timeout_ms = (long)want.timeout_s * 1000;
+		if ((rc = malloc(sizeof *rc)) == NULL)
+			goto fail;
+		*rc = want;
+		memset(&want, 0, sizeof want);
+		rc->refs = 1;
+		if ((rv = kiln_cache_open(&cfg, &rc->c)) != 0) {
+			/* a build never fails for the cache: it builds without */
+			remote_log(e, 1, "shared cache %s: %s; building without it", rc->url,
+			           kiln_strerror(rv));
+			conn_free(rc);
+			rc = NULL;
+		} else {
+			remote_log(e, 0, "shared cache %s (%s)", rc->url,
+			           rc->mode == KILN_CACHE_MODE_READWRITE ? "readwrite" : "read");
+		}
+	}
+	pthread_mutex_lock(&r->mu);
+	r->conn = rc;
+	pthread_mutex_unlock(&r->mu);
+	remote_conn_put(r, old);
+fail:
+	free(want.url);
+	free(want.basic);
+	free(want.bearer);
+}
+
+int
+remote_enabled(struct engine *e)
+{
+	struct remote *r = e->remote;
+
+	return r != NULL && __atomic_load_n(&r->conn, __ATOMIC_RELAXED) != NULL;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+int
+remote_file_hash(struct engine *e, const char *path, uint8_t sha[32], kiln_id *xx)
+{
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	kiln_hasher *h = NULL;
+	char buf[65536];
+	unsigned len = 0;
+	ssize_t got;
+	int fd = -1, rv = KILN_ENOMEM;
+
+	if (md == NULL || kiln_hasher_new(&h) != 0 ||
+	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+		goto fail;
+	fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC)
+	                    : openat(e->rootfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rv = errno == ENOENT || errno == ENOTDIR ? KILN_ENOTFOUND : KILN_EIO;
+		goto fail;
+	}
+	while ((got = read(fd, buf, sizeof buf)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rv = KILN_EIO;
+			goto fail;
+		}
+		kiln_hasher_update(h, buf, (size_t)got);
+		if (EVP_DigestUpdate(md, buf, (size_t)got) != 1)
+			goto fail;
+	}
+	if (EVP_DigestFinal_ex(md, sha, &len) != 1 || len != 32)
+		goto fail;
+	kiln_hasher_digest(h, xx);
+	rv = 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	kiln_hasher_free(h);
+	EVP_MD_CTX_free(md);
+	return rv;
+}
+
+struct membuf {
+	uint8_t *p;
+	size_t n, cap;
+};
+
+static int
+mem_sink(void *arg, const void *data, size_t len)
+{
+	struct membuf *m = arg;
+
+	if (m->n + len > m->cap) {
+		size_t cap = m->cap ? m->cap : 4096;
+		uint8_t *p;
+		while (cap < m->n + len)
+			cap *= 2;
+		if ((p = realloc(m->p, cap)) == NULL)
+			return KILN_ENOMEM;
+		m->p = p;
+		m->cap = cap;
+	}
+	memcpy(m->p + m->n, data, len);
+	m->n += len;
+	return 0;
+}
+
+int
+remote_get_entry(kiln_cache *c, const uint8_t key[32], uint8_t **buf, size_t *len)
+{
+	struct membuf m = {0};
+	char hex[KILN_CACHE_HEX_LEN + 1];
+	int rv;
+
+	kiln_cache_hex(key, hex);
+	rv = kiln_cache_get(c, KILN_CACHE_AC, hex, KILN_CACHE_ENTRY_MAX, mem_sink, &m, NULL);
+	if (rv != 0) {
+		free(m.p);
+		return rv;
+	}
+	*buf = m.p;
+	*len = m.n;
+	return 0;
+}
+
+/* A corrupt entry or blob on the server: a miss, counted, and said once
+ * in the daemon's log (a server full of them would flood it). */
+static void
+corrupt_note(struct engine *e, const char *what, const char *hex)
+{
+	struct remote *r = e->remote;
+
+	atomic_fetch_add(&r->corrupt, 1);
+	if (atomic_exchange(&r->corrupt_said, 1) == 0)
+		remote_log(e, 1, "shared cache: %s %s is corrupt (treated as a miss; "
+		           "later ones are only counted in kiln status)", what, hex);
+}
+
+/* Whether candidate c's discovered files hold here: each that existed has
+ * that SHA-256 now, each that did not still does not. xx[i] gets file
+ * i's local hash (what result_holds checks). Folder listings are not
+ * shared in this version: a candidate with one never holds. */
+static int
+candidate_holds(struct engine *e, const struct kiln_cache_candidate *c, kiln_id *xx)
+{
+	if (c->nneeds > 0)   /* kiln need results are not shared yet */
+		return 0;
+	for (size_t i = 0; i < c->nfiles; i++) {
+		const struct kiln_cache_file *f = &c->files[i];
+		size_t len = strlen(f->path);
+		uint8_t sha[32];
+		kiln_id local;
+		int rv;
+		if (len == 0 || f->path[len - 1] == '/')
+			return 0;
+		rv = trace_dep_hash(e, f->path, &local);
+		if (!f->present) {
+			if (rv != KILN_ENOTFOUND)
+				return 0;
+			memset(&xx[i], 0, sizeof xx[i]);
+			continue;
+		}
+		/* the bytes hashed here must be those the local hash vouches
+		 * for: a file changing between the two reads holds nothing */
+		if (rv != 0 || remote_file_hash(e, f->path, sha, &xx[i]) != 0 ||
+		    memcmp(sha, f->sha, 32) != 0 || !id_eq(&xx[i], &local))
+			return 0;
+	}
+	return 1;
+}
+
+static int
+writer_sink(void *arg, const void *data, size_t len)
+{
+	return kiln_blob_writer_write(arg, data, len);
+}
+
+/* Blob d into the local store (*id its name): found by SHA-256, else
+ * downloaded and checked as it is written. 0, KILN_ECORRUPT (the server's
+ * bytes are not d), or another code: a miss either way. */
+static int
+blob_fetch(struct engine *e, kiln_cache *c, const struct kiln_cache_digest *d, kiln_id *id)
+{
+	kiln_blob_writer *w = NULL;
+	char hex[KILN_CACHE_HEX_LEN + 1];
+	uint64_t size = 0;
+	int rv;
+
+	if (kiln_store_find_sha256(e->s, d->sha, id) == 0)
+		return 0;
+	kiln_cache_hex(d->sha, hex);
+	if ((rv = kiln_blob_writer_open(e->s, &w)) != 0)
+		return rv;
+	kiln_blob_writer_expect_sha256(w, d->sha);
+	rv = kiln_cache_get(c, KILN_CACHE_CAS, hex, d->size, writer_sink, w, &size);
+	if (rv == 0 && size != d->size)
+		rv = KILN_ECORRUPT;
+	if (rv != 0) {
+		kiln_blob_writer_abort(w);
+		if (rv == KILN_ERANGE)   /* longer than its digest says */
+			rv = KILN_ECORRUPT;
+	} else {
+		rv = kiln_blob_writer_commit(w, NULL, id);
+	}
+	if (rv == KILN_ECORRUPT)
+		corrupt_note(e, "blob cas/", hex);
+	return rv;
+}
+
+/* The local result serving n from remote result rr with candidate c's
+ * files (their local hashes xx), packed and unpacked so that it frees
+ * like any other. */
+static int
+result_local(struct engine *e, struct node *n, const struct kiln_cache_candidate *c,
+             const kiln_id *xx, const kiln_id *ids, const kiln_id *log,
+             Kiln__ActionResult **res)
+{
+	Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
+	size_t no = n->ks->noutputs, nf = c->nfiles;
+	Kiln__StepOutput *ov = calloc(no ? no : 1, sizeof *ov);
+	Kiln__StepOutput **op = calloc(no ? no : 1, sizeof *op);
+	Kiln__FileDep *fv = calloc(nf ? nf : 1, sizeof *fv);
+	Kiln__FileDep **fp = calloc(nf ? nf : 1, sizeof *fp);
+	uint8_t *buf = NULL;
+	size_t len;
+	int rv = KILN_ENOMEM;
+
+	(void)e;
+	if (ov == NULL || op == NULL || fv == NULL || fp == NULL)
+		goto fail;
+	for (size_t i = 0; i < no; i++) {
+		uint64_t size = 0;
+		kiln__step_output__init(&ov[i]);
+		ov[i].name = (char *)n->ks->outputs[i].name;
+		ov[i].id.data = (uint8_t *)ids[i].b;
+		ov[i].id.len = 16;
+		if (kiln_store_has(e->s, &ids[i], &size) == 0)
+			ov[i].size = size;
+		op[i] = &ov[i];
+	}
+	for (size_t i = 0; i < nf; i++) {
+		kiln__file_dep__init(&fv[i]);
+		fv[i].path = (char *)c->files[i].path;
+		fv[i].source = n->ks->tool->depfile ? KILN__FILE_DEP__SOURCE__DEPFILE
+		                                    : KILN__FILE_DEP__SOURCE__TRACE;
+		if (c->files[i].present) {
+			fv[i].hash.data = (uint8_t *)xx[i].b;
+			fv[i].hash.len = 16;
+		}
+		fp[i] = &fv[i];
+	}
+	ar.outputs = op;
+	ar.n_outputs = no;
+	ar.files = fp;
+	ar.n_files = nf;
+	ar.traced = c->traced;
+	ar.duration_ns = c->duration_ns;
+	ar.warnings = (char **)c->warnings;
+	ar.n_warnings = c->nwarnings;
+	if (log != NULL) {
+		ar.log.data = (uint8_t *)log->b;
+		ar.log.len = 16;
+	}
+	len = kiln__action_result__get_packed_size(&ar);
+	if ((buf = malloc(len ? len : 1)) == NULL)
+		goto fail;
+	kiln__action_result__pack(&ar, buf);
+	if ((*res = kiln__action_result__unpack(NULL, len, buf)) != NULL)
+		rv = 0;
+fail:
+	free(buf);
+	free(ov);
+	free(op);
+	free(fv);
+	free(fp);
+	return rv;
+}
+
+/* Candidate c of index key's action holds here: fetch its result entry
+ * and every blob, and make the local result. */
+static int
+fetch_result(struct engine *e, kiln_cache *c, struct node *n,
+             const struct kiln_cache_candidate *cand, const kiln_id *xx,
+             Kiln__ActionResult **res)
+{
+	struct kiln_cache_result *rr = NULL;
+	size_t no = n->ks->noutputs, len = 0;
+	kiln_id *ids = calloc(no ? no : 1, sizeof *ids), log;
+	uint8_t key[32], *buf = NULL;
+	char hex[KILN_CACHE_HEX_LEN + 1];
+	int rv = KILN_ENOMEM, has_log = 0;
+
+	if (ids == NULL)
+		goto fail;
+	if ((rv = kiln_cache_result_key(n->w->new_key.b, 16, cand, key)) != 0 ||
+	    (rv = remote_get_entry(c, key, &buf, &len)) != 0)
+		goto fail;
+	if ((rv = kiln_cache_result_decode(buf, len, &rr)) == KILN_ECORRUPT) {
+		kiln_cache_hex(key, hex);
+		corrupt_note(e, "entry ac/", hex);
+	}
+	if (rv != 0)
+		goto fail;
+	rv = KILN_ENOTFOUND;
+	if (rr->noutputs != no)
+		goto fail;
+	for (size_t i = 0; i < no; i++) {
+		const struct kiln_cache_output *o = NULL;
+		for (size_t k = 0; k < rr->noutputs && o == NULL; k++)
+			if (strcmp(rr->outputs[k].name, n->ks->outputs[i].name) == 0)
+				o = &rr->outputs[k];
+		if (o == NULL || (rv = blob_fetch(e, c, &o->blob, &ids[i])) != 0)
+			goto fail;
+	}
+	/* the log is for `kiln log`: without it the result still serves */
+	has_log = rr->has_log && blob_fetch(e, c, &rr->log, &log) == 0;
+	rv = result_local(e, n, cand, xx, ids, has_log ? &log : NULL, res);
+fail:
+	kiln_cache_result_free(rr);
+	free(buf);
+	free(ids);
+	return rv == 0 ? 0 : rv == KILN_ENOMEM ? KILN_ENOMEM : KILN_ENOTFOUND;
+}
+
+int
+remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
+{
+	struct remote *r = e->remote;
+	struct remote_conn *rc = remote_conn_get(r);
+	struct kiln_cache_index *ix = NULL;
+	uint8_t key[32], *buf = NULL;
+	char hex[KILN_CACHE_HEX_LEN + 1];
+	size_t len = 0;
+	int rv = KILN_ENOTFOUND;
+
+	*res = NULL;
+	if (rc == NULL)
+		return KILN_ENOTFOUND;
+	if (kiln_cache_index_key(n->w->new_key.b, 16, key) != 0 ||
+	    remote_get_entry(rc->c, key, &buf, &len) != 0)
+		goto fail;
+	if (kiln_cache_index_decode(buf, len, &ix) != 0) {
+		kiln_cache_hex(key, hex);
+		corrupt_note(e, "index entry ac/", hex);
+		goto fail;
+	}
+	for (size_t i = 0; i < ix->ncandidates && rv == KILN_ENOTFOUND; i++) {
+		const struct kiln_cache_candidate *c = &ix->candidates[i];
+		kiln_id *xx = calloc(c->nfiles ? c->nfiles : 1, sizeof *xx);
+		if (xx == NULL) {
+			rv = KILN_ENOMEM;
+			break;
+		}
+		/* the first that holds is the one (docs/cache.md, "Reading"):
+		 * a later one is an older variant */
+		if (candidate_holds(e, c, xx)) {
+			rv = fetch_result(e, rc->c, n, c, xx, res);
+			free(xx);
+			break;
+		}
+		free(xx);
+	}
+fail:
+	atomic_fetch_add(rv == 0 ? &r->downloaded : &r->missed, 1);
+	kiln_cache_index_free(ix);
+	free(buf);
+	remote_conn_put(r, rc);
+	return rv;
+}
+
+void
+remote_status(struct engine *e, struct engine_cache_status *st)
+{
+	struct remote *r = e->remote;
+	struct remote_conn *rc;
+	kiln_cache_stats cs = {0};
+
+	memset(st, 0, sizeof *st);
+	st->mode = "off";
+	if (r == NULL)
+		return;
+	rc = remote_conn_get(r);
+	if (rc != NULL) {
+		kiln_cache_stats_get(rc->c, &cs);
+		snprintf(st->url, sizeof st->url, "%s", rc->url);
+		st->mode = rc->mode == KILN_CACHE_MODE_READWRITE ? "readwrite" : "read";
+	}
+	remote_conn_put(r, rc);
+	st->steps_downloaded = atomic_load(&r->downloaded);
+	st->steps_missed = atomic_load(&r->missed);
+	st->corrupt = atomic_load(&r->corrupt);
+	st->results_uploaded = atomic_load(&r->uploaded);
+	st->hits = cs.hits;
+	st->misses = cs.misses + cs.skipped;
+	st->errors = cs.errors;
+	st->uploads = cs.uploads;
+	st->bytes_down = cs.bytes_down;
+	st->bytes_up = cs.bytes_up;
+	st->dropped = cs.dropped + atomic_load(&r->dropped);
+	st->breaker_open = cs.breaker_open;
+	pthread_mutex_lock(&r->mu);
+	st->pending = r->nq + r->busy + cs.queued;
+	pthread_mutex_unlock(&r->mu);
+}
+
+void
+engine_cache_status(struct engine *e, struct engine_cache_status *st)
+{
+	remote_status(e, st);
+}

@@ -1,0 +1,116 @@
+/* remote.h — the engine's side of a shared cache (docs/cache.md, "Using a
+ * shared cache"): the kiln_cache handle the project's `cache:` (or
+ * KILN_CACHE_URL / KILN_CACHE_MODE) asks for (remote.c), the lookup of a
+ * step the local cache missed (remote.c), and the background upload of
+ * results this machine ran (remote_upload.c).
+ *
+ * Nothing here fails a step: every error of the cache is a miss, or an
+ * upload counted and dropped. */
+#ifndef KILND_REMOTE_H
+#define KILND_REMOTE_H
+
+#include <stdatomic.h>
+
+#include "engine_int.h"
+#include "kiln_cache.h"
+
+/* One opened handle and the configuration it was opened with. A lookup or
+ * the uploader holds a reference while it uses the handle, so that a
+ * project reloaded with another `cache:` never closes it under them. */
+struct remote_conn {
+	kiln_cache *c;
+	unsigned refs;           /* (r->mu) */
+	kiln_cache_mode mode;    /* READ or READWRITE */
+	char *url, *basic, *bearer;
+	uint32_t timeout_s;
+};
+
+/* A result to upload, copied from its node (remote_upload.c). */
+struct up_job {
+	struct up_job *next;
+	uint8_t action[16];      /* the action key */
+	size_t nout;
+	struct up_out { char *name; kiln_id id; } *outs;
+	int has_log;
+	kiln_id log;
+	size_t nfiles;
+	char **paths;            /* discovered files */
+	struct disc_seen *seen;  /* as verify.c hashed them after the run */
+	int traced;
+	uint64_t duration_ns;
+	size_t nwarn;
+	char **warnings;
+};
+
+struct remote {
+	pthread_mutex_t mu;      /* conn, the queue, busy, quit */
+	pthread_cond_t cv;       /* the uploader: a job came, or quit */
+	struct remote_conn *conn; /* NULL: no shared cache */
+	struct up_job *head, *tail;
+	unsigned nq, busy;       /* jobs queued; jobs the uploader holds */
+	int quit, started;
+	pthread_t thr;
+	_Atomic uint64_t downloaded, missed, corrupt, uploaded, dropped;
+	_Atomic int corrupt_said; /* a corrupt entry was logged once */
+};
+
+/* ---- remote.c, for remote_upload.c ---- */
+
+/* The current handle with a reference (NULL: none); give it back with
+ * remote_conn_put. */
+struct remote_conn *remote_conn_get(struct remote *r);
+void remote_conn_put(struct remote *r, struct remote_conn *rc);
+
+/* The SHA-256 and XXH3-128 of the file at path (project-relative or
+ * absolute), read once. 0, KILN_ENOTFOUND (missing), or another error. */
+int remote_file_hash(struct engine *e, const char *path, uint8_t sha[32], kiln_id *xx);
+
+/* Download the AC entry key into a malloc'd *buf (at most
+ * KILN_CACHE_ENTRY_MAX bytes). The codes of kiln_cache_get. */
+int remote_get_entry(kiln_cache *c, const uint8_t key[32], uint8_t **buf, size_t *len);
+
+/* Log a line through the engine's log (error: an error line). */
+void remote_log(struct engine *e, int error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- remote_upload.c, for remote.c ---- */
+
+/* The uploader thread (remote_new starts it). */
+void *remote_uploader_main(void *arg);
+void up_job_free(struct up_job *j);
+
+/* Make e->remote and start its uploader thread (no handle yet: nothing
+ * is sent until a project asks for a cache). 0, KILN_ENOMEM, KILN_EIO. */
+int remote_new(struct engine *e);
+
+/* Stop the uploader (what is still queued is dropped and counted), close
+ * the handle, free e->remote. NULL e->remote is fine. */
+void remote_free(struct engine *e);
+
+/* The project was loaded (e->mu held, no build running): open, reopen or
+ * close the handle so that it matches d's `cache:` and the daemon's
+ * environment overrides. A cache that cannot be opened (a bad credential
+ * file) is logged and left off. */
+void remote_configure(struct engine *e, const kiln_desc *d);
+
+/* Whether a cache is configured for lookups now (unlocked; a hint). */
+int remote_enabled(struct engine *e);
+
+/* Look n->w->new_key up in the shared cache (the worker deciding n,
+ * without e->mu): the first candidate whose discovered files hold on this
+ * machine, with every blob in the local store afterwards (downloaded and
+ * verified by SHA-256 when missing). 0 with *res a result to serve n
+ * (free with kiln__action_result__free_unpacked): outputs with local ids,
+ * discovered files with their local hashes; KILN_ENOTFOUND for any miss,
+ * whatever the cause; KILN_ENOMEM. */
+int remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res);
+
+/* n's tool ran and its result was recorded (the worker finishing n):
+ * queue its upload (mode readwrite; not for results with kiln needs).
+ * Never blocks: a full queue drops it (counted). */
+void remote_upload(struct engine *e, const struct node *n);
+
+/* The counters for `kiln status`. */
+void remote_status(struct engine *e, struct engine_cache_status *st);
+
+#endif
