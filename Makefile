@@ -259,7 +259,7 @@ bench: all
 	@scripts/ensure-deps bench
 	@$(MAKE) --no-print-directory $(BENCHES:%=$(BIN)/bench/%) $(BIN)/libkilntrace.so
 	@$(MAKE) --no-print-directory $(BIN)/examples/hot-reload
-	@for b in $(BENCHES:bench_%=%) live; do bench/$$b/run.sh $(BIN) || exit 1; done
+	@for b in $(BENCHES:bench_%=%) live cache; do bench/$$b/run.sh $(BIN) || exit 1; done
 
 # The sample project's C tools (assets-sample/tools/*.c), which its
 # kiln.yaml steps run as tools/bin/NAME. Built here, once, for the host
