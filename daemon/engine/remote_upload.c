@@ -24,8 +24,12 @@
 #include "remote.h"
 #include "step.h"
 
-#define UP_QUEUE_MAX 1024   /* results waiting: a 10k-step CI build's
-                               burst drops some rather than grow without end */
+#define UP_QUEUE_MAX 32768  /* results waiting (a few hundred bytes each, more
+                               with many discovered files): a 10,000-step
+                               full build of quick tools outruns the uploads,
+                               and at 1,024 dropped 2,890 of its 11,001
+                               results (bench/cache); past this many, drop
+                               rather than grow without end */
 #define UP_BATCH 32         /* results per round of transfers */
 #define UP_FLUSH_MS 600000  /* a round's transfers: each has its own
                                timeout; this only bounds a wedged server */
