@@ -529,7 +529,7 @@ move_direct(kiln_store *s, const char *path, const struct stat *st, kiln_id *id)
 	}
 	if (st->st_size > (1 << 20))   /* a small file is read in one call */
 		posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if ((rv = store_hash_fd(p.fd, &p.id, p.sha, &p.size)) != 0)
+	if ((rv = kiln_id_sha256_of_fd(p.fd, &p.id, p.sha, &p.size)) != 0)
 		goto fail;
 	if (fchmod(p.fd, 0444) != 0) {
 		rv = kiln_err_from_errno(errno);
@@ -619,7 +619,7 @@ kiln_store_put_move(kiln_store *s, const char *path, kiln_id *id)
 		goto fail;
 	}
 	posix_fadvise(p.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if ((rv = store_hash_fd(p.fd, &p.id, p.sha, &p.size)) != 0 ||
+	if ((rv = kiln_id_sha256_of_fd(p.fd, &p.id, p.sha, &p.size)) != 0 ||
 	    (rv = publish(&p)) != 0)
 		goto fail;
 	close(p.fd);

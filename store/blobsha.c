@@ -157,7 +157,7 @@ sha_compute(struct ask *a)
 	if (fstat(fd, &st) != 0)
 		rv = kiln_err_from_errno(errno);
 	else
-		rv = store_hash_fd(fd, &got, a->sha, &a->size);
+		rv = kiln_id_sha256_of_fd(fd, &got, a->sha, &a->size);
 	close(fd);
 	if (rv != 0)
 		return rv;

@@ -269,7 +269,7 @@ verify_both(kiln_store *s, const kiln_id *id, uint8_t sha[KILN_SHA256_LEN])
 
 	if ((rv = kiln_store_open_blob(s, id, &fd)) != 0)
 		return rv;
-	rv = store_hash_fd(fd, &got, sha, NULL);
+	rv = kiln_id_sha256_of_fd(fd, &got, sha, NULL);
 	close(fd);
 	if (rv == 0 && kiln_id_cmp(&got, id) != 0)
 		rv = KILN_ECORRUPT;

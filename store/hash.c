@@ -1,6 +1,6 @@
 /* hash.c — XXH3-128 content identity. The only file that includes xxhash.h:
  * swapping the hash function touches this file alone. It also hashes a
- * file with XXH3 and SHA-256 together in one read (store_hash_fd), and
+ * file with XXH3 and SHA-256 together in one read (kiln_id_sha256_of_fd), and
  * reads and writes both names in hex. */
 #include <errno.h>
 #include <stdlib.h>
@@ -85,18 +85,21 @@ kiln_hasher_free(kiln_hasher *h)
 #define HASH_CHUNK (1u << 20)
 #define HASH_SMALL (16u << 10)
 
-int
-kiln_id_of_fd(int fd, kiln_id *id, uint64_t *size)
+/* The XXH3-128 of what fd holds from its offset to its end, and with sha
+ * non-NULL its SHA-256, in one read. Most files a build hashes (sources,
+ * outputs, logs) end within the first HASH_SMALL bytes: hashed from the
+ * stack in one call, with no state or buffer allocated (a 1 MiB malloc
+ * is an mmap and munmap). */
+static int
+hash_fd(int fd, kiln_id *id, uint8_t *sha, uint64_t *size)
 {
 	char small[HASH_SMALL], *buf = NULL;
 	XXH3_state_t *st = NULL;
+	store_sha *sh = NULL;
 	uint64_t total = 0;
 	size_t have = 0;
 	int rv = 0;
 
-	/* Most files a build hashes (sources, outputs, logs) end within the
-	 * first HASH_SMALL bytes: hashed from the stack in one call, with no
-	 * state or buffer allocated (a 1 MiB malloc is an mmap and munmap). */
 	while (have < sizeof small) {
 		ssize_t n = read(fd, small + have, sizeof small - have);
 		if (n < 0 && errno == EINTR)
@@ -107,109 +110,52 @@ kiln_id_of_fd(int fd, kiln_id *id, uint64_t *size)
 			id_from_hash(XXH3_128bits(small, have), id);
 			if (size != NULL)
 				*size = have;
-			return 0;
+			return sha != NULL ? store_sha_of_buf(small, have, sha) : 0;
 		}
 		have += (size_t)n;
 	}
-	if ((st = XXH3_createState()) == NULL || (buf = malloc(HASH_CHUNK)) == NULL) {
+	if ((st = XXH3_createState()) == NULL || (buf = malloc(HASH_CHUNK)) == NULL ||
+	    (sha != NULL && store_sha_new(&sh) != 0)) {
 		rv = KILN_ENOMEM;
 		goto fail;
 	}
 	XXH3_128bits_reset(st);
-	XXH3_128bits_update(st, small, have);
-	total = have;
-	for (;;) {
-		ssize_t n = read(fd, buf, HASH_CHUNK);
+	for (ssize_t n = (ssize_t)have; n != 0; n = read(fd, buf, HASH_CHUNK)) {
+		/* the first round is the stack's bytes, then the buffer's */
+		const char *p = total == 0 ? small : buf;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			rv = kiln_err_from_errno(errno);
 			goto fail;
 		}
-		if (n == 0)
-			break;
-		XXH3_128bits_update(st, buf, (size_t)n);
+		XXH3_128bits_update(st, p, (size_t)n);
+		if (sh != NULL)
+			store_sha_update(sh, p, (size_t)n);
 		total += (uint64_t)n;
 	}
+	if (sh != NULL && (rv = store_sha_final(sh, sha)) != 0)
+		goto fail;
 	id_from_hash(XXH3_128bits_digest(st), id);
 	if (size != NULL)
 		*size = total;
 fail:
 	free(buf);
+	store_sha_free(sh);
 	XXH3_freeState(st);
 	return rv;
 }
 
-/* What store_hash_fd carries between its reads. */
-struct both {
-	XXH3_state_t *st;
-	store_sha *sha;
-};
-
-static void
-both_update(struct both *b, const void *buf, size_t len)
+int
+kiln_id_of_fd(int fd, kiln_id *id, uint64_t *size)
 {
-	XXH3_128bits_update(b->st, buf, len);
-	store_sha_update(b->sha, buf, len);
+	return hash_fd(fd, id, NULL, size);
 }
 
 int
-store_hash_fd(int fd, kiln_id *id, uint8_t sha[KILN_SHA256_LEN], uint64_t *size)
+kiln_id_sha256_of_fd(int fd, kiln_id *id, uint8_t sha[KILN_SHA256_LEN], uint64_t *size)
 {
-	char small[HASH_SMALL], *buf = NULL;
-	struct both b = {NULL, NULL};
-	uint64_t total = 0;
-	size_t have = 0;
-	int rv = 0;
-
-	/* as kiln_id_of_fd: a small file is hashed from the stack, with no
-	 * state or buffer allocated */
-	while (have < sizeof small) {
-		ssize_t n = read(fd, small + have, sizeof small - have);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return kiln_err_from_errno(errno);
-		if (n == 0) {
-			id_from_hash(XXH3_128bits(small, have), id);
-			if (size != NULL)
-				*size = have;
-			return store_sha_of_buf(small, have, sha);
-		}
-		have += (size_t)n;
-	}
-	if ((b.st = XXH3_createState()) == NULL || (buf = malloc(HASH_CHUNK)) == NULL) {
-		rv = KILN_ENOMEM;
-		goto fail;
-	}
-	if ((rv = store_sha_new(&b.sha)) != 0)
-		goto fail;
-	XXH3_128bits_reset(b.st);
-	both_update(&b, small, have);
-	total = have;
-	for (;;) {
-		ssize_t n = read(fd, buf, HASH_CHUNK);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rv = kiln_err_from_errno(errno);
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		both_update(&b, buf, (size_t)n);
-		total += (uint64_t)n;
-	}
-	if ((rv = store_sha_final(b.sha, sha)) != 0)
-		goto fail;
-	id_from_hash(XXH3_128bits_digest(b.st), id);
-	if (size != NULL)
-		*size = total;
-fail:
-	free(buf);
-	store_sha_free(b.sha);
-	XXH3_freeState(b.st);
-	return rv;
+	return hash_fd(fd, id, sha, size);
 }
 
 void

@@ -81,6 +81,12 @@ void kiln_sha256_to_hex(const uint8_t sha[KILN_SHA256_LEN],
  * Returns 0 or KILN_EINVAL. */
 int kiln_sha256_from_hex(const char *hex, uint8_t sha[KILN_SHA256_LEN]);
 
+/* kiln_id_of_fd that also computes the SHA-256, in the same read of the
+ * file (what the store does with every blob it takes in; the engine with
+ * a file it must name both ways). Returns 0, KILN_ENOMEM or the
+ * errno-mapped KILN_E*. */
+int kiln_id_sha256_of_fd(int fd, kiln_id *id, uint8_t sha[KILN_SHA256_LEN], uint64_t *size);
+
 /* Streaming hasher for callers that feed data in pieces. */
 typedef struct kiln_hasher kiln_hasher;
 

@@ -4,7 +4,7 @@
  * OpenSSL header: swapping the implementation touches this file alone.
  *
  * Blob bytes are hashed with both XXH3-128 and SHA-256 in the one pass that
- * brings them into the store (blob.c, hash.c's store_hash_fd); nothing
+ * brings them into the store (blob.c, hash.c's kiln_id_sha256_of_fd); nothing
  * reads a file twice for its SHA-256. OpenSSL picks the SHA-NI code path
  * at run time (~0.6 s/GiB here, against XXH3's ~0.03).
  *

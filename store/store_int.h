@@ -135,12 +135,6 @@ void store_sha_free(store_sha *h);
 /* One call for len bytes at buf. 0 or KILN_ENOMEM. */
 int store_sha_of_buf(const void *buf, size_t len, uint8_t out[KILN_SHA256_LEN]);
 
-/* ---- hash.c ---- */
-
-/* kiln_id_of_fd that also computes the SHA-256, in the same read of the
- * file. Returns 0, KILN_ENOMEM or the errno-mapped KILN_E*. */
-int store_hash_fd(int fd, kiln_id *id, uint8_t sha[KILN_SHA256_LEN], uint64_t *size);
-
 /* ---- names.c: the checks of kiln_url_check/kiln_profile_check for
  * strings whose length is known (len bytes, no NUL needed) ---- */
 int names_url_check(const char *url, size_t len);
