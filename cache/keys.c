@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "entries_int.h"
+#include "kiln_hex.h"
 
 /* SHA-256 over the pieces fed with sha_put; ctx NULL once a step failed. */
 struct sha {
@@ -123,34 +124,12 @@ fail:
 void
 kiln_cache_hex(const uint8_t sha[KILN_CACHE_SHA_LEN], char hex[KILN_CACHE_HEX_LEN + 1])
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < KILN_CACHE_SHA_LEN; i++) {
-		hex[2 * i] = digits[sha[i] >> 4];
-		hex[2 * i + 1] = digits[sha[i] & 15];
-	}
-	hex[KILN_CACHE_HEX_LEN] = '\0';
+	kiln_hex_encode(sha, KILN_CACHE_SHA_LEN, hex);
 }
 
-/* A lowercase hex digit's value, or -1. */
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
 
 int
 kiln_cache_unhex(const char *hex, uint8_t sha[KILN_CACHE_SHA_LEN])
 {
-	for (size_t i = 0; i < KILN_CACHE_SHA_LEN; i++) {
-		int hi = hexval(hex[2 * i]), lo = hi < 0 ? -1 : hexval(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return KILN_EINVAL;
-		sha[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return hex[KILN_CACHE_HEX_LEN] == '\0' ? 0 : KILN_EINVAL;
+	return kiln_hex_decode(hex, sha, KILN_CACHE_SHA_LEN, 1);
 }

@@ -15,6 +15,7 @@
 #include <xxh_x86dispatch.h>
 #endif
 
+#include "kiln_hex.h"
 #include "store_int.h"
 
 struct kiln_hasher {
@@ -161,77 +162,26 @@ kiln_id_sha256_of_fd(int fd, kiln_id *id, uint8_t sha[KILN_SHA256_LEN], uint64_t
 void
 kiln_id_to_hex(const kiln_id *id, char hex[KILN_ID_HEX_LEN + 1])
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < sizeof id->b; i++) {
-		hex[2 * i] = digits[id->b[i] >> 4];
-		hex[2 * i + 1] = digits[id->b[i] & 15];
-	}
-	hex[KILN_ID_HEX_LEN] = '\0';
+	kiln_hex_encode(id->b, sizeof id->b, hex);
 }
 
-static int
-hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 int
 kiln_id_from_hex(const char *hex, kiln_id *id)
 {
-	kiln_id tmp;
-
-	if (hex == NULL)
-		return KILN_EINVAL;
-	for (size_t i = 0; i < sizeof tmp.b; i++) {
-		int hi = hex_value(hex[2 * i]);
-		int lo = hi < 0 ? -1 : hex_value(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return KILN_EINVAL;
-		tmp.b[i] = (uint8_t)(hi << 4 | lo);
-	}
-	if (hex[KILN_ID_HEX_LEN] != '\0')
-		return KILN_EINVAL;
-	*id = tmp;
-	return 0;
+	return kiln_hex_decode(hex, id->b, sizeof id->b, 0);
 }
 
 void
 kiln_sha256_to_hex(const uint8_t sha[KILN_SHA256_LEN], char hex[KILN_SHA256_HEX_LEN + 1])
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < KILN_SHA256_LEN; i++) {
-		hex[2 * i] = digits[sha[i] >> 4];
-		hex[2 * i + 1] = digits[sha[i] & 15];
-	}
-	hex[KILN_SHA256_HEX_LEN] = '\0';
+	kiln_hex_encode(sha, KILN_SHA256_LEN, hex);
 }
 
 int
 kiln_sha256_from_hex(const char *hex, uint8_t sha[KILN_SHA256_LEN])
 {
-	uint8_t tmp[KILN_SHA256_LEN];
-
-	if (hex == NULL)
-		return KILN_EINVAL;
-	for (size_t i = 0; i < KILN_SHA256_LEN; i++) {
-		int hi = hex_value(hex[2 * i]);
-		int lo = hi < 0 ? -1 : hex_value(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return KILN_EINVAL;
-		tmp[i] = (uint8_t)(hi << 4 | lo);
-	}
-	if (hex[KILN_SHA256_HEX_LEN] != '\0')
-		return KILN_EINVAL;
-	memcpy(sha, tmp, sizeof tmp);
-	return 0;
+	return kiln_hex_decode(hex, sha, KILN_SHA256_LEN, 0);
 }
 
 int
