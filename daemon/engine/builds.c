@@ -548,10 +548,9 @@ engine_cancel(struct engine *e, uint64_t id)
 		if (node_wanted(e, n))
 			continue;
 		if (n->st == N_RUNNING) {
-			/* 0 while its tool is being started: work_start kills it */
-			pid_t pid = n->w != NULL ? __atomic_load_n(&n->w->pid, __ATOMIC_ACQUIRE) : 0;
-			if (pid > 0)
-				spawner_kill(e->sp, pid, 2000);
+			/* no pid while its tool is being started: work_start
+			 * kills it */
+			run_kill(e, n, 2000);
 		} else if (n->st == N_WAITING || n->st == N_READY || n->st == N_RUNNABLE) {
 			n->send_event = 0;
 			node_finish(e, b->g, n, N_CANCELLED);

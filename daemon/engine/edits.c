@@ -16,6 +16,7 @@
 
 #include "engine_int.h"
 #include "edits.h"
+#include "schedule.h"
 #include "kiln_clock.h"
 #include "tool_spawn.h"
 
@@ -144,10 +145,7 @@ node_reads(const struct node *n, char *const *paths, size_t np, int disc_stable)
 static int
 run_cancel(struct engine *e, struct node *n)
 {
-	pid_t pid = __atomic_load_n(&n->w->pid, __ATOMIC_ACQUIRE);
-
-	if (pid <= 0 || n->cancels >= EDITS_MAX_CANCELS ||
-	    spawner_kill(e->sp, pid, EDITS_KILL_GRACE_MS) != 0)
+	if (n->cancels >= EDITS_MAX_CANCELS || run_kill(e, n, EDITS_KILL_GRACE_MS) != 0)
 		return 0;
 	n->superseded = 1;
 	n->cancels++;

@@ -78,6 +78,14 @@ struct engine_config {
 	/* A line for the daemon's log. */
 	void (*log)(void *arg, int error, const char *msg);
 	void *arg;
+	/* Build agents (agent_jobs.c, docs/agents.md). local_jobs caps the
+	 * tools run on this machine (0: no cap beyond the builds' -j; -1:
+	 * every tool runs on an agent, but one an agent refused). lease_ms: how long an agent keeps a
+	 * step without a heartbeat (0: 5 s). agent_wake is called (e->mu
+	 * held: quick, no engine calls) when n jobs wait for agents. */
+	int local_jobs;
+	unsigned lease_ms;
+	void (*agent_wake)(void *arg, unsigned n);
 	/* A testing aid: tools are "started" and "killed" by these instead
 	 * of as processes (tool_spawn.h; borrowed for the engine's life). NULL:
 	 * the real spawner. */
@@ -109,6 +117,38 @@ int engine_build(struct engine *e, const Kiln__BuildRequest *rq,
  * source other than the engine's inotify watch, and tests. Any thread;
  * quick. */
 void engine_file_changed(struct engine *e, const char *relpath);
+
+/* ---- build agents (agent_jobs.c) ----
+ *
+ * An agent connected on pipe joins (its slots count from now on), takes
+ * jobs (also its heartbeat: leases it lists in running are renewed, held
+ * ones it does not list are run elsewhere) and answers each. Requests of
+ * an agent id must come on the pipe it joined on. */
+int engine_agent_join(struct engine *e, uint32_t pipe, const Kiln__AgentHelloRequest *q,
+                      uint64_t *id);
+uint32_t engine_agent_lease_ms(const struct engine *e);
+/* Up to nfree jobs into rep (free with engine_agent_take_free), and the
+ * leases to cancel. 0, KILN_ENOTFOUND (no such agent: hello again),
+ * KILN_ENOMEM. */
+int engine_agent_take(struct engine *e, uint64_t id, uint32_t pipe, uint32_t nfree,
+                      const uint64_t *running, size_t nrunning, Kiln__AgentTakeReply *rep);
+void engine_agent_take_free(Kiln__AgentTakeReply *rep);
+/* Jobs waiting for an agent. */
+unsigned engine_agent_ready(struct engine *e);
+/* An answer: its blobs must be in the store. 0 (accepted: a result, or the
+ * step goes elsewhere), KILN_ENOTFOUND (not this agent's lease: expired,
+ * cancelled), KILN_EINVAL (a blob missing or of another size: the step
+ * runs again) with err saying why. */
+int engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
+                      const Kiln__AgentDoneRequest *q, char *err, size_t len);
+/* A connection closed: its agents leave, their steps run elsewhere. */
+void engine_agent_pipe_closed(struct engine *e, uint32_t pipe);
+/* Run elsewhere the steps of agents silent past their lease (call about
+ * every lease_ms / 4). */
+void engine_agents_expire(struct engine *e);
+/* The agents joined now (free with engine_agents_status_free). */
+int engine_agents_status(struct engine *e, Kiln__AgentInfo ***out, size_t *n);
+void engine_agents_status_free(Kiln__AgentInfo **v, size_t n);
 
 /* Cancel a build. Returns 0 or KILN_ENOTFOUND. */
 int engine_cancel(struct engine *e, uint64_t build);

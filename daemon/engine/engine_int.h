@@ -123,6 +123,15 @@ struct node_work {
 	char token[33];          /* the run's KILN_STEP_TOKEN (need.c) */
 	char program[PATH_MAX];  /* the program found for its key ("": not
 	                            found), for its record */
+	/* a run on a build agent (agent_jobs.c; e->mu) */
+	uint64_t lease;          /* its lease while an agent has it; 0: local */
+	char **extra;            /* project files an earlier try on an agent
+	                            looked for and lacked: sent with the next */
+	size_t nextra;
+	int32_t agent_pid;       /* the tool's root process there (its trace) */
+	uint8_t agent_tries;     /* tries on agents in this run */
+	uint8_t local_only;      /* an agent refused it: run it here */
+	char machine[64];        /* the agent that ran it ("": this machine) */
 };
 
 /* A step of a graph. 100,000-step projects keep one each for the daemon's
@@ -319,9 +328,12 @@ struct engine {
 	unsigned nfinished;
 	uint64_t next_build;
 	struct heap ready, runnable;
+	struct heap runnable_local; /* runnable steps an agent refused: run here */
 	struct run_ctx **completed; /* tools that ended, to be finished */
 	size_t ncompleted, capcompleted;
-	unsigned running;        /* tools running */
+	unsigned running;        /* tools running here */
+	struct agents *agents;   /* build agents and their leases
+	                            (agent_jobs.c; e->mu) */
 	unsigned urgent_work;    /* steps above priority 0 being decided or
 	                            finished by a worker (schedule.c) */
 	unsigned starting;       /* workers inside step_start */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent_jobs.h"
 #include "engine_int.h"
 #include "kiln_clock.h"
 #include "decide.h"
@@ -234,6 +235,8 @@ engine_free(struct engine *e)
 	pthread_cond_broadcast(&e->cv);
 	while (e->starting > 0)
 		pthread_cond_wait(&e->idle_cv, &e->mu);
+	/* steps on agents end as killed, as local tools do below */
+	agents_quit(e);
 	pthread_mutex_unlock(&e->mu);
 	/* kills what still runs; the completions finish those steps */
 	spawner_free(e->sp);
@@ -263,10 +266,12 @@ engine_free(struct engine *e)
 	kiln_batch_free(e->batch);
 	free(e->ready.v);
 	free(e->runnable.v);
+	free(e->runnable_local.v);
 	free(e->completed);
 	free(e->tools);
 	engine_path_free(e);
 	need_free(e);
+	agents_free(e);
 	if (e->rootfd >= 0)
 		close(e->rootfd);
 	pthread_mutex_destroy(&e->tools_mu);

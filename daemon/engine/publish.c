@@ -145,7 +145,8 @@ enum finish_result
 step_finish(struct engine *e, struct graph *g, struct node *n)
 {
 	char dir[PATH_MAX], logp[PATH_MAX + 16], tail[2048] = "";
-	pid_t pid = n->w->pid;
+	/* the trace's root process: on an agent, its pid there */
+	pid_t pid = n->w->machine[0] != '\0' ? n->w->agent_pid : n->w->pid;
 	enum finish_result res = FINISH_DONE;
 	int rv;
 

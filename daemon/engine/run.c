@@ -11,10 +11,12 @@
  * Threads: the worker holding the node (N_RUNNING), unlocked; the tool's
  * end comes back on the reaper thread (engine_tool_done, schedule.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -362,15 +364,29 @@ env_make(struct engine *e, const struct graph *g, const struct node *n,
 	return env->oom ? KILN_ENOMEM : 0;
 }
 
-int
-step_start(struct engine *e, struct graph *g, struct node *n)
-{
+/* What step_start and step_job both need: the scratch folder, the
+ * paths, the argv, the program. On failure n->error is set and nothing is
+ * held. */
+struct run_prep {
 	struct paths p;
-	struct argvec av = {0}, env = {0};
-	struct spawn_req rq;
+	struct argvec av;
 	char exe[PATH_MAX];
+	kiln_id exe_id;
+};
+
+static void
+prep_free(struct run_prep *rp)
+{
+	av_free(&rp->av);
+	av_free(&rp->p.in);
+}
+
+static int
+prep_make(struct engine *e, struct graph *g, struct node *n, struct run_prep *rp)
+{
 	int rv;
 
+	memset(rp, 0, sizeof *rp);
 	n->w->log_fd = -1;
 	n->w->scratch = 0;
 	if ((rv = scratch_take(e, &n->w->scratch, &n->w->log_fd, &n->w->trace_off)) != 0) {
@@ -378,32 +394,240 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 		          n->ks->url, kiln_strerror(rv));
 		return rv;
 	}
-	if ((rv = paths_make(e, g, n, &p)) != 0 || (rv = argv_make(e, n, &p, &av)) != 0 ||
-	    (rv = env_make(e, g, n, &p, &env)) != 0) {
+	if ((rv = paths_make(e, g, n, &rp->p)) != 0 || (rv = argv_make(e, n, &rp->p, &rp->av)) != 0)
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	else
+		rv = step_program(e, n, rp->exe, sizeof rp->exe, &rp->exe_id, NULL);
+	/* e->desc is only replaced while no build runs: the pointer holds */
+	n->w->timeout = kiln_desc_tool_timeout(e->desc, n->ks->tool);
+	if (rv != 0) {
+		prep_free(rp);
+		scratch_give(e, n->w->scratch, n->w->log_fd);
+		n->w->log_fd = -1;
+	}
+	return rv;
+}
+
+int
+step_start(struct engine *e, struct graph *g, struct node *n)
+{
+	struct run_prep rp;
+	struct argvec env = {0};
+	struct spawn_req rq;
+	int rv;
+
+	if ((rv = prep_make(e, g, n, &rp)) != 0)
+		return rv;
+	if ((rv = env_make(e, g, n, &rp.p, &env)) != 0) {
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 		goto fail;
 	}
-	if ((rv = step_program(e, n, exe, sizeof exe, NULL, NULL)) != 0)
-		goto fail;
-	rq.path = exe;
-	rq.argv = (const char *const *)av.v;
+	rq.path = rp.exe;
+	rq.argv = (const char *const *)rp.av.v;
 	rq.envp = (const char *const *)env.v;
 	rq.cwd = e->root;
 	rq.log_fd = n->w->log_fd;
-	/* e->desc is only replaced while no build runs: the pointer holds */
-	n->w->timeout = kiln_desc_tool_timeout(e->desc, n->ks->tool);
 	rq.timeout_ms = n->w->timeout ? n->w->timeout->s * 1000u : 0;
 	n->w->start_ns = kiln_mono_ns();
 	n->w->start_wall_ns = kiln_coarse_wall_ns();
 	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->w->run, &n->w->pid)) != 0)
-		set_error(n, "cannot start '%s' for %s: %s", exe, n->ks->url, kiln_strerror(rv));
+		set_error(n, "cannot start '%s' for %s: %s", rp.exe, n->ks->url, kiln_strerror(rv));
 fail:
-	av_free(&av);
+	prep_free(&rp);
 	av_free(&env);
-	av_free(&p.in);
 	if (rv != 0) {   /* nothing ran: the log is still empty */
 		scratch_give(e, n->w->scratch, n->w->log_fd);
 		n->w->log_fd = -1;
 	}
+	return rv;
+}
+
+/* ---- a job for an agent --------------------------------------------------- */
+
+/* Put the project file rel into the store (agents fetch by id) and add it
+ * to the job's inputs, once. */
+static int
+job_input(struct engine *e, Kiln__AgentJob *j, const char *rel, int exec)
+{
+	char abs[PATH_MAX * 2];
+	Kiln__AgentFile *f;
+	kiln_id id;
+	struct stat st;
+	int fd, rv;
+
+	for (size_t i = 0; i < j->n_inputs; i++)
+		if (strcmp(j->inputs[i]->path, rel) == 0)
+			return 0;
+	snprintf(abs, sizeof abs, "%s/%s", e->root, rel);
+	if ((fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return errno == ENOENT ? KILN_ENOTFOUND : KILN_EIO;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return KILN_EINVAL;
+	}
+	rv = kiln_store_put_fd(e->s, fd, &id);
+	close(fd);
+	if (rv != 0)
+		return rv;
+	if ((f = calloc(1, sizeof *f + 16)) == NULL)
+		return KILN_ENOMEM;
+	kiln__agent_file__init(f);
+	if ((f->path = strdup(rel)) == NULL) {
+		free(f);
+		return KILN_ENOMEM;
+	}
+	f->id.data = (uint8_t *)(f + 1);
+	memcpy(f->id.data, id.b, 16);
+	f->id.len = 16;
+	f->size = (uint64_t)st.st_size;
+	f->exec = exec || (st.st_mode & 0111) != 0;
+	j->inputs[j->n_inputs++] = f;
+	return 0;
+}
+
+static char **
+strv_copy(char *const *v, size_t n)
+{
+	char **out = calloc(n + 1, sizeof *out);
+
+	for (size_t i = 0; out != NULL && i < n; i++)
+		if ((out[i] = strdup(v[i])) == NULL) {
+			for (size_t k = 0; k < i; k++)
+				free(out[k]);
+			free(out);
+			return NULL;
+		}
+	return out;
+}
+
+void
+step_job_free(Kiln__AgentJob *j)
+{
+	if (j == NULL)
+		return;
+	for (size_t i = 0; i < j->n_argv; i++)
+		free(j->argv[i]);
+	free(j->argv);
+	for (size_t i = 0; i < j->n_env; i++)
+		free(j->env[i]);
+	free(j->env);
+	for (size_t i = 0; i < j->n_inputs; i++) {
+		free(j->inputs[i]->path);
+		free(j->inputs[i]);
+	}
+	free(j->inputs);
+	for (size_t i = 0; i < j->n_outputs; i++)
+		free(j->outputs[i]);
+	free(j->outputs);
+	free(j->url);
+	free(j->profile);
+	free(j->program);
+	free(j->program_id.data);
+	free(j->scratch);
+	free(j->depfile);
+	free(j);
+}
+
+int
+step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
+         size_t nextra, Kiln__AgentJob **out)
+{
+	struct run_prep rp;
+	struct argvec env = {0};
+	Kiln__AgentJob *j = calloc(1, sizeof *j);
+	const char *prog = n->ks->tool->shell ? "/bin/sh" : n->ks->nargv ? n->ks->argv[0] : "";
+	char buf[PATH_MAX * 2];
+	size_t nin;
+	int rv;
+
+	*out = NULL;
+	if (j == NULL) {
+		set_error(n, "%s: out of memory", n->ks->url);
+		return KILN_ENOMEM;
+	}
+	kiln__agent_job__init(j);
+	if ((rv = prep_make(e, g, n, &rp)) != 0) {
+		free(j);
+		return rv;
+	}
+	n->w->start_ns = kiln_mono_ns();
+	n->w->start_wall_ns = kiln_coarse_wall_ns();
+	snprintf(buf, sizeof buf, "KILN_PROFILE=%s", g->profile);
+	av_push(&env, strdup(buf));
+	snprintf(buf, sizeof buf, "KILN_URL=%s", n->ks->url);
+	av_push(&env, strdup(buf));
+	for (size_t i = 0; i < n->ks->nenv; i++) {
+		char *v = expand(n, &rp.p, n->ks->env[i].value);
+		if (v == NULL) {
+			env.oom = 1;
+			break;
+		}
+		snprintf(buf, sizeof buf, "%s=%s", n->ks->env[i].key, v);
+		free(v);
+		av_push(&env, strdup(buf));
+	}
+	nin = rp.p.in.n + nextra + 1;
+	j->url = strdup(n->ks->url);
+	j->profile = strdup(g->profile);
+	j->program = strdup(prog);
+	j->program_id.data = malloc(16);
+	j->scratch = strdup(rp.p.scratch);
+	j->depfile = strdup(n->ks->tool->depfile ? rp.p.depfile : "");
+	j->inputs = calloc(nin, sizeof *j->inputs);
+	j->outputs = calloc(n->ks->noutputs + 1, sizeof *j->outputs);
+	if (env.oom || rp.av.oom || j->url == NULL || j->profile == NULL ||
+	    j->program == NULL || j->program_id.data == NULL || j->scratch == NULL ||
+	    j->depfile == NULL || j->inputs == NULL || j->outputs == NULL) {
+		rv = KILN_ENOMEM;
+		goto fail;
+	}
+	memcpy(j->program_id.data, rp.exe_id.b, 16);
+	j->program_id.len = 16;
+	if ((j->argv = strv_copy(rp.av.v, rp.av.n)) == NULL ||
+	    (j->env = strv_copy(env.v, env.n)) == NULL) {
+		rv = KILN_ENOMEM;
+		goto fail;
+	}
+	j->n_argv = rp.av.n;
+	j->n_env = env.n;
+	for (size_t i = 0; i < n->ks->noutputs; i++) {
+		if ((j->outputs[i] = strdup(n->ks->outputs[i].file)) == NULL) {
+			rv = KILN_ENOMEM;
+			goto fail;
+		}
+		j->n_outputs++;
+	}
+	j->timeout_ms = n->w->timeout ? n->w->timeout->s * 1000u : 0;
+	j->notrace = n->ks->tool->notrace || e->trace_shim[0] == '\0';
+	/* a program inside the project travels as an input */
+	if (strchr(prog, '/') != NULL && prog[0] != '/' &&
+	    (rv = job_input(e, j, prog, 1)) != 0) {
+		set_error(n, "%s: its program '%s': %s", n->ks->url, prog, kiln_strerror(rv));
+		goto fail;
+	}
+	for (size_t i = 0; i < rp.p.in.n + nextra; i++) {
+		const char *rel = i < rp.p.in.n ? rp.p.in.v[i] : extra[i - rp.p.in.n];
+		rv = job_input(e, j, rel, 0);
+		/* a file the run looked for that went away since: the agent
+		 * finds it missing too, as the tool would have here */
+		if (rv == KILN_ENOTFOUND && i >= rp.p.in.n)
+			continue;
+		if (rv != 0) {
+			set_error(n, "%s: input %s: %s", n->ks->url, rel, kiln_strerror(rv));
+			goto fail;
+		}
+	}
+	prep_free(&rp);
+	av_free(&env);
+	*out = j;
+	return 0;
+fail:
+	if (n->error == NULL)
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	prep_free(&rp);
+	av_free(&env);
+	step_job_free(j);
+	scratch_give(e, n->w->scratch, n->w->log_fd);
+	n->w->log_fd = -1;
 	return rv;
 }

@@ -42,6 +42,7 @@
 #include "record_batch.h"
 #include "run.h"
 #include "schedule.h"
+#include "agent_jobs.h"
 #include "step.h"
 #include "step_events.h"
 
@@ -225,18 +226,11 @@ jobs_limit(const struct engine *e)
 /* ---- workers -------------------------------------------------------------- */
 
 void
-engine_tool_done(void *arg, const struct spawn_result *r)
+completed_push(struct engine *e, struct run_ctx *rc, const struct spawn_result *r)
 {
-	struct run_ctx *rc = arg;
-	struct engine *e = rc->e;
 	struct node *n = rc->n;
 
-	pthread_mutex_lock(&e->mu);
 	n->w->res = *r;
-	/* the tool's slot is free now (a run suspended on kiln need had
-	 * lent it out already): finishing the step is our work */
-	if (need_run_end(e, n))
-		e->running--;
 	if (e->ncompleted == e->capcompleted) {
 		size_t ncap = e->capcompleted ? e->capcompleted * 2 : 64;
 		struct run_ctx **nv = realloc(e->completed, ncap * sizeof *nv);
@@ -247,7 +241,6 @@ engine_tool_done(void *arg, const struct spawn_result *r)
 			n->error = strdup("out of memory after the tool ended");
 			node_finish(e, rc->g, n, N_FAILED);
 			builds_check(e);
-			pthread_mutex_unlock(&e->mu);
 			return;
 		}
 		e->completed = nv;
@@ -255,7 +248,34 @@ engine_tool_done(void *arg, const struct spawn_result *r)
 	}
 	e->completed[e->ncompleted++] = rc;
 	pthread_cond_signal(&e->cv);
+}
+
+void
+engine_tool_done(void *arg, const struct spawn_result *r)
+{
+	struct run_ctx *rc = arg;
+	struct engine *e = rc->e;
+
+	pthread_mutex_lock(&e->mu);
+	/* the tool's slot is free now (a run suspended on kiln need had
+	 * lent it out already): finishing the step is our work */
+	if (need_run_end(e, rc->n))
+		e->running--;
+	completed_push(e, rc, r);
 	pthread_mutex_unlock(&e->mu);
+}
+
+int
+run_kill(struct engine *e, struct node *n, unsigned grace_ms)
+{
+	pid_t pid;
+
+	if (n->w == NULL)
+		return KILN_ENOTFOUND;
+	if (n->w->lease != 0)
+		return agent_lease_cancel(e, n);
+	pid = __atomic_load_n(&n->w->pid, __ATOMIC_ACQUIRE);
+	return pid > 0 ? spawner_kill(e->sp, pid, grace_ms) : KILN_ENOTFOUND;
 }
 
 static void
@@ -403,16 +423,45 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	/* cancelled while it started, before engine_cancel could see its
 	 * pid: it would run to its end for nobody. (Its tool may have ended
 	 * and its step be finishing already: pid 0, or finished: no w.) */
-	if (rv == 0 && n->st == N_RUNNING && n->w != NULL && !node_wanted(e, n)) {
-		pid_t pid = __atomic_load_n(&n->w->pid, __ATOMIC_ACQUIRE);
-		if (pid > 0)
-			spawner_kill(e->sp, pid, 2000);
-	}
+	if (rv == 0 && n->st == N_RUNNING && n->w != NULL && !node_wanted(e, n))
+		run_kill(e, n, 2000);
 	if (rv != 0) {
 		need_run_end(e, n);
 		e->running--;
 		node_fail(e, g, n);
 	}
+}
+
+/* Start a runnable step on a build agent (e->mu held, dropped for the
+ * work): its job is made here, then waits for an agent to take it
+ * (agent_jobs.c). Its run holds no -j slot of this machine. */
+static void
+work_start_remote(struct engine *e, struct graph *g, struct node *n)
+{
+	Kiln__AgentJob *job = NULL;
+	int rv;
+
+	n->st = N_RUNNING;
+	e->starting++;
+	n->w->run = (struct run_ctx){e, g, n};
+	if ((rv = agent_lease_new(e, g, n)) != 0)
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	pthread_mutex_unlock(&e->mu);
+	if (rv == 0 && (rv = step_job(e, g, n, n->w->extra, n->w->nextra, &job)) != 0)
+		step_record_failure(e, g, n);
+	else if (rv != 0)
+		step_record_failure(e, g, n);
+	pthread_mutex_lock(&e->mu);
+	if (--e->starting == 0)
+		pthread_cond_broadcast(&e->idle_cv);
+	if (rv != 0) {
+		agent_lease_failed(e, n);
+		node_fail(e, g, n);
+		return;
+	}
+	agent_lease_ready(e, n, job);
+	if (!node_wanted(e, n) || e->quit)
+		run_kill(e, n, 0);
 }
 
 /* Pop the next live entry of h (stale duplicates skipped). */
@@ -614,6 +663,52 @@ completed_take(struct engine *e)
 	return rc;
 }
 
+/* The tools this machine may run at once: the builds' -j, capped by
+ * the daemon's local_jobs. */
+static unsigned
+local_limit(const struct engine *e)
+{
+	unsigned limit = jobs_limit(e);
+
+	if (e->cfg.local_jobs < 0)
+		limit = 0;
+	else if (e->cfg.local_jobs > 0 && (unsigned)e->cfg.local_jobs < limit)
+		limit = (unsigned)e->cfg.local_jobs;
+	return limit;
+}
+
+/* Start the most urgent runnable step that has somewhere to run (e->mu
+ * held, dropped for the work); 0 when none can start now. Steps an agent
+ * refused (runnable_local) run here, on one slot even when local_jobs is
+ * 0: they must run somewhere. */
+static int
+runnable_start(struct engine *e)
+{
+	unsigned limit = local_limit(e);
+	int local = e->running < limit, remote = agents_room(e);
+	int forced = e->running < (limit ? limit : 1);
+	struct heap *h = NULL;
+	struct graph *g;
+	struct node *n;
+
+	if (e->quit || slot_held(e))
+		return 0;
+	if ((local || remote) && e->runnable.n > 0)
+		h = &e->runnable;
+	if (forced && e->runnable_local.n > 0 &&
+	    (h == NULL || item_before(&e->runnable_local.v[0], &h->v[0])))
+		h = &e->runnable_local;
+	if (h == NULL || (n = pop_live(h, N_RUNNABLE, &g)) == NULL)
+		return 0;
+	if (!node_wanted(e, n))
+		node_finish(e, g, n, N_CANCELLED);
+	else if (local || h == &e->runnable_local)
+		work_start(e, g, n);
+	else
+		work_start_remote(e, g, n);
+	return 1;
+}
+
 void *
 worker_main(void *arg)
 {
@@ -638,12 +733,8 @@ worker_main(void *arg)
 			need_grant(e);
 		/* a free -j slot is filled before a finished step is
 		 * published: the tools are what the build waits on */
-		if (e->running < jobs_limit(e) && !e->quit && !slot_held(e) &&
-		    (n = pop_live(&e->runnable, N_RUNNABLE, &g)) != NULL) {
-			if (node_wanted(e, n))
-				work_start(e, g, n);
-			else
-				node_finish(e, g, n, N_CANCELLED);
+		if (runnable_start(e)) {
+			/* started (or dropped) one */
 		} else if (e->ncompleted > 0) {
 			work_complete(e, completed_take(e));
 		} else if (eval_room(e) && (n = pop_live(&e->ready, N_READY, &g)) != NULL) {

@@ -28,6 +28,13 @@ int node_wanted(const struct engine *e, const struct node *n);
 /* The -j limit now: the largest of the active builds'. */
 unsigned jobs_limit(const struct engine *e);
 
+/* Queue the end of rc's run (result r) for a worker to finish. */
+void completed_push(struct engine *e, struct run_ctx *rc, const struct spawn_result *r);
+
+/* Stop n's run: its tool here (SIGTERM, SIGKILL after grace_ms), or its
+ * lease on an agent (agent_lease_cancel). 0 when it was told to stop. */
+int run_kill(struct engine *e, struct node *n, unsigned grace_ms);
+
 /* A worker thread (engine_new starts them; unlocked). */
 void *worker_main(void *arg);
 

@@ -73,6 +73,9 @@ node_work_free(struct node *n)
 	prev_drop(n);
 	free(n->w->seen_in);
 	free(n->w->disc_seen);
+	for (size_t i = 0; i < n->w->nextra; i++)
+		free(n->w->extra[i]);
+	free(n->w->extra);
 	free(n->w);
 	n->w = NULL;
 }

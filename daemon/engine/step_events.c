@@ -61,6 +61,8 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 		se.exit_code = n->w->res.exited ? n->w->res.status : 0;
 		se.signal = n->w->res.exited ? 0 : n->w->res.status;
 	}
+	if (n->w != NULL && n->w->machine[0] != '\0')
+		se.machine = n->w->machine;
 	se.duration_ns = n->duration_ns;
 	if (first != NULL) {
 		se.done = first->finished;
