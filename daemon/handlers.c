@@ -99,6 +99,20 @@ h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 		s->cache_pending = cs->pending;
 		s->cache_corrupt = cs->corrupt;
 	}
+	if (d->engine != NULL) {
+		Kiln__AgentInfo **ai;
+		size_t nai;
+		if (engine_agents_status(d->engine, &ai, &nai) != 0)
+			return KILN_ENOMEM;
+		for (size_t i = 0; ai != NULL && i < sizeof(a->heap) / sizeof(a->heap[0]); i++)
+			if (a->heap[i] == NULL) {
+				a->heap[i] = ai;   /* one block */
+				s->agents = ai;
+				s->n_agents = nai;
+				ai = NULL;
+			}
+		free(ai);
+	}
 	s->listen = (char **)urls;
 	a->reply.body_case = KILN__REPLY__BODY_STATUS_REPLY;
 	a->reply.status_reply = s;
@@ -381,6 +395,9 @@ static const struct handler {
 	{KILN__REQUEST__BODY_DEPS, h_deps},
 	{KILN__REQUEST__BODY_RDEPS, h_rdeps},
 	{KILN__REQUEST__BODY_NEED, h_need},
+	{KILN__REQUEST__BODY_AGENT_HELLO, h_agent_hello},
+	{KILN__REQUEST__BODY_AGENT_TAKE, h_agent_take},
+	{KILN__REQUEST__BODY_AGENT_DONE, h_agent_done},
 };
 
 /* Whether t is the daemon's token, in time independent of where they
@@ -475,7 +492,10 @@ handle_poll_again(struct kilnd *d, const struct kilnd_call *c,
 	a->fd = -1;
 	a->kind = ANSWER_REPLY;
 	kiln_proto_reply_init(&a->reply);
-	rv = poll_answer(d, c, a, NULL);
+	if (c->req->body_case == KILN__REQUEST__BODY_AGENT_TAKE)
+		rv = take_answer(d, c, a, NULL);
+	else
+		rv = poll_answer(d, c, a, NULL);
 	reply_status(d, c, a, rv);
 }
 

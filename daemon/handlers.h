@@ -38,6 +38,7 @@ struct kilnd_answer {
 		Kiln__SubscribeReply sub;
 		Kiln__BuildReply build;
 		Kiln__BuildFinished build_status;
+		Kiln__AgentHelloReply agent_hello;
 	} body;
 	char error[8192];     /* reply.error points here (a project's errors
 	                         can take many lines) */
@@ -80,6 +81,17 @@ int h_rdeps(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 /* handlers_build.c: kiln need from a running step (engine_need). */
 int h_need(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
            struct ev_waiter *w);
+
+/* handlers_agent.c: build agents (hello, take, done). take_answer
+ * answers a take again after its park (w NULL: no parking). */
+int h_agent_hello(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+                  struct ev_waiter *w);
+int h_agent_take(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+                 struct ev_waiter *w);
+int h_agent_done(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+                 struct ev_waiter *w);
+int take_answer(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+                struct ev_waiter *w);
 
 /* Free what the answer holds (fd, heap, bytes). */
 void answer_release(struct kilnd_answer *a);

@@ -68,6 +68,9 @@ struct kilnd_config {
 	int no_watch;               /* --no-watch: stat every file every build */
 	uint32_t settle_ms;         /* --settle: quiet time before a change that
 	                               is not a finished save is reported */
+	int local_jobs;             /* --local-jobs: tools run here at most
+	                               (0: no cap; -1: every tool on an agent) */
+	uint32_t lease_ms;          /* --agent-lease */
 	int materialize;            /* --materialize: a kiln_mat_mode; UNSET:
 	                               KILN_MATERIALIZE, else the project's */
 };
@@ -118,6 +121,7 @@ struct kilnd {
 	struct engine *engine;         /* own locks inside (engine.h) */
 	struct kilnd_owners *owners;   /* own lock inside (owners.h) */
 	struct kilnd_changes *changes; /* own lock inside (changes.h) */
+	struct kilnd_agents *agents;   /* own lock inside (agents.h) */
 
 	atomic_uint_fast64_t requests;     /* answered */
 	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused,

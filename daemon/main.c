@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agents.h"
 #include "changes.h"
 #include "engine.h"
 #include "events.h"
@@ -78,6 +79,11 @@ static const char help[] =
 	"  --materialize MODE     put outputs into build/ as copies (copy) or as\n"
 	"                         hard links to the store (hardlink), whatever\n"
 	"                         kiln.yaml says (also KILN_MATERIALIZE=MODE)\n"
+	"  --local-jobs N         run at most N tools on this machine; 0: run\n"
+	"                         every step on build agents (kiln agent; a step\n"
+	"                         an agent refuses still runs here)\n"
+	"  --agent-lease MS       an agent that has not asked for work this long\n"
+	"                         loses its steps to others (default 5000)\n"
 	"  -h, --help             show this help\n"
 	"  --version              print the version\n"
 	"\n"
@@ -176,6 +182,17 @@ option_num(struct kilnd_config *c, int opt, const char *arg)
 		if (parse_num(arg, 0, 86400, &v))
 			return bad_usage("--verify-ttl '%s': seconds from 0 to 86400", arg);
 		c->verify_ttl_s = (uint32_t)v;
+		return KILND_CONTINUE;
+	case 'J':
+		if (parse_num(arg, 0, 4096, &v))
+			return bad_usage("--local-jobs '%s': a count from 0 to 4096", arg);
+		c->local_jobs = v == 0 ? -1 : (int)v;
+		return KILND_CONTINUE;
+	case 'L':
+		if (parse_num(arg, 200, 600000, &v))
+			return bad_usage("--agent-lease '%s': milliseconds from 200 to "
+			                 "600000", arg);
+		c->lease_ms = (uint32_t)v;
 		return KILND_CONTINUE;
 	}
 	if (parse_num(arg, 1, 4096, &v))
@@ -284,6 +301,8 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		{"no-watch", no_argument, NULL, 'N'},
 		{"settle", required_argument, NULL, 'D'},
 		{"materialize", required_argument, NULL, 'm'},
+		{"local-jobs", required_argument, NULL, 'J'},
+		{"agent-lease", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -383,6 +402,15 @@ store_open(struct kilnd *d, char *err, size_t len)
 	return 0;
 }
 
+/* The engine's agent_wake: jobs wait for agents (e->mu held: quick). */
+static void
+engine_agent_wake(void *arg, unsigned n)
+{
+	struct kilnd *d = arg;
+
+	agents_wake(d->agents, n);
+}
+
 static void
 engine_publish(void *arg, Kiln__Event *ev)
 {
@@ -430,6 +458,9 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.ipc_url = d->paths.url,
 		.cache_url = cache_url && cache_url[0] ? cache_url : NULL,
 		.cache_mode = cache_mode && cache_mode[0] ? cache_mode : NULL,
+		.local_jobs = d->cfg.local_jobs,
+		.lease_ms = d->cfg.lease_ms,
+		.agent_wake = engine_agent_wake,
 		.publish = engine_publish,
 		.changed = engine_changed,
 		.log = engine_log,
@@ -544,6 +575,7 @@ start(struct kilnd *d, char *err, size_t len)
 	                      &d->uploads)) != 0 ||
 	    (rv = engine_start(d, err, len)) != 0 ||
 	    (rv = owners_start(d)) != 0 ||
+	    (rv = agents_new(d, &d->agents)) != 0 ||
 	    (rv = server_start(d, err, len)) != 0) {
 		if (err[0] == '\0')
 			snprintf(err, len, "starting: %s", kiln_strerror(rv));
@@ -578,6 +610,8 @@ stop(struct kilnd *d)
 	}
 	atomic_store(&d->stopping, 1);
 	server_stop(d);          /* no handler runs after this */
+	agents_free(d->agents);  /* no lease expires after this */
+	d->agents = NULL;
 	owners_free(d->owners);  /* no cancel after this */
 	d->owners = NULL;
 	engine_free(d->engine);  /* running tools killed, finished work kept */

@@ -24,7 +24,9 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/tls/tls.h>
 
+#include "agents.h"
 #include "changes.h"
+#include "engine.h"
 #include "jobs.h"
 #include "owners.h"
 #include "server_int.h"
@@ -111,6 +113,8 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		events_pipe_closed(d->events, id);
 		owners_pipe_closed(d->owners, id);
 		changes_hold(d->changes, id, 0);
+		if (d->engine != NULL)
+			engine_agent_pipe_closed(d->engine, id);
 		break;
 	default:
 		break;
@@ -263,6 +267,7 @@ server_stop(struct kilnd *d)
 	/* Parked polls answer now, with the Stopping event; give the replies
 	 * a moment to leave before the connections close. */
 	events_wake_all(d->events);
+	agents_wake_all(d->agents);
 	usleep(50 * 1000);
 	/* From here on nothing is parked, queued or sent: the handlers finish
 	 * what they hold, then the socket closes and the aios stop (their

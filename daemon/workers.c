@@ -35,6 +35,7 @@
 
 #include <nng/nng.h>
 
+#include "agents.h"
 #include "server_int.h"
 
 /* How long a reply may wait behind the connection's earlier replies: long
@@ -121,6 +122,14 @@ worker_request_drop(struct worker *w)
 	w->msg = NULL;
 }
 
+/* Whether w's request is an agent's take (parked on agents.c's list, not
+ * on the events'). */
+static int
+worker_parks_take(const struct worker *w)
+{
+	return w->call.req != NULL && w->call.req->body_case == KILN__REQUEST__BODY_AGENT_TAKE;
+}
+
 /* Do what the answer says: park, or encode and send. */
 static void
 answer_send(struct worker *w, struct kilnd_answer *a)
@@ -139,7 +148,10 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 		/* An event published before the sleep began found nothing to
 		 * cancel; cancel now. (Cancelling a sleep that already ended is
 		 * harmless: only w->sleep is touched.) */
-		events_rewake(w->d->events, &w->waiter);
+		if (worker_parks_take(w))
+			agents_rewake(w->d->agents, &w->waiter);
+		else
+			events_rewake(w->d->events, &w->waiter);
 		return;
 	}
 	if (a->kind == ANSWER_BYTES) {
@@ -293,7 +305,10 @@ on_wake(struct worker *w)
 {
 	struct kilnd_answer a = {0};
 
-	events_unpark(w->d->events, &w->waiter);
+	if (worker_parks_take(w))
+		agents_unpark(w->d->agents, &w->waiter);
+	else
+		events_unpark(w->d->events, &w->waiter);
 	if (atomic_load(&w->d->server->closing)) {
 		worker_request_drop(w);
 		return;

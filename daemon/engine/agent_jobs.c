@@ -106,7 +106,7 @@ agents_get(struct engine *e)
 }
 
 void
-agents_free(struct engine *e)
+agent_jobs_free(struct engine *e)
 {
 	struct agents *a = e->agents;
 
@@ -154,7 +154,7 @@ lease_remove(struct agents *a, struct lease *l)
 }
 
 int
-agents_room(const struct engine *e)
+agent_jobs_room(const struct engine *e)
 {
 	const struct agents *a = e->agents;
 
@@ -162,7 +162,7 @@ agents_room(const struct engine *e)
 }
 
 unsigned
-agents_slots(const struct engine *e)
+agent_jobs_slots(const struct engine *e)
 {
 	return e->agents != NULL ? e->agents->slots : 0;
 }
@@ -252,7 +252,7 @@ agent_lease_cancel(struct engine *e, struct node *n)
 }
 
 void
-agents_quit(struct engine *e)
+agent_jobs_quit(struct engine *e)
 {
 	struct agents *a = e->agents;
 
@@ -637,10 +637,12 @@ blob_to_file(struct engine *e, const kiln_id *id, uint64_t size, const char *pat
 static int
 parents_make(const char *base, const char *path)
 {
-	char buf[PATH_MAX * 2];
+	char buf[PATH_MAX * 3];
 	size_t nb = strlen(base);
 
-	snprintf(buf, sizeof buf, "%s", path);
+	if (strlen(path) >= sizeof buf || strlen(path) <= nb)
+		return KILN_ERANGE;
+	memcpy(buf, path, strlen(path) + 1);
 	for (char *s = buf + nb + 1; (s = strchr(s, '/')) != NULL; s++) {
 		*s = '\0';
 		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
@@ -968,11 +970,12 @@ engine_agents_status(struct engine *e, Kiln__AgentInfo ***out, size_t *nout)
 	pthread_mutex_lock(&e->mu);
 	if (e->agents != NULL && e->agents->n > 0) {
 		struct agents *a = e->agents;
-		v = calloc(a->n, sizeof *v);
+		size_t one = sizeof(Kiln__AgentInfo) + sizeof a->v[0].name;
+		/* one block: the pointers, then each info with its name */
+		char *block = calloc(a->n, sizeof *v + one);
+		v = (Kiln__AgentInfo **)block;
 		for (size_t i = 0; v != NULL && i < a->n; i++) {
-			Kiln__AgentInfo *ai = calloc(1, sizeof *ai + sizeof a->v[i].name);
-			if (ai == NULL)
-				break;
+			Kiln__AgentInfo *ai = (Kiln__AgentInfo *)(block + a->n * sizeof *v + i * one);
 			kiln__agent_info__init(ai);
 			ai->name = (char *)(ai + 1);
 			memcpy(ai->name, a->v[i].name, sizeof a->v[i].name);
@@ -986,23 +989,11 @@ engine_agents_status(struct engine *e, Kiln__AgentInfo ***out, size_t *nout)
 			ai->refused = a->v[i].refused;
 			v[n++] = ai;
 		}
-		if (v == NULL || n < a->n)
+		if (v == NULL)
 			rv = KILN_ENOMEM;
 	}
 	pthread_mutex_unlock(&e->mu);
-	if (rv != 0) {
-		engine_agents_status_free(v, n);
-		return rv;
-	}
 	*out = v;
 	*nout = n;
-	return 0;
-}
-
-void
-engine_agents_status_free(Kiln__AgentInfo **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
+	return rv;
 }

@@ -7,9 +7,9 @@
 #include "engine_int.h"
 
 /* Whether an agent has a free slot for another step. */
-int agents_room(const struct engine *e);
+int agent_jobs_room(const struct engine *e);
 /* The slots of every agent joined. */
-unsigned agents_slots(const struct engine *e);
+unsigned agent_jobs_slots(const struct engine *e);
 
 /* A lease for n (about to run on an agent; n->w->lease set). 0 or
  * KILN_ENOMEM. */
@@ -24,7 +24,7 @@ void agent_lease_failed(struct engine *e, struct node *n);
 int agent_lease_cancel(struct engine *e, struct node *n);
 
 /* engine_free: every step on an agent ends as killed. */
-void agents_quit(struct engine *e);
-void agents_free(struct engine *e);
+void agent_jobs_quit(struct engine *e);
+void agent_jobs_free(struct engine *e);
 
 #endif

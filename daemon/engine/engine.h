@@ -146,9 +146,9 @@ void engine_agent_pipe_closed(struct engine *e, uint32_t pipe);
 /* Run elsewhere the steps of agents silent past their lease (call about
  * every lease_ms / 4). */
 void engine_agents_expire(struct engine *e);
-/* The agents joined now (free with engine_agents_status_free). */
+/* The agents joined now: *out is one malloc'd block (free(*out)), NULL
+ * for none. 0 or KILN_ENOMEM. */
 int engine_agents_status(struct engine *e, Kiln__AgentInfo ***out, size_t *n);
-void engine_agents_status_free(Kiln__AgentInfo **v, size_t n);
 
 /* Cancel a build. Returns 0 or KILN_ENOTFOUND. */
 int engine_cancel(struct engine *e, uint64_t build);

@@ -236,7 +236,7 @@ engine_free(struct engine *e)
 	while (e->starting > 0)
 		pthread_cond_wait(&e->idle_cv, &e->mu);
 	/* steps on agents end as killed, as local tools do below */
-	agents_quit(e);
+	agent_jobs_quit(e);
 	pthread_mutex_unlock(&e->mu);
 	/* kills what still runs; the completions finish those steps */
 	spawner_free(e->sp);
@@ -271,7 +271,7 @@ engine_free(struct engine *e)
 	free(e->tools);
 	engine_path_free(e);
 	need_free(e);
-	agents_free(e);
+	agent_jobs_free(e);
 	if (e->rootfd >= 0)
 		close(e->rootfd);
 	pthread_mutex_destroy(&e->tools_mu);

@@ -685,7 +685,7 @@ static int
 runnable_start(struct engine *e)
 {
 	unsigned limit = local_limit(e);
-	int local = e->running < limit, remote = agents_room(e);
+	int local = e->running < limit, remote = agent_jobs_room(e);
 	int forced = e->running < (limit ? limit : 1);
 	struct heap *h = NULL;
 	struct graph *g;
