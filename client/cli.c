@@ -386,6 +386,12 @@ token_read(const char *cmd, const char *path, char *buf, size_t len)
 }
 
 int
+cli_token_read(const char *cmd, const char *path, char *buf, size_t len)
+{
+	return token_read(cmd, path, buf, len);
+}
+
+int
 cli_connect(const char *cmd, const struct cli *cli, int start, kiln_conn **c)
 {
 	kiln_connect_opts o = {.url = cli->connect, .tls_ca = cli->tls_ca};

@@ -77,6 +77,15 @@ int cmd_rdeps(const struct cli *cli, int argc, char **argv);
 /* kiln need URL [--output NAME]: from inside a step, another step's output. */
 int cmd_need(const struct cli *cli, int argc, char **argv);
 
+/* ---- commands (cmd_agent.c) -------------------------------------------- */
+/* kiln agent --connect URL [--token-file F] [-j N] [--cache DIR]: run a
+ * daemon's steps on this machine. */
+int cmd_agent(const struct cli *cli, int argc, char **argv);
+
+/* The first line of a token file into buf (says why on failure). CLI_OK
+ * or CLI_USAGE. */
+int cli_token_read(const char *cmd, const char *path, char *buf, size_t len);
+
 /* ---- messages ---------------------------------------------------------- */
 
 /* Print "kiln: <cmd>: <what>: <kiln_strerror(code)>" on stderr. cmd may be

@@ -35,6 +35,7 @@ static const struct command {
 	{"deps", cmd_deps, "print what a step depends on, declared and discovered"},
 	{"rdeps", cmd_rdeps, "print the steps that depend on a file or a step"},
 	{"need", cmd_need, "from inside a step: build another step, print its output"},
+	{"agent", cmd_agent, "run a daemon's build steps on this machine"},
 	{"help", cmd_help, "show the help of kiln or of one command"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,431 @@
+/* agent.c — the loop of `kiln agent` (docs/agents.md).
+ *
+ * The main thread owns the daemon connection it takes work on: hello,
+ * then takes, each listing the leases its slots still run (the
+ * heartbeat) and how many slots are free; a take with a free slot waits
+ * at the daemon until a job comes (at most a third of the lease, so that
+ * heartbeats keep coming). Each job goes to a free slot's thread, which
+ * runs it with a connection of its own (fetches, uploads and the answer
+ * never wait behind a parked take). A lease the daemon cancels gets its
+ * tool killed. When the daemon goes away (restarted, stopped, the
+ * network), every job is abandoned (the daemon gives them to others) and
+ * the agent connects again, waiting longer each time up to 5 s.
+ *
+ * Threads: the main loop and one thread per slot; jobs pass through
+ * `mu`. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "libkiln_int.h"
+#include "tool_spawn.h"
+
+#ifndef KILN_LIBDIR
+#define KILN_LIBDIR "/usr/local/lib/kiln"
+#endif
+
+struct slot_thread {
+	struct agent_slot s;
+	struct agent *ag;
+	pthread_t thread;
+	Kiln__AgentJob *job;     /* given by the loop (mu); NULL: free */
+	uint64_t lease;          /* the job's lease while it runs (mu) */
+};
+
+struct agent {
+	const struct agent_config *cfg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct slot_thread *slots;
+	unsigned nslots;
+	int quit;
+	/* the jobs' replies are freed with the reply that carried them */
+	kiln_store *store;
+	struct kilnd_spawner *sp;
+};
+
+static void
+nap_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+int
+agent_connect(const struct agent_config *cfg, kiln_conn **c)
+{
+	kiln_connect_opts o = {.url = cfg->url, .token = cfg->token,
+	                       .tls_ca = cfg->tls_ca, .flags = KILN_CONNECT_NO_START,
+	                       .timeout_ms = 30000};
+
+	return kiln_connect(&o, c);
+}
+
+/* ---- the slots ---------------------------------------------------------- */
+
+static void *
+slot_main(void *arg)
+{
+	struct slot_thread *t = arg;
+	struct agent *ag = t->ag;
+
+	pthread_mutex_lock(&ag->mu);
+	for (;;) {
+		Kiln__AgentJob *job;
+		while (t->job == NULL && !ag->quit)
+			pthread_cond_wait(&ag->cv, &ag->mu);
+		if (ag->quit)
+			break;
+		job = t->job;
+		pthread_mutex_unlock(&ag->mu);
+		if (agent_job_run(&t->s, job) != 0 && t->s.conn != NULL) {
+			kiln_close(t->s.conn);   /* connect again for the next */
+			t->s.conn = NULL;
+		}
+		kiln__agent_job__free_unpacked(job, NULL);
+		pthread_mutex_lock(&ag->mu);
+		t->job = NULL;
+		t->lease = 0;
+		t->s.cancelled = 0;
+		pthread_cond_broadcast(&ag->cv);
+	}
+	pthread_mutex_unlock(&ag->mu);
+	return NULL;
+}
+
+/* The shim beside this program (bin/libkilntrace.so), else the
+ * installed one; "" when there is none (jobs run untraced). */
+static void
+shim_find(char *out, size_t len)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL) {
+			snprintf(out, len, "%.*s/libkilntrace.so", (int)(slash - exe), exe);
+			if (access(out, R_OK) == 0)
+				return;
+		}
+	}
+	snprintf(out, len, "%s/libkilntrace.so", KILN_LIBDIR);
+	if (access(out, R_OK) != 0)
+		out[0] = '\0';
+}
+
+static int
+mkdirs(const char *path)
+{
+	char buf[PATH_MAX];
+
+	if (strlen(path) >= sizeof buf)
+		return KILN_ERANGE;
+	strcpy(buf, path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+				return KILN_EIO;
+			*p = '/';
+		}
+	return mkdir(buf, 0755) != 0 && errno != EEXIST ? KILN_EIO : 0;
+}
+
+static int
+agent_open(struct agent *ag, const struct agent_config *cfg)
+{
+	kiln_store_opts so = {.flags = KILN_STORE_CREATE, .durability = KILN_DURABLE_BATCH};
+	char path[PATH_MAX], shim[PATH_MAX];
+	int rv;
+
+	/* the cache's path goes into traces as the prefix rewritten to the
+	 * daemon's folder: no character the trace escapes */
+	if (strpbrk(cfg->cache, "\\\n") != NULL) {
+		fprintf(stderr, "kiln: agent: --cache %s: a path without '\\' or a "
+		        "newline, please\n", cfg->cache);
+		return KILN_EINVAL;
+	}
+	snprintf(path, sizeof path, "%s/store", cfg->cache);
+	if ((rv = mkdirs(cfg->cache)) != 0 || (rv = kiln_store_open(path, &so, &ag->store)) != 0) {
+		fprintf(stderr, "kiln: agent: the cache %s: %s\n", cfg->cache, kiln_strerror(rv));
+		return rv;
+	}
+	if ((rv = spawner_new(&ag->sp, 1)) != 0) {
+		fprintf(stderr, "kiln: agent: %s\n", kiln_strerror(rv));
+		return rv;
+	}
+	shim_find(shim, sizeof shim);
+	if (shim[0] == '\0')
+		fprintf(stderr, "kiln: agent: no libkilntrace.so beside kiln nor in "
+		        KILN_LIBDIR ": steps run untraced\n");
+	if ((ag->slots = calloc(cfg->slots, sizeof *ag->slots)) == NULL)
+		return KILN_ENOMEM;
+	for (unsigned i = 0; i < cfg->slots; i++) {
+		struct slot_thread *t = &ag->slots[i];
+		t->ag = ag;
+		t->s.cfg = cfg;
+		t->s.store = ag->store;
+		t->s.sp = ag->sp;
+		snprintf(t->s.shim, sizeof t->s.shim, "%s", shim);
+		snprintf(t->s.work, sizeof t->s.work, "%s/work/%u", cfg->cache, i);
+		if ((rv = mkdirs(t->s.work)) != 0) {
+			fprintf(stderr, "kiln: agent: %s: %s\n", t->s.work, kiln_strerror(rv));
+			return rv;
+		}
+		if (pthread_create(&t->thread, NULL, slot_main, t) != 0)
+			return KILN_EIO;
+		ag->nslots++;
+	}
+	return 0;
+}
+
+static void
+agent_close(struct agent *ag)
+{
+	pthread_mutex_lock(&ag->mu);
+	ag->quit = 1;
+	for (unsigned i = 0; i < ag->nslots; i++) {
+		ag->slots[i].s.cancelled = 1;
+		if (ag->slots[i].s.pid > 0)
+			spawner_kill(ag->sp, ag->slots[i].s.pid, 1000);
+	}
+	pthread_cond_broadcast(&ag->cv);
+	pthread_mutex_unlock(&ag->mu);
+	for (unsigned i = 0; i < ag->nslots; i++) {
+		pthread_join(ag->slots[i].thread, NULL);
+		kiln_close(ag->slots[i].s.conn);
+	}
+	spawner_free(ag->sp);
+	free(ag->slots);
+	kiln_store_close(ag->store);
+}
+
+/* ---- talking to the daemon -------------------------------------------------- */
+
+static int
+hello(kiln_conn *c, const struct agent_config *cfg, uint64_t *id, uint32_t *lease_ms,
+      char *root, size_t len)
+{
+	Kiln__Request req;
+	Kiln__AgentHelloRequest q = KILN__AGENT_HELLO_REQUEST__INIT;
+	struct conn_reply r;
+	struct utsname u;
+	char os[200];
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int rv;
+
+	if (uname(&u) != 0)
+		memset(&u, 0, sizeof u);
+	snprintf(os, sizeof os, "%s %s", u.sysname, u.release);
+	q.name = (char *)cfg->name;
+	q.os = os;
+	q.arch = u.machine;
+	q.cores = cores > 0 ? (uint32_t)cores : 1;
+	q.slots = cfg->slots;
+	lk_request_init(c, &req);
+	req.body_case = KILN__REQUEST__BODY_AGENT_HELLO;
+	req.agent_hello = &q;
+	if ((rv = lk_call_main(c, &req, KILN__REPLY__BODY_AGENT_HELLO_REPLY, &r)) != 0)
+		return rv;
+	*id = r.rep->agent_hello_reply->agent;
+	*lease_ms = r.rep->agent_hello_reply->lease_ms;
+	snprintf(root, len, "%s", r.rep->agent_hello_reply->root ?
+	         r.rep->agent_hello_reply->root : "");
+	conn_reply_free(&r);
+	return root[0] == '/' ? 0 : KILN_EPROTO;
+}
+
+/* Hand the reply's jobs to free slots and cancel what it says (mu not
+ * held). Jobs are unpacked copies the slots own. */
+static int
+dispatch(struct agent *ag, const Kiln__AgentTakeReply *tr)
+{
+	int rv = 0;
+
+	pthread_mutex_lock(&ag->mu);
+	for (size_t k = 0; k < tr->n_cancel; k++)
+		for (unsigned i = 0; i < ag->nslots; i++) {
+			struct slot_thread *t = &ag->slots[i];
+			if (t->lease != tr->cancel[k])
+				continue;
+			t->s.cancelled = 1;
+			if (t->s.pid > 0)
+				spawner_kill(ag->sp, t->s.pid, 1000);
+		}
+	for (size_t k = 0; k < tr->n_jobs; k++) {
+		uint8_t *buf;
+		size_t len = kiln__agent_job__get_packed_size(tr->jobs[k]);
+		struct slot_thread *t = NULL;
+		for (unsigned i = 0; i < ag->nslots && t == NULL; i++)
+			if (ag->slots[i].job == NULL)
+				t = &ag->slots[i];
+		if (t == NULL || (buf = malloc(len ? len : 1)) == NULL) {
+			rv = KILN_ENOMEM;   /* not answered: the lease runs out */
+			continue;
+		}
+		kiln__agent_job__pack(tr->jobs[k], buf);
+		t->job = kiln__agent_job__unpack(NULL, len, buf);
+		free(buf);
+		if (t->job == NULL) {
+			rv = KILN_ENOMEM;
+			continue;
+		}
+		t->lease = t->job->lease;
+		t->s.cancelled = 0;
+	}
+	pthread_cond_broadcast(&ag->cv);
+	pthread_mutex_unlock(&ag->mu);
+	return rv;
+}
+
+/* Abandon every job (the daemon forgot this agent, or went away): kill
+ * the tools and wait until the slots are free. */
+static void
+abandon_all(struct agent *ag)
+{
+	pthread_mutex_lock(&ag->mu);
+	for (unsigned i = 0; i < ag->nslots; i++) {
+		struct slot_thread *t = &ag->slots[i];
+		if (t->job == NULL)
+			continue;
+		t->s.cancelled = 1;
+		if (t->s.pid > 0)
+			spawner_kill(ag->sp, t->s.pid, 1000);
+	}
+	for (unsigned i = 0; i < ag->nslots; i++)
+		while (ag->slots[i].job != NULL)
+			pthread_cond_wait(&ag->cv, &ag->mu);
+	pthread_mutex_unlock(&ag->mu);
+}
+
+/* Slots without a job (mu held). */
+static unsigned
+slots_free(const struct agent *ag)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < ag->nslots; i++)
+		n += ag->slots[i].job == NULL;
+	return n;
+}
+
+/* One session with the daemon: hello, then take until it fails. Returns
+ * the error that ended it. */
+static int
+session(struct agent *ag, kiln_conn *c)
+{
+	uint64_t id, running[4096];
+	uint32_t lease_ms;
+	char root[PATH_MAX];
+	int rv;
+
+	if ((rv = hello(c, ag->cfg, &id, &lease_ms, root, sizeof root)) != 0)
+		return rv;
+	fprintf(stderr, "kiln: agent: joined %s as agent %llu (%u slots)\n",
+	        ag->cfg->url, (unsigned long long)id, ag->cfg->slots);
+	pthread_mutex_lock(&ag->mu);
+	for (unsigned i = 0; i < ag->nslots; i++) {
+		ag->slots[i].s.agent = id;
+		snprintf(ag->slots[i].s.root, sizeof ag->slots[i].s.root, "%s", root);
+	}
+	pthread_mutex_unlock(&ag->mu);
+	while (!*ag->cfg->stop) {
+		Kiln__Request req;
+		Kiln__AgentTakeRequest q = KILN__AGENT_TAKE_REQUEST__INIT;
+		struct conn_reply r;
+		unsigned nfree = 0;
+		size_t nrun = 0;
+
+		pthread_mutex_lock(&ag->mu);
+		for (unsigned i = 0; i < ag->nslots; i++)
+			if (ag->slots[i].job == NULL)
+				nfree++;
+			else if (nrun < sizeof running / sizeof running[0])
+				running[nrun++] = ag->slots[i].lease;
+		pthread_mutex_unlock(&ag->mu);
+		q.agent = id;
+		q.free = nfree;
+		q.running = running;
+		q.n_running = nrun;
+		q.wait_ms = nfree > 0 ? lease_ms / 3 : 0;
+		lk_request_init(c, &req);
+		req.body_case = KILN__REQUEST__BODY_AGENT_TAKE;
+		req.agent_take = &q;
+		if ((rv = lk_call_main(c, &req, KILN__REPLY__BODY_AGENT_TAKE_REPLY, &r)) != 0)
+			return rv;
+		dispatch(ag, r.rep->agent_take_reply);
+		conn_reply_free(&r);
+		if (nfree == 0) {
+			/* busy: wait for a slot to free up, or the next heartbeat */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += (long)(lease_ms / 3) * 1000000;
+			until.tv_sec += until.tv_nsec / 1000000000;
+			until.tv_nsec %= 1000000000;
+			pthread_mutex_lock(&ag->mu);
+			while (!*ag->cfg->stop && slots_free(ag) == 0 &&
+			       pthread_cond_timedwait(&ag->cv, &ag->mu, &until) != ETIMEDOUT)
+				;
+			pthread_mutex_unlock(&ag->mu);
+		}
+	}
+	return 0;
+}
+
+int
+agent_main(const struct agent_config *cfg)
+{
+	struct agent ag = {.cfg = cfg};
+	unsigned backoff = 200;
+	int said = 0, rv;
+
+	pthread_mutex_init(&ag.mu, NULL);
+	pthread_cond_init(&ag.cv, NULL);
+	if ((rv = agent_open(&ag, cfg)) != 0) {
+		agent_close(&ag);
+		return 1;
+	}
+	while (!*cfg->stop) {
+		kiln_conn *c = NULL;
+		if ((rv = agent_connect(cfg, &c)) == 0) {
+			backoff = 200;
+			said = 0;
+			rv = session(&ag, c);
+			kiln_close(c);
+			if (*cfg->stop)
+				break;
+			if (rv == KILN_EAUTH || rv == KILN_EVERSION || rv == KILN_ENOTSUP) {
+				fprintf(stderr, "kiln: agent: the daemon refused this agent: %s\n",
+				        kiln_strerror(rv));
+				abandon_all(&ag);
+				agent_close(&ag);
+				return 1;
+			}
+			fprintf(stderr, "kiln: agent: lost the daemon at %s (%s); its "
+			        "jobs are abandoned; connecting again\n", cfg->url,
+			        kiln_strerror(rv));
+			abandon_all(&ag);
+		} else if (!said) {
+			fprintf(stderr, "kiln: agent: no daemon at %s yet (%s); trying "
+			        "again\n", cfg->url, kiln_strerror(rv));
+			said = 1;
+		}
+		nap_ms(backoff);
+		backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+	}
+	abandon_all(&ag);
+	agent_close(&ag);
+	pthread_cond_destroy(&ag.cv);
+	pthread_mutex_destroy(&ag.mu);
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* agent.h — `kiln agent`: run a daemon's steps on this machine
+ * (docs/agents.md). agent.c is the loop (connect, hello, take, hand jobs
+ * to the slots, heartbeat, reconnect); agent_job.c runs one job (fetch
+ * its inputs into the local cache, lay them out, check the program, run
+ * the tool traced, upload, answer). */
+#ifndef KILN_AGENT_H
+#define KILN_AGENT_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kiln.h"
+#include "kiln_proto.h"
+#include "kiln_store.h"
+
+struct agent_config {
+	const char *url;        /* the daemon: tcp://, tls+tcp:// or ipc:// */
+	const char *token;      /* its agent token (tcp, tls) */
+	const char *tls_ca;
+	const char *cache;      /* the local store and work folders */
+	const char *name;       /* for people: the host name by default */
+	unsigned slots;         /* jobs at once */
+	volatile sig_atomic_t *stop;  /* set by a signal: leave */
+};
+
+/* Run until *stop: returns the process's exit status (0 stopped, 1 could
+ * not start: the cache unusable, bad options found late). */
+int agent_main(const struct agent_config *cfg);
+
+/* ---- agent_job.c ---- */
+
+struct kilnd_spawner;
+
+/* What one slot needs to run a job. */
+struct agent_slot {
+	const struct agent_config *cfg;
+	kiln_store *store;      /* the local cache of blobs */
+	struct kilnd_spawner *sp;
+	char work[4096];        /* this slot's folder: the job's root */
+	char shim[4096];        /* libkilntrace.so; "": run untraced */
+	char root[4096];        /* the daemon's project folder */
+	uint64_t agent;         /* its id at the daemon */
+	kiln_conn *conn;        /* this slot's own connection (NULL: make one) */
+	pid_t pid;              /* the tool running now (0: none) */
+	volatile int cancelled; /* the daemon no longer wants this job */
+};
+
+/* Run job on slot s and answer it (nothing when cancelled). 0, or the
+ * error of the connection (the caller reconnects). */
+int agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job);
+
+/* Connect (never starting a daemon). */
+int agent_connect(const struct agent_config *cfg, kiln_conn **c);
+
+#endif

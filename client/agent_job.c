@@ -1,0 +1,601 @@
+/* agent_job.c — one job on a build agent (docs/agents.md).
+ *
+ * The slot's folder is the job's root: emptied, then every input laid
+ * out at its project-relative path, copied from the local cache (blobs
+ * fetched from the daemon only when the cache lacks them, verified by
+ * their id on the way). The program must be the daemon's: a bare name is
+ * found on this machine's PATH and hashed; another hash refuses the job
+ * (the daemon runs it elsewhere). The tool runs there with the
+ * file-access tracer; its outputs, log, depfile and trace are uploaded,
+ * the paths in depfile and trace rewritten from this folder to the
+ * daemon's project folder, and the job answered. A job the daemon
+ * cancels is answered with nothing.
+ *
+ * Paths from the wire are checked before anything is written: relative,
+ * no "..", no "." or empty parts; nothing escapes the slot's folder.
+ *
+ * Threads: the slot's own thread; s->pid and s->cancelled are also read
+ * and set by the loop (agent.c) under its lock. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "libkiln_int.h"
+#include "tool_spawn.h"
+
+/* A relative path without "..", "." or empty parts. */
+static int
+rel_ok(const char *s)
+{
+	if (s == NULL || s[0] == '\0' || s[0] == '/' || strlen(s) >= PATH_MAX - 1)
+		return 0;
+	for (const char *p = s; *p;) {
+		size_t k = strcspn(p, "/");
+		if (k == 0 || (k == 1 && p[0] == '.') || (k == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		p += k;
+		if (*p == '/' && *++p == '\0')
+			return 0;
+	}
+	return 1;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* Empty the folder (not following symlinks). */
+static void
+folder_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char sub[PATH_MAX * 2];
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
+		nftw(sub, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	closedir(d);
+}
+
+/* mkdir -p the folders above root/rel (and rel itself when dir). */
+static int
+parents(const char *root, const char *rel, int dir)
+{
+	char buf[PATH_MAX * 2];
+	size_t nr = strlen(root);
+
+	if (snprintf(buf, sizeof buf, "%s/%s", root, rel) >= (int)sizeof buf)
+		return KILN_ERANGE;
+	for (char *p = buf + nr + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return KILN_EIO;
+		*p = '/';
+	}
+	if (dir && mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return KILN_EIO;
+	return 0;
+}
+
+static int
+slot_conn(struct agent_slot *s)
+{
+	return s->conn != NULL ? 0 : agent_connect(s->cfg, &s->conn);
+}
+
+/* The blob id into the local cache (fetched when it is not there). */
+static int
+blob_cached(struct agent_slot *s, const kiln_id *id)
+{
+	char tmp[PATH_MAX + 16];
+	kiln_id got;
+	int fd, rv;
+
+	if (kiln_store_has(s->store, id, NULL) == 0)
+		return 0;
+	if ((rv = slot_conn(s)) != 0)
+		return rv;
+	snprintf(tmp, sizeof tmp, "%s.fetch", s->work);
+	if ((fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+		return KILN_EIO;
+	rv = kiln_blob_get_fd(s->conn, id, fd);   /* verified by libkiln */
+	close(fd);
+	if (rv == 0 && (rv = kiln_store_put_move(s->store, tmp, &got)) == 0 &&
+	    memcmp(got.b, id->b, 16) != 0)
+		rv = KILN_ECORRUPT;
+	unlink(tmp);
+	return rv;
+}
+
+static int
+copy_file(const char *from, const char *to, int exec)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out, rv = 0;
+	char buf[65536];
+	ssize_t k;
+
+	if (in < 0)
+		return KILN_EIO;
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, exec ? 0755 : 0644);
+	if (out < 0) {
+		close(in);
+		return errno == EEXIST ? KILN_EEXIST : KILN_EIO;
+	}
+	while ((k = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)k) != k) {
+			rv = KILN_EIO;
+			break;
+		}
+	if (k < 0)
+		rv = KILN_EIO;
+	if (close(out) != 0)
+		rv = KILN_EIO;
+	close(in);
+	return rv;
+}
+
+/* Lay out one input: fetched into the cache, copied into the root (a
+ * copy, not a link: a tool that writes its input must not change the
+ * cache). */
+static int
+input_place(struct agent_slot *s, const Kiln__AgentFile *f, char *err, size_t len)
+{
+	char blob[PATH_MAX], dst[PATH_MAX * 2];
+	kiln_id id;
+	int rv;
+
+	if (!rel_ok(f->path) || f->id.len != 16) {
+		snprintf(err, len, "an input path or id from the daemon is not acceptable");
+		return KILN_EINVAL;
+	}
+	memcpy(id.b, f->id.data, 16);
+	if ((rv = blob_cached(s, &id)) != 0) {
+		snprintf(err, len, "fetching input %s: %s", f->path, kiln_strerror(rv));
+		return rv;
+	}
+	if ((rv = parents(s->work, f->path, 0)) != 0 ||
+	    (rv = kiln_store_blob_path(s->store, &id, blob, sizeof blob)) != 0) {
+		snprintf(err, len, "laying out input %s: %s", f->path, kiln_strerror(rv));
+		return rv;
+	}
+	snprintf(dst, sizeof dst, "%s/%s", s->work, f->path);
+	if ((rv = copy_file(blob, dst, f->exec)) != 0)
+		snprintf(err, len, "laying out input %s: %s", f->path, kiln_strerror(rv));
+	return rv;
+}
+
+/* The program the job names, found here (into exe), must hash to the
+ * daemon's. 0, or KILN_ENOTFOUND (none) / KILN_EEXIST (another one) with why said. */
+static int
+program_check(struct agent_slot *s, const Kiln__AgentJob *job, char *exe, size_t len,
+              char *why, size_t wlen)
+{
+	const char *path = getenv("PATH");
+	kiln_id id;
+	int fd, rv;
+
+	if (job->program == NULL || job->program[0] == '\0' || job->program_id.len != 16) {
+		snprintf(why, wlen, "the job names no program");
+		return KILN_EINVAL;
+	}
+	if (strchr(job->program, '/') != NULL && job->program[0] != '/') {
+		if (!rel_ok(job->program))
+			return KILN_EINVAL;
+		snprintf(exe, len, "%s/%s", s->work, job->program);
+	} else if ((rv = spawn_find(job->program, path, s->work, exe, len)) != 0) {
+		snprintf(why, wlen, "program '%s' not found on this agent's PATH (%s)",
+		         job->program, path ? path : "");
+		return KILN_ENOTFOUND;
+	}
+	if ((fd = open(exe, O_RDONLY | O_CLOEXEC)) < 0) {
+		snprintf(why, wlen, "program %s: %s", exe, strerror(errno));
+		return KILN_ENOTFOUND;
+	}
+	rv = kiln_id_of_fd(fd, &id, NULL);
+	close(fd);
+	if (rv != 0 || memcmp(id.b, job->program_id.data, 16) != 0) {
+		snprintf(why, wlen, "program %s on this agent differs from the daemon's "
+		         "(another version?)", exe);
+		return KILN_EEXIST;
+	}
+	return 0;
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+struct wait_done {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+	struct spawn_result r;
+};
+
+static void
+on_done(void *arg, const struct spawn_result *r)
+{
+	struct wait_done *wd = arg;
+
+	pthread_mutex_lock(&wd->mu);
+	wd->r = *r;
+	wd->done = 1;
+	pthread_cond_signal(&wd->cv);
+	pthread_mutex_unlock(&wd->mu);
+}
+
+static char *
+env_item(const char *name, const char *value)
+{
+	char *s;
+
+	return asprintf(&s, "%s=%s", name, value) < 0 ? NULL : s;
+}
+
+/* ---- what goes back ---------------------------------------------------------- */
+
+/* The file's bytes with every "<work>/" and a trailing "<work>" turned into
+ * the daemon's root: the paths a tool wrote in its depfile or the tracer
+ * in its trace. *out malloc'd. */
+static int
+rewrite(const struct agent_slot *s, const char *path, char **out, size_t *nout)
+{
+	FILE *f = fopen(path, "re"), *m;
+	size_t nw = strlen(s->work);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t k;
+
+	*out = NULL;
+	*nout = 0;
+	if (f == NULL)
+		return KILN_ENOTFOUND;
+	if ((m = open_memstream(out, nout)) == NULL) {
+		fclose(f);
+		return KILN_ENOMEM;
+	}
+	while ((k = getline(&line, &cap, f)) > 0) {
+		for (char *p = line; *p;) {
+			char *hit = strstr(p, s->work);
+			if (hit == NULL || (hit[nw] != '/' && hit[nw] != '\n' && hit[nw] != ' ' &&
+			                    hit[nw] != '\0' && hit[nw] != ':')) {
+				if (hit == NULL) {
+					fputs(p, m);
+					break;
+				}
+				fwrite(p, 1, (size_t)(hit - p) + nw, m);
+				p = hit + nw;
+				continue;
+			}
+			fwrite(p, 1, (size_t)(hit - p), m);
+			fputs(s->root, m);
+			p = hit + nw;
+		}
+	}
+	free(line);
+	fclose(f);
+	return fclose(m) == 0 ? 0 : KILN_ENOMEM;
+}
+
+/* Upload a file (or buffer); its id into a 16-byte buffer b. */
+static int
+upload_fd(struct agent_slot *s, int fd, uint8_t *b)
+{
+	kiln_id id;
+	int rv = kiln_blob_put_fd(s->conn, fd, NULL, &id);
+
+	if (rv == 0)
+		memcpy(b, id.b, 16);
+	return rv;
+}
+
+static int
+upload_buf(struct agent_slot *s, const void *buf, size_t len, uint8_t *b)
+{
+	kiln_id id;
+	int rv = kiln_blob_put(s->conn, buf, len, NULL, &id);
+
+	if (rv == 0)
+		memcpy(b, id.b, 16);
+	return rv;
+}
+
+/* A testing aid: KILN_TEST_AGENT_CORRUPT=1 makes this agent upload each
+ * output with its first byte changed while naming the original's id in
+ * its answer (what a bad disk or link would do). */
+static int
+corrupt_test(void)
+{
+	const char *v = getenv("KILN_TEST_AGENT_CORRUPT");
+
+	return v != NULL && strcmp(v, "1") == 0;
+}
+
+static int
+output_upload(struct agent_slot *s, const char *path, uint8_t *b, uint64_t *size)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rv;
+
+	if (fd < 0)
+		return KILN_ENOTFOUND;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return KILN_ENOTFOUND;
+	}
+	*size = (uint64_t)st.st_size;
+	if (corrupt_test() && st.st_size > 0) {
+		kiln_id id;
+		char *buf = malloc((size_t)st.st_size);
+		rv = buf == NULL ? KILN_ENOMEM : kiln_id_of_fd(fd, &id, NULL);
+		if (rv == 0 && pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+			rv = KILN_EIO;
+		if (rv == 0) {
+			buf[0] ^= 0x5a;
+			rv = upload_buf(s, buf, (size_t)st.st_size, b);
+			memcpy(b, id.b, 16);
+		}
+		free(buf);
+		close(fd);
+		return rv;
+	}
+	rv = upload_fd(s, fd, b);
+	close(fd);
+	return rv;
+}
+
+static int
+answer(struct agent_slot *s, Kiln__AgentDoneRequest *q)
+{
+	Kiln__Request req;
+	struct conn_reply r;
+	int rv;
+
+	if ((rv = slot_conn(s)) != 0)
+		return rv;
+	lk_request_init(s->conn, &req);
+	req.body_case = KILN__REQUEST__BODY_AGENT_DONE;
+	req.agent_done = q;
+	rv = lk_call_main(s->conn, &req, KILN__REPLY__BODY__NOT_SET, &r);
+	if (rv == 0)
+		conn_reply_free(&r);
+	else if (rv == KILN_ENOTFOUND || rv == KILN_EINVAL)
+		/* the daemon took the step back, or refused the answer: it
+		 * runs the step elsewhere; not a fault of the connection */
+		fprintf(stderr, "kiln: agent: %s: answer refused: %s\n", q->error ? "" : "",
+		        kiln_conn_error(s->conn));
+	return rv == KILN_ENOTFOUND || rv == KILN_EINVAL ? 0 : rv;
+}
+
+static int
+refuse(struct agent_slot *s, const Kiln__AgentJob *job,
+       Kiln__AgentDoneRequest__Outcome outcome, const char *why)
+{
+	Kiln__AgentDoneRequest q = KILN__AGENT_DONE_REQUEST__INIT;
+
+	fprintf(stderr, "kiln: agent: %s: not run here: %s\n", job->url, why);
+	q.agent = s->agent;
+	q.lease = job->lease;
+	q.outcome = outcome;
+	q.error = (char *)why;
+	return answer(s, &q);
+}
+
+int
+agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
+{
+	Kiln__AgentDoneRequest q = KILN__AGENT_DONE_REQUEST__INIT;
+	Kiln__AgentFile *outs = NULL, **outp = NULL;
+	uint8_t ids[3][16];
+	char exe[PATH_MAX * 2], why[PATH_MAX * 3] = "", path[PATH_MAX * 3];
+	char **env = NULL;
+	size_t nenv = 0;
+	struct wait_done wd = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	struct spawn_req rq = {0};
+	int log_fd = -1, rv;
+
+	folder_empty(s->work);
+	if (!rel_ok(job->scratch) || (job->depfile[0] != '\0' && !rel_ok(job->depfile)))
+		return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED,
+		              "a scratch or depfile path that is not acceptable");
+	for (size_t i = 0; i < job->n_outputs; i++)
+		if (!rel_ok(job->outputs[i]))
+			return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED,
+			              "an output path that is not acceptable");
+	for (size_t i = 0; i < job->n_inputs && !s->cancelled; i++)
+		if (input_place(s, job->inputs[i], why, sizeof why) != 0)
+			return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED, why);
+	if (s->cancelled)
+		return 0;
+	if (parents(s->work, job->scratch, 1) != 0)
+		return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED,
+		              "cannot make the scratch folder");
+	for (size_t i = 0; i < job->n_outputs; i++) {
+		snprintf(path, sizeof path, "%s/%s", job->scratch, job->outputs[i]);
+		parents(s->work, path, 0);
+	}
+	if ((rv = program_check(s, job, exe, sizeof exe, why, sizeof why)) != 0)
+		return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__REFUSED, why);
+
+	/* the environment: this machine's PATH and HOME, the job's own */
+	if ((env = calloc(job->n_env + 12, sizeof *env)) == NULL)
+		return KILN_ENOMEM;
+	env[nenv++] = env_item("PATH", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	env[nenv++] = env_item("HOME", getenv("HOME") ? getenv("HOME") : s->work);
+	env[nenv++] = env_item("LANG", "C.UTF-8");
+	snprintf(path, sizeof path, "%s/%s", s->work, job->scratch);
+	env[nenv++] = env_item("TMPDIR", path);
+	env[nenv++] = env_item("KILN_PROJECT", s->work);
+	if (!job->notrace && s->shim[0] != '\0') {
+		env[nenv++] = env_item("LD_PRELOAD", s->shim);
+		snprintf(path, sizeof path, "%s/%s.trace", s->work, job->scratch);
+		env[nenv++] = env_item("KILN_TRACE_FILE", path);
+		env[nenv++] = env_item("PYTHONDONTWRITEBYTECODE", "1");
+	}
+	for (size_t i = 0; i < job->n_env; i++)
+		env[nenv++] = strdup(job->env[i]);
+	for (size_t i = 0; i < nenv; i++)
+		if (env[i] == NULL) {
+			rv = KILN_ENOMEM;
+			goto out;
+		}
+	snprintf(path, sizeof path, "%s/%s.log", s->work, job->scratch);
+	if ((log_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+		rv = refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED,
+		            "cannot make the log file");
+		goto out;
+	}
+	rq.path = exe;
+	rq.argv = (const char *const *)job->argv;
+	rq.envp = (const char *const *)env;
+	rq.cwd = s->work;
+	rq.log_fd = log_fd;
+	rq.timeout_ms = job->timeout_ms;
+	if (job->n_argv == 0) {
+		rv = refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED, "no argv");
+		goto out;
+	}
+	{
+		/* argv must end with NULL: the unpacked message's does not */
+		char **argv = calloc(job->n_argv + 1, sizeof *argv);
+		pid_t pid = 0;
+		if (argv == NULL) {
+			rv = KILN_ENOMEM;
+			goto out;
+		}
+		memcpy(argv, job->argv, job->n_argv * sizeof *argv);
+		rq.argv = (const char *const *)argv;
+		rv = spawner_start(s->sp, &rq, on_done, &wd, &pid);
+		free(argv);
+		if (rv != 0) {
+			snprintf(why, sizeof why, "cannot start %s: %s", exe, kiln_strerror(rv));
+			rv = refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED, why);
+			goto out;
+		}
+		__atomic_store_n(&s->pid, pid, __ATOMIC_RELEASE);
+		if (s->cancelled)
+			spawner_kill(s->sp, pid, 1000);
+		pthread_mutex_lock(&wd.mu);
+		while (!wd.done)
+			pthread_cond_wait(&wd.cv, &wd.mu);
+		pthread_mutex_unlock(&wd.mu);
+		__atomic_store_n(&s->pid, 0, __ATOMIC_RELEASE);
+		q.pid = pid;
+	}
+	if (s->cancelled) {   /* nobody wants the answer */
+		rv = 0;
+		goto out;
+	}
+	if ((rv = slot_conn(s)) != 0)
+		goto out;
+	q.agent = s->agent;
+	q.lease = job->lease;
+	q.outcome = KILN__AGENT_DONE_REQUEST__OUTCOME__RAN;
+	q.exited = wd.r.exited;
+	q.status = wd.r.status;
+	q.wall_ns = wd.r.wall_ns;
+	q.cpu_ns = wd.r.cpu_ns;
+	q.maxrss_kb = wd.r.maxrss_kb;
+	q.timed_out = wd.r.timed_out;
+	{
+		struct stat st;
+		if (fstat(log_fd, &st) == 0 && st.st_size > 0 && lseek(log_fd, 0, SEEK_SET) == 0) {
+			if ((rv = upload_fd(s, log_fd, ids[0])) != 0)
+				goto out;
+			q.log_id.data = ids[0];
+			q.log_id.len = 16;
+		}
+	}
+	if (wd.r.exited && wd.r.status == 0) {
+		outs = calloc(job->n_outputs + 1, sizeof *outs);
+		outp = calloc(job->n_outputs + 1, sizeof *outp);
+		uint8_t (*oid)[16] = calloc(job->n_outputs + 1, 16);
+		if (outs == NULL || outp == NULL || oid == NULL) {
+			free(oid);
+			rv = KILN_ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < job->n_outputs; i++) {
+			kiln__agent_file__init(&outs[q.n_outputs]);
+			snprintf(path, sizeof path, "%s/%s/%s", s->work, job->scratch, job->outputs[i]);
+			rv = output_upload(s, path, oid[i], &outs[q.n_outputs].size);
+			if (rv == KILN_ENOTFOUND)
+				continue;   /* the daemon says it was not written */
+			if (rv != 0) {
+				free(oid);
+				goto out;
+			}
+			outs[q.n_outputs].path = job->outputs[i];
+			outs[q.n_outputs].id.data = oid[i];
+			outs[q.n_outputs].id.len = 16;
+			outp[q.n_outputs] = &outs[q.n_outputs];
+			q.n_outputs++;
+		}
+		q.outputs = outp;
+		/* the answer goes before oid is freed */
+		if (job->depfile[0] != '\0') {
+			char *buf;
+			size_t len;
+			snprintf(path, sizeof path, "%s/%s", s->work, job->depfile);
+			if (rewrite(s, path, &buf, &len) == 0) {
+				rv = upload_buf(s, buf, len, ids[1]);
+				free(buf);
+				if (rv != 0) {
+					free(oid);
+					goto out;
+				}
+				q.depfile_id.data = ids[1];
+				q.depfile_id.len = 16;
+			}
+		}
+		if (!job->notrace && s->shim[0] != '\0') {
+			char *buf;
+			size_t len;
+			snprintf(path, sizeof path, "%s/%s.trace", s->work, job->scratch);
+			if (rewrite(s, path, &buf, &len) == 0) {
+				rv = upload_buf(s, buf, len, ids[2]);
+				free(buf);
+				if (rv != 0) {
+					free(oid);
+					goto out;
+				}
+				q.trace_id.data = ids[2];
+				q.trace_id.len = 16;
+			}
+		}
+		rv = answer(s, &q);
+		free(oid);
+		goto out;
+	}
+	rv = answer(s, &q);
+out:
+	if (log_fd >= 0)
+		close(log_fd);
+	for (size_t i = 0; env != NULL && i < nenv; i++)
+		free(env[i]);
+	free(env);
+	free(outs);
+	free(outp);
+	return rv;
+}
