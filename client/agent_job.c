@@ -383,8 +383,8 @@ answer(struct agent_slot *s, Kiln__AgentDoneRequest *q)
 	else if (rv == KILN_ENOTFOUND || rv == KILN_EINVAL)
 		/* the daemon took the step back, or refused the answer: it
 		 * runs the step elsewhere; not a fault of the connection */
-		fprintf(stderr, "kiln: agent: %s: answer refused: %s\n", q->error ? "" : "",
-		        kiln_conn_error(s->conn));
+		fprintf(stderr, "kiln: agent: lease %llu: answer refused: %s\n",
+		        (unsigned long long)q->lease, kiln_conn_error(s->conn));
 	return rv == KILN_ENOTFOUND || rv == KILN_EINVAL ? 0 : rv;
 }
 

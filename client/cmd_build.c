@@ -90,6 +90,10 @@ step_json(const kiln_step_event *s)
 	cli_json_str(s->reason);
 	printf(",\"duration_ms\":%.3f,\"done\":%u,\"total\":%u",
 	       (double)s->duration_ns / 1e6, s->done, s->total);
+	if (s->machine[0] != '\0') {
+		fputs(",\"machine\":", stdout);
+		cli_json_str(s->machine);
+	}
 	if (s->result == KILN_STEP_FAILED) {
 		fputs(",\"error\":", stdout);
 		cli_json_str(s->error);
@@ -157,8 +161,8 @@ step_print(struct build_view *v, const kiln_step_event *s)
 		printf("would run %s: %s\n", s->url, s->reason);
 		break;
 	case KILN_STEP_RAN:
-		printf("ran %s (%.2f s): %s\n", s->url, (double)s->duration_ns / 1e9,
-		       s->reason);
+		printf("ran %s (%.2f s%s%s): %s\n", s->url, (double)s->duration_ns / 1e9,
+		       s->machine[0] ? " on " : "", s->machine, s->reason);
 		break;
 	default:
 		printf("%s %s%s%s\n", result_word(s->result), s->url,

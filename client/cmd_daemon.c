@@ -46,6 +46,23 @@ static const char status_help[] =
 	"exit status: 0 the daemon answered; 2 no daemon could be reached or\n"
 	"started.\n";
 
+/* The build agents connected now, one line each. */
+static void
+agents_print(const kiln_status *st)
+{
+	if (st->nagents == 0) {
+		printf("agents    none\n");
+		return;
+	}
+	for (uint32_t i = 0; i < st->nagents && i < 64; i++)
+		printf("%s%s: %" PRIu32 " slots, %" PRIu32 " running; %" PRIu64 " ran, %"
+		       PRIu64 " failed, %" PRIu64 " refused\n", i ? "          " : "agents    ",
+		       st->agents[i].name, st->agents[i].slots, st->agents[i].running,
+		       st->agents[i].ran, st->agents[i].failed, st->agents[i].refused);
+	if (st->nagents > 64)
+		printf("          and %" PRIu32 " more\n", st->nagents - 64);
+}
+
 static void
 status_print(const kiln_status *st)
 {
@@ -67,6 +84,7 @@ status_print(const kiln_status *st)
 	       st->event_buffer);
 	printf("requests  %" PRIu64 " answered, %" PRIu64 " refused\n",
 	       st->requests, st->bad_requests);
+	agents_print(st);
 	if (st->cache_url[0] == '\0') {
 		printf("cache     none\n");
 		return;
@@ -116,10 +134,20 @@ status_json(const kiln_status *st)
 	       ",\"cache_bytes_down\":%" PRIu64 ",\"cache_bytes_up\":%" PRIu64
 	       ",\"cache_errors\":%" PRIu64 ",\"cache_dropped\":%" PRIu64
 	       ",\"cache_breaker_open\":%s,\"cache_uploaded\":%" PRIu64
-	       ",\"cache_pending\":%" PRIu32 ",\"cache_corrupt\":%" PRIu64 "}\n",
+	       ",\"cache_pending\":%" PRIu32 ",\"cache_corrupt\":%" PRIu64,
 	       st->cache_hits, st->cache_misses, st->cache_bytes_down, st->cache_bytes_up,
 	       st->cache_errors, st->cache_dropped, st->cache_breaker_open ? "true" : "false",
 	       st->cache_uploaded, st->cache_pending, st->cache_corrupt);
+	fputs(",\"agents\":[", stdout);
+	for (uint32_t i = 0; i < st->nagents && i < 64; i++) {
+		fputs(i ? ",{\"name\":" : "{\"name\":", stdout);
+		cli_json_str(st->agents[i].name);
+		printf(",\"slots\":%" PRIu32 ",\"running\":%" PRIu32 ",\"ran\":%" PRIu64
+		       ",\"failed\":%" PRIu64 ",\"refused\":%" PRIu64 "}", st->agents[i].slots,
+		       st->agents[i].running, st->agents[i].ran, st->agents[i].failed,
+		       st->agents[i].refused);
+	}
+	fputs("]}\n", stdout);
 }
 
 int

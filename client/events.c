@@ -114,6 +114,7 @@ step_take(struct kiln_sub *s, const Kiln__StepEvent *se)
 	st->total = se->total;
 	st->warnings = (const char *const *)se->warnings;
 	st->nwarnings = se->n_warnings;
+	st->machine = se->machine ? se->machine : "";
 }
 
 /* Fill ev from the batch's next event and move the cursor past it. */

@@ -104,6 +104,14 @@ typedef struct kiln_status {
 	uint64_t cache_uploaded;   /* results uploaded */
 	uint32_t cache_pending;    /* results and transfers still to upload */
 	uint64_t cache_corrupt;    /* blobs or entries refused as corrupt */
+	/* build agents connected now (kiln agent): nagents of them, the
+	 * first 64 listed */
+	uint32_t nagents;
+	struct kiln_agent_status {
+		char name[64];
+		uint32_t slots, running;  /* its slots, steps it holds now */
+		uint64_t ran, failed, refused;
+	} agents[64];
 } kiln_status;
 
 int kiln_status_get(kiln_conn *c, kiln_status *st);
@@ -209,6 +217,8 @@ typedef struct kiln_step_event {
 	                           kiln could not record as dependencies, one
 	                           sentence each (docs/build.md) */
 	size_t nwarnings;
+	const char *machine;    /* RAN or FAILED on a build agent: its name;
+	                           "" on the daemon's machine */
 } kiln_step_event;
 
 typedef struct kiln_build_summary {

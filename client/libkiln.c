@@ -173,6 +173,17 @@ status_copy(const Kiln__StatusReply *s, kiln_status *st)
 	st->cache_uploaded = s->cache_uploaded;
 	st->cache_pending = s->cache_pending;
 	st->cache_corrupt = s->cache_corrupt;
+	st->nagents = (uint32_t)s->n_agents;
+	for (size_t i = 0; i < s->n_agents && i < sizeof st->agents / sizeof st->agents[0]; i++) {
+		const Kiln__AgentInfo *ai = s->agents[i];
+		snprintf(st->agents[i].name, sizeof st->agents[i].name, "%s",
+		         ai->name ? ai->name : "");
+		st->agents[i].slots = ai->slots;
+		st->agents[i].running = ai->running;
+		st->agents[i].ran = ai->ran;
+		st->agents[i].failed = ai->failed;
+		st->agents[i].refused = ai->refused;
+	}
 }
 
 int

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,6 +128,16 @@ agent_find(struct agents *a, uint64_t id)
 		if (a->v[i].id == id)
 			return &a->v[i];
 	return NULL;
+}
+
+/* Another agent than ag with its id. */
+static int
+agent_find_other(const struct agents *a, const struct agent *ag)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (&a->v[i] != ag && a->v[i].id == ag->id)
+			return 1;
+	return 0;
 }
 
 static struct lease *
@@ -415,7 +426,11 @@ engine_agent_join(struct engine *e, uint32_t pipe, const Kiln__AgentHelloRequest
 	if (rv == 0) {
 		ag = &a->v[a->n++];
 		memset(ag, 0, sizeof *ag);
-		ag->id = ++a->next_agent;
+		/* unguessable: a slot's own connection answers with it */
+		do {
+			if (getrandom(&ag->id, sizeof ag->id, 0) != sizeof ag->id)
+				ag->id = ++a->next_agent ^ (uint64_t)kiln_mono_ns();
+		} while (ag->id == 0 || agent_find_other(a, ag));
 		ag->pipe = pipe;
 		copy_str(ag->name, sizeof ag->name, q->name);
 		copy_str(ag->os, sizeof ag->os, q->os);
@@ -877,9 +892,11 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 	a = e->agents;
 	ag = agent_find(a, id);
 	l = lease_find(a, q->lease);
-	if (ag == NULL || ag->pipe != pipe) {
+	/* any connection of the agent's: the id is its secret */
+	(void)pipe;
+	if (ag == NULL) {
 		pthread_mutex_unlock(&e->mu);
-		snprintf(err, len, "no such agent on this connection (say hello again)");
+		snprintf(err, len, "no such agent (say hello again)");
 		return KILN_ENOTFOUND;
 	}
 	if (l == NULL || l->agent != id || l->st != L_HELD) {

@@ -122,8 +122,9 @@ void engine_file_changed(struct engine *e, const char *relpath);
  *
  * An agent connected on pipe joins (its slots count from now on), takes
  * jobs (also its heartbeat: leases it lists in running are renewed, held
- * ones it does not list are run elsewhere) and answers each. Requests of
- * an agent id must come on the pipe it joined on. */
+ * ones it does not list are run elsewhere) and answers each. An agent's
+ * id is random (its secret): takes must come on the connection it joined
+ * on (when that closes, the agent leaves), answers on any. */
 int engine_agent_join(struct engine *e, uint32_t pipe, const Kiln__AgentHelloRequest *q,
                       uint64_t *id);
 uint32_t engine_agent_lease_ms(const struct engine *e);
