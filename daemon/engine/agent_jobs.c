@@ -914,6 +914,15 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 		char why[600];
 		copy_str(why, sizeof why, q->error);
 		ag->refused++;
+		if (q->outcome == KILN__AGENT_DONE_REQUEST__OUTCOME__REFUSED) {
+			/* kiln why says why it ran here */
+			char *nr = NULL;
+			if (asprintf(&nr, "%s; agent %s refused it: %s", n->reason ? n->reason
+			             : "it had to run", name, why) >= 0) {
+				free(n->reason);
+				n->reason = nr;
+			}
+		}
 		log_line(e, 0, "%s: agent %s did not run it (%s); running it %s", n->ks->url,
 		         name, why, q->outcome == KILN__AGENT_DONE_REQUEST__OUTCOME__REFUSED
 		         ? "elsewhere" : "again");

@@ -1,0 +1,220 @@
+#!/usr/bin/env bats
+# agents.bats — build agents (kiln agent, docs/agents.md): a real kilnd
+# listening on tcp:// loopback, real agents, each in a folder of its own
+# with no copy of the project, running the steps the daemon gives them.
+
+bats_require_minimum_version 1.5.0
+
+load daemon_helpers
+eval "$(declare -f teardown | sed '1s/teardown/daemon_teardown/')"
+
+teardown() {
+	local pid
+	for pid in ${AGENT_PIDS:-}; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in ${AGENT_PIDS:-}; do
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	for f in "$BATS_TEST_TMPDIR"/agent*.log; do
+		if [ -f "$f" ] && grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$f"; then
+			echo "sanitizer report in $f:"
+			cat "$f"
+			return 1
+		fi
+	done
+	daemon_teardown
+}
+
+# The project: three copies, a step using two of them, and a "shader"
+# whose tool reads the files its source #includes (none declared).
+agents_project() {
+	mkdir -p src shaders
+	for i in 1 2 3 4; do echo "text $i" >"src/f$i.txt"; done
+	printf '#include common.glsl\nvoid main() {}\n' >shaders/a.frag
+	echo "// common v1" >shaders/common.glsl
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src, shaders]
+profiles:
+  pc: {}
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+  join: { shell: true, run: 'cat ${in...} >"${out}"' }
+  slow: { shell: true, run: 'sleep 3; cp "${in}" "${out}"' }
+  incl:
+    shell: true
+    run: 'd=$(dirname "${in}"); for f in $(sed -n "s/^#include //p" "${in}"); do cat "$d/$f"; done >"${out}"; cat "${in}" >>"${out}"'
+assets:
+  - { url: a1.txt, tool: copy, inputs: [src/f1.txt] }
+  - { url: a2.txt, tool: copy, inputs: [src/f2.txt] }
+  - { url: a3.txt, tool: copy, inputs: [src/f3.txt] }
+  - { url: both.txt, tool: join, inputs: ["@a1.txt", "@a2.txt", src/f4.txt] }
+  - { url: a.spv, tool: incl, inputs: [shaders/a.frag] }
+YAML
+}
+
+# daemon_up [ARGS...]: kilnd on a free loopback port with a token,
+# every tool on agents (--local-jobs 0) unless ARGS say otherwise.
+daemon_up() {
+	free_port
+	URL="tcp://127.0.0.1:$port"
+	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >"$BATS_TEST_TMPDIR/token"
+	echo >>"$BATS_TEST_TMPDIR/token"
+	"$KILND" --project . --listen "$URL" --token-file "$BATS_TEST_TMPDIR/token" \
+		--agent-lease 1000 "$@"
+}
+
+# agent_up NAME [ARGS...]: an agent with its own cache, outside the
+# project, started in the background; waits until the daemon lists it.
+agent_up() {
+	local name=$1
+	shift
+	mkdir -p "$BATS_TEST_TMPDIR/$name"
+	(cd "$BATS_TEST_TMPDIR/$name" && exec "$KILN" agent --connect "$URL" \
+		--token-file "$BATS_TEST_TMPDIR/token" --cache "$BATS_TEST_TMPDIR/$name/cache" \
+		--name "$name" "$@" >"$BATS_TEST_TMPDIR/agent-$name.log" 2>&1) &
+	AGENT_PIDS="${AGENT_PIDS:-} $!"
+	LAST_AGENT=$!
+	wait_for agent_listed "$name"
+}
+
+agent_listed() {
+	"$KILN" status | grep -q "$1: "
+}
+
+# The outputs of a build, as name and hash.
+outputs_of() {
+	(cd build/pc && sha256sum a1.txt a2.txt a3.txt both.txt a.spv)
+}
+
+@test "a build runs entirely on two agents, with the outputs of a local build, and a second build runs nothing" {
+	agents_project
+	# the reference: built here, by the daemon alone
+	"$KILN" build >local.out 2>&1 || { cat local.out; false; }
+	outputs_of >local.sums
+	"$KILN" stop
+	rm -rf .kiln build
+	daemon_up --local-jobs 0
+	agent_up one -j 1
+	agent_up two -j 1
+	run --separate-stderr "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; cat .kiln/kilnd.log; false; }
+	outputs_of | diff - local.sums
+	# every step ran, each on one of the agents
+	[ "$(grep -c '"result":"ran"' <<<"$output")" -eq 5 ] || { echo "$output"; false; }
+	[ "$(grep -c '"machine":"one"\|"machine":"two"' <<<"$output")" -eq 5 ]
+	# no agent has a copy of the project: only its cache
+	[ ! -e "$BATS_TEST_TMPDIR/one/kiln.yaml" ] && [ ! -e "$BATS_TEST_TMPDIR/two/kiln.yaml" ]
+	run "$KILN" status
+	[[ "$output" == *"one: 1 slots"* ]] && [[ "$output" == *"two: 1 slots"* ]]
+	# the second build: served from the store, zero tool runs
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"0 ran, 5 up to date"* ]] || { echo "$output"; false; }
+	# and a fresh clone's build/ from the same store: nothing runs either
+	rm -rf build
+	run --separate-stderr "$KILN" build
+	[[ "$output" == *"0 ran"* ]] || { echo "$output"; false; }
+	outputs_of | diff - local.sums
+}
+
+@test "a shader's undeclared #include is sent to the agent, recorded, and its edit rebuilds the shader there" {
+	agents_project
+	daemon_up --local-jobs 0
+	agent_up one -j 1
+	"$KILN" build a.spv >out 2>&1 || { cat out; cat .kiln/kilnd.log; false; }
+	grep -q 'ran a.spv .*on one' out
+	[ "$(head -1 build/pc/a.spv)" = "// common v1" ]
+	grep -q 'lacked files its tool looked for' .kiln/kilnd.log
+	run "$KILN" deps a.spv
+	[[ "$output" == *"discovered shaders/common.glsl (trace)"* ]] || { echo "$output"; false; }
+	echo "// common v2" >shaders/common.glsl
+	"$KILN" build a.spv >out 2>&1
+	grep -q 'ran a.spv .*on one.*shaders/common.glsl' out || { cat out; false; }
+	[ "$(head -1 build/pc/a.spv)" = "// common v2" ]
+}
+
+@test "an agent killed with -9 mid-step: its step runs elsewhere and the build completes right" {
+	agents_project
+	cat >>kiln.yaml <<'YAML'
+  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }
+YAML
+	daemon_up --local-jobs 0
+	agent_up doomed -j 1
+	"$KILN" build slow.txt >out 2>&1 &
+	bpid=$!
+	# the step runs on the agent: its sleep is a child of the agent
+	wait_for pgrep -f -P "$LAST_AGENT" sh
+	kill -9 "$LAST_AGENT"
+	agent_up rescuer -j 1
+	wait "$bpid" || { cat out; cat .kiln/kilnd.log; false; }
+	grep -q 'ran slow.txt .*on rescuer' out || { cat out; false; }
+	cmp build/pc/slow.txt src/f3.txt
+	grep -q 'agent doomed .* left' .kiln/kilnd.log
+}
+
+@test "an agent whose program differs from the daemon's refuses the step, which runs here and says why" {
+	agents_project
+	mkdir -p "$BATS_TEST_TMPDIR/otherbin"
+	printf '#!/bin/sh\nexec /bin/cp "$@"\n' >"$BATS_TEST_TMPDIR/otherbin/cp"
+	chmod +x "$BATS_TEST_TMPDIR/otherbin/cp"
+	daemon_up --local-jobs 0
+	PATH="$BATS_TEST_TMPDIR/otherbin:$PATH" agent_up other -j 1
+	"$KILN" build a1.txt >out 2>&1 || { cat out; cat .kiln/kilnd.log; false; }
+	cmp build/pc/a1.txt src/f1.txt
+	# it ran on the daemon's machine, not on the agent
+	grep -q 'ran a1.txt' out && ! grep -q 'ran a1.txt .*on other' out
+	grep -q 'a1.txt: agent other did not run it (program .*differs' .kiln/kilnd.log
+	run "$KILN" why a1.txt
+	[[ "$output" == *"agent other refused it"* ]] || { echo "$output"; false; }
+	run "$KILN" status
+	[[ "$output" == *"other: 1 slots, 0 running; 0 ran, 0 failed, 1 refused"* ]] || { echo "$output"; false; }
+}
+
+@test "an agent's corrupted upload is rejected: nothing of it is recorded, the step is built again" {
+	agents_project
+	daemon_up --local-jobs 0
+	KILN_TEST_AGENT_CORRUPT=1 agent_up liar -j 1
+	"$KILN" build both.txt >out 2>&1 || { cat out; cat .kiln/kilnd.log; false; }
+	# the good bytes are in build/, not the liar's (its a1/a2 answers name
+	# blobs the store had already: their bytes never came from it)
+	cat src/f4.txt src/f1.txt src/f2.txt | cmp - build/pc/both.txt
+	grep -q "both.txt: the answer of agent liar was refused: output 'out'" .kiln/kilnd.log
+	! grep -q 'ran both.txt .*on liar' out
+	run "$KILN" status
+	[[ "$output" =~ liar:\ 1\ slots,\ 0\ running\;\ [0-9]+\ ran,\ [1-9] ]] || { echo "$output"; false; }
+	"$KILN" fsck >/dev/null
+}
+
+@test "the daemon restarted under a connected agent: it joins again and builds" {
+	agents_project
+	daemon_up --local-jobs 0
+	agent_up one -j 1
+	"$KILN" build a1.txt >out 2>&1 || { cat out; false; }
+	"$KILN" stop
+	"$KILND" --project . --listen "$URL" --token-file "$BATS_TEST_TMPDIR/token" \
+		--agent-lease 1000 --local-jobs 0
+	wait_for agent_listed one
+	"$KILN" build >out 2>&1 || { cat out; cat .kiln/kilnd.log; false; }
+	grep -q 'ran a2.txt .*on one' out
+	cmp build/pc/a2.txt src/f2.txt
+	grep -q 'lost the daemon' "$BATS_TEST_TMPDIR/agent-one.log"
+}
+
+@test "kiln agent: usage errors, and a wrong token refused" {
+	run --separate-stderr "$KILN" agent
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"which daemon?"* ]]
+	run --separate-stderr "$KILN" agent --connect tcp://127.0.0.1:1 -j 0
+	[ "$status" -eq 2 ]
+	agents_project
+	daemon_up
+	printf 'a-wrong-token-of-32-characters!!\n' >wrong
+	run --separate-stderr timeout 20 "$KILN" agent --connect "$URL" --token-file wrong \
+		--cache "$BATS_TEST_TMPDIR/c"
+	[ "$status" -eq 1 ] || { echo "$status $stderr"; false; }
+	[[ "$stderr" == *"refused this agent"* ]] || { echo "$stderr"; false; }
+}
