@@ -435,6 +435,11 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 		snprintf(path, sizeof path, "%s/%s", job->scratch, job->outputs[i]);
 		parents(s->work, path, 0);
 	}
+	/* untraced, a file the tool looked for in vain could not be told
+	 * from one it never needed: such a run is not the daemon's run */
+	if (!job->notrace && s->shim[0] == '\0')
+		return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__REFUSED,
+		              "no libkilntrace.so on this agent: it cannot trace the tool");
 	if ((rv = program_check(s, job, exe, sizeof exe, why, sizeof why)) != 0)
 		return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__REFUSED, why);
 

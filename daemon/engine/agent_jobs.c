@@ -947,7 +947,11 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 		pthread_mutex_unlock(&e->mu);
 		return rv;
 	}
-	if (q->exited && q->status == 0 && n->w->agent_tries + 1 < AGENT_TRIES) {
+	/* A run that looked in vain for a file this machine has is not the
+	 * run it would have been here: never a result (its record would
+	 * claim the file's content). Tried again with those files, and after
+	 * AGENT_TRIES here. */
+	if (q->exited && q->status == 0) {
 		int lacked;
 		pthread_mutex_unlock(&e->mu);
 		lacked = trace_lacked(e, n);
