@@ -338,11 +338,13 @@ agent_leases_return(struct engine *e, uint64_t id)
 	for (;;) {
 		struct agents *a = e->agents;
 		struct lease *l = NULL;
-		for (size_t i = 0; i < a->nl && l == NULL; i++)
+		for (size_t i = 0; i < a->nl && l == NULL;)
 			if (a->l[i].agent == id && a->l[i].st == L_CANCELLED)
 				lease_remove(a, &a->l[i]);   /* nothing to return */
 			else if (a->l[i].agent == id && a->l[i].st == L_HELD)
 				l = &a->l[i];
+			else
+				i++;
 		if (l == NULL)
 			return;
 		l->st = L_FINISHING;

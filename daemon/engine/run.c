@@ -444,20 +444,49 @@ fail:
 
 /* ---- a job for an agent --------------------------------------------------- */
 
+/* Add rel (blob id, size bytes) to the job's inputs. */
+static int
+job_file(Kiln__AgentJob *j, const char *rel, const kiln_id *id, uint64_t size, int exec)
+{
+	Kiln__AgentFile *f;
+
+	if ((f = calloc(1, sizeof *f + 16)) == NULL)
+		return KILN_ENOMEM;
+	kiln__agent_file__init(f);
+	if ((f->path = strdup(rel)) == NULL) {
+		free(f);
+		return KILN_ENOMEM;
+	}
+	f->id.data = (uint8_t *)(f + 1);
+	memcpy(f->id.data, id->b, 16);
+	f->id.len = 16;
+	f->size = size;
+	f->exec = exec;
+	j->inputs[j->n_inputs++] = f;
+	return 0;
+}
+
+static int
+job_has(const Kiln__AgentJob *j, const char *rel)
+{
+	for (size_t i = 0; i < j->n_inputs; i++)
+		if (strcmp(j->inputs[i]->path, rel) == 0)
+			return 1;
+	return 0;
+}
+
 /* Put the project file rel into the store (agents fetch by id) and add it
  * to the job's inputs, once. */
 static int
 job_input(struct engine *e, Kiln__AgentJob *j, const char *rel, int exec)
 {
 	char abs[PATH_MAX * 2];
-	Kiln__AgentFile *f;
 	kiln_id id;
 	struct stat st;
 	int fd, rv;
 
-	for (size_t i = 0; i < j->n_inputs; i++)
-		if (strcmp(j->inputs[i]->path, rel) == 0)
-			return 0;
+	if (job_has(j, rel))
+		return 0;
 	snprintf(abs, sizeof abs, "%s/%s", e->root, rel);
 	if ((fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return errno == ENOENT ? KILN_ENOTFOUND : KILN_EIO;
@@ -469,20 +498,7 @@ job_input(struct engine *e, Kiln__AgentJob *j, const char *rel, int exec)
 	close(fd);
 	if (rv != 0)
 		return rv;
-	if ((f = calloc(1, sizeof *f + 16)) == NULL)
-		return KILN_ENOMEM;
-	kiln__agent_file__init(f);
-	if ((f->path = strdup(rel)) == NULL) {
-		free(f);
-		return KILN_ENOMEM;
-	}
-	f->id.data = (uint8_t *)(f + 1);
-	memcpy(f->id.data, id.b, 16);
-	f->id.len = 16;
-	f->size = (uint64_t)st.st_size;
-	f->exec = exec || (st.st_mode & 0111) != 0;
-	j->inputs[j->n_inputs++] = f;
-	return 0;
+	return job_file(j, rel, &id, (uint64_t)st.st_size, exec || (st.st_mode & 0111) != 0);
 }
 
 static char **
@@ -605,8 +621,21 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 		set_error(n, "%s: its program '%s': %s", n->ks->url, prog, kiln_strerror(rv));
 		goto fail;
 	}
+	/* prerequisites' outputs by the blob their result recorded (not
+	 * what build/ holds now: someone may have edited it) */
+	for (uint32_t k = 0; k < n->ndeps; k++) {
+		const struct node *d = &g->nodes[n->deps[k]];
+		for (size_t i = 0; i < d->ks->noutputs; i++)
+			if (!job_has(j, d->outpaths[i]) &&
+			    kiln_store_has(e->s, &d->outs[i].id, NULL) == 0 &&
+			    (rv = job_file(j, d->outpaths[i], &d->outs[i].id,
+			                   d->outs[i].size, 0)) != 0)
+				goto fail;
+	}
 	for (size_t i = 0; i < rp.p.in.n + nextra; i++) {
 		const char *rel = i < rp.p.in.n ? rp.p.in.v[i] : extra[i - rp.p.in.n];
+		if (job_has(j, rel))
+			continue;
 		rv = job_input(e, j, rel, 0);
 		/* a file the run looked for that went away since: the agent
 		 * finds it missing too, as the tool would have here */

@@ -489,7 +489,8 @@ pop_live(struct heap *h, enum node_state want, struct graph **gp)
 static int
 eval_room(const struct engine *e)
 {
-	if (e->runnable.n < 16 + 4 * (size_t)jobs_limit(e))
+	/* agents' slots are filled from the same runnable heap */
+	if (e->runnable.n < 16 + 4 * ((size_t)jobs_limit(e) + agent_jobs_slots(e)))
 		return 1;
 	return e->ready.n > 0 && e->ready.v[0].prio > e->runnable.v[0].prio;
 }
