@@ -92,7 +92,7 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
              daemon/events.c daemon/evfilter.c \
              daemon/verified.c daemon/jobs.c \
-             daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c daemon/changes.c
+             daemon/handlers.c daemon/handlers_build.c daemon/roles.c daemon/uploads.c daemon/owners.c daemon/changes.c
 DAEMON_SRC = daemon/main.c
 # ... and its HTTP transport, in the same library: Bazel's HTTP
 # remote-cache protocol over libcurl (docs/cache-http.md).

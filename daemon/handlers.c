@@ -18,6 +18,7 @@
 #include "changes.h"
 #include "evfilter.h"
 #include "handlers.h"
+#include "roles.h"
 #include "server.h"
 #include "verified.h"
 
@@ -383,18 +384,26 @@ static const struct handler {
 	{KILN__REQUEST__BODY_NEED, h_need},
 };
 
-/* Whether t is the daemon's token, in time independent of where they
- * differ. */
-static int
-token_ok(const struct kilnd *d, const char *t)
+/* The role a request acts in: admin over the ipc socket (private to the
+ * daemon's user), else the one its token grants (roles.c). */
+static enum kilnd_role
+call_role(const struct kilnd *d, const struct kilnd_call *c)
 {
-	size_t n = strlen(t);
-	unsigned diff = n != d->token_len;
+	return c->remote ? role_of_token(d->tokens, c->req->token) : ROLE_ADMIN;
+}
 
-	for (size_t i = 0; i < d->token_len; i++)
-		diff |= (unsigned char)d->token[i] ^
-		        (unsigned char)(i < n ? t[i] : 0);
-	return diff == 0 && d->token_len > 0;
+/* Refuse what role r may not send, naming both. */
+static int
+refuse_role(struct kilnd_answer *a, enum kilnd_role r,
+            Kiln__Request__BodyCase body)
+{
+	const char *name = kiln_proto_request_name(body);
+
+	if (strcmp(name, "unknown") == 0) /* an agent request named elsewhere */
+		return refuse(a, KILN_EAUTH, "the %s token may not send request "
+		              "type %d", role_name(r), (int)body);
+	return refuse(a, KILN_EAUTH, "the %s token may not send '%s'",
+	              role_name(r), name);
 }
 
 /* The handler for the request, or why there is none. */
@@ -403,13 +412,20 @@ route(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
       handler_fn *fn)
 {
 	const Kiln__Request *q = c->req;
+	enum kilnd_role role = call_role(d, c);
 
-	if (c->remote && !token_ok(d, q->token))
-		return refuse(a, KILN_EAUTH, "this listener needs the token from "
-		              "kilnd's --token-file");
+	if (role == ROLE_NONE)
+		return refuse(a, KILN_EAUTH, "this listener needs the token of a "
+		              "role (kilnd's --token-file, --agent-token-file or "
+		              "--admin-token-file)");
 	if (q->version != KILN_PROTO_VERSION)
 		return refuse(a, KILN_EVERSION, "protocol version %u; this daemon "
 		              "speaks %d", q->version, KILN_PROTO_VERSION);
+	/* A request of a type unknown here runs nothing whoever sends it: it
+	 * gets UNSUPPORTED below. */
+	if (q->body_case != KILN__REQUEST__BODY__NOT_SET &&
+	    !role_allows(role, q->body_case))
+		return refuse_role(a, role, q->body_case);
 	/* Polls still answer, so that subscribers hear the Stopping event. */
 	if (atomic_load(&d->stopping) && q->body_case != KILN__REQUEST__BODY_POLL)
 		return refuse(a, KILN_ECLOSED, "the daemon is stopping");
