@@ -392,6 +392,23 @@ call_role(const struct kilnd *d, const struct kilnd_call *c)
 	return c->remote ? role_of_token(d->tokens, c->req->token) : ROLE_ADMIN;
 }
 
+/* The request's type for the permission table: its body, or, for an
+ * agent request this daemon does not know yet (an unknown field in the
+ * agents' range), that field's number, so that the client role is told
+ * it may not send one rather than that it is unsupported. Any other
+ * unknown type runs nothing whoever sends it (UNSUPPORTED): NOT_SET. */
+static Kiln__Request__BodyCase
+request_type(const Kiln__Request *q)
+{
+	if (q->body_case != KILN__REQUEST__BODY__NOT_SET)
+		return q->body_case;
+	for (size_t i = 0; i < q->base.n_unknown_fields; i++)
+		if (q->base.unknown_fields[i].tag >= ROLE_AGENT_FIRST &&
+		    q->base.unknown_fields[i].tag <= ROLE_AGENT_LAST)
+			return (Kiln__Request__BodyCase)q->base.unknown_fields[i].tag;
+	return KILN__REQUEST__BODY__NOT_SET;
+}
+
 /* Refuse what role r may not send, naming both. */
 static int
 refuse_role(struct kilnd_answer *a, enum kilnd_role r,
@@ -413,6 +430,7 @@ route(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 {
 	const Kiln__Request *q = c->req;
 	enum kilnd_role role = call_role(d, c);
+	Kiln__Request__BodyCase type;
 
 	if (role == ROLE_NONE)
 		return refuse(a, KILN_EAUTH, "this listener needs the token of a "
@@ -421,11 +439,9 @@ route(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	if (q->version != KILN_PROTO_VERSION)
 		return refuse(a, KILN_EVERSION, "protocol version %u; this daemon "
 		              "speaks %d", q->version, KILN_PROTO_VERSION);
-	/* A request of a type unknown here runs nothing whoever sends it: it
-	 * gets UNSUPPORTED below. */
-	if (q->body_case != KILN__REQUEST__BODY__NOT_SET &&
-	    !role_allows(role, q->body_case))
-		return refuse_role(a, role, q->body_case);
+	if ((type = request_type(q)) != KILN__REQUEST__BODY__NOT_SET &&
+	    !role_allows(role, type))
+		return refuse_role(a, role, type);
 	/* Polls still answer, so that subscribers hear the Stopping event. */
 	if (atomic_load(&d->stopping) && q->body_case != KILN__REQUEST__BODY_POLL)
 		return refuse(a, KILN_ECLOSED, "the daemon is stopping");
