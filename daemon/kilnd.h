@@ -20,7 +20,7 @@
  * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
  * Requests are handled on cfg.workers handler threads (jobs.c), fed by
  * workers.c's nng callbacks, several at once; whatever they share is either
- * immutable after start (cfg, paths, store handle, token) or guarded as
+ * immutable after start (cfg, paths, store handle, tokens) or guarded as
  * noted at each field. */
 #ifndef KILND_H
 #define KILND_H
