@@ -92,7 +92,8 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
              daemon/events.c daemon/evfilter.c \
              daemon/verified.c daemon/jobs.c \
-             daemon/handlers.c daemon/handlers_build.c daemon/handlers_agent.c daemon/agents.c daemon/uploads.c daemon/owners.c daemon/changes.c
+             daemon/handlers.c daemon/handlers_build.c daemon/handlers_agent.c daemon/agents.c daemon/roles.c \
+             daemon/uploads.c daemon/owners.c daemon/changes.c
 DAEMON_SRC = daemon/main.c
 # ... and its HTTP transport, in the same library: Bazel's HTTP
 # remote-cache protocol over libcurl (docs/cache-http.md).
@@ -106,7 +107,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
-             test_schedule test_http_cache test_sha256 test_reapi
+             test_schedule test_http_cache test_sha256 test_reapi test_roles
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace
 
 VARIANTS = release asan

@@ -385,6 +385,17 @@ token_read(const char *cmd, const char *path, char *buf, size_t len)
 	return CLI_OK;
 }
 
+/* Whether a TLS file given cannot be read, after saying so: libkiln only
+ * knows that a TLS setting failed, not which file or why. */
+static int
+tls_file_check(const char *cmd, const char *option, const char *path)
+{
+	if (path == NULL || access(path, R_OK) == 0)
+		return 0;
+	cli_errorf(cmd, "%s %s: %s", option, path, strerror(errno));
+	return 1;
+}
+
 int
 cli_token_read(const char *cmd, const char *path, char *buf, size_t len)
 {
@@ -394,11 +405,16 @@ cli_token_read(const char *cmd, const char *path, char *buf, size_t len)
 int
 cli_connect(const char *cmd, const struct cli *cli, int start, kiln_conn **c)
 {
-	kiln_connect_opts o = {.url = cli->connect, .tls_ca = cli->tls_ca};
+	kiln_connect_opts o = {.url = cli->connect, .tls_ca = cli->tls_ca,
+	                       .tls_cert = cli->tls_cert, .tls_key = cli->tls_key};
 	char token[256];
 	int rv;
 
 	*c = NULL;
+	if (cli->connect != NULL && (tls_file_check(cmd, "--tls-ca", cli->tls_ca) ||
+	    tls_file_check(cmd, "--tls-cert", cli->tls_cert) ||
+	    tls_file_check(cmd, "--tls-key", cli->tls_key)))
+		return CLI_USAGE;
 	if (cli->token_file != NULL) {
 		if (token_read(cmd, cli->token_file, token, sizeof(token)) != CLI_OK)
 			return CLI_USAGE;

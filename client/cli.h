@@ -34,6 +34,8 @@ struct cli {
 	const char *connect;    /* --connect URL: a remote daemon */
 	const char *token_file; /* --token-file FILE: its token */
 	const char *tls_ca;     /* --tls-ca FILE: its CA (tls+tcp://) */
+	const char *tls_cert;   /* --tls-cert FILE: our certificate, for a */
+	const char *tls_key;    /* daemon that asks for one; --tls-key FILE */
 };
 
 /* ---- commands (cmd_store.c) ------------------------------------------ */

@@ -21,8 +21,9 @@ extern char **environ;
 
 #define DAEMON_OPTION_HELP                                                   \
 	"  -h, --help           show this help\n"                                 \
-	"(the global options --connect URL, --token-file FILE and --tls-ca FILE\n" \
-	"talk to a remote daemon instead of the project's)\n"
+	"(the global options --connect URL, --token-file FILE, --tls-ca FILE\n" \
+	"and --tls-cert/--tls-key FILE talk to a remote daemon instead of the\n" \
+	"project's)\n"
 
 /* ---- status ------------------------------------------------------------ */
 
@@ -196,7 +197,8 @@ static const char stop_help[] =
 	"\n"
 	"Ask the project's daemon to stop, and wait until it has: in-flight work\n"
 	"finished or cancelled, the store closed, its socket and pid file gone.\n"
-	"Without a running daemon, says so and succeeds.\n"
+	"Without a running daemon, says so and succeeds. A remote daemon stops\n"
+	"only for its admin token (kilnd --admin-token-file).\n"
 	"\n"
 	"options:\n" DAEMON_OPTION_HELP
 	"\n"

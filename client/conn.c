@@ -8,6 +8,7 @@
  * Threads: a slot is used by one thread at a time (libkiln gives the
  * events slot to the subscription thread, the others to the caller); the
  * socket itself is nng's and thread-safe. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,55 @@ url_host(const char *url, char *host, size_t len)
 	return 0;
 }
 
+/* Read a whole (small) PEM file into a malloc'd string. */
+static int
+pem_slurp(const char *path, char **out)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	long size = -1;
+	size_t n;
+
+	*out = NULL;
+	if (f == NULL)
+		return KILN_EINVAL;
+	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+	    size > (1 << 20) || fseek(f, 0, SEEK_SET) != 0) {
+		fclose(f);
+		return KILN_EINVAL; /* not a file, or too large for a PEM */
+	}
+	if ((buf = malloc((size_t)size + 1)) == NULL) {
+		fclose(f);
+		return KILN_ENOMEM;
+	}
+	n = fread(buf, 1, (size_t)size, f);
+	fclose(f);
+	buf[n] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* Our own certificate, for a daemon that asks for one (--tls-client-ca):
+ * nng 1.5.2 takes the certificate and the key as PEM text. */
+static int
+tls_own_cert(struct conn *c, const struct conn_opts *o)
+{
+	char *cert = NULL, *key = NULL;
+	int rv;
+
+	if (o->tls_cert == NULL && o->tls_key == NULL)
+		return 0;
+	if (o->tls_cert == NULL || o->tls_key == NULL)
+		return KILN_EINVAL;
+	if ((rv = pem_slurp(o->tls_cert, &cert)) == 0 &&
+	    (rv = pem_slurp(o->tls_key, &key)) == 0 &&
+	    (rv = nng_tls_config_own_cert(c->tls, cert, key, NULL)) != 0)
+		rv = rv == NNG_ENOMEM ? KILN_ENOMEM : KILN_EINVAL;
+	free(cert);
+	free(key);
+	return rv;
+}
+
 static int
 tls_setup(struct conn *c, const char *url, const struct conn_opts *o)
 {
@@ -88,10 +138,26 @@ tls_setup(struct conn *c, const char *url, const struct conn_opts *o)
 		return KILN_EINVAL;
 	if ((rv = nng_tls_config_alloc(&c->tls, NNG_TLS_MODE_CLIENT)) != 0 ||
 	    (rv = nng_tls_config_ca_file(c->tls, o->tls_ca)) != 0 ||
-	    (rv = nng_tls_config_server_name(c->tls, host)) != 0 ||
-	    (rv = nng_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, c->tls)) != 0)
+	    (rv = nng_tls_config_server_name(c->tls, host)) != 0)
+		return rv == NNG_ENOMEM ? KILN_ENOMEM : KILN_EINVAL;
+	if ((rv = tls_own_cert(c, o)) != 0)
+		return rv;
+	if ((rv = nng_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, c->tls)) != 0)
 		return rv == NNG_ENOMEM ? KILN_ENOMEM : KILN_EINVAL;
 	return 0;
+}
+
+/* The code for a failed dial. A TLS daemon that closes the connection
+ * during the handshake refused our certificate, or our lack of one
+ * (kilnd --tls-client-ca; mbedtls's TLS 1.2 server just hangs up): say
+ * so, rather than that the daemon went away. */
+static int
+dial_err(const char *url, int rv)
+{
+	if (strncmp(url, "tls+tcp://", 10) == 0 &&
+	    (rv == NNG_ECONNSHUT || rv == NNG_ECONNRESET))
+		return KILN_ETLS;
+	return err_of_nng(rv);
 }
 
 static int
@@ -128,7 +194,7 @@ conn_open(const char *url, const struct conn_opts *o, struct conn **cp)
 	    (rv = err_of_nng(nng_dialer_create(&c->dialer, c->sock, url))) != 0 ||
 	    (strncmp(url, "tls+tcp://", 10) == 0 &&
 	     (rv = tls_setup(c, url, o)) != 0) ||
-	    (rv = err_of_nng(nng_dialer_start(c->dialer, 0))) != 0) {
+	    (rv = dial_err(url, nng_dialer_start(c->dialer, 0))) != 0) {
 		conn_close(c);
 		return rv;
 	}

@@ -25,6 +25,9 @@ struct conn;
 struct conn_opts {
 	size_t max_message; /* largest message sent or accepted */
 	const char *tls_ca; /* CA file for tls+tcp:// */
+	const char *tls_cert; /* our certificate (PEM file) for a daemon that
+	                       * asks for one (mutual TLS), or NULL */
+	const char *tls_key;  /* its private key (PEM file), with tls_cert */
 };
 
 /* A decoded reply; the bytes of its data field live in msg. */
@@ -36,7 +39,8 @@ struct conn_reply {
 };
 
 /* Dial url and wait until connected. Returns 0, KILN_ENODAEMON (nothing
- * listens there), KILN_EINVAL (a bad address or TLS file), KILN_ENOMEM or
+ * listens there), KILN_EINVAL (a bad address or TLS file), KILN_ETLS (the
+ * TLS handshake failed: the daemon's certificate, or ours), KILN_ENOMEM or
  * KILN_EIO. */
 int conn_open(const char *url, const struct conn_opts *o, struct conn **c);
 void conn_close(struct conn *c);

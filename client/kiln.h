@@ -49,6 +49,10 @@ typedef struct kiln_connect_opts {
 	const char *token;    /* the daemon's --token-file secret (tcp, tls) */
 	const char *tls_ca;   /* PEM file of the CA that signed the daemon's
 	                         certificate (tls+tcp://) */
+	/* Our certificate and its private key (PEM files, both or neither),
+	 * for a daemon that asks for one (kilnd --tls-client-ca). */
+	const char *tls_cert;
+	const char *tls_key;
 	/* The kilnd program to start; NULL: $KILND, else kilnd next to the
 	 * running program, else kilnd on $PATH. */
 	const char *kilnd;
@@ -61,7 +65,9 @@ typedef struct kiln_connect_opts {
  * answers, start one — race-free: of many clients starting at once exactly
  * one daemon results — and wait until it serves. Returns 0, KILN_ENODAEMON
  * (none runs, none could be started), KILN_ERANGE (the project path is too
- * long for a unix socket), KILN_EINVAL, KILN_ENOMEM or KILN_EIO. */
+ * long for a unix socket), KILN_EINVAL, KILN_ETLS (tls+tcp://: a
+ * certificate did not verify, the daemon's or ours), KILN_ENOMEM or
+ * KILN_EIO. */
 int kiln_connect(const kiln_connect_opts *o, kiln_conn **c);
 
 /* Close the connection (ending its subscription). NULL is allowed. */

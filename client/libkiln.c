@@ -97,6 +97,8 @@ kiln_connect(const kiln_connect_opts *o, kiln_conn **cp)
 		snprintf(c->token, sizeof(c->token), "%s", o->token);
 	co.max_message = c->max_message;
 	co.tls_ca = o->tls_ca;
+	co.tls_cert = o->tls_cert;
+	co.tls_key = o->tls_key;
 	if (c->max_message < KILN_MAX_MESSAGE_MIN)
 		rv = KILN_EINVAL;
 	else if (o->url != NULL)

@@ -42,7 +42,8 @@ static const struct command {
 
 static const char usage[] =
 	"usage: kiln [--store DIR] [--connect URL [--token-file FILE]\n"
-	"            [--tls-ca FILE]] COMMAND [ARG...]\n"
+	"            [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]]\n"
+	"            COMMAND [ARG...]\n"
 	"       kiln --help | --version\n";
 
 static void
@@ -64,6 +65,9 @@ help_print(void)
 	      "  --token-file FILE    the token that daemon asks for (first line)\n"
 	      "  --tls-ca FILE        the CA certificate that signed its TLS\n"
 	      "                       certificate (PEM)\n"
+	      "  --tls-cert FILE      our TLS certificate (PEM), for a daemon that\n"
+	      "                       asks for one (kilnd --tls-client-ca)\n"
+	      "  --tls-key FILE       its private key (PEM)\n"
 	      "  -h, --help           show this help\n"
 	      "  --version            print the version\n"
 	      "\n"
@@ -126,6 +130,8 @@ global_parse(struct cli *cli, int argc, char **argv)
 		{"connect", required_argument, NULL, 'c'},
 		{"token-file", required_argument, NULL, 't'},
 		{"tls-ca", required_argument, NULL, 'a'},
+		{"tls-cert", required_argument, NULL, 'C'},
+		{"tls-key", required_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -140,11 +146,15 @@ global_parse(struct cli *cli, int argc, char **argv)
 		case 'c': cli->connect = optarg; break;
 		case 't': cli->token_file = optarg; break;
 		case 'a': cli->tls_ca = optarg; break;
+		case 'C': cli->tls_cert = optarg; break;
+		case 'K': cli->tls_key = optarg; break;
 		case 'h': help_print(); return CLI_OK;
 		case 'V': printf("kiln %s\n", KILN_VERSION); return CLI_OK;
 		default: return cli_bad_option(NULL, usage, longopts, c, argv);
 		}
 	}
+	if ((cli->tls_cert == NULL) != (cli->tls_key == NULL))
+		return cli_usage(NULL, usage, "--tls-cert and --tls-key go together");
 	if (optind >= argc)
 		return cli_usage(NULL, usage, "no command given");
 	return CLI_CONTINUE;

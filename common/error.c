@@ -26,7 +26,8 @@ static const struct {
 	{KILN_EPROTO, "malformed message (protocol error)"},
 	{KILN_ETIMEDOUT, "timed out"},
 	{KILN_ENODAEMON, "no daemon running, and none could be started"},
-	{KILN_EAUTH, "refused: missing or wrong token"},
+	{KILN_EAUTH, "refused: missing or wrong token, or one whose role may "
+	             "not send this request"},
 	{KILN_ENOTSUP, "not supported by the other side"},
 	{KILN_ECLOSED, "connection closed (the daemon stopped or went away)"},
 	{KILN_EBADPROJECT, "the project's descriptions have errors"},
@@ -34,7 +35,9 @@ static const struct {
 	{KILN_ECANCELLED, "cancelled"},
 	{KILN_EOUTSIDE, "a symlink on the path leads out of the project"},
 	{KILN_ETLS, "the TLS handshake failed: the daemon's certificate did not "
-	            "verify against --tls-ca, or does not name the address connected to"},
+	            "verify against --tls-ca, or does not name the address connected to; "
+	            "or the daemon asks for a client certificate (--tls-cert/--tls-key) "
+	            "signed by a CA it trusts"},
 };
 
 const char *

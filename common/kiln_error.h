@@ -31,14 +31,16 @@ enum kiln_err {
 	KILN_EPROTO = -20015,    /* malformed or unexpected message on the wire */
 	KILN_ETIMEDOUT = -20016, /* no answer in time */
 	KILN_ENODAEMON = -20017, /* no daemon answers, and none could be started */
-	KILN_EAUTH = -20018,     /* the daemon refused the token */
+	KILN_EAUTH = -20018,     /* the daemon refused the token, or the
+	                          * request for the token's role */
 	KILN_ENOTSUP = -20019,   /* request or protocol version not supported */
 	KILN_ECLOSED = -20020,   /* connection closed, or the daemon is stopping */
 	KILN_EBADPROJECT = -20021, /* the project's descriptions have errors */
 	KILN_EFAILED = -20022,   /* a build step failed */
 	KILN_ECANCELLED = -20023, /* the work was cancelled */
 	KILN_EOUTSIDE = -20024,  /* a path leads out of its root (a symlink) */
-	KILN_ETLS = -20025,      /* the TLS handshake failed (a certificate) */
+	KILN_ETLS = -20025,      /* the TLS handshake failed (a certificate,
+	                          * the daemon's or ours) */
 };
 
 /* A static, human-readable message for a code (0 or KILN_E*); never NULL. */

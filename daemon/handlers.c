@@ -18,6 +18,7 @@
 #include "changes.h"
 #include "evfilter.h"
 #include "handlers.h"
+#include "roles.h"
 #include "server.h"
 #include "verified.h"
 
@@ -400,18 +401,43 @@ static const struct handler {
 	{KILN__REQUEST__BODY_AGENT_DONE, h_agent_done},
 };
 
-/* Whether t is the daemon's token, in time independent of where they
- * differ. */
-static int
-token_ok(const struct kilnd *d, const char *t)
+/* The role a request acts in: admin over the ipc socket (private to the
+ * daemon's user), else the one its token grants (roles.c). */
+static enum kilnd_role
+call_role(const struct kilnd *d, const struct kilnd_call *c)
 {
-	size_t n = strlen(t);
-	unsigned diff = n != d->token_len;
+	return c->remote ? role_of_token(d->tokens, c->req->token) : ROLE_ADMIN;
+}
 
-	for (size_t i = 0; i < d->token_len; i++)
-		diff |= (unsigned char)d->token[i] ^
-		        (unsigned char)(i < n ? t[i] : 0);
-	return diff == 0 && d->token_len > 0;
+/* The request's type for the permission table: its body, or, for an
+ * agent request this daemon does not know yet (an unknown field in the
+ * agents' range), that field's number, so that the client role is told
+ * it may not send one rather than that it is unsupported. Any other
+ * unknown type runs nothing whoever sends it (UNSUPPORTED): NOT_SET. */
+static Kiln__Request__BodyCase
+request_type(const Kiln__Request *q)
+{
+	if (q->body_case != KILN__REQUEST__BODY__NOT_SET)
+		return q->body_case;
+	for (size_t i = 0; i < q->base.n_unknown_fields; i++)
+		if (q->base.unknown_fields[i].tag >= ROLE_AGENT_FIRST &&
+		    q->base.unknown_fields[i].tag <= ROLE_AGENT_LAST)
+			return (Kiln__Request__BodyCase)q->base.unknown_fields[i].tag;
+	return KILN__REQUEST__BODY__NOT_SET;
+}
+
+/* Refuse what role r may not send, naming both. */
+static int
+refuse_role(struct kilnd_answer *a, enum kilnd_role r,
+            Kiln__Request__BodyCase body)
+{
+	const char *name = kiln_proto_request_name(body);
+
+	if (strcmp(name, "unknown") == 0) /* an agent request named elsewhere */
+		return refuse(a, KILN_EAUTH, "the %s token may not send request "
+		              "type %d", role_name(r), (int)body);
+	return refuse(a, KILN_EAUTH, "the %s token may not send '%s'",
+	              role_name(r), name);
 }
 
 /* The handler for the request, or why there is none. */
@@ -420,13 +446,19 @@ route(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
       handler_fn *fn)
 {
 	const Kiln__Request *q = c->req;
+	enum kilnd_role role = call_role(d, c);
+	Kiln__Request__BodyCase type;
 
-	if (c->remote && !token_ok(d, q->token))
-		return refuse(a, KILN_EAUTH, "this listener needs the token from "
-		              "kilnd's --token-file");
+	if (role == ROLE_NONE)
+		return refuse(a, KILN_EAUTH, "this listener needs the token of a "
+		              "role (kilnd's --token-file, --agent-token-file or "
+		              "--admin-token-file)");
 	if (q->version != KILN_PROTO_VERSION)
 		return refuse(a, KILN_EVERSION, "protocol version %u; this daemon "
 		              "speaks %d", q->version, KILN_PROTO_VERSION);
+	if ((type = request_type(q)) != KILN__REQUEST__BODY__NOT_SET &&
+	    !role_allows(role, type))
+		return refuse_role(a, role, type);
 	/* Polls still answer, so that subscribers hear the Stopping event. */
 	if (atomic_load(&d->stopping) && q->body_case != KILN__REQUEST__BODY_POLL)
 		return refuse(a, KILN_ECLOSED, "the daemon is stopping");

@@ -15,11 +15,12 @@
  *   verified.c  blobs re-hashed lately (served without re-hashing again)
  *   events.c    the event ring, subscriptions and parked polls
  *   handlers_build.c  build, cancel, build status and why, on engine.h
+ *   roles.c     which role a token grants, and what each role may send
  *
  * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
  * Requests are handled on cfg.workers handler threads (jobs.c), fed by
  * workers.c's nng callbacks, several at once; whatever they share is either
- * immutable after start (cfg, paths, store handle, token) or guarded as
+ * immutable after start (cfg, paths, store handle, tokens) or guarded as
  * noted at each field. */
 #ifndef KILND_H
 #define KILND_H
@@ -32,6 +33,7 @@
 #include "kiln_proto.h"
 #include "kiln_store.h"
 #include "kiln_clock.h"
+#include "roles.h"
 
 #define KILND_VERSION "0.1.0"
 
@@ -51,9 +53,14 @@ struct kilnd_config {
 	const char *store;          /* NULL: <project>/.kiln/store */
 	int foreground;             /* do not detach; log to stderr */
 	const char *listen;         /* tcp:// or tls+tcp:// address, or NULL */
-	const char *token_file;     /* required with listen */
+	const char *token_file;     /* the client role's token (roles.h) */
+	const char *agent_token_file; /* the agent role's */
+	const char *admin_token_file; /* the admin role's; listen needs one of
+	                               * the three */
 	const char *tls_cert;       /* PEM certificate (chain) for tls+tcp:// */
 	const char *tls_key;        /* PEM private key for tls+tcp:// */
+	const char *tls_client_ca;  /* PEM CA: tls+tcp:// clients must present
+	                               a certificate it signed; NULL: none asked */
 	size_t max_message;         /* largest request accepted, bytes */
 	uint32_t event_buffer;      /* events held at most */
 	uint64_t event_buffer_bytes; /* bytes of events held at most */
@@ -99,8 +106,8 @@ struct kilnd {
 	char store_dir[PATH_MAX];
 	kiln_store *store;          /* thread-safe by itself */
 	uint32_t chunk_size;        /* from cfg.max_message */
-	char token[256];            /* from --token-file; "" without */
-	size_t token_len;
+	struct role_token tokens[ROLE_COUNT]; /* by role, from the token
+	                                         files; len 0 without */
 	int64_t start_ns;           /* CLOCK_MONOTONIC at serving */
 	int lock_fd;                /* holds flock on paths.lock */
 	long stale_pid;             /* a dead daemon's pid found at start */

@@ -53,10 +53,20 @@ static const char help[] =
 	"  -f, --foreground       do not detach; log to stderr\n"
 	"  -v, --verbose          log every connection too\n"
 	"  --listen URL           also listen on tcp://HOST:PORT (loopback only)\n"
-	"                         or tls+tcp://HOST:PORT; needs --token-file\n"
-	"  --token-file FILE      the secret remote clients must present\n"
+	"                         or tls+tcp://HOST:PORT; needs at least one of\n"
+	"                         the three token files below\n"
+	"  --token-file FILE      the client role's token (first line, 16+\n"
+	"                         characters): what kiln does (build, cancel,\n"
+	"                         events, put, cat, status, why, deps, need,\n"
+	"                         hold), but not stop and not agent requests\n"
+	"  --agent-token-file FILE  the agent role's: agent requests, blob put,\n"
+	"                         get and has, status\n"
+	"  --admin-token-file FILE  the admin role's: everything, stop too (the\n"
+	"                         ipc socket is always admin)\n"
 	"  --tls-cert FILE        PEM certificate for tls+tcp://\n"
 	"  --tls-key FILE         PEM private key for tls+tcp://\n"
+	"  --tls-client-ca FILE   tls+tcp:// clients must present a certificate\n"
+	"                         this PEM CA signed (mutual TLS), and a token\n"
 	"  --max-message SIZE     largest request accepted (default 2M); blob\n"
 	"                         chunks are 16 KiB smaller\n"
 	"  --event-buffer N       events held for slow or returning clients\n"
@@ -256,19 +266,26 @@ options_check(const struct kilnd_config *c)
 {
 	int tls;
 
+	int tokens = c->token_file || c->agent_token_file || c->admin_token_file;
+
 	if (c->listen == NULL)
-		return c->token_file || c->tls_cert || c->tls_key ?
-		       bad_usage("%s needs --listen", "--token-file/--tls-*") : KILND_CONTINUE;
+		return tokens || c->tls_cert || c->tls_key || c->tls_client_ca ?
+		       bad_usage("%s need --listen", "--*token-file/--tls-*") :
+		       KILND_CONTINUE;
 	tls = strncmp(c->listen, "tls+tcp://", 10) == 0;
 	if (!tls && strncmp(c->listen, "tcp://", 6) != 0)
 		return bad_usage("--listen '%s': expected tcp://HOST:PORT or "
 		                 "tls+tcp://HOST:PORT", c->listen);
-	if (c->token_file == NULL)
-		return bad_usage("--listen %s needs --token-file FILE (remote "
-		                 "clients must present its token)", c->listen);
+	if (!tokens)
+		return bad_usage("--listen %s needs --token-file, --agent-token-file "
+		                 "or --admin-token-file FILE (remote clients must "
+		                 "present a role's token)", c->listen);
 	if (tls && (c->tls_cert == NULL || c->tls_key == NULL))
 		return bad_usage("--listen %s needs --tls-cert and --tls-key",
 		                 c->listen);
+	if (!tls && c->tls_client_ca != NULL)
+		return bad_usage("--tls-client-ca needs a tls+tcp:// listener, not "
+		                 "%s", c->listen);
 	if (!tls && !is_loopback(c->listen))
 		return bad_usage("--listen %s: plain tcp:// only on the loopback "
 		                 "address (a host that resolves to 127.0.0.0/8 or "
@@ -288,6 +305,9 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"listen", required_argument, NULL, 'l'},
 		{"token-file", required_argument, NULL, 't'},
+		{"agent-token-file", required_argument, NULL, 'g'},
+		{"admin-token-file", required_argument, NULL, 'a'},
+		{"tls-client-ca", required_argument, NULL, 'A'},
 		{"tls-cert", required_argument, NULL, 'c'},
 		{"tls-key", required_argument, NULL, 'k'},
 		{"max-message", required_argument, NULL, 'M'},
@@ -319,6 +339,9 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		case 'v': d->verbose = 1; break;
 		case 'l': c->listen = optarg; break;
 		case 't': c->token_file = optarg; break;
+		case 'g': c->agent_token_file = optarg; break;
+		case 'a': c->admin_token_file = optarg; break;
+		case 'A': c->tls_client_ca = optarg; break;
 		case 'c': c->tls_cert = optarg; break;
 		case 'k': c->tls_key = optarg; break;
 		case 'N': c->no_watch = 1; break;
@@ -343,34 +366,64 @@ options_parse(struct kilnd *d, int argc, char **argv)
 
 /* ---- starting ------------------------------------------------------------ */
 
-/* Read the token: the file's first line, at least 16 bytes. Returns 0,
- * or a KILN_E* code after saying why on stderr. */
+/* Read one role's token: the file's first line, at least 16 bytes.
+ * Returns 0, or a KILN_E* code after saying why on stderr. */
 static int
-token_load(struct kilnd *d)
+token_load(const char *option, const char *path, struct role_token *t)
 {
 	FILE *f;
 	size_t n;
 	int err;
 
-	if (d->cfg.token_file == NULL)
-		return 0;
-	if ((f = fopen(d->cfg.token_file, "re")) == NULL) {
+	if ((f = fopen(path, "re")) == NULL) {
 		err = errno;
-		fprintf(stderr, "kilnd: --token-file %s: %s\n", d->cfg.token_file,
-		        strerror(err));
+		fprintf(stderr, "kilnd: %s %s: %s\n", option, path, strerror(err));
 		return kiln_err_from_errno(err);
 	}
-	if (fgets(d->token, sizeof(d->token), f) == NULL)
-		d->token[0] = '\0';
+	if (fgets(t->secret, sizeof(t->secret), f) == NULL)
+		t->secret[0] = '\0';
 	fclose(f);
-	n = strcspn(d->token, "\r\n");
-	d->token[n] = '\0';
-	d->token_len = n;
+	n = strcspn(t->secret, "\r\n");
+	t->secret[n] = '\0';
+	t->len = n;
 	if (n < 16) {
-		fprintf(stderr, "kilnd: --token-file %s: the token (its first line) "
-		        "must have at least 16 characters\n", d->cfg.token_file);
+		fprintf(stderr, "kilnd: %s %s: the token (its first line) must "
+		        "have at least 16 characters\n", option, path);
 		return KILN_EINVAL;
 	}
+	return 0;
+}
+
+/* Read every role's token file given. Two roles with one token would make
+ * a request's role ambiguous (and a client token an admin's): refused. */
+static int
+tokens_load(struct kilnd *d)
+{
+	static const char *const option[ROLE_COUNT] = {
+		[ROLE_CLIENT] = "--token-file",
+		[ROLE_AGENT] = "--agent-token-file",
+		[ROLE_ADMIN] = "--admin-token-file",
+	};
+	const char *path[ROLE_COUNT] = {
+		[ROLE_CLIENT] = d->cfg.token_file,
+		[ROLE_AGENT] = d->cfg.agent_token_file,
+		[ROLE_ADMIN] = d->cfg.admin_token_file,
+	};
+	struct role_token *t = d->tokens;
+	int rv;
+
+	for (int r = ROLE_CLIENT; r < ROLE_COUNT; r++)
+		if (path[r] != NULL &&
+		    (rv = token_load(option[r], path[r], &t[r])) != 0)
+			return rv;
+	for (int r = ROLE_CLIENT; r < ROLE_COUNT; r++)
+		for (int o = r + 1; o < ROLE_COUNT; o++)
+			if (t[r].len > 0 && t[r].len == t[o].len &&
+			    memcmp(t[r].secret, t[o].secret, t[r].len) == 0) {
+				fprintf(stderr, "kilnd: %s and %s hold the same token; "
+				        "each role needs its own\n", option[r], option[o]);
+				return KILN_EINVAL;
+			}
 	return 0;
 }
 
@@ -587,8 +640,12 @@ start(struct kilnd *d, char *err, size_t len)
 	          KILND_VERSION, d->paths.project, d->paths.url, (long)getpid(),
 	          d->store_dir);
 	if (d->cfg.listen)
-		kilnd_log(d, KILND_INFO, "also listening on %s (token required)",
-		          d->cfg.listen);
+		kilnd_log(d, KILND_INFO, "also listening on %s (a role's token "
+		          "required:%s%s%s%s)", d->cfg.listen,
+		          d->cfg.token_file ? " client" : "",
+		          d->cfg.agent_token_file ? " agent" : "",
+		          d->cfg.admin_token_file ? " admin" : "",
+		          d->cfg.tls_client_ca ? "; and a client certificate" : "");
 	return KILND_EXIT_OK;
 }
 
@@ -646,7 +703,7 @@ run(struct kilnd *d)
 		        "/.kiln/kilnd.sock)" : "");
 		return KILND_EXIT_FAIL;
 	}
-	if (token_load(d) != 0)
+	if (tokens_load(d) != 0)
 		return KILND_EXIT_USAGE;
 	if ((rv = kilnd_detach(d, &status)) != KILND_DETACH_CHILD)
 		return rv == KILND_DETACH_PARENT ? status : KILND_EXIT_FAIL;

@@ -1,7 +1,8 @@
 /* server.c — kilnd's nng rep0 socket: opening it, its listeners (the
  * project's ipc:// socket, mode 0600, and cfg.listen on tcp:// or
- * tls+tcp:// with the TLS certificate and key), admitting connections and
- * noticing them go, and starting and stopping it all.
+ * tls+tcp:// with the TLS certificate and key, and with --tls-client-ca
+ * the CA that must have signed each client's certificate), admitting
+ * connections and noticing them go, and starting and stopping it all.
  *
  * The requests are received, handled and answered by the workers
  * (workers.c); the connections admitted are held in the peer table
@@ -148,6 +149,27 @@ file_slurp(const char *path, char **out)
 	return 0;
 }
 
+/* With --tls-client-ca, mutual TLS: the handshake fails unless the client
+ * presents a certificate that CA signed, so a peer without one never gets
+ * as far as sending a token. */
+static int
+tls_client_auth(struct kilnd *d, char *err, size_t len)
+{
+	struct kilnd_server *s = d->server;
+	int rv;
+
+	if (d->cfg.tls_client_ca == NULL)
+		return 0;
+	if ((rv = nng_tls_config_ca_file(s->tls, d->cfg.tls_client_ca)) != 0 ||
+	    (rv = nng_tls_config_auth_mode(s->tls,
+	                                   NNG_TLS_AUTH_MODE_REQUIRED)) != 0) {
+		snprintf(err, len, "--tls-client-ca %s: %s", d->cfg.tls_client_ca,
+		         nng_strerror(rv));
+		return rv == NNG_ENOMEM ? KILN_ENOMEM : KILN_EINVAL;
+	}
+	return 0;
+}
+
 /* A server TLS configuration from the PEM certificate and key files. */
 static int
 tls_setup(struct kilnd *d, char *err, size_t len)
@@ -163,12 +185,18 @@ tls_setup(struct kilnd *d, char *err, size_t len)
 		goto fail;
 	}
 	if ((rv = nng_tls_config_alloc(&s->tls, NNG_TLS_MODE_SERVER)) != 0 ||
-	    (rv = nng_tls_config_own_cert(s->tls, cert, key, NULL)) != 0 ||
-	    (rv = nng_listener_set_ptr(s->remote, NNG_OPT_TLS_CONFIG,
-	                               s->tls)) != 0) {
+	    (rv = nng_tls_config_own_cert(s->tls, cert, key, NULL)) != 0) {
 		snprintf(err, len, "TLS certificate %s / key %s: %s",
 		         d->cfg.tls_cert, d->cfg.tls_key, nng_strerror(rv));
 		rv = KILN_EINVAL;
+		goto fail;
+	}
+	if ((rv = tls_client_auth(d, err, len)) != 0)
+		goto fail;
+	if ((rv = nng_listener_set_ptr(s->remote, NNG_OPT_TLS_CONFIG,
+	                               s->tls)) != 0) {
+		snprintf(err, len, "TLS on %s: %s", d->cfg.listen, nng_strerror(rv));
+		rv = server_err_of_nng(rv);
 	}
 fail:
 	free(cert);
