@@ -64,7 +64,8 @@ int
 agent_connect(const struct agent_config *cfg, kiln_conn **c)
 {
 	kiln_connect_opts o = {.url = cfg->url, .token = cfg->token,
-	                       .tls_ca = cfg->tls_ca, .flags = KILN_CONNECT_NO_START,
+	                       .tls_ca = cfg->tls_ca, .tls_cert = cfg->tls_cert,
+	                       .tls_key = cfg->tls_key, .flags = KILN_CONNECT_NO_START,
 	                       .timeout_ms = 30000};
 
 	return kiln_connect(&o, c);

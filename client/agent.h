@@ -18,6 +18,7 @@ struct agent_config {
 	const char *url;        /* the daemon: tcp://, tls+tcp:// or ipc:// */
 	const char *token;      /* its agent token (tcp, tls) */
 	const char *tls_ca;
+	const char *tls_cert, *tls_key; /* for a daemon that asks for one */
 	const char *cache;      /* the local store and work folders */
 	const char *name;       /* for people: the host name by default */
 	unsigned slots;         /* jobs at once */

@@ -13,9 +13,11 @@
 
 static const char agent_usage[] =
 	"usage: kiln agent --connect URL [--token-file FILE] [--tls-ca FILE]\n"
+	"                  [--tls-cert FILE --tls-key FILE]\n"
 	"                  [-j N] [--cache DIR] [--name NAME]\n";
 static const char agent_help[] =
 	"usage: kiln agent --connect URL [--token-file FILE] [--tls-ca FILE]\n"
+	"                  [--tls-cert FILE --tls-key FILE]\n"
 	"                  [-j N] [--cache DIR] [--name NAME]\n"
 	"\n"
 	"Run build steps for the daemon at URL (tls+tcp://HOST:PORT across\n"
@@ -33,6 +35,9 @@ static const char agent_help[] =
 	"  --token-file FILE   the daemon's agent token (kilnd --agent-token-file;\n"
 	"                      the first line of FILE)\n"
 	"  --tls-ca FILE       the CA that signed the daemon's certificate\n"
+	"  --tls-cert FILE, --tls-key FILE\n"
+	"                      this agent's certificate and key, for a daemon that\n"
+	"                      asks for one (kilnd --tls-client-ca)\n"
 	"  -j, --jobs N        steps at once (default: the cores)\n"
 	"  --cache DIR         the local store and work folders (default\n"
 	"                      $XDG_CACHE_HOME/kiln/agent, else ~/.cache/kiln/agent)\n"
@@ -58,6 +63,8 @@ cmd_agent(const struct cli *cli, int argc, char **argv)
 		{"connect", required_argument, NULL, 'c'},
 		{"token-file", required_argument, NULL, 't'},
 		{"tls-ca", required_argument, NULL, 'a'},
+		{"tls-cert", required_argument, NULL, 'C'},
+		{"tls-key", required_argument, NULL, 'K'},
 		{"jobs", required_argument, NULL, 'j'},
 		{"cache", required_argument, NULL, 'd'},
 		{"name", required_argument, NULL, 'n'},
@@ -65,6 +72,7 @@ cmd_agent(const struct cli *cli, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct agent_config cfg = {.url = cli->connect, .tls_ca = cli->tls_ca,
+	                           .tls_cert = cli->tls_cert, .tls_key = cli->tls_key,
 	                           .stop = &stop_flag};
 	const char *token_file = cli->token_file;
 	char token[256], cache[PATH_MAX], host[256];
@@ -79,6 +87,8 @@ cmd_agent(const struct cli *cli, int argc, char **argv)
 		case 'c': cfg.url = optarg; break;
 		case 't': token_file = optarg; break;
 		case 'a': cfg.tls_ca = optarg; break;
+		case 'C': cfg.tls_cert = optarg; break;
+		case 'K': cfg.tls_key = optarg; break;
 		case 'd': cfg.cache = optarg; break;
 		case 'n': cfg.name = optarg; break;
 		case 'j': {
@@ -95,6 +105,8 @@ cmd_agent(const struct cli *cli, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage("agent", agent_usage, "unexpected argument '%s'", argv[optind]);
+	if ((cfg.tls_cert == NULL) != (cfg.tls_key == NULL))
+		return cli_usage("agent", agent_usage, "--tls-cert and --tls-key go together");
 	if (cfg.url == NULL)
 		return cli_usage("agent", agent_usage, "which daemon? (--connect URL)");
 	if (token_file != NULL) {

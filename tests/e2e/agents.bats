@@ -63,8 +63,10 @@ daemon_up() {
 	URL="tcp://127.0.0.1:$port"
 	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >"$BATS_TEST_TMPDIR/token"
 	echo >>"$BATS_TEST_TMPDIR/token"
-	"$KILND" --project . --listen "$URL" --token-file "$BATS_TEST_TMPDIR/token" \
-		--agent-lease 1000 "$@"
+	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >"$BATS_TEST_TMPDIR/client-token"
+	echo >>"$BATS_TEST_TMPDIR/client-token"
+	"$KILND" --project . --listen "$URL" --agent-token-file "$BATS_TEST_TMPDIR/token" \
+		--token-file "$BATS_TEST_TMPDIR/client-token" --agent-lease 1000 "$@"
 }
 
 # agent_up NAME [ARGS...]: an agent with its own cache, outside the
@@ -195,7 +197,7 @@ YAML
 	agent_up one -j 1
 	"$KILN" build a1.txt >out 2>&1 || { cat out; false; }
 	"$KILN" stop
-	"$KILND" --project . --listen "$URL" --token-file "$BATS_TEST_TMPDIR/token" \
+	"$KILND" --project . --listen "$URL" --agent-token-file "$BATS_TEST_TMPDIR/token" \
 		--agent-lease 1000 --local-jobs 0
 	wait_for agent_listed one
 	"$KILN" build >out 2>&1 || { cat out; cat .kiln/kilnd.log; false; }
@@ -204,7 +206,7 @@ YAML
 	grep -q 'lost the daemon' "$BATS_TEST_TMPDIR/agent-one.log"
 }
 
-@test "kiln agent: usage errors, and a wrong token refused" {
+@test "kiln agent: usage errors; a wrong, missing or client token refused" {
 	run --separate-stderr "$KILN" agent
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == *"which daemon?"* ]]
@@ -213,8 +215,18 @@ YAML
 	agents_project
 	daemon_up
 	printf 'a-wrong-token-of-32-characters!!\n' >wrong
-	run --separate-stderr timeout 20 "$KILN" agent --connect "$URL" --token-file wrong \
-		--cache "$BATS_TEST_TMPDIR/c"
-	[ "$status" -eq 1 ] || { echo "$status $stderr"; false; }
-	[[ "$stderr" == *"refused this agent"* ]] || { echo "$stderr"; false; }
+	for tok in wrong "$BATS_TEST_TMPDIR/client-token" ""; do
+		run --separate-stderr timeout 20 "$KILN" agent --connect "$URL" \
+			${tok:+--token-file "$tok"} --cache "$BATS_TEST_TMPDIR/c"
+		[ "$status" -eq 1 ] || { echo "$tok: $status $stderr"; false; }
+		[[ "$stderr" == *"refused this agent"* ]] || { echo "$tok: $stderr"; false; }
+	done
+	# the agent's token may not build or stop the daemon
+	run --separate-stderr "$KILN" --connect "$URL" --token-file "$BATS_TEST_TMPDIR/token" build
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"may not send"* ]] || { echo "$stderr"; false; }
+	run --separate-stderr "$KILN" --connect "$URL" --token-file "$BATS_TEST_TMPDIR/token" stop
+	[ "$status" -ne 0 ]
+	"$KILN" status >/dev/null
+	[ "$(status_field bad_requests)" -ge 5 ]
 }
