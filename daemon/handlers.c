@@ -38,6 +38,8 @@ refuse(struct kilnd_answer *a, int code, const char *fmt, ...)
 	return code;
 }
 
+static enum kilnd_role call_role(const struct kilnd *d, const struct kilnd_call *c);
+
 static void *
 heap_alloc(struct kilnd_answer *a, size_t n, size_t size)
 {
@@ -219,8 +221,15 @@ h_blob_get(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	int rv;
 
 	(void)w;
-	if ((rv = get_resolve(d, q, a)) != 0 ||
-	    (rv = kiln_store_open_blob(d->store, &a->id, &a->fd)) != 0)
+	if ((rv = get_resolve(d, q, a)) != 0)
+		return rv;
+	/* an agent reads the inputs of steps agents hold, nothing else of
+	 * the store (a name in the index is never an input: refused too) */
+	if (call_role(d, c) == ROLE_AGENT &&
+	    ((q->url != NULL && q->url[0] != '\0') || !engine_agent_blob_wanted(d->engine, &a->id)))
+		return refuse(a, KILN_EAUTH, "the agent token may only read the inputs "
+		              "of steps agents hold");
+	if ((rv = kiln_store_open_blob(d->store, &a->id, &a->fd)) != 0)
 		return rv;
 	if (fstat(a->fd, &st) != 0)
 		return KILN_EIO;

@@ -69,6 +69,8 @@ struct lease {
 	enum lease_state st;
 	int64_t deadline_ns;
 	Kiln__AgentJob *job;     /* L_READY: the job, given to the taker */
+	kiln_id *inputs;         /* its inputs' blobs: what agents may read */
+	size_t ninputs;
 };
 
 struct agent {
@@ -161,6 +163,7 @@ lease_remove(struct agents *a, struct lease *l)
 	if (l->st == L_READY && a->nready > 0)
 		a->nready--;
 	step_job_free(l->job);
+	free(l->inputs);
 	*l = a->l[--a->nl];
 }
 
@@ -226,6 +229,12 @@ agent_lease_ready(struct engine *e, struct node *n, Kiln__AgentJob *job)
 	}
 	job->lease = l->id;
 	l->job = job;
+	/* kept after the job goes to its agent: blob reads are checked
+	 * against them (an allocation failure only refuses those reads) */
+	if ((l->inputs = calloc(job->n_inputs + 1, sizeof *l->inputs)) != NULL)
+		for (size_t i = 0; i < job->n_inputs; i++)
+			if (job->inputs[i]->id.len == 16)
+				memcpy(l->inputs[l->ninputs++].b, job->inputs[i]->id.data, 16);
 	l->st = L_READY;
 	a->nready++;
 	if (e->cfg.agent_wake != NULL)
@@ -986,6 +995,23 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 	completed_push(e, &n->w->run, &r);
 	pthread_mutex_unlock(&e->mu);
 	return 0;
+}
+
+int
+engine_agent_blob_wanted(struct engine *e, const kiln_id *id)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&e->mu);
+	for (size_t i = 0; e->agents != NULL && i < e->agents->nl && !found; i++) {
+		const struct lease *l = &e->agents->l[i];
+		if (l->st != L_HELD)
+			continue;
+		for (size_t k = 0; k < l->ninputs && !found; k++)
+			found = memcmp(l->inputs[k].b, id->b, 16) == 0;
+	}
+	pthread_mutex_unlock(&e->mu);
+	return found;
 }
 
 /* ---- status ------------------------------------------------------------------ */

@@ -142,6 +142,9 @@ unsigned engine_agent_ready(struct engine *e);
  * runs again) with err saying why. */
 int engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
                       const Kiln__AgentDoneRequest *q, char *err, size_t len);
+/* Whether id is an input of a step an agent holds now (what the agent
+ * role may read). */
+int engine_agent_blob_wanted(struct engine *e, const kiln_id *id);
 /* A connection closed: its agents leave, their steps run elsewhere. */
 void engine_agent_pipe_closed(struct engine *e, uint32_t pipe);
 /* Run elsewhere the steps of agents silent past their lease (call about

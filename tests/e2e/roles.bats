@@ -147,7 +147,7 @@ raw() {
 	grep -q "stop requested by client" .kiln/kilnd.log
 }
 
-@test "the agent token may put, get and has blobs and ask the status; not build, subscribe or stop" {
+@test "the agent token may put and has blobs and ask the status; not read other blobs, build, subscribe or stop" {
 	roles_setup
 	start_roles
 	pid=$(daemon_pid)
@@ -155,7 +155,12 @@ raw() {
 	as agent put r.bin
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	h=${output%% *}
-	(cd other && "$KILN" --connect "$url" --token-file ../agent.token cat "$h" >got.bin)
+	# it may read only the inputs of steps agents hold (agents.bats): not
+	# a blob it put itself, nor anything else in the store
+	run --separate-stderr sh -c "cd other && '$KILN' --connect '$url' --token-file ../agent.token cat $h"
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"may only read the inputs of steps agents hold"* ]] || { echo "$stderr"; false; }
+	(cd other && "$KILN" --connect "$url" --token-file ../client.token cat "$h" >got.bin)
 	cmp other/got.bin other/r.bin
 	id=$(printf '%s' "$h" | sed 's/../\\x&/g')
 	run raw agent "blob_has { ids: \"$id\" }"
