@@ -157,6 +157,7 @@ kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w)
 	w->warnings = (const char *const *)rec->warnings;
 	w->nwarnings = rec->n_warnings;
 	w->program = rec->program;
+	w->machine = rec->machine ? rec->machine : "";
 	w->decision = (int)rec->decision;
 	w->reason = rec->reason;
 	w->error = rec->error;

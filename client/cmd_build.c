@@ -592,6 +592,8 @@ cmd_why(const struct cli *cli, int argc, char **argv)
 	printf("%s\n", w.this_daemon ? "" : " (recorded by an earlier daemon)");
 	if (w.program[0])
 		printf("program: %s\n", w.program);
+	if (w.machine[0])
+		printf("ran on: agent %s\n", w.machine);
 	if (w.nchanges > 0)
 		printf("what changed since the decision before:\n");
 	for (size_t i = 0; i < w.nchanges; i++) {

@@ -425,6 +425,8 @@ typedef struct kiln_why_info {
 	size_t nwarnings;
 	const char *program;    /* the program the tool ran, absolute ("":
 	                           unknown) */
+	const char *machine;    /* the build agent that ran it ("": the
+	                           daemon's machine) */
 } kiln_why_info;
 
 /* Why the last build of profile (NULL: the first) ran or reused url.

@@ -116,6 +116,7 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 	r.duration_ns = n->duration_ns;
 	r.traced = decision != KILN__STEP_RECORD__DECISION__FAILED && n->traced;
 	r.program = n->w->program;
+	r.machine = n->w->machine;
 	if (decision != KILN__STEP_RECORD__DECISION__FAILED) {
 		r.warnings = n->warnings;
 		r.n_warnings = step_nwarnings(n);

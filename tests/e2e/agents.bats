@@ -112,6 +112,8 @@ outputs_of() {
 	[ ! -e "$BATS_TEST_TMPDIR/one/kiln.yaml" ] && [ ! -e "$BATS_TEST_TMPDIR/two/kiln.yaml" ]
 	run "$KILN" status
 	[[ "$output" == *"one: 1 slots"* ]] && [[ "$output" == *"two: 1 slots"* ]]
+	run "$KILN" why both.txt
+	[[ "$output" =~ "ran on: agent "(one|two) ]] || { echo "$output"; false; }
 	# the second build: served from the store, zero tool runs
 	run --separate-stderr "$KILN" build
 	[ "$status" -eq 0 ]
