@@ -509,6 +509,7 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 		q.pid = pid;
 	}
 	if (s->cancelled) {   /* nobody wants the answer */
+		fprintf(stderr, "kiln: agent: %s: cancelled by the daemon\n", job->url);
 		rv = 0;
 		goto out;
 	}

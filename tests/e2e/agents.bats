@@ -232,3 +232,46 @@ YAML
 	"$KILN" status >/dev/null
 	[ "$(status_field bad_requests)" -ge 5 ]
 }
+
+@test "an agent silent past its lease (stopped) loses its step; its late answer is refused" {
+	agents_project
+	cat >>kiln.yaml <<'YAML'
+  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }
+YAML
+	daemon_up --local-jobs 0
+	agent_up sleepy -j 1
+	sleepy=$LAST_AGENT
+	"$KILN" build slow.txt >out 2>&1 &
+	bpid=$!
+	wait_for pgrep -f -P "$sleepy" sh
+	kill -STOP "$sleepy"
+	agent_up awake -j 1
+	wait "$bpid" || { kill -CONT "$sleepy"; cat out; cat .kiln/kilnd.log; false; }
+	grep -q 'ran slow.txt .*on awake' out || { kill -CONT "$sleepy"; cat out; false; }
+	grep -q 'agent sleepy .* left: silent past its lease' .kiln/kilnd.log
+	# woken, it finishes its tool and answers: too late, refused
+	kill -CONT "$sleepy"
+	wait_for grep -q 'answer refused' "$BATS_TEST_TMPDIR/agent-sleepy.log"
+	cmp build/pc/slow.txt src/f3.txt
+	run "$KILN" why slow.txt
+	[[ "$output" == *"ran on: agent awake"* ]] || { echo "$output"; false; }
+}
+
+@test "an input edited while its tool runs on an agent: the run is cancelled there and the step built again from the new content" {
+	agents_project
+	cat >>kiln.yaml <<'YAML'
+  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }
+YAML
+	daemon_up --local-jobs 0
+	agent_up one -j 1
+	"$KILN" build slow.txt >out 2>&1 &
+	bpid=$!
+	wait_for pgrep -f -P "$LAST_AGENT" sh
+	echo "edited while it ran" >src/f3.tmp && mv src/f3.tmp src/f3.txt
+	wait "$bpid" || { cat out; cat .kiln/kilnd.log; false; }
+	[ "$(cat build/pc/slow.txt)" = "edited while it ran" ] || { cat out; cat .kiln/kilnd.log; false; }
+	# the first run was stopped on the agent, not waited for
+	grep -q 'slow.txt: cancelled by the daemon' "$BATS_TEST_TMPDIR/agent-one.log"
+	run "$KILN" build slow.txt
+	[[ "$output" == *"0 ran, 1 up to date"* ]] || { echo "$output"; false; }
+}
