@@ -39,6 +39,7 @@
 
 #include "agent_jobs.h"
 #include "builds.h"
+#include "dep_path.h"
 #include "engine_int.h"
 #include "run.h"
 #include "schedule.h"
@@ -799,51 +800,84 @@ unescape(char *s)
 	*d = '\0';
 }
 
-/* Whether rel (project-relative) names something the agent's run looked
- * for in vain that exists here: a regular file outside build/ and .kiln/
- * (a prerequisite's output is an input already), or a folder it listed
- * (its regular files). Each such file joins n's extras: 1 when any did. */
+/* Whether abs resolves (symlinks followed) to a place inside the
+ * project: a trace comes from the agent, and what it names is read and
+ * sent to agents. */
 static int
-lacked_add(struct engine *e, struct node *n, const char *rel, int listing)
+inside_root(const struct engine *e, const char *abs)
 {
-	char abs[PATH_MAX * 2];
+	char real[PATH_MAX], rroot[PATH_MAX];
+	size_t n;
+
+	if (realpath(abs, real) == NULL || realpath(e->root, rroot) == NULL)
+		return 0;
+	n = strlen(rroot);
+	return strncmp(real, rroot, n) == 0 && real[n] == '/';
+}
+
+/* What a trace says the agent lacked (lacked_add, trace_lacked). */
+enum { LACKED_NONE, LACKED_SENT, LACKED_HERE };
+
+/* Whether path (absolute, from the agent's trace, in the daemon's terms)
+ * names something the agent's run looked for in vain that exists here: a
+ * regular file of the project outside build/ and .kiln/ (a prerequisite's
+ * output is an input already), or a folder it listed (its regular
+ * files). Each such file joins n's extras: 1 when any did. */
+static int
+lacked_add(struct engine *e, struct node *n, const char *path, int listing)
+{
+	const struct dep_path_policy pp = {e->root, getenv("HOME")};
+	char rel[PATH_MAX], abs[PATH_MAX * 2];
 	struct stat st;
 	int added = 0;
+	DIR *d;
+	struct dirent *de;
 
-	if (strncmp(rel, ".kiln/", 6) == 0 || strncmp(rel, "build/", 6) == 0 ||
-	    strcmp(rel, ".kiln") == 0)
+	/* the one policy for what a trace names (dep_path.h): lexically
+	 * clean, project-relative, never "..", never .kiln/ */
+	switch (dep_path_classify(&pp, path, 0, rel, sizeof rel)) {
+	case DEP_PATH_PROJECT:
+		break;
+	case DEP_PATH_EXTERNAL:
+		/* a file outside the project that is here and was not
+		 * there: never sent, but the run is not this machine's */
+		return !listing && stat(rel, &st) == 0 ? LACKED_HERE : 0;
+	default:
 		return 0;
+	}
 	snprintf(abs, sizeof abs, "%s/%s", e->root, rel);
+	if (!inside_root(e, abs))
+		return stat(abs, &st) == 0 ? LACKED_HERE : 0;
 	if (!listing)
-		return lstat(abs, &st) == 0 && S_ISREG(st.st_mode) ? extra_add(n, rel) == 1 : 0;
+		return lstat(abs, &st) == 0 && S_ISREG(st.st_mode) && extra_add(n, rel) == 1
+		       ? LACKED_SENT : LACKED_NONE;
 	/* a folder listed on the agent shows only what was laid out: send
 	 * every file it holds here (not its subfolders' files) */
-	{
-		DIR *d = opendir(abs);
-		struct dirent *de;
-		if (d == NULL)
-			return 0;
-		while ((de = readdir(d)) != NULL) {
-			char sub[PATH_MAX * 2];
-			if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
-			    (de->d_name[1] == '.' && de->d_name[2] == '\0')))
-				continue;
-			snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
-			added |= lacked_add(e, n, sub, 0);
-		}
-		closedir(d);
+	if ((d = opendir(abs)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		char sub[PATH_MAX * 3];
+		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
+		    (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+			continue;
+		snprintf(sub, sizeof sub, "%s/%s", abs, de->d_name);
+		int k = lacked_add(e, n, sub, 0);
+		if (k > added)
+			added = k;
 	}
+	closedir(d);
 	return added;
 }
 
 /* Project files the run looked for (M) or listed (D) that the agent
- * lacked and this machine has: added to n's extras for the next try.
- * 1 when there were any. */
+ * lacked and this machine has: added to n's extras for the next try
+ * (LACKED_SENT); LACKED_HERE when it lacked one that cannot be sent (a
+ * file outside the project): the step must run here. */
 static int
 trace_lacked(struct engine *e, struct node *n)
 {
 	char path[PATH_MAX + 16], *line = NULL;
-	size_t cap = 0, nroot = strlen(e->root);
+	size_t cap = 0;
 	ssize_t k;
 	int added = 0;
 	FILE *f;
@@ -862,11 +896,9 @@ trace_lacked(struct engine *e, struct node *n)
 		if ((line[0] != 'M' && line[0] != 'D') || line[1] != ' ')
 			continue;
 		unescape(p);
-		if (strncmp(p, e->root, nroot) != 0 || (p[nroot] != '/' && p[nroot] != '\0'))
-			continue;
-		p += nroot + (p[nroot] == '/');
-		if (lacked_add(e, n, p, line[0] == 'D'))
-			added = 1;
+		int got = lacked_add(e, n, p, line[0] == 'D');
+		if (got > added)
+			added = got;
 	}
 	free(line);
 	fclose(f);
@@ -968,6 +1000,13 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 		lacked = trace_lacked(e, n);
 		pthread_mutex_lock(&e->mu);
 		l = lease_find(e->agents, q->lease);
+		if (lacked == LACKED_HERE) {
+			log_line(e, 0, "%s: agent %s lacked a file outside the project "
+			         "its tool looked for; running it here", n->ks->url, name);
+			try_lost(e, l, 1);
+			pthread_mutex_unlock(&e->mu);
+			return 0;
+		}
 		if (lacked) {
 			log_line(e, 0, "%s: agent %s lacked files its tool looked for; "
 			         "sending them with the next try", n->ks->url, name);

@@ -275,3 +275,28 @@ YAML
 	run "$KILN" build slow.txt
 	[[ "$output" == *"0 ran, 1 up to date"* ]] || { echo "$output"; false; }
 }
+
+@test "files outside the project are never sent to an agent (.., a symlink out): the step runs here, as it would" {
+	agents_project
+	mkdir -p "$BATS_TEST_TMPDIR/outside"
+	echo "secret-one" >"$BATS_TEST_TMPDIR/secret.txt"
+	echo "secret-two" >"$BATS_TEST_TMPDIR/outside/secret.txt"
+	ln -s "$BATS_TEST_TMPDIR/outside" link
+	cat >>kiln.yaml <<'YAML'
+  - { url: up.txt, tool: up, inputs: [src/f1.txt] }
+  - { url: sym.txt, tool: sym, inputs: [src/f2.txt] }
+YAML
+	sed -i 's|^tools:|tools:\n  up: { shell: true, run: '"'"'cat "$KILN_PROJECT/../secret.txt" "${in}" >"${out}" 2>/dev/null; true'"'"' }\n  sym: { shell: true, run: '"'"'cat link/secret.txt 2>/dev/null; cp "${in}" "${out}"'"'"' }|' kiln.yaml
+	daemon_up --local-jobs 0
+	agent_up one -j 1
+	run "$KILN" build up.txt sym.txt
+	# the file above the project: the agent had none, this machine has
+	# one: its run is not this machine's, so the step ran here
+	grep -q 'up.txt: agent one lacked a file outside the project' .kiln/kilnd.log
+	[ "$(head -1 build/pc/up.txt)" = "secret-one" ] || { echo "$output"; cat .kiln/kilnd.log; false; }
+	# through a symlink out of the project: the local policy (a failure)
+	grep -q 'sym.txt: agent one lacked a file outside the project' .kiln/kilnd.log
+	[[ "$output" == *"sym.txt: checking its inputs after the run: a symlink on the path leads out of the project"* ]] || { echo "$output"; false; }
+	# and neither secret ever reached the agent
+	! grep -rqE "secret-(one|two)" "$BATS_TEST_TMPDIR/one/cache" || { grep -rlE "secret-(one|two)" "$BATS_TEST_TMPDIR/one/cache"; false; }
+}
