@@ -50,6 +50,7 @@ struct agent {
 	/* the jobs' replies are freed with the reply that carried them */
 	kiln_store *store;
 	struct kilnd_spawner *sp;
+	struct agent_gc gc;
 };
 
 static void
@@ -177,6 +178,7 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 		t->s.cfg = cfg;
 		t->s.store = ag->store;
 		t->s.sp = ag->sp;
+		t->s.gc = &ag->gc;
 		snprintf(t->s.shim, sizeof t->s.shim, "%s", shim);
 		snprintf(t->s.work, sizeof t->s.work, "%s/work/%u", cfg->cache, i);
 		if ((rv = mkdirs(t->s.work)) != 0) {
@@ -391,6 +393,7 @@ agent_main(const struct agent_config *cfg)
 	int said = 0, rv;
 
 	pthread_mutex_init(&ag.mu, NULL);
+	pthread_mutex_init(&ag.gc.mu, NULL);
 	pthread_cond_init(&ag.cv, NULL);
 	if ((rv = agent_open(&ag, cfg)) != 0) {
 		agent_close(&ag);

@@ -6,6 +6,7 @@
 #ifndef KILN_AGENT_H
 #define KILN_AGENT_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -22,6 +23,7 @@ struct agent_config {
 	const char *cache;      /* the local store and work folders */
 	const char *name;       /* for people: the host name by default */
 	unsigned slots;         /* jobs at once */
+	uint64_t cache_max;     /* bytes the cache's blobs may take */
 	volatile sig_atomic_t *stop;  /* set by a signal: leave */
 };
 
@@ -44,8 +46,19 @@ struct agent_slot {
 	uint64_t agent;         /* its id at the daemon */
 	kiln_conn *conn;        /* this slot's own connection (NULL: make one) */
 	pid_t pid;              /* the tool running now (0: none) */
+	struct agent_gc *gc;    /* shared by the slots */
 	volatile int cancelled; /* the daemon no longer wants this job */
 };
+
+/* When the cache has grown by an eighth of its bound since the last
+ * collection, collect (least recently used blobs first) down to it; one
+ * slot at a time. */
+struct agent_gc {
+	pthread_mutex_t mu;
+	uint64_t fetched;       /* bytes put into the cache since the last gc */
+	int running;
+};
+void agent_gc_maybe(struct agent_slot *s, uint64_t fetched);
 
 /* Run job on slot s and answer it (nothing when cancelled). 0, or the
  * error of the connection (the caller reconnects). */

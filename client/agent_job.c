@@ -32,6 +32,37 @@
 #include "libkiln_int.h"
 #include "tool_spawn.h"
 
+void
+agent_gc_maybe(struct agent_slot *s, uint64_t fetched)
+{
+	struct agent_gc *g = s->gc;
+	kiln_gc_opts o = {.max_size = s->cfg->cache_max, .grace_s = 600};
+	kiln_gc_stats st;
+	int go;
+
+	if (g == NULL || s->cfg->cache_max == 0)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->fetched += fetched;
+	go = !g->running && g->fetched > s->cfg->cache_max / 8;
+	if (go) {
+		g->running = 1;
+		g->fetched = 0;
+	}
+	pthread_mutex_unlock(&g->mu);
+	if (!go)
+		return;
+	/* blobs of the running jobs were touched or put within the grace
+	 * time: never removed under a job */
+	if (kiln_store_gc(s->store, &o, &st) == 0 && st.removed_blobs > 0)
+		fprintf(stderr, "kiln: agent: cache over its bound: removed %llu blobs "
+		        "(%llu bytes)\n", (unsigned long long)st.removed_blobs,
+		        (unsigned long long)st.removed_bytes);
+	pthread_mutex_lock(&g->mu);
+	g->running = 0;
+	pthread_mutex_unlock(&g->mu);
+}
+
 /* A relative path without "..", "." or empty parts. */
 static int
 rel_ok(const char *s)
@@ -114,8 +145,10 @@ blob_cached(struct agent_slot *s, const kiln_id *id)
 	kiln_id got;
 	int fd, rv;
 
-	if (kiln_store_has(s->store, id, NULL) == 0)
+	if (kiln_store_has(s->store, id, NULL) == 0) {
+		kiln_store_touch(s->store, id, 1);   /* kept longest by gc */
 		return 0;
+	}
 	if ((rv = slot_conn(s)) != 0)
 		return rv;
 	snprintf(tmp, sizeof tmp, "%s.fetch", s->work);
@@ -123,10 +156,16 @@ blob_cached(struct agent_slot *s, const kiln_id *id)
 		return KILN_EIO;
 	rv = kiln_blob_get_fd(s->conn, id, fd);   /* verified by libkiln */
 	close(fd);
-	if (rv == 0 && (rv = kiln_store_put_move(s->store, tmp, &got)) == 0 &&
-	    memcmp(got.b, id->b, 16) != 0)
-		rv = KILN_ECORRUPT;
-	unlink(tmp);
+	{
+		struct stat st;
+		uint64_t size = stat(tmp, &st) == 0 ? (uint64_t)st.st_size : 0;
+		if (rv == 0 && (rv = kiln_store_put_move(s->store, tmp, &got)) == 0 &&
+		    memcmp(got.b, id->b, 16) != 0)
+			rv = KILN_ECORRUPT;
+		unlink(tmp);
+		if (rv == 0)
+			agent_gc_maybe(s, size);
+	}
 	return rv;
 }
 

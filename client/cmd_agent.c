@@ -14,11 +14,11 @@
 static const char agent_usage[] =
 	"usage: kiln agent --connect URL [--token-file FILE] [--tls-ca FILE]\n"
 	"                  [--tls-cert FILE --tls-key FILE]\n"
-	"                  [-j N] [--cache DIR] [--name NAME]\n";
+	"                  [-j N] [--cache DIR] [--cache-max SIZE] [--name NAME]\n";
 static const char agent_help[] =
 	"usage: kiln agent --connect URL [--token-file FILE] [--tls-ca FILE]\n"
 	"                  [--tls-cert FILE --tls-key FILE]\n"
-	"                  [-j N] [--cache DIR] [--name NAME]\n"
+	"                  [-j N] [--cache DIR] [--cache-max SIZE] [--name NAME]\n"
 	"\n"
 	"Run build steps for the daemon at URL (tls+tcp://HOST:PORT across\n"
 	"machines, tcp:// on a trusted network or loopback) until stopped with\n"
@@ -41,6 +41,8 @@ static const char agent_help[] =
 	"  -j, --jobs N        steps at once (default: the cores)\n"
 	"  --cache DIR         the local store and work folders (default\n"
 	"                      $XDG_CACHE_HOME/kiln/agent, else ~/.cache/kiln/agent)\n"
+	"  --cache-max SIZE    the cache's blobs take at most about this much;\n"
+	"                      the least recently used go first (default 10G)\n"
 	"  --name NAME         what kiln status and step events call this agent\n"
 	"                      (default: the host name)\n"
 	"\n"
@@ -68,6 +70,7 @@ cmd_agent(const struct cli *cli, int argc, char **argv)
 		{"jobs", required_argument, NULL, 'j'},
 		{"cache", required_argument, NULL, 'd'},
 		{"name", required_argument, NULL, 'n'},
+		{"cache-max", required_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -82,6 +85,7 @@ cmd_agent(const struct cli *cli, int argc, char **argv)
 	int ch;
 
 	cfg.slots = cores > 0 ? (unsigned)cores : 1;
+	cfg.cache_max = (uint64_t)10 << 30;
 	while ((ch = getopt_long(argc, argv, ":j:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': cfg.url = optarg; break;
@@ -91,6 +95,12 @@ cmd_agent(const struct cli *cli, int argc, char **argv)
 		case 'K': cfg.tls_key = optarg; break;
 		case 'd': cfg.cache = optarg; break;
 		case 'n': cfg.name = optarg; break;
+		case 'm':
+			if (cli_parse_size(optarg, &cfg.cache_max) != 0 ||
+			    cfg.cache_max < (1u << 20))
+				return cli_usage("agent", agent_usage, "--cache-max '%s': a "
+				                 "size of at least 1M", optarg);
+			break;
 		case 'j': {
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 1 || v > 256)

@@ -304,6 +304,8 @@ lease_return(struct engine *e, struct lease *l)
 	scratch_give(e, n->w->scratch, n->w->log_fd);
 	n->w->log_fd = -1;
 	n->w->machine[0] = '\0';
+	free(n->w->landed);   /* that answer's: not the next run's */
+	n->w->landed = NULL;
 	pthread_mutex_lock(&e->mu);
 	if ((l = lease_find(e->agents, id)) != NULL)
 		lease_remove(e->agents, l);
@@ -660,25 +662,6 @@ blob_to_file(struct engine *e, const kiln_id *id, uint64_t size, const char *pat
 	return rv;
 }
 
-/* mkdir -p of the folders above path, up to (not including) base. */
-static int
-parents_make(const char *base, const char *path)
-{
-	char buf[PATH_MAX * 3];
-	size_t nb = strlen(base);
-
-	if (strlen(path) >= sizeof buf || strlen(path) <= nb)
-		return KILN_ERANGE;
-	memcpy(buf, path, strlen(path) + 1);
-	for (char *s = buf + nb + 1; (s = strchr(s, '/')) != NULL; s++) {
-		*s = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return KILN_EIO;
-		*s = '/';
-	}
-	return 0;
-}
-
 /* An output's file name from the wire: inside the scratch folder, never
  * absolute, never "..". */
 static int
@@ -719,7 +702,13 @@ answer_land(struct engine *e, struct node *n, const Kiln__AgentDoneRequest *q,
 		}
 	}
 	if (q->exited && q->status == 0) {
+		free(n->w->landed);
+		if ((n->w->landed = calloc(n->ks->noutputs + 1, sizeof *n->w->landed)) == NULL) {
+			snprintf(msg, len, "out of memory");
+			return KILN_ENOMEM;
+		}
 		for (size_t i = 0; i < n->ks->noutputs; i++) {
+			uint64_t size;
 			const Kiln__AgentFile *f = NULL;
 			for (size_t k = 0; k < q->n_outputs; k++)
 				if (q->outputs[k]->path != NULL &&
@@ -727,15 +716,16 @@ answer_land(struct engine *e, struct node *n, const Kiln__AgentDoneRequest *q,
 					f = q->outputs[k];
 			if (f == NULL)
 				continue;   /* publish says the tool did not write it */
-			snprintf(path, sizeof path, "%s/%s", dir, f->path);
+			/* no copy into scratch: the blob is the output (its
+			 * bytes were checked against its id when uploaded) */
 			if (!name_ok(f->path) || id_of(&f->id, &id) != 0 ||
-			    parents_make(dir, path) != 0 ||
-			    (rv = blob_to_file(e, &id, f->size, path)) != 0) {
+			    kiln_store_has(e->s, &id, &size) != 0 || size != f->size) {
 				snprintf(msg, len, "output '%s': its blob is not in the store "
 				         "or has another size (a corrupt upload?)",
 				         n->ks->outputs[i].name);
 				return KILN_EINVAL;
 			}
+			n->w->landed[i] = (struct landed_out){id, size, 1};
 		}
 	}
 	if (q->depfile_id.len > 0 && n->ks->tool->depfile) {
@@ -999,7 +989,10 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 		pthread_mutex_unlock(&e->mu);
 		lacked = trace_lacked(e, n);
 		pthread_mutex_lock(&e->mu);
-		l = lease_find(e->agents, q->lease);
+		if ((l = lease_find(e->agents, q->lease)) == NULL) {   /* cannot happen */
+			pthread_mutex_unlock(&e->mu);
+			return KILN_ENOTFOUND;
+		}
 		if (lacked == LACKED_HERE) {
 			log_line(e, 0, "%s: agent %s lacked a file outside the project "
 			         "its tool looked for; running it here", n->ks->url, name);

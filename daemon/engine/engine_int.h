@@ -129,6 +129,10 @@ struct node_work {
 	                            looked for and lacked: sent with the next */
 	size_t nextra;
 	int32_t agent_pid;       /* the tool's root process there (its trace) */
+	/* per output, what an agent's answer named (agent_jobs.c): its blob
+	 * is in the store, nothing is in scratch; publish takes it as the
+	 * output (NULL: a local run) */
+	struct landed_out { kiln_id id; uint64_t size; uint8_t ok; } *landed;
 	uint8_t agent_tries;     /* tries on agents in this run */
 	uint8_t local_only;      /* an agent refused it: run it here */
 	char machine[64];        /* the agent that ran it ("": this machine) */

@@ -389,6 +389,12 @@ prep_make(struct engine *e, struct graph *g, struct node *n, struct run_prep *rp
 	memset(rp, 0, sizeof *rp);
 	n->w->log_fd = -1;
 	n->w->scratch = 0;
+	/* nothing of an earlier run on an agent (a run thrown away, decided
+	 * again) may pass for this one's */
+	free(n->w->landed);
+	n->w->landed = NULL;
+	n->w->machine[0] = '\0';
+	n->w->agent_pid = 0;
 	if ((rv = scratch_take(e, &n->w->scratch, &n->w->log_fd, &n->w->trace_off)) != 0) {
 		set_error(n, "%s: cannot make its scratch folder in .kiln/scratch: %s",
 		          n->ks->url, kiln_strerror(rv));
@@ -494,7 +500,14 @@ job_input(struct engine *e, Kiln__AgentJob *j, const char *rel, int exec)
 		close(fd);
 		return KILN_EINVAL;
 	}
-	rv = kiln_store_put_fd(e->s, fd, &id);
+	/* hashed first: a source the store has already (every build after
+	 * the first) costs a read, not a new file in the store */
+	if ((rv = kiln_id_of_fd(fd, &id, NULL)) == 0 && kiln_store_has(e->s, &id, NULL) != 0 &&
+	    (rv = lseek(fd, 0, SEEK_SET) == 0 ? 0 : KILN_EIO) == 0) {
+		kiln_id put;
+		if ((rv = kiln_store_put_fd(e->s, fd, &put)) == 0 && memcmp(put.b, id.b, 16) != 0)
+			id = put;   /* it changed between the two reads: what was stored */
+	}
 	close(fd);
 	if (rv != 0)
 		return rv;

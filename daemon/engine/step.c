@@ -76,6 +76,7 @@ node_work_free(struct node *n)
 	for (size_t i = 0; i < n->w->nextra; i++)
 		free(n->w->extra[i]);
 	free(n->w->extra);
+	free(n->w->landed);
 	free(n->w);
 	n->w = NULL;
 }
