@@ -36,7 +36,11 @@ void
 agent_gc_maybe(struct agent_slot *s, uint64_t fetched)
 {
 	struct agent_gc *g = s->gc;
-	kiln_gc_opts o = {.max_size = s->cfg->cache_max, .grace_s = 600};
+	/* a blob is needed from its fetch until it is laid out: seconds
+	 * (KILN_TEST_AGENT_GC_GRACE_S: a test's shorter grace) */
+	const char *tg = getenv("KILN_TEST_AGENT_GC_GRACE_S");
+	kiln_gc_opts o = {.max_size = s->cfg->cache_max,
+	                  .grace_s = tg != NULL ? atoi(tg) : 60};
 	kiln_gc_stats st;
 	int go;
 

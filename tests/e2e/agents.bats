@@ -300,3 +300,18 @@ YAML
 	# and neither secret ever reached the agent
 	! grep -rqE "secret-(one|two)" "$BATS_TEST_TMPDIR/one/cache" || { grep -rlE "secret-(one|two)" "$BATS_TEST_TMPDIR/one/cache"; false; }
 }
+
+@test "kiln agent --cache-max: the cache is collected down to its bound, least recently used first" {
+	agents_project
+	for i in 1 2 3 4 5 6; do head -c 600000 /dev/urandom >"src/big$i.bin"; done
+	for i in 1 2 3 4 5 6; do
+		echo "  - { url: big$i.bin, tool: copy, inputs: [src/big$i.bin] }" >>kiln.yaml
+	done
+	daemon_up --local-jobs 0
+	KILN_TEST_AGENT_GC_GRACE_S=0 agent_up small -j 1 --cache-max 1M
+	"$KILN" build >out 2>&1 || { cat out; false; }
+	for i in 1 2 3 4 5 6; do cmp "build/pc/big$i.bin" "src/big$i.bin"; done
+	grep -q 'cache over its bound: removed' "$BATS_TEST_TMPDIR/agent-small.log"
+	kb=$(du -sk "$BATS_TEST_TMPDIR/small/cache/store/objects" | cut -f1)
+	[ "$kb" -lt 2048 ] || { echo "cache objects: $kb KiB"; false; }
+}
