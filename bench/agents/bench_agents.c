@@ -17,6 +17,12 @@
  *                      prints one line of key=value figures: steps per
  *                      second from the build's start to its end, and the
  *                      daemon's CPU time per step (/proc/PID/stat);
+ *   rtt URL TOKEN_FILE N
+ *                      the requests a remote step is made of, each timed N
+ *                      times on one connection (medians, microseconds):
+ *                      a status round trip, the put of a new small blob
+ *                      (an agent's upload of an output or a trace), the
+ *                      get of a small blob (its fetch of an input);
  *   blobs URL TOKEN_FILE MIB REPS
  *                      kiln_blob_put and kiln_blob_get of a MIB-MiB blob
  *                      through libkiln against that kilnd, against a bare
@@ -384,6 +390,53 @@ dispatch(const char *url, const char *project, const char *kiln, unsigned nagent
 	       (unsigned long long)s.takes, (unsigned long long)s.empty_takes);
 }
 
+/* ---- rtt: what one remote step's requests cost ---------------------------- */
+
+static int
+sink_count(const void *buf, size_t len, void *arg)
+{
+	(void)buf;
+	*(size_t *)arg += len;
+	return 0;
+}
+
+static void
+rtt(const char *url, int n)
+{
+	struct series st = {.label = "status"}, put = {.label = "put"}, get = {.label = "get"};
+	kiln_conn *c = connect_url(url);
+	double m[3], lo, hi, t0;
+	kiln_status s;
+
+	for (int i = -20; i < n; i++) {   /* i < 0: warm-up, untimed */
+		char buf[64];
+		int len = snprintf(buf, sizeof buf, "small output %d of the rtt bench\n", i);
+		size_t got = 0;
+		kiln_id id;
+
+		t0 = now();
+		if (kiln_status_get(c, &s) != 0)
+			die("status: %s", kiln_conn_error(c));
+		if (i >= 0)
+			series_add(&st, now() - t0);
+		t0 = now();
+		if (kiln_blob_put(c, buf, (size_t)len, NULL, &id) != 0)
+			die("put: %s", kiln_conn_error(c));
+		if (i >= 0)
+			series_add(&put, now() - t0);
+		t0 = now();
+		if (kiln_blob_get(c, &id, sink_count, &got) != 0 || got != (size_t)len)
+			die("get: %s", kiln_conn_error(c));
+		if (i >= 0)
+			series_add(&get, now() - t0);
+	}
+	series_stats(&st, &m[0], &lo, &hi);
+	series_stats(&put, &m[1], &lo, &hi);
+	series_stats(&get, &m[2], &lo, &hi);
+	printf("status_us=%.0f put_us=%.0f get_us=%.0f\n", m[0] * 1e6, m[1] * 1e6, m[2] * 1e6);
+	kiln_close(c);
+}
+
 /* ---- blobs: libkiln against bare nng -------------------------------------- */
 
 #define MIB (1u << 20)
@@ -631,6 +684,11 @@ main(int argc, char **argv)
 		token_read(argv[3]);
 		dispatch(argv[2], argv[4], argv[5], (unsigned)atoi(argv[6]),
 		         (unsigned)atoi(argv[7]));
+	} else if (argc == 5 && strcmp(argv[1], "rtt") == 0) {
+		token_read(argv[3]);
+		if (atoi(argv[4]) < 1 || atoi(argv[4]) > MAXREPS)
+			die("rtt: 1 <= N <= %d", MAXREPS);
+		rtt(argv[2], atoi(argv[4]));
 	} else if (argc == 6 && strcmp(argv[1], "blobs") == 0) {
 		token_read(argv[3]);
 		if (atoi(argv[4]) < 1 || atoi(argv[5]) < 1 || atoi(argv[5]) > MAXREPS)
@@ -640,6 +698,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_agents gen DIR N\n"
 		        "       bench_agents port\n"
 		        "       bench_agents dispatch URL TOKEN_FILE PROJECT KILN AGENTS SLOTS\n"
+		        "       bench_agents rtt URL TOKEN_FILE N\n"
 		        "       bench_agents blobs URL TOKEN_FILE MIB REPS\n");
 		return 2;
 	}

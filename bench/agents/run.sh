@@ -7,6 +7,8 @@
 #      steps of small files, built with a fresh store by the daemon alone
 #      (`kiln build -j 1`) and by one real agent (`kilnd --local-jobs 0`,
 #      `kiln agent -j 1`, a fresh cache), in turns; ms per step, medians;
+#      and what the requests a remote step is made of cost on this daemon
+#      (bench_agents rtt: status, put and get of a small blob);
 #   2. dispatch rate: AGENTSxSLOTS simulated agents (bench_agents dispatch:
 #      the real protocol, no tools: every job answered at once with one
 #      uploaded blob as every output) against `kilnd --local-jobs 0`
@@ -22,7 +24,7 @@
 #   KILN_BENCH_AGENTS_DISPATCH [5000]  M of part 2
 #   KILN_BENCH_AGENTS_SIM [100x4]      simulated agents x slots (a list:
 #                                      "10x4 100x4")
-#   KILN_BENCH_RUNS [3]                runs of each build (medians)
+#   KILN_BENCH_RUNS [5]                runs of each build (medians)
 #   KILN_BENCH_BLOB_MIB [256]          part 3's blob
 #   KILN_BENCH_BLOB_REPS [5]           part 3's timed transfers (medians)
 # Everything goes to a fresh folder under ${TMPDIR:-/tmp}, removed at the
@@ -44,7 +46,7 @@ done
 steps=${KILN_BENCH_AGENTS_STEPS:-200}
 dsteps=${KILN_BENCH_AGENTS_DISPATCH:-5000}
 sims=${KILN_BENCH_AGENTS_SIM:-100x4}
-runs=${KILN_BENCH_RUNS:-3}
+runs=${KILN_BENCH_RUNS:-5}
 mib=${KILN_BENCH_BLOB_MIB:-256}
 reps=${KILN_BENCH_BLOB_REPS:-5}
 
@@ -134,6 +136,15 @@ awk -v l="$lm" -v r="$rm_" -v n="$steps" 'BEGIN {
 	printf "  one agent (--local-jobs 0, kiln agent -j 1) %6.2f ms/step\n", r / n
 	printf "  remote - local %.2f ms/step (round trips, fetch, upload); agent/local %.2f\n", (r - l) / n, r / l
 }'
+
+mkdir rtt
+: >rtt/kiln.yaml
+remote_up rtt
+line=$("$exe" rtt "$url" token 50)
+stop rtt
+echo "$line" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	printf "  one request on this daemon over tcp (median of 50): status %d us, put of a new small blob %d us, get %d us\n", v["status_us"], v["put_us"], v["get_us"]
+	printf "  (an agent makes, per step: a take, a get per input not cached, a put per output and of its trace, a done)\n" }'
 
 # ---- 2. dispatch to simulated agents ----------------------------------------
 "$exe" gen gen2 "$dsteps"
