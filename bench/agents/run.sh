@@ -68,7 +68,7 @@ cleanup() {
 	rm -rf "$scratch"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' HUP INT PIPE TERM
 # never a repository's root: kiln finds its project upward from here
 cd "$scratch"
 head -c 24 /dev/urandom | base64 | tr -d '\n/+=' >token
