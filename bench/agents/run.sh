@@ -71,8 +71,12 @@ trap cleanup EXIT
 trap 'exit 130' HUP INT PIPE TERM
 # never a repository's root: kiln finds its project upward from here
 cd "$scratch"
+# the agents' token (agent requests, blob puts, their inputs' gets), and
+# the admin's for the requests timed by hand (status, put, get any blob)
 head -c 24 /dev/urandom | base64 | tr -d '\n/+=' >token
 echo >>token
+head -c 24 /dev/urandom | base64 | tr -d '\n/+=' >admin.token
+echo >>admin.token
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
@@ -96,7 +100,8 @@ build() {
 # remote_up DIR: kilnd for DIR on a free loopback port, every tool on agents
 remote_up() {
 	url=tcp://127.0.0.1:$("$exe" port)
-	"$bin/kilnd" --project "$1" --listen "$url" --token-file token --local-jobs 0
+	"$bin/kilnd" --project "$1" --listen "$url" --agent-token-file token \
+		--admin-token-file admin.token --local-jobs 0
 }
 
 echo "bench/agents: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)"
@@ -140,7 +145,7 @@ awk -v l="$lm" -v r="$rm_" -v n="$steps" 'BEGIN {
 mkdir rtt
 : >rtt/kiln.yaml
 remote_up rtt
-line=$("$exe" rtt "$url" token 50)
+line=$("$exe" rtt "$url" admin.token 50)
 stop rtt
 echo "$line" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 	printf "  one request on this daemon over tcp (median of 50): status %d us, put of a new small blob %d us, get %d us\n", v["status_us"], v["put_us"], v["get_us"]
@@ -189,5 +194,5 @@ mkdir blobs
 : >blobs/kiln.yaml
 remote_up blobs
 echo
-echo "3. $("$exe" blobs "$url" token "$mib" "$reps")"
+echo "3. $("$exe" blobs "$url" admin.token "$mib" "$reps")"
 stop blobs

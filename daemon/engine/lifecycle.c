@@ -232,11 +232,13 @@ engine_free(struct engine *e)
 	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
 		if (e->active[i] != NULL)
 			e->active[i]->cancelled = e->active[i]->stopped = 1;
+	/* steps on agents end as killed, as local tools do below: now,
+	 * before a worker can see nothing left to do and leave (a job being
+	 * made is killed by its worker when it sees quit) */
+	agent_jobs_quit(e);
 	pthread_cond_broadcast(&e->cv);
 	while (e->starting > 0)
 		pthread_cond_wait(&e->idle_cv, &e->mu);
-	/* steps on agents end as killed, as local tools do below */
-	agent_jobs_quit(e);
 	pthread_mutex_unlock(&e->mu);
 	/* kills what still runs; the completions finish those steps */
 	spawner_free(e->sp);

@@ -315,3 +315,23 @@ YAML
 	kb=$(du -sk "$BATS_TEST_TMPDIR/small/cache/store/objects" | cut -f1)
 	[ "$kb" -lt 2048 ] || { echo "cache objects: $kb KiB"; false; }
 }
+
+@test "the daemon stopped while a step runs on an agent: it stops at once and cleanly, the agent drops the job" {
+	agents_project
+	cat >>kiln.yaml <<'YAML'
+  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }
+YAML
+	daemon_up --local-jobs 0
+	agent_up one -j 1
+	"$KILN" build slow.txt >out 2>&1 &
+	bpid=$!
+	wait_for pgrep -f -P "$LAST_AGENT" sh
+	pid=$(daemon_pid)
+	"$KILN" stop
+	! running "$pid"
+	wait "$bpid" || true
+	grep -q 'lost the daemon' "$BATS_TEST_TMPDIR/agent-one.log"
+	# nothing of the run was recorded: the next daemon runs it again
+	[ ! -e build/pc/slow.txt ]
+	grep -q 'stopped' .kiln/kilnd.log
+}
