@@ -77,7 +77,7 @@ CACHE_SRC = cache/keys.c cache/check.c cache/index.c cache/result.c
 DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/yaml_tree.c \
             desc/desc_load.c desc/desc_fields.c desc/template.c desc/srcwalk.c \
             desc/desc_resolve.c desc/resolve_tools.c desc/resolve_inputs.c \
-            desc/strmap.c desc/plan_graph.c desc/desc.c
+            desc/strmap.c desc/plan_graph.c desc/desc.c desc/user_config.c
 # The build engine, daemon/engine/ (libkilnengine.a): deciding, scheduling,
 # running and publishing steps, file states, materializing build/.
 ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c filestate.c watch.c \
