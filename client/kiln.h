@@ -104,6 +104,7 @@ typedef struct kiln_status {
 	uint64_t cache_uploaded;   /* results uploaded */
 	uint32_t cache_pending;    /* results and transfers still to upload */
 	uint64_t cache_corrupt;    /* blobs or entries refused as corrupt */
+	uint64_t cache_skipped_uploads; /* blobs not sent: the server had them */
 } kiln_status;
 
 int kiln_status_get(kiln_conn *c, kiln_status *st);

@@ -173,6 +173,7 @@ status_copy(const Kiln__StatusReply *s, kiln_status *st)
 	st->cache_uploaded = s->cache_uploaded;
 	st->cache_pending = s->cache_pending;
 	st->cache_corrupt = s->cache_corrupt;
+	st->cache_skipped_uploads = s->cache_skipped_uploads;
 }
 
 int

@@ -54,6 +54,7 @@ conn_free(struct remote_conn *rc)
 	free(rc->url);
 	free(rc->basic);
 	free(rc->bearer);
+	free(rc->ca);
 	free(rc);
 }
 
@@ -94,6 +95,10 @@ remote_new(struct engine *e)
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	e->remote = r;
+	/* none to look for (no HOME) or a path too long: no user settings */
+	if (kiln_user_config_path(e->cfg.cache.config_home, e->cfg.cache.home, r->user.path,
+	                          sizeof r->user.path) != 0)
+		r->user.path[0] = '\0';
 	if (pthread_create(&r->thr, NULL, remote_uploader_main, e) != 0)
 		return KILN_EIO;   /* engine_free frees r */
 	r->started = 1;
@@ -135,8 +140,9 @@ str_same(const char *a, const char *b)
 	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
 }
 
-/* A credential file as kiln_cache_open wants it: relative ones are the
- * project's. NULL stays NULL; *bad on no memory. */
+/* A path as kiln_cache_open wants it: relative ones are the project's
+ * (the user's file and the environment give absolute ones). NULL stays
+ * NULL; *bad on no memory. */
 static char *
 cred_path(const struct engine *e, const char *f, int *bad)
 {
@@ -153,47 +159,129 @@ cred_path(const struct engine *e, const char *f, int *bad)
 	return p;
 }
 
-/* The configuration d and the environment ask for, into want (its
- * strings malloc'd); 0 with want->url NULL when no cache is wanted. */
-static int
-config_wanted(const struct engine *e, const kiln_desc *d, struct remote_conn *want)
+/* Settings as one level gives them (unset: NULL, KILN_CACHE_MODE_UNSET,
+ * has_* 0). */
+struct level {
+	const char *url, *basic, *bearer, *ca;
+	kiln_cache_mode mode;
+	int has_timeout, has_connect;
+	uint32_t timeout_s, connect_s;
+};
+
+static void
+level_of_desc(const kiln_cache_desc *cd, struct level *l)
 {
-	const kiln_cache_desc *cd = kiln_desc_cache(d);
-	const char *url = e->cfg.cache_url ? e->cfg.cache_url : cd->url;
-	kiln_cache_mode mode = e->cfg.cache_mode ? kiln_cache_mode_parse(e->cfg.cache_mode)
-	                                         : cd->mode;
+	*l = (struct level){
+		.url = cd->url, .basic = cd->basic_auth_file, .bearer = cd->bearer_token_file,
+		.ca = cd->ca_file, .mode = cd->mode,
+		.has_timeout = cd->timeout.text != NULL, .timeout_s = cd->timeout.s,
+		.has_connect = cd->connect_timeout.text != NULL,
+		.connect_s = cd->connect_timeout.s,
+	};
+}
+
+/* The daemon checked these before starting the engine. */
+static void
+level_of_env(const struct engine_cache_env *ev, struct level *l)
+{
+	*l = (struct level){
+		.url = ev->url, .basic = ev->basic_auth_file, .bearer = ev->bearer_token_file,
+		.ca = ev->ca_file, .mode = kiln_cache_mode_parse(ev->mode),
+	};
+	l->has_timeout = ev->timeout != NULL && kiln_duration_parse(ev->timeout, &l->timeout_s) == 0;
+	l->has_connect = ev->connect_timeout != NULL &&
+	                 kiln_duration_parse(ev->connect_timeout, &l->connect_s) == 0;
+}
+
+/* What over gives replaces what l has, key by key. The two credential
+ * files are one key: a level naming either replaces both, so a user's
+ * token never goes out beside the project's password file. */
+static void
+level_over(struct level *l, const struct level *over)
+{
+	if (over->url != NULL)
+		l->url = over->url;
+	if (over->mode != KILN_CACHE_MODE_UNSET)
+		l->mode = over->mode;
+	if (over->basic != NULL || over->bearer != NULL) {
+		l->basic = over->basic;
+		l->bearer = over->bearer;
+	}
+	if (over->ca != NULL)
+		l->ca = over->ca;
+	if (over->has_timeout) {
+		l->has_timeout = 1;
+		l->timeout_s = over->timeout_s;
+	}
+	if (over->has_connect) {
+		l->has_connect = 1;
+		l->connect_s = over->connect_s;
+	}
+}
+
+/* The configuration the environment, the user's file (uc, may be NULL)
+ * and d ask for, in that order of precedence, into want (its strings
+ * malloc'd); 0 with want->url NULL when no cache is wanted. */
+static int
+config_wanted(const struct engine *e, const kiln_desc *d, const kiln_cache_desc *uc,
+              struct remote_conn *want)
+{
+	struct level l, over;
 	int bad = 0;
 
 	memset(want, 0, sizeof *want);
+	level_of_desc(kiln_desc_cache(d), &l);
+	if (uc != NULL) {
+		level_of_desc(uc, &over);
+		level_over(&l, &over);
+	}
+	level_of_env(&e->cfg.cache, &over);
+	level_over(&l, &over);
 	/* a url without a mode reads only: uploading is what CI opts into */
-	if (mode == KILN_CACHE_MODE_UNSET)
-		mode = KILN_CACHE_MODE_READ;
-	if (url == NULL || url[0] == '\0' || mode == KILN_CACHE_MODE_OFF)
+	if (l.mode == KILN_CACHE_MODE_UNSET)
+		l.mode = KILN_CACHE_MODE_READ;
+	if (l.url == NULL || l.url[0] == '\0' || l.mode == KILN_CACHE_MODE_OFF)
 		return 0;
-	want->mode = mode;
-	want->timeout_s = cd->timeout.s;
-	want->url = strdup(url);
-	want->basic = cred_path(e, cd->basic_auth_file, &bad);
-	want->bearer = cred_path(e, cd->bearer_token_file, &bad);
+	want->mode = l.mode;
+	want->timeout_s = l.has_timeout ? l.timeout_s : 0;
+	want->connect_timeout_s = l.has_connect ? l.connect_s : 0;
+	want->url = strdup(l.url);
+	want->basic = cred_path(e, l.basic, &bad);
+	want->bearer = cred_path(e, l.bearer, &bad);
+	want->ca = cred_path(e, l.ca, &bad);
 	return want->url == NULL || bad ? KILN_ENOMEM : 0;
 }
 
-void
-remote_configure(struct engine *e, const kiln_desc *d)
+static int
+conn_same(const struct remote_conn *a, const struct remote_conn *b)
+{
+	return str_same(a->url, b->url) && a->mode == b->mode && str_same(a->basic, b->basic) &&
+	       str_same(a->bearer, b->bearer) && str_same(a->ca, b->ca) &&
+	       a->timeout_s == b->timeout_s && a->connect_timeout_s == b->connect_timeout_s;
+}
+
+static void
+want_free(struct remote_conn *w)
+{
+	free(w->url);
+	free(w->basic);
+	free(w->bearer);
+	free(w->ca);
+}
+
+/* Open, reopen or close the handle to match d and the user's uc. */
+static int
+configure(struct engine *e, const kiln_desc *d, const kiln_cache_desc *uc)
 {
 	struct remote *r = e->remote;
 	struct remote_conn want, *rc = NULL, *old;
 	kiln_cache_config cfg = {0};
 	int rv;
 
-	if (r == NULL)
-		return;
-	if (config_wanted(e, d, &want) != 0)
+	if ((rv = config_wanted(e, d, uc, &want)) != 0)
 		goto fail;
 	old = r->conn;   /* only this thread (e->mu) changes r->conn */
-	if (old != NULL && want.url != NULL && str_same(old->url, want.url) &&
-	    old->mode == want.mode && str_same(old->basic, want.basic) &&
-	    str_same(old->bearer, want.bearer) && old->timeout_s == want.timeout_s)
+	if (old != NULL && want.url != NULL && conn_same(old, &want))
 		goto fail;   /* unchanged: keep the handle and its connections */
 	if (old == NULL && want.url == NULL)
 		goto fail;
@@ -202,12 +290,17 @@ remote_configure(struct engine *e, const kiln_desc *d)
 		cfg.read_only = want.mode != KILN_CACHE_MODE_READWRITE;
 		cfg.basic_auth_file = want.basic;
 		cfg.bearer_token_file = want.bearer;
+		cfg.ca_file = want.ca;
 		cfg.timeout_ms = (long)want.timeout_s * 1000;
+		cfg.connect_timeout_ms = (long)want.connect_timeout_s * 1000;
+		rv = KILN_ENOMEM;
 		if ((rc = malloc(sizeof *rc)) == NULL)
 			goto fail;
 		*rc = want;
 		memset(&want, 0, sizeof want);
 		rc->refs = 1;
+		rc->c = NULL;
+		atomic_init(&rc->error_said, 0);
 		if ((rv = kiln_cache_open(&cfg, &rc->c)) != 0) {
 			/* a build never fails for the cache: it builds without */
 			remote_log(e, 1, "shared cache %s: %s; building without it", rc->url,
@@ -223,10 +316,156 @@ remote_configure(struct engine *e, const kiln_desc *d)
 	r->conn = rc;
 	pthread_mutex_unlock(&r->mu);
 	remote_conn_put(r, old);
+	rv = 0;
 fail:
-	free(want.url);
-	free(want.basic);
-	free(want.bearer);
+	want_free(&want);
+	return rv;
+}
+
+/* ---- the user's settings file ------------------------------------------------ */
+
+static void
+user_stamp(struct user_file *u, struct user_file *now)
+{
+	struct stat st;
+
+	memset(now, 0, sizeof *now);
+	if (stat(u->path, &st) != 0)
+		return;
+	now->exists = 1;
+	now->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	now->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	now->ino = st.st_ino;
+	now->dev = st.st_dev;
+	now->size = (uint64_t)st.st_size;
+}
+
+static int
+user_stamp_same(const struct user_file *a, const struct user_file *b)
+{
+	return a->exists == b->exists && a->mtime_ns == b->mtime_ns &&
+	       a->ctime_ns == b->ctime_ns && a->ino == b->ino && a->dev == b->dev &&
+	       a->size == b->size;
+}
+
+/* The file's errors into err (one a line, as a description's) and the
+ * daemon's log. */
+static void
+user_errors(struct engine *e, const kiln_user_config *uc, char *err, size_t errlen)
+{
+	const kiln_diag *dg;
+	size_t n = kiln_user_config_diags(uc, &dg), used = 0;
+
+	if (errlen > 0)
+		err[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		char line[1024];
+		int w;
+		if (dg[i].level != KILN_DIAG_ERROR)
+			continue;
+		snprintf(line, sizeof line, "%s:%d:%d: %s%s%s", dg[i].loc.file ? dg[i].loc.file : "?",
+		         dg[i].loc.line, dg[i].loc.col, dg[i].field, *dg[i].field ? ": " : "",
+		         dg[i].msg);
+		remote_log(e, 1, "%s (kiln builds nothing until it is fixed)", line);
+		if (used + 1 >= errlen)
+			continue;
+		w = snprintf(err + used, errlen - used, "%s\n", line);
+		if (w > 0)
+			used += (size_t)w < errlen - used ? (size_t)w : errlen - used - 1;
+	}
+}
+
+/* Read the user's file (none: *uc NULL). With errors: KILN_EBADPROJECT
+ * and err. */
+static int
+user_load(struct engine *e, kiln_user_config **uc, char *err, size_t errlen)
+{
+	struct user_file *u = &e->remote->user;
+	struct user_file now;
+	int rv;
+
+	*uc = NULL;
+	u->ok = 0;
+	if (u->path[0] == '\0') {
+		u->ok = 1;
+		return 0;
+	}
+	/* the stamp before the read: an edit saved during it reads again */
+	user_stamp(u, &now);
+	rv = kiln_user_config_load(u->path, uc);
+	if (rv == KILN_ENOTFOUND)
+		rv = 0;
+	else if (rv == 0 && kiln_user_config_nerrors(*uc) > 0) {
+		user_errors(e, *uc, err, errlen);
+		kiln_user_config_free(*uc);
+		*uc = NULL;
+		return KILN_EBADPROJECT;
+	}
+	if (rv == 0) {
+		memcpy(now.path, u->path, sizeof now.path);
+		*u = now;
+		u->ok = 1;
+	}
+	return rv;
+}
+
+int
+remote_configure(struct engine *e, const kiln_desc *d, char *err, size_t errlen)
+{
+	kiln_user_config *uc = NULL;
+	int rv;
+
+	if (e->remote == NULL)
+		return 0;
+	if ((rv = user_load(e, &uc, err, errlen)) != 0)
+		return rv;
+	rv = configure(e, d, uc != NULL ? kiln_user_config_cache(uc) : NULL);
+	kiln_user_config_free(uc);
+	if (rv != 0)
+		snprintf(err, errlen, "configuring the shared cache: %s", kiln_strerror(rv));
+	return rv;
+}
+
+int
+remote_refresh(struct engine *e, char *err, size_t errlen)
+{
+	struct user_file now;
+
+	if (e->remote == NULL || e->desc == NULL)
+		return 0;
+	if (e->remote->user.ok) {
+		user_stamp(&e->remote->user, &now);
+		if (user_stamp_same(&now, &e->remote->user))
+			return 0;
+	}
+	return remote_configure(e, e->desc, err, errlen);
+}
+
+/* ---- blobs found corrupt ------------------------------------------------------- */
+
+void
+remote_note_bad_blob(struct remote *r, const uint8_t sha[32])
+{
+	pthread_mutex_lock(&r->mu);
+	memcpy(r->bad[r->nbad++ % REMOTE_BAD_MAX], sha, 32);
+	pthread_mutex_unlock(&r->mu);
+}
+
+int
+remote_take_bad_blob(struct remote *r, const uint8_t sha[32])
+{
+	unsigned n;
+	int found = 0;
+
+	pthread_mutex_lock(&r->mu);
+	n = r->nbad < REMOTE_BAD_MAX ? r->nbad : REMOTE_BAD_MAX;
+	for (unsigned i = 0; i < n && !found; i++)
+		if (memcmp(r->bad[i], sha, 32) == 0) {
+			memset(r->bad[i], 0, 32);   /* no blob's SHA-256 is all zero */
+			found = 1;
+		}
+	pthread_mutex_unlock(&r->mu);
+	return found;
 }
 
 int
@@ -315,6 +554,23 @@ corrupt_note(struct engine *e, const char *what, const char *hex)
 		           "later ones are only counted in kiln status)", what, hex);
 }
 
+/* A lookup's transfer failed (not a miss): said once per handle in the
+ * daemon's log, so that a cache that cannot be reached (a wrong CA, bad
+ * credentials, a dead server) is not only a counter in kiln status. */
+static void
+error_note(struct engine *e, struct remote_conn *rc, int rv)
+{
+	if (rv == 0 || rv == KILN_ENOTFOUND || rv == KILN_ECORRUPT || rv == KILN_ENOMEM)
+		return;
+	/* KILN_ETLS's own words are about kiln's --tls-ca */
+	if (atomic_exchange(&rc->error_said, 1) == 0)
+		remote_log(e, 1, "shared cache %s: %s (steps are built here; later "
+		           "errors are only counted in kiln status)", rc->url,
+		           rv == KILN_ETLS ? "TLS failed: the server's certificate did not "
+		           "verify against ca_file (or the system's CAs), or does not name "
+		           "its host" : kiln_strerror(rv));
+}
+
 /* Whether candidate c's discovered files hold here: each that existed has
  * that SHA-256 now, each that did not still does not. xx[i] gets file
  * i's local hash (what result_holds checks). Folder listings are not
@@ -381,8 +637,10 @@ blob_fetch(struct engine *e, kiln_cache *c, const struct kiln_cache_digest *d, k
 	} else {
 		rv = kiln_blob_writer_commit(w, NULL, id);
 	}
-	if (rv == KILN_ECORRUPT)
+	if (rv == KILN_ECORRUPT) {
 		corrupt_note(e, "blob cas/", hex);
+		remote_note_bad_blob(e->remote, d->sha);
+	}
 	return rv;
 }
 
@@ -515,9 +773,15 @@ remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
 	*res = NULL;
 	if (rc == NULL)
 		return KILN_ENOTFOUND;
-	if (kiln_cache_index_key(n->w->new_key.b, 16, key) != 0 ||
-	    remote_get_entry(rc->c, key, &buf, &len) != 0)
+	if (kiln_cache_index_key(n->w->new_key.b, 16, key) != 0)
 		goto fail;
+	rv = remote_get_entry(rc->c, key, &buf, &len);
+	error_note(e, rc, rv);
+	if (rv != 0) {
+		rv = KILN_ENOTFOUND;
+		goto fail;
+	}
+	rv = KILN_ENOTFOUND;   /* until a candidate holds */
 	if (kiln_cache_index_decode(buf, len, &ix) != 0) {
 		kiln_cache_hex(key, hex);
 		corrupt_note(e, "index entry ac/", hex);
@@ -576,6 +840,7 @@ remote_status(struct engine *e, struct engine_cache_status *st)
 	st->bytes_down = cs.bytes_down;
 	st->bytes_up = cs.bytes_up;
 	st->dropped = cs.dropped + atomic_load(&r->dropped);
+	st->skipped_uploads = cs.present;
 	st->breaker_open = cs.breaker_open;
 	pthread_mutex_lock(&r->mu);
 	st->pending = r->nq + r->busy + cs.queued;
