@@ -47,8 +47,11 @@ load cache_helpers
 	wait_uploads "$M1" 3
 	blob=$(cas_of big.txt)
 	[ -f "$blob" ]
-	# same length, other bytes: only the SHA-256 tells
-	head -c "$(stat -c %s "$blob")" /dev/zero | tr '\0' x >"$blob"
+	# same length, other bytes: only the SHA-256 tells (the size is taken
+	# first: in the pipeline, the redirection may truncate before a stat)
+	size=$(stat -c %s "$blob")
+	head -c "$size" /dev/zero | tr '\0' x >"$blob"
+	[ "$(stat -c %s "$blob")" = "$size" ] && [ "$size" -gt 0 ]
 	: >"$RUNS"
 	build_in "$M2"
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
