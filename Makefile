@@ -94,8 +94,10 @@ SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daem
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/uploads.c daemon/owners.c daemon/changes.c
 DAEMON_SRC = daemon/main.c
-# the shared cache's KILN_CACHE_* settings (kept apart from the list above)
+# the shared cache's settings: KILN_CACHE_* and what the handle is opened
+# with (kept apart from the lists above)
 SERVER_SRC += daemon/cache_env.c
+ENGINE_SRC += daemon/engine/remote_config.c
 # ... and its HTTP transport, in the same library: Bazel's HTTP
 # remote-cache protocol over libcurl (docs/cache-http.md).
 CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c

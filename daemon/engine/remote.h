@@ -75,7 +75,10 @@ struct remote {
 	unsigned nbad;           /* (mu) entries written, ever */
 };
 
-/* ---- remote.c, for remote_upload.c ---- */
+/* ---- remote.c, for remote_upload.c and remote_config.c ---- */
+
+/* Close rc's handle and free it (its last reference is gone). */
+void remote_conn_free(struct remote_conn *rc);
 
 /* The current handle with a reference (NULL: none); give it back with
  * remote_conn_put. */
