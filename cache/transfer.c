@@ -317,8 +317,6 @@ xfer_finish(kiln_cache *c, struct xfer *x, CURLcode res)
 	xfer_end(c, x, failure);
 }
 
-/* Start x on the multi handle (called with c->mu held; x is already
- * counted in nrunning). A handle that cannot be made ends x at once. */
 /* A new easy handle for x, on the multi handle. 0, or -1 (none made). */
 static int
 xfer_easy(kiln_cache *c, struct xfer *x)
@@ -336,6 +334,8 @@ xfer_easy(kiln_cache *c, struct xfer *x)
 	return -1;
 }
 
+/* Start x on the multi handle (called with c->mu held; x is already
+ * counted in nrunning). A handle that cannot be made ends x at once. */
 static void
 xfer_start(kiln_cache *c, struct xfer *x)
 {
