@@ -77,7 +77,7 @@ CACHE_SRC = cache/keys.c cache/check.c cache/index.c cache/result.c
 DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/yaml_tree.c \
             desc/desc_load.c desc/desc_fields.c desc/template.c desc/srcwalk.c \
             desc/desc_resolve.c desc/resolve_tools.c desc/resolve_inputs.c \
-            desc/strmap.c desc/plan_graph.c desc/desc.c
+            desc/strmap.c desc/plan_graph.c desc/desc.c desc/user_config.c
 # The build engine, daemon/engine/ (libkilnengine.a): deciding, scheduling,
 # running and publishing steps, file states, materializing build/.
 ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c filestate.c watch.c \
@@ -95,6 +95,10 @@ SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daem
              daemon/handlers.c daemon/handlers_build.c daemon/handlers_agent.c daemon/agents.c daemon/roles.c \
              daemon/uploads.c daemon/owners.c daemon/changes.c
 DAEMON_SRC = daemon/main.c
+# the shared cache's settings: KILN_CACHE_* and what the handle is opened
+# with (kept apart from the lists above)
+SERVER_SRC += daemon/cache_env.c
+ENGINE_SRC += daemon/engine/remote_config.c
 # ... and its HTTP transport, in the same library: Bazel's HTTP
 # remote-cache protocol over libcurl (docs/cache-http.md).
 CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c

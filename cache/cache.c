@@ -69,7 +69,9 @@ breaker_note(kiln_cache *c, int failure)
 void
 cache_note_result(kiln_cache *c, struct xfer *x, int failure)
 {
-	if (x->rc == 0 && x->op == XFER_PUT) {
+	if (x->rc == 0 && x->present) {
+		c->st.present++;
+	} else if (x->rc == 0 && x->op == XFER_PUT) {
 		c->st.uploads++;
 		c->st.bytes_up += x->len;
 	} else if (x->rc == 0) {
@@ -393,8 +395,9 @@ fail:
 	return rc;
 }
 
-int
-kiln_cache_put_async_fd(kiln_cache *c, enum kiln_cache_kind kind, const char *hex, int fd)
+static int
+put_async_fd(kiln_cache *c, enum kiln_cache_kind kind, const char *hex, int fd,
+             int ask_first)
 {
 	struct xfer *x;
 	int rc;
@@ -413,10 +416,24 @@ kiln_cache_put_async_fd(kiln_cache *c, enum kiln_cache_kind kind, const char *he
 		rc = kiln_err_from_errno(errno);
 		goto fail;
 	}
+	x->heading = ask_first;
 	return enqueue(c, x);
 fail:
 	free(x);
 	return rc;
+}
+
+int
+kiln_cache_put_async_fd(kiln_cache *c, enum kiln_cache_kind kind, const char *hex, int fd)
+{
+	return put_async_fd(c, kind, hex, fd, 0);
+}
+
+int
+kiln_cache_put_missing_async_fd(kiln_cache *c, enum kiln_cache_kind kind, const char *hex,
+                                int fd)
+{
+	return put_async_fd(c, kind, hex, fd, 1);
 }
 
 int

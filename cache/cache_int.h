@@ -46,6 +46,11 @@ struct xfer {
 	uint64_t len;
 	uint64_t off;
 
+	/* A background PUT that asks first: heading while its HEAD runs;
+	 * present when the server had the entry with len bytes (no PUT). */
+	int heading;
+	int present;
+
 	/* The outcome. */
 	int done;
 	int rc;

@@ -86,6 +86,8 @@ typedef struct kiln_cache_stats {
 	uint64_t bytes_up;      /* body bytes sent in PUTs that succeeded */
 	uint64_t connects;      /* TCP connections opened (keep-alive reuse
 	                         * keeps this low) */
+	uint64_t present;       /* uploads not sent: a HEAD found the entry,
+	                         * of that size (kiln_cache_put_missing_async_fd) */
 	uint64_t breaker_opens; /* times the breaker opened */
 	int breaker_open;       /* 1 while it is open */
 	unsigned queued;        /* uploads waiting or in flight now */
@@ -161,6 +163,17 @@ int kiln_cache_put_async(kiln_cache *c, enum kiln_cache_kind kind,
                          const char *hex, const void *buf, size_t len);
 int kiln_cache_put_async_fd(kiln_cache *c, enum kiln_cache_kind kind,
                             const char *hex, int fd);
+
+/* kiln_cache_put_async_fd, but asking first: when its turn comes, a HEAD,
+ * and no PUT if the server answers 200 with the file's size (counted in
+ * `present`, not in `uploads`). Any other answer (a 404, another size)
+ * goes on with the PUT; a failed HEAD fails the upload as a failed PUT
+ * would. Meant for CAS blobs, whose key is the SHA-256 of their bytes: a
+ * server that checks what it stores (bazel-remote) has the right bytes
+ * under the key; one that does not (nginx) may keep a corrupt blob of
+ * the right size, which the caller repairs with a plain put. */
+int kiln_cache_put_missing_async_fd(kiln_cache *c, enum kiln_cache_kind kind,
+                                    const char *hex, int fd);
 
 /* Wait until the upload queue is empty and no upload is in flight, or
  * timeout_ms passes (< 0: no limit). Returns 0 or KILN_ETIMEDOUT. */

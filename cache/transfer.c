@@ -152,7 +152,7 @@ easy_method(struct xfer *x, CURL *e)
 {
 	int bad = 0;
 
-	switch (x->op) {
+	switch (x->heading ? XFER_HEAD : x->op) {
 	case XFER_GET:
 		bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 		bad |= curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
@@ -180,9 +180,11 @@ easy_method(struct xfer *x, CURL *e)
 static int
 status_rc(const struct xfer *x, long code, int *failure)
 {
-	if (x->op == XFER_PUT ? (code >= 200 && code < 300) : code == 200)
+	int put = x->op == XFER_PUT && !x->heading;
+
+	if (put ? (code >= 200 && code < 300) : code == 200)
 		return 0;
-	if (code == 404 && x->op != XFER_PUT)
+	if (code == 404 && !put)
 		return KILN_ENOTFOUND;
 	if (code == 401 || code == 403 || code == 407)
 		return KILN_EAUTH;
@@ -256,6 +258,35 @@ xfer_end(kiln_cache *c, struct xfer *x, int failure)
 		xfer_free_background(x);
 }
 
+static int xfer_easy(kiln_cache *c, struct xfer *x);
+
+/* The HEAD of an upload that asks first ended (x's easy handle is gone):
+ * the server has the entry, or the PUT starts now on the same xfer (it
+ * stays running, so an AC upload behind it still waits). */
+static void
+head_done(kiln_cache *c, struct xfer *x, int rc, curl_off_t len, int failure)
+{
+	x->heading = 0;
+	if (rc == 0 && len >= 0 && (uint64_t)len == x->len) {
+		x->present = 1;
+		x->rc = 0;
+		xfer_end(c, x, 0);
+		return;
+	}
+	if (rc != 0 && rc != KILN_ENOTFOUND) {
+		x->rc = rc;
+		xfer_end(c, x, failure);
+		return;
+	}
+	/* absent, or another size (a blob cut short): send it */
+	x->got = x->discarded = x->off = 0;
+	x->too_big = x->sink_rc = 0;
+	if (xfer_easy(c, x) != 0) {
+		x->rc = KILN_ENOMEM;
+		xfer_end(c, x, 0);
+	}
+}
+
 static void
 xfer_finish(kiln_cache *c, struct xfer *x, CURLcode res)
 {
@@ -265,6 +296,16 @@ xfer_finish(kiln_cache *c, struct xfer *x, CURLcode res)
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
 	x->rc = res == CURLE_OK ? status_rc(x, code, &failure) : curl_rc(x, res, code, &failure);
+	if (x->heading) {
+		if (x->rc != 0 || curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+		                                    &len) != CURLE_OK)
+			len = -1;
+		curl_multi_remove_handle(c->multi, x->easy);
+		curl_easy_cleanup(x->easy);
+		x->easy = NULL;
+		head_done(c, x, x->rc, len, failure);
+		return;
+	}
 	if (x->op == XFER_HEAD && x->rc == 0 &&
 	    curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len) == CURLE_OK && len > 0)
 		x->size = (uint64_t)len;
@@ -276,23 +317,32 @@ xfer_finish(kiln_cache *c, struct xfer *x, CURLcode res)
 	xfer_end(c, x, failure);
 }
 
+/* A new easy handle for x, on the multi handle. 0, or -1 (none made). */
+static int
+xfer_easy(kiln_cache *c, struct xfer *x)
+{
+	CURL *e = curl_easy_init();
+
+	if (e != NULL && easy_common(c, x, e) == 0 && easy_method(x, e) == 0) {
+		x->easy = e;
+		if (curl_multi_add_handle(c->multi, e) == CURLM_OK)
+			return 0;
+	}
+	if (e != NULL)
+		curl_easy_cleanup(e);
+	x->easy = NULL;
+	return -1;
+}
+
 /* Start x on the multi handle (called with c->mu held; x is already
  * counted in nrunning). A handle that cannot be made ends x at once. */
 static void
 xfer_start(kiln_cache *c, struct xfer *x)
 {
-	CURL *e = curl_easy_init();
-
 	x->next = c->running;
 	c->running = x;
-	if (e != NULL && easy_common(c, x, e) == 0 && easy_method(x, e) == 0) {
-		x->easy = e;
-		if (curl_multi_add_handle(c->multi, e) == CURLM_OK)
-			return;
-	}
-	if (e != NULL)
-		curl_easy_cleanup(e);
-	x->easy = NULL;
+	if (xfer_easy(c, x) == 0)
+		return;
 	x->rc = KILN_ENOMEM;
 	pthread_mutex_unlock(&c->mu);
 	xfer_end(c, x, 0);

@@ -99,6 +99,8 @@ status_print(const kiln_status *st)
 	printf("          %" PRIu64 " results uploaded, %" PRIu32 " pending, %" PRIu64
 	       " dropped; %" PRIu64 " errors, %" PRIu64 " corrupt\n", st->cache_uploaded,
 	       st->cache_pending, st->cache_dropped, st->cache_errors, st->cache_corrupt);
+	printf("          %" PRIu64 " blobs not uploaded: the server had them\n",
+	       st->cache_skipped_uploads);
 }
 
 static void
@@ -135,10 +137,11 @@ status_json(const kiln_status *st)
 	       ",\"cache_bytes_down\":%" PRIu64 ",\"cache_bytes_up\":%" PRIu64
 	       ",\"cache_errors\":%" PRIu64 ",\"cache_dropped\":%" PRIu64
 	       ",\"cache_breaker_open\":%s,\"cache_uploaded\":%" PRIu64
-	       ",\"cache_pending\":%" PRIu32 ",\"cache_corrupt\":%" PRIu64,
+	       ",\"cache_pending\":%" PRIu32 ",\"cache_corrupt\":%" PRIu64
+	       ",\"cache_skipped_uploads\":%" PRIu64,
 	       st->cache_hits, st->cache_misses, st->cache_bytes_down, st->cache_bytes_up,
 	       st->cache_errors, st->cache_dropped, st->cache_breaker_open ? "true" : "false",
-	       st->cache_uploaded, st->cache_pending, st->cache_corrupt);
+	       st->cache_uploaded, st->cache_pending, st->cache_corrupt, st->cache_skipped_uploads);
 	fputs(",\"agents\":[", stdout);
 	for (uint32_t i = 0; i < st->nagents && i < 64; i++) {
 		fputs(i ? ",{\"name\":" : "{\"name\":", stdout);

@@ -110,6 +110,7 @@ typedef struct kiln_status {
 	uint64_t cache_uploaded;   /* results uploaded */
 	uint32_t cache_pending;    /* results and transfers still to upload */
 	uint64_t cache_corrupt;    /* blobs or entries refused as corrupt */
+	uint64_t cache_skipped_uploads; /* blobs not sent: the server had them */
 	/* build agents connected now (kiln agent): nagents of them, the
 	 * first 64 listed */
 	uint32_t nagents;

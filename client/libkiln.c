@@ -175,6 +175,7 @@ status_copy(const Kiln__StatusReply *s, kiln_status *st)
 	st->cache_uploaded = s->cache_uploaded;
 	st->cache_pending = s->cache_pending;
 	st->cache_corrupt = s->cache_corrupt;
+	st->cache_skipped_uploads = s->cache_skipped_uploads;
 	st->nagents = (uint32_t)s->n_agents;
 	for (size_t i = 0; i < s->n_agents && i < sizeof st->agents / sizeof st->agents[0]; i++) {
 		const Kiln__AgentInfo *ai = s->agents[i];

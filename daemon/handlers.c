@@ -101,6 +101,7 @@ h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 		s->cache_uploaded = cs->results_uploaded;
 		s->cache_pending = cs->pending;
 		s->cache_corrupt = cs->corrupt;
+		s->cache_skipped_uploads = cs->skipped_uploads;
 	}
 	if (d->engine != NULL) {
 		Kiln__AgentInfo **ai;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agents.h"
+#include "cache_env.h"
 #include "changes.h"
 #include "engine.h"
 #include "events.h"
@@ -496,8 +497,6 @@ engine_start(struct kilnd *d, char *err, size_t len)
 	const char *hold = getenv("KILN_TEST_HOLD_FINISH_MS");
 	const char *stall = getenv("KILN_TEST_WATCH_STALL_MS");
 	const char *mat = getenv("KILN_MATERIALIZE");
-	/* the shared cache for this machine, over the project's `cache:` */
-	const char *cache_url = getenv("KILN_CACHE_URL"), *cache_mode = getenv("KILN_CACHE_MODE");
 	struct engine_config c = {
 		.root = d->paths.project,
 		.store = d->store,
@@ -509,8 +508,6 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.watch_stall_ms = stall ? (unsigned)strtoul(stall, NULL, 10) : 0,
 		.materialize = (kiln_mat_mode)d->cfg.materialize,
 		.ipc_url = d->paths.url,
-		.cache_url = cache_url && cache_url[0] ? cache_url : NULL,
-		.cache_mode = cache_mode && cache_mode[0] ? cache_mode : NULL,
 		.local_jobs = d->cfg.local_jobs,
 		.lease_ms = d->cfg.lease_ms,
 		.agent_wake = engine_agent_wake,
@@ -528,17 +525,10 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		snprintf(err, len, "KILN_MATERIALIZE='%s': expected copy or hardlink", mat);
 		return KILN_EINVAL;
 	}
-	if (c.cache_url != NULL && strncmp(c.cache_url, "http://", 7) != 0 &&
-	    strncmp(c.cache_url, "https://", 8) != 0) {
-		snprintf(err, len, "KILN_CACHE_URL='%s': expected an http:// or https:// URL",
-		         c.cache_url);
-		return KILN_EINVAL;
-	}
-	if (c.cache_mode != NULL && kiln_cache_mode_parse(c.cache_mode) == KILN_CACHE_MODE_UNSET) {
-		snprintf(err, len, "KILN_CACHE_MODE='%s': expected read, readwrite or off",
-		         c.cache_mode);
-		return KILN_EINVAL;
-	}
+	/* the shared cache for this machine, over the user's file and the
+	 * project's `cache:` */
+	if ((rv = cache_env_read(&c.cache, err, len)) != 0)
+		return rv;
 	if ((rv = changes_new(d->cfg.settle_ms, engine_publish, d, &d->changes)) != 0) {
 		snprintf(err, len, "starting the change reporter: %s", kiln_strerror(rv));
 		return rv;

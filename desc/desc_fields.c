@@ -220,14 +220,14 @@ one_asset(struct ld *c, const ynode *n, int index)
 
 /* A duration: a whole number with s, m, h or d after it (none: seconds),
  * as `kiln gc --max-age` reads one; 0 means no limit. */
-static void
-duration(struct ld *c, const ynode *v, const char *f, kiln_timeout *out)
+int
+kiln_duration_parse(const char *s, uint32_t *secs)
 {
-	const char *s = ld_text(c, v, f), *p;
+	const char *p;
 	unsigned long long n = 0, mul = 1;
 
 	if (s == NULL)
-		return;
+		return KILN_EINVAL;
 	for (p = s; *p >= '0' && *p <= '9' && n <= TIMEOUT_MAX_S; p++)
 		n = n * 10 + (unsigned)(*p - '0');
 	switch (p > s ? *p : '?') {
@@ -238,13 +238,27 @@ duration(struct ld *c, const ynode *v, const char *f, kiln_timeout *out)
 	case 'd': mul = 86400; p++; break;
 	default: p = "?";
 	}
-	if (*p != '\0' || n * mul > TIMEOUT_MAX_S) {
+	if (*p != '\0' || n * mul > TIMEOUT_MAX_S)
+		return KILN_EINVAL;
+	*secs = (uint32_t)(n * mul);
+	return 0;
+}
+
+static void
+duration(struct ld *c, const ynode *v, const char *f, kiln_timeout *out)
+{
+	const char *s = ld_text(c, v, f);
+	uint32_t secs;
+
+	if (s == NULL)
+		return;
+	if (kiln_duration_parse(s, &secs) != 0) {
 		diag_add(c->dg, KILN_DIAG_ERROR, ld_at(c, v), f, "not a duration: '%s' "
 		         "(a whole number with s, m, h or d after it, e.g. 30s or 5m, "
 		         "at most 366d; 0 for no limit)", s);
 		return;
 	}
-	*out = (kiln_timeout){s, (uint32_t)(n * mul), ld_at(c, v)};
+	*out = (kiln_timeout){s, secs, ld_at(c, v)};
 }
 
 /* ---- tools ---- */
@@ -470,30 +484,54 @@ static void c_bearer(struct ld *c, const ynode *v, void *obj, const char *f)
 {
 	CACHE.bearer_token_file = ld_text(c, v, f);
 }
+static void c_ca(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	CACHE.ca_file = ld_text(c, v, f);
+}
 static void c_timeout(struct ld *c, const ynode *v, void *obj, const char *f)
 {
 	duration(c, v, f, &CACHE.timeout);
 }
+static void c_connect_timeout(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	duration(c, v, f, &CACHE.connect_timeout);
+}
 
 static const struct field cache_fields[] = {
 	{"url", c_url}, {"mode", c_mode}, {"basic_auth_file", c_basic},
-	{"bearer_token_file", c_bearer}, {"timeout", c_timeout},
+	{"bearer_token_file", c_bearer}, {"ca_file", c_ca}, {"timeout", c_timeout},
+	{"connect_timeout", c_connect_timeout},
 };
 
-static void k_cache(struct ld *c, const ynode *v, void *obj, const char *f)
+/* `cache:` into cd. The project's must name its server (a mode alone
+ * means nothing there); a user's file may give only what it changes
+ * (a mode, credentials) over the project's. */
+static void
+cache_section(struct ld *c, const ynode *v, const char *f, kiln_cache_desc *cd,
+              int need_url)
 {
-	kiln_cache_desc *cd = &c->f->cache;
-
-	(void)obj;
 	if (!ld_want(c, v, Y_MAP, f, "a mapping (url, mode, basic_auth_file, "
-	             "bearer_token_file, timeout)"))
+	             "bearer_token_file, ca_file, timeout, connect_timeout)"))
 		return;
+	cd->loc = ld_at(c, v);
 	ld_map_walk(c, v, f, cache_fields, sizeof cache_fields / sizeof cache_fields[0], cd);
 	if (cd->basic_auth_file != NULL && cd->bearer_token_file != NULL)
 		diag_add(c->dg, KILN_DIAG_ERROR, ld_at(c, v), f, "give basic_auth_file "
 		         "or bearer_token_file, not both");
-	if (cd->url == NULL && cd->mode != KILN_CACHE_MODE_OFF)
+	if (need_url && cd->url == NULL && cd->mode != KILN_CACHE_MODE_OFF)
 		ld_require(c, v, f, "url", "the cache server's http:// or https:// URL");
+}
+
+static void k_cache(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	(void)obj;
+	cache_section(c, v, f, &c->f->cache, 1);
+}
+
+static void k_user_cache(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	(void)obj;
+	cache_section(c, v, f, &c->f->cache, 0);
 }
 
 /* One entry of `path:`: an absolute folder, or one of the project
@@ -637,4 +675,16 @@ void
 desc_fields_sub(struct ld *c, const ynode *top)
 {
 	ld_map_walk(c, top, "", sub_fields, sizeof sub_fields / sizeof sub_fields[0], NULL);
+}
+
+/* A user's own file holds settings of this machine only: nothing that
+ * would make one machine's build differ from another's. */
+static const struct field user_fields[] = {
+	{"cache", k_user_cache},
+};
+
+void
+desc_fields_user(struct ld *c, const ynode *top)
+{
+	ld_map_walk(c, top, "", user_fields, sizeof user_fields / sizeof user_fields[0], NULL);
 }

@@ -171,7 +171,10 @@ typedef struct kiln_cache_desc {
 	kiln_cache_mode mode;
 	const char *basic_auth_file;   /* as written (relative: to the root) */
 	const char *bearer_token_file;
+	const char *ca_file;           /* a private CA for https (as written) */
 	kiln_timeout timeout;          /* a whole transfer (text NULL: default) */
+	kiln_timeout connect_timeout;  /* setting up a connection (likewise) */
+	kiln_loc loc;                  /* the `cache:` mapping (line 0: none) */
 } kiln_cache_desc;
 
 /* The project's `cache:` (its url NULL when not given); valid as long as d. */
@@ -180,6 +183,35 @@ const kiln_cache_desc *kiln_desc_cache(const kiln_desc *d);
 /* "off", "read" or "readwrite" as a mode; anything else is
  * KILN_CACHE_MODE_UNSET. */
 kiln_cache_mode kiln_cache_mode_parse(const char *s);
+
+/* A duration as kiln.yaml writes one ("30s", "5m", "2h", "1d"; a bare
+ * number is seconds; at most 366d) into *secs. 0 or KILN_EINVAL. */
+int kiln_duration_parse(const char *s, uint32_t *secs);
+
+/* A user's own settings for this machine: the file
+ * $XDG_CONFIG_HOME/kiln/config.yaml (~/.config/kiln/config.yaml), which
+ * may hold `cache:` with kiln.yaml's keys, none of them required
+ * (docs/cache.md, "Configuration"). Relative paths in it are relative to
+ * its folder and are made absolute. */
+typedef struct kiln_user_config kiln_user_config;
+
+/* The path of that file from the environment's values (either may be
+ * NULL): XDG_CONFIG_HOME when it is absolute, else HOME/.config. Writes
+ * it into buf (len bytes). 0, KILN_ENOTFOUND (neither is usable) or
+ * KILN_ERANGE (too long). */
+int kiln_user_config_path(const char *xdg_config_home, const char *home, char *buf,
+                          size_t len);
+
+/* Read the file at path. 0 with *u (free with kiln_user_config_free; its
+ * problems are diagnostics, as a description's); KILN_ENOTFOUND when
+ * there is no such file (no settings: not an error); KILN_ENOMEM. */
+int kiln_user_config_load(const char *path, kiln_user_config **u);
+void kiln_user_config_free(kiln_user_config *u);
+size_t kiln_user_config_diags(const kiln_user_config *u, const kiln_diag **diags);
+size_t kiln_user_config_nerrors(const kiln_user_config *u);
+/* Its `cache:` (every field unset when the file has none); valid as long
+ * as u. */
+const kiln_cache_desc *kiln_user_config_cache(const kiln_user_config *u);
 
 /* The project's 'path' (where tools' programs are found, whoever asks
  * for the build) as a PATH string of absolute folders, valid for d's

@@ -72,5 +72,7 @@ const char *ld_root_path(struct ld *c, const ynode *n, const char *s,
  * (desc_fields_sub: tools, rules, assets, bundles) into c->f. */
 void desc_fields_root(struct ld *c, const ynode *top);
 void desc_fields_sub(struct ld *c, const ynode *top);
+/* The top-level mapping of a user's config.yaml (user_config.c): cache. */
+void desc_fields_user(struct ld *c, const ynode *top);
 
 #endif

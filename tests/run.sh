@@ -50,6 +50,10 @@ case $bindir in
 esac
 export KILN="$abs/kiln"
 export KILND="$abs/kilnd"
+# kilnd reads the user's own settings ($XDG_CONFIG_HOME/kiln/config.yaml):
+# never the tester's, whose shared cache would change what tests see
+mkdir -p "$log/config"
+export XDG_CONFIG_HOME="$log/config"
 
 vg=""
 if [ "${KILN_VALGRIND:-0}" = 1 ]; then

@@ -31,6 +31,24 @@ extern const char engine_key_format[];
 struct engine;
 struct spawner_ops;
 
+/* This machine's shared-cache settings from kilnd's environment, each
+ * NULL when not given (the daemon checks them before it starts the
+ * engine). They win over the user's file, which wins over the project's
+ * kiln.yaml, key by key (the two credential files count as one key). */
+struct engine_cache_env {
+	const char *url;               /* KILN_CACHE_URL: http:// or https:// */
+	const char *mode;              /* KILN_CACHE_MODE: off, read, readwrite */
+	const char *basic_auth_file;   /* KILN_CACHE_BASIC_AUTH_FILE (absolute) */
+	const char *bearer_token_file; /* KILN_CACHE_BEARER_TOKEN_FILE (absolute) */
+	const char *ca_file;           /* KILN_CACHE_CA_FILE (absolute) */
+	const char *timeout;           /* KILN_CACHE_TIMEOUT: "30s" */
+	const char *connect_timeout;   /* KILN_CACHE_CONNECT_TIMEOUT: "2s" */
+	/* Where the user's settings file is looked for: $XDG_CONFIG_HOME,
+	 * $HOME (kiln_user_config_path; both NULL: no user file). */
+	const char *config_home;
+	const char *home;
+};
+
 struct engine_config {
 	const char *root;        /* the project folder, absolute */
 	kiln_store *store;
@@ -57,11 +75,9 @@ struct engine_config {
 	/* The daemon's ipc:// address, given to tools as $KILN_SOCKET for
 	 * `kiln need` (NULL: tools get no KILN_* need variables). */
 	const char *ipc_url;
-	/* The shared cache for this machine, over the project's `cache:`
-	 * (KILN_CACHE_URL and KILN_CACHE_MODE in kilnd's environment; NULL:
-	 * as the project says). cache_mode is "off", "read" or "readwrite". */
-	const char *cache_url;
-	const char *cache_mode;
+	/* The shared cache settings of kilnd's environment, over the user's
+	 * file and the project's `cache:` (docs/cache.md, "Configuration"). */
+	struct engine_cache_env cache;
 	/* Called with each event to publish (kind set; seq and time are the
 	 * callee's); the event and what it points to are valid only during
 	 * the call. */
@@ -217,6 +233,7 @@ struct engine_cache_status {
 	uint64_t hits, misses, errors, uploads, bytes_down, bytes_up;
 	uint64_t dropped;         /* uploads dropped: the transport's and the
 	                             engine's queue */
+	uint64_t skipped_uploads; /* blobs not sent: the server had them */
 	uint32_t pending;         /* results and transfers still to upload */
 	int breaker_open;
 };

@@ -514,9 +514,15 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 	int64_t load_ns;
 	int rv;
 
-	if (e->desc != NULL && !stamps_changed(e))
-		return kiln_desc_nerrors(e->desc) ? (diags_text(e->desc, err, errlen),
-		                                     KILN_EBADPROJECT) : 0;
+	if (e->desc != NULL && !stamps_changed(e)) {
+		if (kiln_desc_nerrors(e->desc)) {
+			diags_text(e->desc, err, errlen);
+			return KILN_EBADPROJECT;
+		}
+		/* the user's settings file is not the project's: it has its
+		 * own stamp (remote.c) */
+		return remote_refresh(e, err, errlen);
+	}
 	load_ns = kiln_wall_ns();
 	rv = kiln_desc_load(e->root, &d);
 	if (rv == KILN_ENOTFOUND) {
@@ -558,8 +564,7 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 		return KILN_EBADPROJECT;
 	}
 	diags_log(e, d);
-	remote_configure(e, d);
-	return 0;
+	return remote_configure(e, d, err, errlen);
 }
 
 int

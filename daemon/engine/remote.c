@@ -1,5 +1,6 @@
 /* remote.c — the shared cache's handle and lookups (remote.h; docs/cache.md
- * has the layout, "Using a shared cache" what the engine does with it).
+ * has the layout, "Using a shared cache" what the engine does with it;
+ * remote_config.c what the handle is opened with).
  *
  * A step the local cache missed is looked up here: its index entry (one
  * per action key) lists candidate results by the SHA-256 of the files
@@ -45,8 +46,8 @@ remote_log(struct engine *e, int error, const char *fmt, ...)
 
 /* ---- the handle ------------------------------------------------------------ */
 
-static void
-conn_free(struct remote_conn *rc)
+void
+remote_conn_free(struct remote_conn *rc)
 {
 	if (rc == NULL)
 		return;
@@ -54,6 +55,7 @@ conn_free(struct remote_conn *rc)
 	free(rc->url);
 	free(rc->basic);
 	free(rc->bearer);
+	free(rc->ca);
 	free(rc);
 }
 
@@ -81,7 +83,7 @@ remote_conn_put(struct remote *r, struct remote_conn *rc)
 	pthread_mutex_unlock(&r->mu);
 	/* the last user closes it: a reload swapped it out meanwhile */
 	if (left == 0)
-		conn_free(rc);
+		remote_conn_free(rc);
 }
 
 int
@@ -94,6 +96,10 @@ remote_new(struct engine *e)
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	e->remote = r;
+	/* none to look for (no HOME) or a path too long: no user settings */
+	if (kiln_user_config_path(e->cfg.cache.config_home, e->cfg.cache.home, r->user.path,
+	                          sizeof r->user.path) != 0)
+		r->user.path[0] = '\0';
 	if (pthread_create(&r->thr, NULL, remote_uploader_main, e) != 0)
 		return KILN_EIO;   /* engine_free frees r */
 	r->started = 1;
@@ -122,111 +128,38 @@ remote_free(struct engine *e)
 	rc = r->conn;
 	r->conn = NULL;
 	if (rc != NULL && --rc->refs == 0)
-		conn_free(rc);
+		remote_conn_free(rc);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
 	free(r);
 	e->remote = NULL;
 }
 
-static int
-str_same(const char *a, const char *b)
-{
-	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
-}
-
-/* A credential file as kiln_cache_open wants it: relative ones are the
- * project's. NULL stays NULL; *bad on no memory. */
-static char *
-cred_path(const struct engine *e, const char *f, int *bad)
-{
-	char *p = NULL;
-
-	if (f == NULL)
-		return NULL;
-	if (f[0] == '/')
-		p = strdup(f);
-	else if (asprintf(&p, "%s/%s", e->root, f) < 0)
-		p = NULL;
-	if (p == NULL)
-		*bad = 1;
-	return p;
-}
-
-/* The configuration d and the environment ask for, into want (its
- * strings malloc'd); 0 with want->url NULL when no cache is wanted. */
-static int
-config_wanted(const struct engine *e, const kiln_desc *d, struct remote_conn *want)
-{
-	const kiln_cache_desc *cd = kiln_desc_cache(d);
-	const char *url = e->cfg.cache_url ? e->cfg.cache_url : cd->url;
-	kiln_cache_mode mode = e->cfg.cache_mode ? kiln_cache_mode_parse(e->cfg.cache_mode)
-	                                         : cd->mode;
-	int bad = 0;
-
-	memset(want, 0, sizeof *want);
-	/* a url without a mode reads only: uploading is what CI opts into */
-	if (mode == KILN_CACHE_MODE_UNSET)
-		mode = KILN_CACHE_MODE_READ;
-	if (url == NULL || url[0] == '\0' || mode == KILN_CACHE_MODE_OFF)
-		return 0;
-	want->mode = mode;
-	want->timeout_s = cd->timeout.s;
-	want->url = strdup(url);
-	want->basic = cred_path(e, cd->basic_auth_file, &bad);
-	want->bearer = cred_path(e, cd->bearer_token_file, &bad);
-	return want->url == NULL || bad ? KILN_ENOMEM : 0;
-}
+/* ---- blobs found corrupt ------------------------------------------------------- */
 
 void
-remote_configure(struct engine *e, const kiln_desc *d)
+remote_note_bad_blob(struct remote *r, const uint8_t sha[32])
 {
-	struct remote *r = e->remote;
-	struct remote_conn want, *rc = NULL, *old;
-	kiln_cache_config cfg = {0};
-	int rv;
-
-	if (r == NULL)
-		return;
-	if (config_wanted(e, d, &want) != 0)
-		goto fail;
-	old = r->conn;   /* only this thread (e->mu) changes r->conn */
-	if (old != NULL && want.url != NULL && str_same(old->url, want.url) &&
-	    old->mode == want.mode && str_same(old->basic, want.basic) &&
-	    str_same(old->bearer, want.bearer) && old->timeout_s == want.timeout_s)
-		goto fail;   /* unchanged: keep the handle and its connections */
-	if (old == NULL && want.url == NULL)
-		goto fail;
-	if (want.url != NULL) {
-		cfg.url = want.url;
-		cfg.read_only = want.mode != KILN_CACHE_MODE_READWRITE;
-		cfg.basic_auth_file = want.basic;
-		cfg.bearer_token_file = want.bearer;
-		cfg.timeout_ms = (long)want.timeout_s * 1000;
-		if ((rc = malloc(sizeof *rc)) == NULL)
-			goto fail;
-		*rc = want;
-		memset(&want, 0, sizeof want);
-		rc->refs = 1;
-		if ((rv = kiln_cache_open(&cfg, &rc->c)) != 0) {
-			/* a build never fails for the cache: it builds without */
-			remote_log(e, 1, "shared cache %s: %s; building without it", rc->url,
-			           kiln_strerror(rv));
-			conn_free(rc);
-			rc = NULL;
-		} else {
-			remote_log(e, 0, "shared cache %s (%s)", rc->url,
-			           rc->mode == KILN_CACHE_MODE_READWRITE ? "readwrite" : "read");
-		}
-	}
 	pthread_mutex_lock(&r->mu);
-	r->conn = rc;
+	memcpy(r->bad[r->nbad++ % REMOTE_BAD_MAX], sha, 32);
 	pthread_mutex_unlock(&r->mu);
-	remote_conn_put(r, old);
-fail:
-	free(want.url);
-	free(want.basic);
-	free(want.bearer);
+}
+
+int
+remote_take_bad_blob(struct remote *r, const uint8_t sha[32])
+{
+	unsigned n;
+	int found = 0;
+
+	pthread_mutex_lock(&r->mu);
+	n = r->nbad < REMOTE_BAD_MAX ? r->nbad : REMOTE_BAD_MAX;
+	for (unsigned i = 0; i < n && !found; i++)
+		if (memcmp(r->bad[i], sha, 32) == 0) {
+			memset(r->bad[i], 0, 32);   /* no blob's SHA-256 is all zero */
+			found = 1;
+		}
+	pthread_mutex_unlock(&r->mu);
+	return found;
 }
 
 int
@@ -315,6 +248,23 @@ corrupt_note(struct engine *e, const char *what, const char *hex)
 		           "later ones are only counted in kiln status)", what, hex);
 }
 
+/* A lookup's transfer failed (not a miss): said once per handle in the
+ * daemon's log, so that a cache that cannot be reached (a wrong CA, bad
+ * credentials, a dead server) is not only a counter in kiln status. */
+static void
+error_note(struct engine *e, struct remote_conn *rc, int rv)
+{
+	if (rv == 0 || rv == KILN_ENOTFOUND || rv == KILN_ECORRUPT || rv == KILN_ENOMEM)
+		return;
+	/* KILN_ETLS's own words are about kiln's --tls-ca */
+	if (atomic_exchange(&rc->error_said, 1) == 0)
+		remote_log(e, 1, "shared cache %s: %s (steps are built here; later "
+		           "errors are only counted in kiln status)", rc->url,
+		           rv == KILN_ETLS ? "TLS failed: the server's certificate did not "
+		           "verify against ca_file (or the system's CAs), or does not name "
+		           "its host" : kiln_strerror(rv));
+}
+
 /* Whether candidate c's discovered files hold here: each that existed has
  * that SHA-256 now, each that did not still does not. xx[i] gets file
  * i's local hash (what result_holds checks). Folder listings are not
@@ -381,8 +331,10 @@ blob_fetch(struct engine *e, kiln_cache *c, const struct kiln_cache_digest *d, k
 	} else {
 		rv = kiln_blob_writer_commit(w, NULL, id);
 	}
-	if (rv == KILN_ECORRUPT)
+	if (rv == KILN_ECORRUPT) {
 		corrupt_note(e, "blob cas/", hex);
+		remote_note_bad_blob(e->remote, d->sha);
+	}
 	return rv;
 }
 
@@ -515,9 +467,15 @@ remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
 	*res = NULL;
 	if (rc == NULL)
 		return KILN_ENOTFOUND;
-	if (kiln_cache_index_key(n->w->new_key.b, 16, key) != 0 ||
-	    remote_get_entry(rc->c, key, &buf, &len) != 0)
+	if (kiln_cache_index_key(n->w->new_key.b, 16, key) != 0)
 		goto fail;
+	rv = remote_get_entry(rc->c, key, &buf, &len);
+	error_note(e, rc, rv);
+	if (rv != 0) {
+		rv = KILN_ENOTFOUND;
+		goto fail;
+	}
+	rv = KILN_ENOTFOUND;   /* until a candidate holds */
 	if (kiln_cache_index_decode(buf, len, &ix) != 0) {
 		kiln_cache_hex(key, hex);
 		corrupt_note(e, "index entry ac/", hex);
@@ -576,6 +534,7 @@ remote_status(struct engine *e, struct engine_cache_status *st)
 	st->bytes_down = cs.bytes_down;
 	st->bytes_up = cs.bytes_up;
 	st->dropped = cs.dropped + atomic_load(&r->dropped);
+	st->skipped_uploads = cs.present;
 	st->breaker_open = cs.breaker_open;
 	pthread_mutex_lock(&r->mu);
 	st->pending = r->nq + r->busy + cs.queued;

@@ -21,9 +21,27 @@ struct remote_conn {
 	kiln_cache *c;
 	unsigned refs;           /* (r->mu) */
 	kiln_cache_mode mode;    /* READ or READWRITE */
-	char *url, *basic, *bearer;
-	uint32_t timeout_s;
+	char *url, *basic, *bearer, *ca;
+	uint32_t timeout_s, connect_timeout_s;   /* 0: the transport's default */
+	_Atomic int error_said;  /* a failed transfer was logged once */
 };
+
+/* The user's settings file as last read (remote.c): read again when it
+ * changed, and at every project load until it reads without errors. */
+struct user_file {
+	char path[4096];         /* "" when there is none to look for */
+	int ok;                  /* the last read had no errors */
+	int64_t mtime_ns, ctime_ns;
+	uint64_t ino, dev, size;
+	int exists;
+};
+
+/* Blobs a lookup found corrupt on the server (their SHA-256): uploaded
+ * again without asking first, since a server that does not check what it
+ * stores (nginx) would otherwise keep the bad bytes forever under a HEAD
+ * that answers with the right size. A small ring: forgetting one only
+ * loses that repair until the next time it is found. */
+#define REMOTE_BAD_MAX 64
 
 /* A result to upload, copied from its node (remote_upload.c). */
 struct up_job {
@@ -52,9 +70,15 @@ struct remote {
 	pthread_t thr;
 	_Atomic uint64_t downloaded, missed, corrupt, uploaded, dropped;
 	_Atomic int corrupt_said; /* a corrupt entry was logged once */
+	struct user_file user;   /* (e->mu) */
+	uint8_t bad[REMOTE_BAD_MAX][32]; /* (mu) */
+	unsigned nbad;           /* (mu) entries written, ever */
 };
 
-/* ---- remote.c, for remote_upload.c ---- */
+/* ---- remote.c, for remote_upload.c and remote_config.c ---- */
+
+/* Close rc's handle and free it (its last reference is gone). */
+void remote_conn_free(struct remote_conn *rc);
 
 /* The current handle with a reference (NULL: none); give it back with
  * remote_conn_put. */
@@ -87,11 +111,25 @@ int remote_new(struct engine *e);
  * the handle, free e->remote. NULL e->remote is fine. */
 void remote_free(struct engine *e);
 
-/* The project was loaded (e->mu held, no build running): open, reopen or
- * close the handle so that it matches d's `cache:` and the daemon's
- * environment overrides. A cache that cannot be opened (a bad credential
- * file) is logged and left off. */
-void remote_configure(struct engine *e, const kiln_desc *d);
+/* The project was loaded (e->mu held, no build running): read the user's
+ * settings file, and open, reopen or close the handle so that it matches
+ * the environment's settings over the user's over d's `cache:`. A cache
+ * that cannot be opened (a bad credential file) is logged and left off:
+ * 0. A user file with errors is KILN_EBADPROJECT with them in err (file,
+ * line, field; one a line), logged too, and the handle is left as it
+ * was; KILN_ENOMEM. */
+int remote_configure(struct engine *e, const kiln_desc *d, char *err, size_t errlen);
+
+/* The project is unchanged (e->mu held, no build running): configure
+ * again if the user's file changed since it was read, or had errors.
+ * The codes of remote_configure. */
+int remote_refresh(struct engine *e, char *err, size_t errlen);
+
+/* A lookup found the blob of this SHA-256 corrupt on the server: its next
+ * upload sends it without asking whether the server has it. */
+void remote_note_bad_blob(struct remote *r, const uint8_t sha[32]);
+/* Whether sha was noted so (and forget it: one plain upload repairs it). */
+int remote_take_bad_blob(struct remote *r, const uint8_t sha[32]);
 
 /* Whether a cache is configured for lookups now (unlocked; a hint). */
 int remote_enabled(struct engine *e);

@@ -144,7 +144,10 @@ struct up_work {
 	int ok;
 };
 
-/* Queue one blob for cas/. 0 or the transport's code. */
+/* Queue one blob for cas/, asked for first (HEAD): CI and artists
+ * building the same outputs would otherwise send the same bytes again
+ * and again. One a lookup found corrupt there goes up plainly, over the
+ * bad bytes. 0 or the transport's code. */
 static int
 blob_send(struct engine *e, kiln_cache *c, const kiln_id *id,
           struct kiln_cache_digest *d)
@@ -159,7 +162,9 @@ blob_send(struct engine *e, kiln_cache *c, const kiln_id *id,
 		return rv;
 	d->size = size;
 	kiln_cache_hex(d->sha, hex);
-	rv = kiln_cache_put_async_fd(c, KILN_CACHE_CAS, hex, fd);
+	rv = remote_take_bad_blob(e->remote, d->sha)
+	     ? kiln_cache_put_async_fd(c, KILN_CACHE_CAS, hex, fd)
+	     : kiln_cache_put_missing_async_fd(c, KILN_CACHE_CAS, hex, fd);
 	close(fd);
 	return rv;
 }

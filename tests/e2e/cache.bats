@@ -9,179 +9,7 @@ bats_require_minimum_version 1.5.0
 
 load daemon_helpers
 
-# The helpers' teardown stops the daemon of the current folder: keep it
-# for each machine.
-eval "one_teardown() $(declare -f teardown | tail -n +2)"
-
-NGINX=${KILN_NGINX:-/usr/sbin/nginx}
-
-setup() {
-	[ -x "${KILN:-}" ] || { echo "KILN='${KILN:-}' is not an executable" >&2; return 1; }
-	[ -x "${KILND:-}" ] || { echo "KILND='${KILND:-}' is not an executable" >&2; return 1; }
-	[ -x "$NGINX" ] || { echo "no nginx at $NGINX (Debian: nginx)" >&2; return 1; }
-	T=$BATS_TEST_TMPDIR
-	mkdir -p "$T/m1" "$T/m2" "$T/tools" "$T/srv/data/kiln" "$T/srv/tmp"
-	M1=$(cd "$T/m1" && pwd -P)
-	M2=$(cd "$T/m2" && pwd -P)
-	RUNS=$T/runs.log
-	: >"$RUNS"
-	cd "$M1"
-}
-
-teardown() {
-	local rc=0
-	for m in "$M1" "$M2"; do
-		[ -d "$m" ] || continue
-		cd "$m" && { P=$m; one_teardown || rc=1; }
-	done
-	nginx_stop
-	return $rc
-}
-
-# ---- the server ----------------------------------------------------------
-
-nginx_start() {
-	free_port 77
-	NPORT=$port
-	local d=$T/srv
-	cat >"$d/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-$( [ "$(id -u)" = 0 ] && echo 'user root;' )
-pid $d/nginx.pid;
-error_log $d/error.log warn;
-events { worker_connections 64; }
-http {
-  access_log $d/access.log;
-  default_type application/octet-stream;
-  client_body_temp_path $d/tmp/body;
-  proxy_temp_path $d/tmp/proxy;
-  fastcgi_temp_path $d/tmp/fastcgi;
-  uwsgi_temp_path $d/tmp/uwsgi;
-  scgi_temp_path $d/tmp/scgi;
-  server {
-    listen 127.0.0.1:$NPORT;
-    root $d/data;
-    client_max_body_size 0;
-    location /kiln/ {
-      dav_methods PUT DELETE;
-      create_full_put_path on;
-      dav_access user:rw group:r all:r;
-      limit_except GET HEAD PUT { deny all; }
-    }
-  }
-}
-EOF
-	"$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" >"$d/nginx.out" 2>&1 &
-	NGINX_PID=$!
-	echo "$NGINX_PID" >"$T/nginx.bgpid"
-	wait_for nginx_answers || { cat "$d/nginx.out" "$d/error.log"; return 1; }
-	ROOT=$d/data/kiln
-	URL=http://127.0.0.1:$NPORT/kiln
-}
-
-nginx_answers() {
-	curl -s -o /dev/null "http://127.0.0.1:$NPORT/"
-}
-
-nginx_stop() {
-	local pid
-	[ -f "$T/nginx.bgpid" ] || return 0
-	pid=$(cat "$T/nginx.bgpid")
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-	kill -9 "$pid" 2>/dev/null || true
-	rm -f "$T/nginx.bgpid"
-}
-
-# ---- the projects --------------------------------------------------------
-
-# write_machine DIR [MODE]: the project, the same on both machines. upper
-# logs each run (its input's name) to $RUNS.
-write_machine() {
-	local dir=$1 mode=${2:-readwrite}
-	cat >"$T/tools/upper.sh" <<EOF
-#!/bin/sh
-echo "\$1" >>"$RUNS"
-tr a-z A-Z <"\$1" >"\$2"
-EOF
-	chmod +x "$T/tools/upper.sh"
-	mkdir -p "$dir/src"
-	printf 'alpha\n' >"$dir/src/a.txt"
-	printf 'bravo\n' >"$dir/src/b.txt"
-	[ -f "$T/big.txt" ] || head -c 300000 /dev/urandom | base64 >"$T/big.txt"
-	cp "$T/big.txt" "$dir/src/big.txt"
-	cat >"$dir/kiln.yaml" <<EOF
-kiln: 1
-project: cachetest
-sources: [src]
-profiles:
-  pc:
-cache:
-  url: $URL
-  mode: $mode
-  timeout: 20s
-tools:
-  upper:
-    run: [$T/tools/upper.sh, "\${in}", "\${out}"]
-    trace: false
-rules:
-  - match: "src/*.txt"
-    url: "up/\${match.name}.txt"
-    tool: upper
-EOF
-}
-
-# build_in DIR ARGS...: kiln build in DIR (its own daemon).
-build_in() {
-	cd "$1" && shift
-	P=$(pwd -P)
-	run --separate-stderr "$KILN" build --json "$@"
-}
-
-# runs: how many tool runs the log holds.
-runs() {
-	wc -l <"$RUNS" | tr -d ' '
-}
-
-# uploads_done DIR: the machine's daemon has nothing left to upload.
-uploads_done() {
-	(cd "$1" && [ "$(status_field cache_pending)" = 0 ])
-}
-
-# wait_uploads DIR N: every upload of DIR's daemon is over, and N results
-# went up (their index entries written).
-wait_uploads() {
-	wait_for uploads_done "$1" || return 1
-	local up
-	up=$(cd "$1" && status_field cache_uploaded)
-	[ "$up" -ge "$2" ] || { echo "uploaded $up results, expected $2" >&2; (cd "$1" && "$KILN" status) >&2; return 1; }
-}
-
-# same_outputs: build/pc of both machines holds the same bytes.
-same_outputs() {
-	diff -rq "$M1/build/pc/up" "$M2/build/pc/up"
-}
-
-# ac_files / cas_files: what the server holds.
-ac_files() { find "$ROOT/ac" -type f 2>/dev/null | wc -l | tr -d ' '; }
-cas_files() { find "$ROOT/cas" -type f 2>/dev/null | wc -l | tr -d ' '; }
-
-# the first machine builds all three steps and uploads them
-first_machine() {
-	nginx_start
-	write_machine "$M1" "${1:-readwrite}"
-	write_machine "$M2" "${1:-readwrite}"
-	build_in "$M1"
-	[ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
-	[ "$(runs)" = 3 ] || { echo "first machine ran $(runs) tools, expected 3"; return 1; }
-}
-
-# the CAS file of the blob machine 1 built for up/NAME
-cas_of() {
-	echo "$ROOT/cas/$(sha256sum "$M1/build/pc/up/$1" | cut -d' ' -f1)"
-}
+load cache_helpers
 
 @test "a second machine downloads every result: zero tool runs, the same bytes, kiln why says downloaded" {
 	first_machine
@@ -219,8 +47,11 @@ cas_of() {
 	wait_uploads "$M1" 3
 	blob=$(cas_of big.txt)
 	[ -f "$blob" ]
-	# same length, other bytes: only the SHA-256 tells
-	head -c "$(stat -c %s "$blob")" /dev/zero | tr '\0' x >"$blob"
+	# same length, other bytes: only the SHA-256 tells (the size is taken
+	# first: in the pipeline, the redirection may truncate before a stat)
+	size=$(stat -c %s "$blob")
+	head -c "$size" /dev/zero | tr '\0' x >"$blob"
+	[ "$(stat -c %s "$blob")" = "$size" ] && [ "$size" -gt 0 ]
 	: >"$RUNS"
 	build_in "$M2"
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
@@ -231,6 +62,32 @@ cas_of() {
 	grep -q 'is corrupt (treated as a miss' .kiln/kilnd.log
 	# nothing of the bad bytes reached the store
 	! grep -rqs xxxxxxxxxxxxxxxx .kiln/store/objects 2>/dev/null
+	# its upload puts the right bytes back: nginx checks nothing, and a
+	# HEAD sees the bad blob's size as right, so this one is not asked for
+	wait_uploads "$M2" 1
+	[ "$(sha256sum "$blob" | cut -d' ' -f1)" = "$(basename "$blob")" ] || { head -c 64 "$blob"; false; }
+}
+
+@test "a blob the server has is not uploaded again: HEAD first (CI and an artist publishing the same outputs)" {
+	first_machine
+	wait_uploads "$M1" 3
+	puts=$(grep -c '"PUT /kiln/cas/' "$T/srv/access.log")
+	up=$(status_field cache_bytes_up)
+	# a new tool program: every key is new, every output the same bytes
+	printf '# v2\n' >>"$T/tools/upper.sh"
+	: >"$RUNS"
+	build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 3 ]
+	wait_uploads "$M2" 3
+	# its own index and result entries, not one blob
+	[ "$(ac_files)" = 12 ]
+	[ "$(grep -c '"PUT /kiln/cas/' "$T/srv/access.log")" = "$puts" ] || { grep '"PUT /kiln/cas/' "$T/srv/access.log"; false; }
+	[ "$(status_field cache_skipped_uploads)" -ge 3 ] || { "$KILN" status; false; }
+	# what went up: a few small entries, against machine 1's 400 KB
+	[ "$(status_field cache_bytes_up)" -lt $((up / 10)) ] || { "$KILN" status; false; }
+	run "$KILN" status
+	[[ "$output" == *"blobs not uploaded: the server had them"* ]] || { echo "$output"; false; }
 }
 
 @test "an AC entry naming a missing CAS blob is a miss: the step runs" {
@@ -442,4 +299,80 @@ YAML
 	KILN_CACHE_MODE=sometimes run "$KILN" build
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"KILN_CACHE_MODE='sometimes'"* ]] || { echo "$output"; false; }
+}
+
+# ---- https ---------------------------------------------------------------
+
+# with_ca DIR FILE: DIR's cache: names FILE as its CA
+with_ca() {
+	sed -i "s|^  timeout: 20s$|  timeout: 20s\n  ca_file: $2|" "$1/kiln.yaml"
+}
+
+@test "over https with ca_file naming the test's CA: a second machine downloads every result" {
+	command -v openssl >/dev/null || skip "no openssl (Debian: openssl)"
+	nginx_start tls
+	[[ "$URL" == https://* ]]
+	write_machine "$M1" readwrite
+	write_machine "$M2" read
+	with_ca "$M1" "$T/tls/ca.pem"
+	with_ca "$M2" "$T/tls/ca.pem"
+	build_in "$M1"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	wait_uploads "$M1" 3
+	[ "$(ac_files)" = 6 ]
+	: >"$RUNS"
+	build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 0 ] || { echo "ran: $(cat "$RUNS")"; "$KILN" status; false; }
+	same_outputs
+	[ "$(status_field cache_url)" = "$URL" ]
+	[ "$(status_field cache_errors)" = 0 ]
+}
+
+@test "over https a server the CA does not vouch for is refused: built locally, counted, logged; KILN_CACHE_CA_FILE fixes it" {
+	command -v openssl >/dev/null || skip "no openssl (Debian: openssl)"
+	nginx_start tls
+	make_ca "$T/tls" other
+	write_machine "$M1" readwrite
+	with_ca "$M1" "$T/tls/other.pem"
+	build_in "$M1"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 3 ]
+	[ "$(status_field cache_errors)" -ge 1 ] || { "$KILN" status; false; }
+	grep -q "shared cache $URL: TLS failed" .kiln/kilnd.log || { cat .kiln/kilnd.log; false; }
+	# and nothing went up: the uploads fail the same way, counted
+	wait_for uploads_done "$M1"
+	[ "$(status_field cache_uploaded)" = 0 ]
+	[ "$(find "$ROOT" -type f 2>/dev/null | wc -l)" = 0 ]
+	# the right CA from the environment, over kiln.yaml's
+	write_machine "$M2" readwrite
+	with_ca "$M2" "$T/tls/other.pem"
+	: >"$RUNS"
+	KILN_CACHE_CA_FILE=$T/tls/ca.pem build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	wait_uploads "$M2" 3
+	[ "$(ac_files)" = 6 ]
+}
+
+# ---- a server that never answers -----------------------------------------
+
+@test "a server that accepts and never answers: the build completes within the timeouts and the breaker opens" {
+	stall_start
+	URL=$STALL_URL
+	write_machine "$M1" readwrite
+	sed -i 's/^  timeout: 20s$/  timeout: 2s/' kiln.yaml
+	# more lookups than the breaker's threshold (5)
+	for i in 1 2 3 4 5 6 7 8; do printf 'x%s\n' "$i" >"src/s$i.txt"; done
+	start=$(date +%s)
+	build_in "$M1"
+	took=$(($(date +%s) - start))
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 11 ]
+	# 11 lookups, 4 at a time, 2 s each at worst: 6 s without the breaker
+	[ "$took" -lt 15 ] || { echo "took $took s"; false; }
+	[ "$(status_field cache_breaker_open)" = true ] || { "$KILN" status; false; }
+	[ "$(status_field cache_errors)" -ge 5 ]
+	run "$KILN" status
+	[[ "$output" == *"not asked for now: it kept failing"* ]] || { echo "$output"; false; }
+	grep -q "shared cache $URL: .*later errors are only counted" .kiln/kilnd.log
 }

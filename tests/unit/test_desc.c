@@ -355,6 +355,150 @@ a_shell_tool_gets_references_not_values(void **state)
 	kiln_desc_free(d);
 }
 
+/* ---- the user's settings file (kiln_user_config_*) ---- */
+
+static void
+the_user_file_gives_cache_settings_with_paths_beside_it(void **state)
+{
+	static const char yaml[] =
+		"cache:\n"
+		"  url: https://cache.studio/kiln\n"
+		"  mode: readwrite\n"
+		"  bearer_token_file: cache-token\n"
+		"  ca_file: /etc/kiln/ca.pem\n"
+		"  timeout: 5s\n"
+		"  connect_timeout: 1s\n";
+	const char *path = tu_path(state, "config.yaml");
+	const kiln_cache_desc *cd;
+	kiln_user_config *u;
+
+	tu_write_file(path, yaml, strlen(yaml));
+	assert_kiln(0, kiln_user_config_load(path, &u));
+	assert_int_equal(kiln_user_config_nerrors(u), 0);
+	cd = kiln_user_config_cache(u);
+	assert_string_equal(cd->url, "https://cache.studio/kiln");
+	assert_int_equal(cd->mode, KILN_CACHE_MODE_READWRITE);
+	/* relative to the file's folder, wherever the daemon runs */
+	assert_string_equal(cd->bearer_token_file, tu_path(state, "cache-token"));
+	assert_string_equal(cd->ca_file, "/etc/kiln/ca.pem");
+	assert_null(cd->basic_auth_file);
+	assert_int_equal(cd->timeout.s, 5);
+	assert_int_equal(cd->connect_timeout.s, 1);
+	kiln_user_config_free(u);
+}
+
+static void
+a_user_file_may_give_only_a_mode_and_a_missing_or_empty_one_is_no_settings(void **state)
+{
+	const char *path = tu_path(state, "config.yaml");
+	kiln_user_config *u;
+
+	assert_kiln(KILN_ENOTFOUND, kiln_user_config_load(path, &u));
+	assert_null(u);
+	assert_kiln(KILN_ENOTFOUND, kiln_user_config_load(tu_path(state, "no/such/x.yaml"), &u));
+	tu_write_file(path, "", 0);
+	assert_kiln(0, kiln_user_config_load(path, &u));
+	assert_int_equal(kiln_user_config_nerrors(u), 0);
+	assert_null(kiln_user_config_cache(u)->url);
+	kiln_user_config_free(u);
+	/* unlike kiln.yaml's, no url is needed: the project's is used */
+	tu_write_file(path, "cache:\n  mode: readwrite\n", 25);
+	assert_kiln(0, kiln_user_config_load(path, &u));
+	assert_int_equal(kiln_user_config_nerrors(u), 0);
+	assert_int_equal(kiln_user_config_cache(u)->mode, KILN_CACHE_MODE_READWRITE);
+	kiln_user_config_free(u);
+}
+
+/* The diagnostic of u at line, or NULL. */
+static const kiln_diag *
+user_diag_at(const kiln_user_config *u, int line)
+{
+	const kiln_diag *dg;
+	size_t n = kiln_user_config_diags(u, &dg);
+
+	for (size_t i = 0; i < n; i++)
+		if (dg[i].loc.line == line)
+			return &dg[i];
+	return NULL;
+}
+
+static void
+a_broken_user_file_names_its_path_line_and_field(void **state)
+{
+	static const char yaml[] =
+		"cache:\n"
+		"  url: http://cache/kiln\n"
+		"  mode: sometimes\n"
+		"  urll: http://x\n"
+		"  basic_auth_file: a\n"
+		"  bearer_token_file: b\n"
+		"tools: {}\n";
+	const char *path = tu_path(state, "config.yaml");
+	const kiln_diag *dg;
+	kiln_user_config *u;
+
+	tu_write_file(path, yaml, strlen(yaml));
+	assert_kiln(0, kiln_user_config_load(path, &u));
+	assert_int_equal(kiln_user_config_nerrors(u), 4);
+	assert_non_null(dg = user_diag_at(u, 3));
+	assert_string_equal(dg->loc.file, path);
+	assert_string_equal(dg->field, "cache.mode");
+	assert_non_null(strstr(dg->msg, "'sometimes' is not a cache mode"));
+	assert_non_null(dg = user_diag_at(u, 4));
+	assert_non_null(strstr(dg->msg, "unknown key 'urll' (did you mean 'url'?)"));
+	/* said where the mapping starts */
+	assert_non_null(dg = user_diag_at(u, 2));
+	assert_non_null(strstr(dg->msg, "not both"));
+	/* a build's own settings have no place in a user's file */
+	assert_non_null(dg = user_diag_at(u, 7));
+	assert_non_null(strstr(dg->msg, "unknown key 'tools'"));
+	kiln_user_config_free(u);
+	tu_write_file(path, "- a list\n", 9);
+	assert_kiln(0, kiln_user_config_load(path, &u));
+	assert_int_equal(kiln_user_config_nerrors(u), 1);
+	kiln_user_config_free(u);
+}
+
+static void
+the_user_file_is_under_xdg_config_home_else_home(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	assert_kiln(0, kiln_user_config_path("/x/cfg", "/home/u", buf, sizeof buf));
+	assert_string_equal(buf, "/x/cfg/kiln/config.yaml");
+	/* the XDG spec: a relative XDG_CONFIG_HOME is ignored */
+	assert_kiln(0, kiln_user_config_path("cfg", "/home/u", buf, sizeof buf));
+	assert_string_equal(buf, "/home/u/.config/kiln/config.yaml");
+	assert_kiln(0, kiln_user_config_path(NULL, "/home/u", buf, sizeof buf));
+	assert_string_equal(buf, "/home/u/.config/kiln/config.yaml");
+	assert_kiln(KILN_ENOTFOUND, kiln_user_config_path(NULL, NULL, buf, sizeof buf));
+	assert_kiln(KILN_ENOTFOUND, kiln_user_config_path("", "rel", buf, sizeof buf));
+	assert_kiln(KILN_ERANGE, kiln_user_config_path("/a-rather-long-folder-name-here",
+	                                                NULL, buf, 20));
+}
+
+static void
+durations_parse_as_kiln_yaml_writes_them(void **state)
+{
+	uint32_t s = 7;
+
+	(void)state;
+	assert_kiln(0, kiln_duration_parse("30s", &s));
+	assert_int_equal(s, 30);
+	assert_kiln(0, kiln_duration_parse("2m", &s));
+	assert_int_equal(s, 120);
+	assert_kiln(0, kiln_duration_parse("45", &s));
+	assert_int_equal(s, 45);
+	assert_kiln(0, kiln_duration_parse("0", &s));
+	assert_int_equal(s, 0);
+	assert_kiln(KILN_EINVAL, kiln_duration_parse("", &s));
+	assert_kiln(KILN_EINVAL, kiln_duration_parse("5 s", &s));
+	assert_kiln(KILN_EINVAL, kiln_duration_parse("1.5s", &s));
+	assert_kiln(KILN_EINVAL, kiln_duration_parse("367d", &s));
+	assert_kiln(KILN_EINVAL, kiln_duration_parse("s", &s));
+}
+
 int
 main(void)
 {
@@ -369,6 +513,11 @@ main(void)
 		T(a_missing_kiln_yaml_is_not_found),
 		T(materialize_is_copy_or_hardlink_and_anything_else_names_its_line),
 		T(a_missing_input_stays_an_input_with_a_warning_and_an_odd_name_is_skipped),
+		T(the_user_file_gives_cache_settings_with_paths_beside_it),
+		T(a_user_file_may_give_only_a_mode_and_a_missing_or_empty_one_is_no_settings),
+		T(a_broken_user_file_names_its_path_line_and_field),
+		T(the_user_file_is_under_xdg_config_home_else_home),
+		T(durations_parse_as_kiln_yaml_writes_them),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

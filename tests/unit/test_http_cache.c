@@ -714,6 +714,42 @@ an_ac_upload_starts_after_the_cas_uploads_queued_before_it(void **state)
 	kiln_cache_close(c);
 }
 
+/* put_missing: a HEAD first; the server's blob of the same size is not
+ * sent again, an absent one or one of another size is; and an AC upload
+ * queued after them still waits for them. */
+static void
+an_upload_that_asks_first_sends_only_what_the_server_lacks(void **state)
+{
+	kiln_cache *c = open_cache("cache", NULL);
+	int fd;
+
+	tu_write_file(tu_path(state, "blob"), "0123456789", 10);
+	assert_true((fd = open(tu_path(state, "blob"), O_RDONLY)) >= 0);
+	tu_sh("mkdir -p '%s/data/cache/cas' && printf 0123456789 >'%s/data/cache/cas/%s' && "
+	      "printf 01234 >'%s/data/cache/cas/%s'", srv.dir, srv.dir, key(30), srv.dir, key(31));
+	/* there with its size; cut short; absent */
+	assert_kiln(0, kiln_cache_put_missing_async_fd(c, KILN_CACHE_CAS, key(30), fd));
+	assert_kiln(0, kiln_cache_put_missing_async_fd(c, KILN_CACHE_CAS, key(31), fd));
+	assert_kiln(0, kiln_cache_put_missing_async_fd(c, KILN_CACHE_CAS, key(32), fd));
+	assert_kiln(0, kiln_cache_put_async(c, KILN_CACHE_AC, key(33), "r", 1));
+	close(fd);
+	assert_kiln(0, kiln_cache_flush(c, 20000));
+	tu_assert_stat("cache", stats(c), present, 1);
+	tu_assert_stat("cache", stats(c), uploads, 3);
+	tu_assert_stat("cache", stats(c), bytes_up, 21);
+	tu_assert_stat("cache", stats(c), misses, 0);
+	tu_assert_stat("cache", stats(c), errors, 0);
+	assert_int_equal(log_wait("\"PUT ", 3), 3);
+	assert_int_equal(log_count("\"HEAD "), 3);
+	assert_int_equal(log_count(key(30)), 1);   /* its HEAD only */
+	/* the AC entry went last, after every CAS upload before it */
+	assert_int_equal(tu_sh("grep -E '\"(PUT|HEAD) ' '%s/access.log' | tail -n 1 | grep -q /ac/",
+	                       srv.dir), 0);
+	get_expect(c, KILN_CACHE_CAS, key(31), "0123456789", 10);
+	get_expect(c, KILN_CACHE_CAS, key(32), "0123456789", 10);
+	kiln_cache_close(c);
+}
+
 static void
 a_redirect_is_not_followed_and_5xx_opens_the_breaker(void **state)
 {
@@ -757,6 +793,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(a_redirect_is_not_followed_and_5xx_opens_the_breaker, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_upload_queue_drops_past_its_bound_and_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_ac_upload_starts_after_the_cas_uploads_queued_before_it, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_upload_that_asks_first_sends_only_what_the_server_lacks, setup, teardown),
 	};
 	return tu_skip_leak_report_if_failed(cmocka_run_group_tests(tests, NULL, NULL));
 }
