@@ -51,7 +51,28 @@ struct agent {
 	kiln_store *store;
 	struct kilnd_spawner *sp;
 	struct agent_gc gc;
+	struct agent_relay *relay;
 };
+
+/* The relay's question: which running job has this need token (mu). */
+static int
+find_token(void *arg, const char *token, char *work, size_t len)
+{
+	struct agent *ag = arg;
+	int rv = KILN_ENOTFOUND;
+
+	pthread_mutex_lock(&ag->mu);
+	for (unsigned i = 0; i < ag->nslots && rv != 0; i++) {
+		const Kiln__AgentJob *j = ag->slots[i].job;
+		if (j != NULL && j->need_token != NULL && j->need_token[0] != '\0' &&
+		    strcmp(j->need_token, token) == 0) {
+			snprintf(work, len, "%s", ag->slots[i].s.work);
+			rv = 0;
+		}
+	}
+	pthread_mutex_unlock(&ag->mu);
+	return rv;
+}
 
 static void
 nap_ms(unsigned ms)
@@ -172,6 +193,25 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 		        KILN_LIBDIR ": steps run untraced\n");
 	if ((ag->slots = calloc(cfg->slots, sizeof *ag->slots)) == NULL)
 		return KILN_ENOMEM;
+	{
+		char need_url[PATH_MAX + 16], exe[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		need_url[0] = '\0';
+		snprintf(path, sizeof path, "%s/work/need", cfg->cache);
+		if (n <= 0 || mkdirs(path) != 0 ||
+		    agent_relay_start(cfg, ag->store, find_token, ag, &ag->relay, need_url,
+		                      sizeof need_url) != 0) {
+			fprintf(stderr, "kiln: agent: cannot listen for the tools' kiln need: "
+			        "a step that uses it fails here\n");
+			need_url[0] = '\0';
+		}
+		for (unsigned i = 0; i < cfg->slots; i++) {
+			snprintf(ag->slots[i].s.need_url, sizeof ag->slots[i].s.need_url, "%s",
+			         need_url);
+			snprintf(ag->slots[i].s.kiln_exe, sizeof ag->slots[i].s.kiln_exe, "%s", exe);
+		}
+	}
 	for (unsigned i = 0; i < cfg->slots; i++) {
 		struct slot_thread *t = &ag->slots[i];
 		t->ag = ag;
@@ -208,6 +248,7 @@ agent_close(struct agent *ag)
 		pthread_join(ag->slots[i].thread, NULL);
 		kiln_close(ag->slots[i].s.conn);
 	}
+	agent_relay_stop(ag->relay);
 	spawner_free(ag->sp);
 	free(ag->slots);
 	kiln_store_close(ag->store);
@@ -361,6 +402,10 @@ session(struct agent *ag, kiln_conn *c)
 		q.running = running;
 		q.n_running = nrun;
 		q.wait_ms = nfree > 0 ? lease_ms / 3 : 0;
+		/* a daemon gone (stopped, killed, unplugged) leaves a request
+		 * unanswered, not failed: give up on it soon after its park,
+		 * well before the daemon would give our jobs to others */
+		c->timeout_ms = (int)q.wait_ms + 3000;
 		lk_request_init(c, &req);
 		req.body_case = KILN__REQUEST__BODY_AGENT_TAKE;
 		req.agent_take = &q;

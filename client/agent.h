@@ -43,6 +43,8 @@ struct agent_slot {
 	char work[4096];        /* this slot's folder: the job's root */
 	char shim[4096];        /* libkilntrace.so; "": run untraced */
 	char root[4096];        /* the daemon's project folder */
+	char need_url[4096 + 16]; /* the relay tools' kiln need talks to ("": none) */
+	char kiln_exe[4096];    /* this program, the tools' $KILN */
 	uint64_t agent;         /* its id at the daemon */
 	kiln_conn *conn;        /* this slot's own connection (NULL: make one) */
 	pid_t pid;              /* the tool running now (0: none) */
@@ -59,6 +61,25 @@ struct agent_gc {
 	int running;
 };
 void agent_gc_maybe(struct agent_slot *s, uint64_t fetched);
+
+/* Lay the input f out at its relative path under root (fetched into the
+ * cache first when it lacks it). 0, or a code with err saying why. */
+int agent_input_place(struct agent_slot *s, const char *root, const Kiln__AgentFile *f,
+                      char *err, size_t len);
+
+/* ---- agent_need.c ---- */
+
+/* The folder (into work) of the run whose need token is token: 0, or
+ * KILN_ENOTFOUND when no running job has it. */
+typedef int (*agent_find_fn)(void *arg, const char *token, char *work, size_t len);
+
+struct agent_relay;
+
+/* Listen for the tools' `kiln need` (its ipc:// address into url) and
+ * relay them. 0 or KILN_E*. */
+int agent_relay_start(const struct agent_config *cfg, kiln_store *store, agent_find_fn find,
+                      void *arg, struct agent_relay **r, char *url, size_t urllen);
+void agent_relay_stop(struct agent_relay *r);
 
 /* Run job on slot s and answer it (nothing when cancelled). 0, or the
  * error of the connection (the caller reconnects). */

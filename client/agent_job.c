@@ -203,8 +203,9 @@ copy_file(const char *from, const char *to, int exec)
 /* Lay out one input: fetched into the cache, copied into the root (a
  * copy, not a link: a tool that writes its input must not change the
  * cache). */
-static int
-input_place(struct agent_slot *s, const Kiln__AgentFile *f, char *err, size_t len)
+int
+agent_input_place(struct agent_slot *s, const char *root, const Kiln__AgentFile *f,
+                  char *err, size_t len)
 {
 	char blob[PATH_MAX], dst[PATH_MAX * 2];
 	kiln_id id;
@@ -219,12 +220,12 @@ input_place(struct agent_slot *s, const Kiln__AgentFile *f, char *err, size_t le
 		snprintf(err, len, "fetching input %s: %s", f->path, kiln_strerror(rv));
 		return rv;
 	}
-	if ((rv = parents(s->work, f->path, 0)) != 0 ||
+	if ((rv = parents(root, f->path, 0)) != 0 ||
 	    (rv = kiln_store_blob_path(s->store, &id, blob, sizeof blob)) != 0) {
 		snprintf(err, len, "laying out input %s: %s", f->path, kiln_strerror(rv));
 		return rv;
 	}
-	snprintf(dst, sizeof dst, "%s/%s", s->work, f->path);
+	snprintf(dst, sizeof dst, "%s/%s", root, f->path);
 	if ((rv = copy_file(blob, dst, f->exec)) != 0)
 		snprintf(err, len, "laying out input %s: %s", f->path, kiln_strerror(rv));
 	return rv;
@@ -286,6 +287,17 @@ on_done(void *arg, const struct spawn_result *r)
 	wd->done = 1;
 	pthread_cond_signal(&wd->cv);
 	pthread_mutex_unlock(&wd->mu);
+}
+
+/* Whether this program is built with AddressSanitizer. */
+static int
+agent_is_asan(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return 1;
+#else
+	return 0;
+#endif
 }
 
 static char *
@@ -467,7 +479,7 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 			return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED,
 			              "an output path that is not acceptable");
 	for (size_t i = 0; i < job->n_inputs && !s->cancelled; i++)
-		if (input_place(s, job->inputs[i], why, sizeof why) != 0)
+		if (agent_input_place(s, s->work, job->inputs[i], why, sizeof why) != 0)
 			return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__SETUP_FAILED, why);
 	if (s->cancelled)
 		return 0;
@@ -487,7 +499,7 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 		return refuse(s, job, KILN__AGENT_DONE_REQUEST__OUTCOME__REFUSED, why);
 
 	/* the environment: this machine's PATH and HOME, the job's own */
-	if ((env = calloc(job->n_env + 12, sizeof *env)) == NULL)
+	if ((env = calloc(job->n_env + 16, sizeof *env)) == NULL)
 		return KILN_ENOMEM;
 	env[nenv++] = env_item("PATH", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
 	env[nenv++] = env_item("HOME", getenv("HOME") ? getenv("HOME") : s->work);
@@ -500,6 +512,23 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 		snprintf(path, sizeof path, "%s/%s.trace", s->work, job->scratch);
 		env[nenv++] = env_item("KILN_TRACE_FILE", path);
 		env[nenv++] = env_item("PYTHONDONTWRITEBYTECODE", "1");
+		/* a tool that is itself an ASan binary (this agent's kiln, for
+		 * kiln need, in the tests) aborts when a library is preloaded
+		 * before libasan unless told not to check, as the daemon's */
+		if (getenv("ASAN_OPTIONS") != NULL || agent_is_asan()) {
+			const char *a = getenv("ASAN_OPTIONS");
+			char *v = NULL;
+			if (asprintf(&v, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", a ? a : "",
+			             a && a[0] ? ":" : "") < 0)
+				v = NULL;
+			env[nenv++] = v;
+		}
+	}
+	/* kiln need: through this agent's relay (agent_need.c) */
+	if (job->need_token != NULL && job->need_token[0] != '\0' && s->need_url[0] != '\0') {
+		env[nenv++] = env_item("KILN", s->kiln_exe);
+		env[nenv++] = env_item("KILN_SOCKET", s->need_url);
+		env[nenv++] = env_item("KILN_STEP_TOKEN", job->need_token);
 	}
 	for (size_t i = 0; i < job->n_env; i++)
 		env[nenv++] = strdup(job->env[i]);

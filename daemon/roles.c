@@ -32,7 +32,8 @@ static const struct {
 	{KILN__REQUEST__BODY_WHY, CLIENT},
 	{KILN__REQUEST__BODY_DEPS, CLIENT},
 	{KILN__REQUEST__BODY_RDEPS, CLIENT},
-	{KILN__REQUEST__BODY_NEED, CLIENT},
+	/* a step's tool on an agent asks through its agent (docs/agents.md) */
+	{KILN__REQUEST__BODY_NEED, CLIENT | AGENT},
 	{KILN__REQUEST__BODY_HOLD, CLIENT},
 };
 

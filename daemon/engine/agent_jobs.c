@@ -41,6 +41,7 @@
 #include "builds.h"
 #include "dep_path.h"
 #include "engine_int.h"
+#include "need.h"
 #include "run.h"
 #include "schedule.h"
 #include "scratch.h"
@@ -214,6 +215,7 @@ run_end_killed(struct engine *e, struct node *n)
 	struct spawn_result r = {.exited = 0, .status = SIGKILL};
 
 	n->w->lease = 0;
+	need_run_end(e, n);   /* its token goes; it held no slot here */
 	completed_push(e, &n->w->run, &r);
 }
 
@@ -250,6 +252,22 @@ agent_lease_failed(struct engine *e, struct node *n)
 	if (l != NULL)
 		lease_remove(e->agents, l);
 	n->w->lease = 0;
+}
+
+int
+agent_lease_allow(struct engine *e, struct node *n, const kiln_id *ids, size_t nids)
+{
+	struct lease *l = lease_find(e->agents, n->w->lease);
+	kiln_id *nv;
+
+	if (l == NULL || nids == 0)
+		return 0;
+	if ((nv = realloc(l->inputs, (l->ninputs + nids) * sizeof *nv)) == NULL)
+		return KILN_ENOMEM;
+	memcpy(nv + l->ninputs, ids, nids * sizeof *nv);
+	l->inputs = nv;
+	l->ninputs += nids;
+	return 0;
 }
 
 int
@@ -310,6 +328,7 @@ lease_return(struct engine *e, struct lease *l)
 	if ((l = lease_find(e->agents, id)) != NULL)
 		lease_remove(e->agents, l);
 	n->w->lease = 0;
+	need_run_end(e, n);   /* the next run gets a token of its own */
 	if (node_wanted(e, n)) {
 		n->st = N_RUNNABLE;
 		if (heap_push(n->w->local_only ? &e->runnable_local : &e->runnable, g, n) != 0) {
@@ -1024,6 +1043,7 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 	}
 	lease_remove(e->agents, l);
 	n->w->lease = 0;
+	need_run_end(e, n);
 	completed_push(e, &n->w->run, &r);
 	pthread_mutex_unlock(&e->mu);
 	return 0;

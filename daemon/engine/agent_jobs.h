@@ -23,6 +23,10 @@ void agent_lease_failed(struct engine *e, struct node *n);
  * being made or its answer landed (that ends it). */
 int agent_lease_cancel(struct engine *e, struct node *n);
 
+/* The run of n on an agent was handed these blobs (kiln need): its agent
+ * may read them. 0 or KILN_ENOMEM. */
+int agent_lease_allow(struct engine *e, struct node *n, const kiln_id *ids, size_t nids);
+
 /* engine_free: every step on an agent ends as killed. */
 void agent_jobs_quit(struct engine *e);
 void agent_jobs_free(struct engine *e);

@@ -47,6 +47,7 @@
 #include "engine_int.h"
 #include "graph.h"
 #include "need.h"
+#include "agent_jobs.h"
 #include "schedule.h"
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -556,6 +557,12 @@ engine_need(struct engine *e, const char *token, const char *url,
 		need_grant(e);  /* runs on a cycle resume, with the error */
 		goto fail;
 	}
+	if (!need_done(e, t) && n->w != NULL && n->w->lease != 0) {
+		/* a run on an agent holds no slot here: it asks again */
+		ans->pending = 1;
+		rv = 0;
+		goto fail;
+	}
 	if (!need_done(e, t)) {
 		/* lend the slot out until all it asked for is done */
 		n->need_state = NEED_SUSPENDED;
@@ -569,6 +576,9 @@ engine_need(struct engine *e, const char *token, const char *url,
 	if (i >= 0)
 		on_drop(e, (size_t)i);
 	rv = answer_done(n, t, out, ans, err, errlen);
+	/* a run on an agent: its agent may now fetch what it was given */
+	if (rv == 0 && n->w != NULL && n->w->lease != 0)
+		rv = agent_lease_allow(e, n, ans->ids, ans->n);
 fail:
 	pthread_mutex_unlock(&e->mu);
 	if (rv != 0)

@@ -554,6 +554,7 @@ step_job_free(Kiln__AgentJob *j)
 	free(j->program_id.data);
 	free(j->scratch);
 	free(j->depfile);
+	free(j->need_token);
 	free(j);
 }
 
@@ -627,6 +628,11 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 		j->n_outputs++;
 	}
 	j->timeout_ms = n->w->timeout ? n->w->timeout->s * 1000u : 0;
+	/* kiln need, relayed by the agent (no token: tools get none) */
+	if (e->ipc_url != NULL && (j->need_token = strdup(n->w->token)) == NULL) {
+		rv = KILN_ENOMEM;
+		goto fail;
+	}
 	j->notrace = n->ks->tool->notrace || e->trace_shim[0] == '\0';
 	/* a program inside the project travels as an input */
 	if (strchr(prog, '/') != NULL && prog[0] != '/' &&

@@ -444,7 +444,7 @@ work_start_remote(struct engine *e, struct graph *g, struct node *n)
 	n->st = N_RUNNING;
 	e->starting++;
 	n->w->run = (struct run_ctx){e, g, n};
-	if ((rv = agent_lease_new(e, g, n)) != 0)
+	if ((rv = agent_lease_new(e, g, n)) != 0 || (rv = need_token_add(e, g, n)) != 0)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 	pthread_mutex_unlock(&e->mu);
 	if (rv == 0 && (rv = step_job(e, g, n, n->w->extra, n->w->nextra, &job)) != 0)
@@ -456,6 +456,7 @@ work_start_remote(struct engine *e, struct graph *g, struct node *n)
 		pthread_cond_broadcast(&e->idle_cv);
 	if (rv != 0) {
 		agent_lease_failed(e, n);
+		need_run_end(e, n);
 		node_fail(e, g, n);
 		return;
 	}

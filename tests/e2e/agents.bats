@@ -289,7 +289,7 @@ YAML
 	sed -i 's|^tools:|tools:\n  up: { shell: true, run: '"'"'cat "$KILN_PROJECT/../secret.txt" "${in}" >"${out}" 2>/dev/null; true'"'"' }\n  sym: { shell: true, run: '"'"'cat link/secret.txt 2>/dev/null; cp "${in}" "${out}"'"'"' }|' kiln.yaml
 	daemon_up --local-jobs 0
 	agent_up one -j 1
-	run "$KILN" build up.txt sym.txt
+	run "$KILN" build -k up.txt sym.txt
 	# the file above the project: the agent had none, this machine has
 	# one: its run is not this machine's, so the step ran here
 	grep -q 'up.txt: agent one lacked a file outside the project' .kiln/kilnd.log
@@ -330,8 +330,37 @@ YAML
 	"$KILN" stop
 	! running "$pid"
 	wait "$bpid" || true
-	grep -q 'lost the daemon' "$BATS_TEST_TMPDIR/agent-one.log"
+	wait_for grep -q 'lost the daemon' "$BATS_TEST_TMPDIR/agent-one.log"
 	# nothing of the run was recorded: the next daemon runs it again
 	[ ! -e build/pc/slow.txt ]
 	grep -q 'stopped' .kiln/kilnd.log
+}
+
+@test "kiln need from a tool on an agent is relayed: the needed step is built, its output laid out there, the need recorded" {
+	agents_project
+	mkdir -p levels
+	printf 'a1\na2\n' >levels/one.lvl
+	cat >>kiln.yaml <<'YAML'
+  - { url: one.level, tool: levelc, inputs: [levels/one.lvl] }
+YAML
+	sed -i 's|^tools:|tools:\n  levelc: { shell: true, run: '"'"'for t in $(cat "${in}"); do p=$("$KILN" need "$t.txt") \|\| exit 1; echo "$t: $(cat "$p")"; done >"${out}"'"'"' }|' kiln.yaml
+	sed -i 's|^sources: \[src, shaders\]|sources: [src, shaders, levels]|' kiln.yaml
+	daemon_up --local-jobs 0
+	agent_up one -j 2
+	"$KILN" build one.level >out 2>&1 || { cat out; cat .kiln/kilnd.log; cat "$BATS_TEST_TMPDIR/agent-one.log"; false; }
+	grep -q 'ran one.level .*on one' out
+	printf 'a1: text 1\na2: text 2\n' | diff - build/pc/one.level
+	# the needed steps were built for it, and the need is recorded: an
+	# edit to one of them rebuilds the level, on the agent again
+	run "$KILN" deps one.level
+	[[ "$output" == *"a1.txt"* && "$output" == *"a2.txt"* ]] || { echo "$output"; false; }
+	echo "text 2, edited" >src/f2.txt
+	"$KILN" build one.level >out 2>&1 || { cat out; false; }
+	grep -q 'ran one.level .*on one' out || { cat out; false; }
+	printf 'a1: text 1\na2: text 2, edited\n' | diff - build/pc/one.level
+	# a tool cannot use the relay for anything but its own need
+	sock=$(ls "$BATS_TEST_TMPDIR"/one/cache/need.sock 2>/dev/null || ls /tmp/kiln-agent-*-need.sock | head -1)
+	run --separate-stderr env KILN_SOCKET="ipc://$sock" KILN_STEP_TOKEN=forged "$KILN" need a1.txt
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"relays only kiln need from the steps it runs"* ]] || { echo "$stderr"; false; }
 }
