@@ -183,9 +183,9 @@ $(OBJ)/$(1)/libkilncache.a: $$(CACHE_SRC:%.c=$(OBJ)/$(1)/%.o) $$(CACHE_HTTP_SRC:
 
 $(OBJ)/$(1)/cache/%.o: BASE_CFLAGS += $(CURL_CFLAGS)
 
-$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
+$$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS) $$(CURL_LIBS)
 
 $$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)

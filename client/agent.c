@@ -52,6 +52,7 @@ struct agent {
 	struct kilnd_spawner *sp;
 	struct agent_gc gc;
 	struct agent_relay *relay;
+	kiln_cache *shared;
 };
 
 /* The relay's question: which running job has this need token (mu). */
@@ -187,6 +188,19 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 		fprintf(stderr, "kiln: agent: %s\n", kiln_strerror(rv));
 		return rv;
 	}
+	if (cfg->shared_url != NULL) {
+		kiln_cache_config cc = {.url = cfg->shared_url, .read_only = !cfg->shared_rw,
+		                        .basic_auth_file = cfg->shared_basic,
+		                        .bearer_token_file = cfg->shared_bearer,
+		                        .ca_file = cfg->shared_ca};
+		if ((rv = kiln_cache_open(&cc, &ag->shared)) != 0) {
+			fprintf(stderr, "kiln: agent: the shared cache %s: %s\n", cfg->shared_url,
+			        kiln_strerror(rv));
+			return rv;
+		}
+		fprintf(stderr, "kiln: agent: inputs from the shared cache %s%s\n",
+		        cfg->shared_url, cfg->shared_rw ? ", outputs to it" : "");
+	}
 	shim_find(shim, sizeof shim);
 	if (shim[0] == '\0')
 		fprintf(stderr, "kiln: agent: no libkilntrace.so beside kiln nor in "
@@ -219,6 +233,7 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 		t->s.store = ag->store;
 		t->s.sp = ag->sp;
 		t->s.gc = &ag->gc;
+		t->s.shared = ag->shared;
 		snprintf(t->s.shim, sizeof t->s.shim, "%s", shim);
 		snprintf(t->s.work, sizeof t->s.work, "%s/work/%u", cfg->cache, i);
 		if ((rv = mkdirs(t->s.work)) != 0) {
@@ -249,6 +264,7 @@ agent_close(struct agent *ag)
 		kiln_close(ag->slots[i].s.conn);
 	}
 	agent_relay_stop(ag->relay);
+	kiln_cache_close(ag->shared);
 	spawner_free(ag->sp);
 	free(ag->slots);
 	kiln_store_close(ag->store);

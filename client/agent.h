@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "kiln.h"
+#include "kiln_cache.h"
 #include "kiln_proto.h"
 #include "kiln_store.h"
 
@@ -24,6 +25,10 @@ struct agent_config {
 	const char *name;       /* for people: the host name by default */
 	unsigned slots;         /* jobs at once */
 	uint64_t cache_max;     /* bytes the cache's blobs may take */
+	/* the shared cache (KILN_CACHE_* in the agent's environment): inputs
+	 * fetched there first, outputs put there when shared_rw */
+	const char *shared_url, *shared_basic, *shared_bearer, *shared_ca;
+	int shared_rw;
 	volatile sig_atomic_t *stop;  /* set by a signal: leave */
 };
 
@@ -49,6 +54,7 @@ struct agent_slot {
 	kiln_conn *conn;        /* this slot's own connection (NULL: make one) */
 	pid_t pid;              /* the tool running now (0: none) */
 	struct agent_gc *gc;    /* shared by the slots */
+	struct kiln_cache *shared; /* the shared cache (NULL: none) */
 	volatile int cancelled; /* the daemon no longer wants this job */
 };
 

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "kiln_hex.h"
 #include "libkiln_int.h"
 #include "tool_spawn.h"
 
@@ -141,9 +142,36 @@ slot_conn(struct agent_slot *s)
 	return s->conn != NULL ? 0 : agent_connect(s->cfg, &s->conn);
 }
 
-/* The blob id into the local cache (fetched when it is not there). */
+/* Fetch blob id (SHA-256 sha) from the shared cache into tmp, checked
+ * by both names. 0 or a code (the caller asks the daemon). */
 static int
-blob_cached(struct agent_slot *s, const kiln_id *id)
+shared_fetch(struct agent_slot *s, const kiln_id *id, const uint8_t *sha, const char *tmp)
+{
+	char hex[KILN_SHA256_LEN * 2 + 1];
+	uint8_t got_sha[KILN_SHA256_LEN];
+	kiln_id got;
+	uint64_t size;
+	int fd, rv;
+
+	if ((fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+		return KILN_EIO;
+	kiln_hex_encode(sha, KILN_SHA256_LEN, hex);
+	rv = kiln_cache_get_fd(s->shared, KILN_CACHE_CAS, hex, UINT64_MAX / 2, fd, &size);
+	/* nginx checks nothing it stores: both names, from the bytes */
+	if (rv == 0 && (lseek(fd, 0, SEEK_SET) != 0 ||
+	                (rv = kiln_id_sha256_of_fd(fd, &got, got_sha, NULL)) != 0 ||
+	                memcmp(got.b, id->b, 16) != 0 || memcmp(got_sha, sha, 32) != 0))
+		rv = rv ? rv : KILN_ECORRUPT;
+	close(fd);
+	if (rv != 0)
+		unlink(tmp);
+	return rv;
+}
+
+/* The blob id into the local cache (fetched when it is not there: from
+ * the shared cache when sha is known, else from the daemon). */
+static int
+blob_cached(struct agent_slot *s, const kiln_id *id, const uint8_t *sha)
 {
 	char tmp[PATH_MAX + 16];
 	kiln_id got;
@@ -153,13 +181,17 @@ blob_cached(struct agent_slot *s, const kiln_id *id)
 		kiln_store_touch(s->store, id, 1);   /* kept longest by gc */
 		return 0;
 	}
-	if ((rv = slot_conn(s)) != 0)
-		return rv;
 	snprintf(tmp, sizeof tmp, "%s.fetch", s->work);
-	if ((fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
-		return KILN_EIO;
-	rv = kiln_blob_get_fd(s->conn, id, fd);   /* verified by libkiln */
-	close(fd);
+	if (sha != NULL && s->shared != NULL && shared_fetch(s, id, sha, tmp) == 0) {
+		rv = 0;
+	} else {
+		if ((rv = slot_conn(s)) != 0)
+			return rv;
+		if ((fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+			return KILN_EIO;
+		rv = kiln_blob_get_fd(s->conn, id, fd);   /* verified by libkiln */
+		close(fd);
+	}
 	{
 		struct stat st;
 		uint64_t size = stat(tmp, &st) == 0 ? (uint64_t)st.st_size : 0;
@@ -216,7 +248,7 @@ agent_input_place(struct agent_slot *s, const char *root, const Kiln__AgentFile 
 		return KILN_EINVAL;
 	}
 	memcpy(id.b, f->id.data, 16);
-	if ((rv = blob_cached(s, &id)) != 0) {
+	if ((rv = blob_cached(s, &id, f->sha256.len == 32 ? f->sha256.data : NULL)) != 0) {
 		snprintf(err, len, "fetching input %s: %s", f->path, kiln_strerror(rv));
 		return rv;
 	}
@@ -387,8 +419,27 @@ corrupt_test(void)
 	return v != NULL && strcmp(v, "1") == 0;
 }
 
+/* Put the output open at fd into the shared cache: 0 with its id in b
+ * and its SHA-256 in sha, or a code (the caller sends it to the daemon). */
 static int
-output_upload(struct agent_slot *s, const char *path, uint8_t *b, uint64_t *size)
+shared_put(struct agent_slot *s, int fd, uint8_t *b, uint8_t *sha)
+{
+	char hex[KILN_SHA256_LEN * 2 + 1];
+	kiln_id id;
+	int rv;
+
+	if ((rv = kiln_id_sha256_of_fd(fd, &id, sha, NULL)) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+		return rv ? rv : KILN_EIO;
+	kiln_hex_encode(sha, KILN_SHA256_LEN, hex);
+	if ((rv = kiln_cache_put_fd(s->shared, KILN_CACHE_CAS, hex, fd)) != 0)
+		return rv;
+	memcpy(b, id.b, 16);
+	return 0;
+}
+
+static int
+output_upload(struct agent_slot *s, const char *path, uint8_t *b, uint64_t *size,
+              uint8_t *sha, int *in_cache)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rv;
@@ -400,6 +451,17 @@ output_upload(struct agent_slot *s, const char *path, uint8_t *b, uint64_t *size
 		return KILN_ENOTFOUND;
 	}
 	*size = (uint64_t)st.st_size;
+	*in_cache = 0;
+	if (s->shared != NULL && s->cfg->shared_rw && !corrupt_test() &&
+	    shared_put(s, fd, b, sha) == 0) {
+		*in_cache = 1;   /* the daemon fetches it there */
+		close(fd);
+		return 0;
+	}
+	if (lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return KILN_EIO;
+	}
 	if (corrupt_test() && st.st_size > 0) {
 		kiln_id id;
 		char *buf = malloc((size_t)st.st_size);
@@ -608,7 +670,8 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 	if (wd.r.exited && wd.r.status == 0) {
 		outs = calloc(job->n_outputs + 1, sizeof *outs);
 		outp = calloc(job->n_outputs + 1, sizeof *outp);
-		uint8_t (*oid)[16] = calloc(job->n_outputs + 1, 16);
+		/* per output: its id, then its SHA-256 */
+		uint8_t (*oid)[48] = calloc(job->n_outputs + 1, 48);
 		if (outs == NULL || outp == NULL || oid == NULL) {
 			free(oid);
 			rv = KILN_ENOMEM;
@@ -617,7 +680,9 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 		for (size_t i = 0; i < job->n_outputs; i++) {
 			kiln__agent_file__init(&outs[q.n_outputs]);
 			snprintf(path, sizeof path, "%s/%s/%s", s->work, job->scratch, job->outputs[i]);
-			rv = output_upload(s, path, oid[i], &outs[q.n_outputs].size);
+			int in_cache = 0;
+			rv = output_upload(s, path, oid[i], &outs[q.n_outputs].size, oid[i] + 16,
+			                   &in_cache);
 			if (rv == KILN_ENOTFOUND)
 				continue;   /* the daemon says it was not written */
 			if (rv != 0) {
@@ -627,6 +692,11 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 			outs[q.n_outputs].path = job->outputs[i];
 			outs[q.n_outputs].id.data = oid[i];
 			outs[q.n_outputs].id.len = 16;
+			if (in_cache) {
+				outs[q.n_outputs].sha256.data = oid[i] + 16;
+				outs[q.n_outputs].sha256.len = 32;
+				outs[q.n_outputs].in_cache = 1;
+			}
 			outp[q.n_outputs] = &outs[q.n_outputs];
 			q.n_outputs++;
 		}

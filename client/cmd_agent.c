@@ -46,6 +46,11 @@ static const char agent_help[] =
 	"  --name NAME         what kiln status and step events call this agent\n"
 	"                      (default: the host name)\n"
 	"\n"
+	"With KILN_CACHE_URL in the environment (and KILN_CACHE_MODE=readwrite,\n"
+	"KILN_CACHE_{BASIC_AUTH,BEARER_TOKEN,CA}_FILE as for kilnd) inputs are\n"
+	"fetched from that shared cache first and outputs put there, checked by\n"
+	"their SHA-256: the daemon's link then carries only the small messages.\n"
+	"\n"
 	"Exit status: 0 stopped by a signal; 1 could not start (the cache, a\n"
 	"refused token); 2 usage.\n";
 
@@ -142,6 +147,21 @@ cmd_agent(const struct cli *cli, int argc, char **argv)
 			return cli_usage("agent", agent_usage, "--cache %s: path too long",
 			                 cfg.cache);
 		cfg.cache = cache;
+	}
+	/* the shared cache, as the daemon's environment names it */
+	{
+		const char *u = getenv("KILN_CACHE_URL"), *m = getenv("KILN_CACHE_MODE");
+		if (u != NULL && u[0] != '\0' && (m == NULL || strcmp(m, "off") != 0)) {
+			if (m != NULL && m[0] != '\0' && strcmp(m, "read") != 0 &&
+			    strcmp(m, "readwrite") != 0)
+				return cli_usage("agent", agent_usage, "KILN_CACHE_MODE='%s': "
+				                 "expected read, readwrite or off", m);
+			cfg.shared_url = u;
+			cfg.shared_rw = m != NULL && strcmp(m, "readwrite") == 0;
+			cfg.shared_basic = getenv("KILN_CACHE_BASIC_AUTH_FILE");
+			cfg.shared_bearer = getenv("KILN_CACHE_BEARER_TOKEN_FILE");
+			cfg.shared_ca = getenv("KILN_CACHE_CA_FILE");
+		}
 	}
 	if (cfg.name == NULL) {
 		if (gethostname(host, sizeof host) != 0)

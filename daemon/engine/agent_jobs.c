@@ -42,6 +42,7 @@
 #include "dep_path.h"
 #include "engine_int.h"
 #include "need.h"
+#include "remote.h"
 #include "run.h"
 #include "schedule.h"
 #include "scratch.h"
@@ -737,6 +738,18 @@ answer_land(struct engine *e, struct node *n, const Kiln__AgentDoneRequest *q,
 				continue;   /* publish says the tool did not write it */
 			/* no copy into scratch: the blob is the output (its
 			 * bytes were checked against its id when uploaded) */
+			/* put in the shared cache by the agent: fetched by its
+			 * SHA-256 (checked) and then by our name */
+			if (f->in_cache && f->sha256.len == 32 && id_of(&f->id, &id) == 0 &&
+			    kiln_store_has(e->s, &id, NULL) != 0) {
+				kiln_id got;
+				if (remote_blob_fetch(e, f->sha256.data, f->size, &got) != 0 ||
+				    memcmp(got.b, id.b, 16) != 0) {
+					snprintf(msg, len, "output '%s': not in the shared cache as the "
+					         "answer says", n->ks->outputs[i].name);
+					return KILN_EINVAL;
+				}
+			}
 			if (!name_ok(f->path) || id_of(&f->id, &id) != 0 ||
 			    kiln_store_has(e->s, &id, &size) != 0 || size != f->size) {
 				snprintf(msg, len, "output '%s': its blob is not in the store "

@@ -338,6 +338,24 @@ blob_fetch(struct engine *e, kiln_cache *c, const struct kiln_cache_digest *d, k
 	return rv;
 }
 
+int
+remote_blob_fetch(struct engine *e, const uint8_t sha[32], uint64_t size, kiln_id *id)
+{
+	struct remote_conn *rc = e->remote != NULL ? remote_conn_get(e->remote) : NULL;
+	struct kiln_cache_digest d;
+	int rv;
+
+	if (rc == NULL)
+		return KILN_ENOTFOUND;
+	memcpy(d.sha, sha, 32);
+	d.size = size;
+	rv = blob_fetch(e, rc->c, &d, id);
+	if (rv != 0 && rv != KILN_ECORRUPT)
+		error_note(e, rc, rv);
+	remote_conn_put(e->remote, rc);
+	return rv;
+}
+
 /* The local result serving n from remote result rr with candidate c's
  * files (their local hashes xx), packed and unpacked so that it frees
  * like any other. */

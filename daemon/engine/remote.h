@@ -148,6 +148,15 @@ int remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res);
  * Never blocks: a full queue drops it (counted). */
 void remote_upload(struct engine *e, const struct node *n);
 
+/* Build agents (agent_jobs.c) and the shared cache: a job's input id is
+ * offered there (its SHA-256 into sha; queued for upload when the mode is
+ * readwrite and the server lacks it), and an answer's output an agent put
+ * there is fetched by its SHA-256 (checked) into the store (*id). Both
+ * KILN_ENOTFOUND without a cache; a fetch the transport's codes or
+ * KILN_ECORRUPT. */
+int remote_blob_offer(struct engine *e, const kiln_id *id, uint8_t sha[32]);
+int remote_blob_fetch(struct engine *e, const uint8_t sha[32], uint64_t size, kiln_id *id);
+
 /* The counters for `kiln status`. */
 void remote_status(struct engine *e, struct engine_cache_status *st);
 

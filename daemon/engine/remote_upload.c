@@ -169,6 +169,25 @@ blob_send(struct engine *e, kiln_cache *c, const kiln_id *id,
 	return rv;
 }
 
+int
+remote_blob_offer(struct engine *e, const kiln_id *id, uint8_t sha[32])
+{
+	struct remote_conn *rc = e->remote != NULL ? remote_conn_get(e->remote) : NULL;
+	struct kiln_cache_digest d;
+	int rv;
+
+	if (rc == NULL)
+		return KILN_ENOTFOUND;
+	if (rc->mode == KILN_CACHE_MODE_READWRITE)
+		rv = blob_send(e, rc->c, id, &d);   /* asked first: usually there */
+	else
+		rv = kiln_store_blob_sha256(e->s, id, d.sha);
+	if (rv == 0)
+		memcpy(sha, d.sha, 32);
+	remote_conn_put(e->remote, rc);
+	return rv;
+}
+
 /* Hash j's discovered files, queue its blobs and result entry. 0 when
  * all of it is queued; w->cand then states its conditions. */
 static int

@@ -23,6 +23,7 @@
 #include "decide.h"
 #include "discover.h"
 #include "need.h"
+#include "remote.h"
 #include "orphans.h"
 #include "run.h"
 #include "schedule.h"
@@ -456,7 +457,7 @@ job_file(Kiln__AgentJob *j, const char *rel, const kiln_id *id, uint64_t size, i
 {
 	Kiln__AgentFile *f;
 
-	if ((f = calloc(1, sizeof *f + 16)) == NULL)
+	if ((f = calloc(1, sizeof *f + 16 + 32)) == NULL)   /* id, sha256 */
 		return KILN_ENOMEM;
 	kiln__agent_file__init(f);
 	if ((f->path = strdup(rel)) == NULL) {
@@ -663,6 +664,17 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 		if (rv != 0) {
 			set_error(n, "%s: input %s: %s", n->ks->url, rel, kiln_strerror(rv));
 			goto fail;
+		}
+	}
+	/* with a shared cache agents fetch their inputs there, by SHA-256
+	 * (offered: uploaded when the server lacks them) */
+	for (size_t i = 0; remote_enabled(e) && i < j->n_inputs; i++) {
+		Kiln__AgentFile *f = j->inputs[i];
+		kiln_id id;
+		memcpy(id.b, f->id.data, 16);
+		if (remote_blob_offer(e, &id, f->id.data + 16) == 0) {
+			f->sha256.data = f->id.data + 16;
+			f->sha256.len = 32;
 		}
 	}
 	prep_free(&rp);

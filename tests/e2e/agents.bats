@@ -24,6 +24,7 @@ teardown() {
 			return 1
 		fi
 	done
+	if declare -F nginx_stop >/dev/null; then nginx_stop; fi
 	daemon_teardown
 }
 
@@ -363,4 +364,44 @@ YAML
 	run --separate-stderr env KILN_SOCKET="ipc://$sock" KILN_STEP_TOKEN=forged "$KILN" need a1.txt
 	[ "$status" -ne 0 ]
 	[[ "$stderr" == *"relays only kiln need from the steps it runs"* ]] || { echo "$stderr"; false; }
+}
+
+@test "with a shared cache, agents fetch inputs and put outputs there; the daemon's link carries neither" {
+	[ -x /usr/sbin/nginx ] || skip "no nginx (Debian: nginx)"
+	# the cache's nginx from cache_helpers.bash (its setup and teardown
+	# are not this file's: ours are kept)
+	local mine
+	mine=$(declare -f teardown)
+	source "$BATS_TEST_DIRNAME/cache_helpers.bash"
+	eval "$mine"
+	T=$BATS_TEST_TMPDIR
+	mkdir -p "$T/srv/data/kiln" "$T/srv/tmp"
+	nginx_start
+	CACHE=$URL   # daemon_up sets URL to the daemon's
+	agents_project
+	sha() { sha256sum "$1" | cut -d' ' -f1; }
+	# one source there already (CI put it): the agent's fetch of it does
+	# not race the daemon's own upload of what it offers
+	curl -sf -T src/f4.txt "$CACHE/cas/$(sha src/f4.txt)"
+	KILN_CACHE_URL=$CACHE KILN_CACHE_MODE=readwrite daemon_up --local-jobs 0
+	KILN_CACHE_URL=$CACHE KILN_CACHE_MODE=readwrite agent_up one -j 1
+	"$KILN" build >out 2>&1 || { cat out; cat .kiln/kilnd.log "$BATS_TEST_TMPDIR/agent-one.log"; false; }
+	[ "$(grep -c 'ran .* on one' out)" -eq 5 ] || { cat out; false; }
+	cat src/f4.txt src/f1.txt src/f2.txt | cmp - build/pc/both.txt
+	log=$T/srv/access.log
+	# an input the agent fetched there (the daemon never reads sources
+	# from the cache)
+	grep -q "GET /kiln/cas/$(sha src/f4.txt) HTTP/1.1\" 200" "$log" || { cat "$log"; false; }
+	# an output the agent put there, which the daemon then fetched
+	out=$(sha build/pc/both.txt)
+	grep -q "PUT /kiln/cas/$out HTTP/1.1\" 20[14]" "$log" || { cat "$log"; false; }
+	grep -q "GET /kiln/cas/$out HTTP/1.1\" 200" "$log" || { cat "$log"; false; }
+	[ "$(status_field cache_bytes_down)" -gt 0 ]
+	# a corrupt copy there is caught by its SHA-256: the agent falls back
+	# to the daemon, the result is still right
+	echo "// common v9" >shaders/common.glsl
+	printf 'tampered' >"$T/srv/data/kiln/cas/$(sha shaders/a.frag)"
+	"$KILN" build a.spv >out 2>&1 || { cat out; false; }
+	[ "$(head -1 build/pc/a.spv)" = "// common v9" ]
+	tail -2 build/pc/a.spv | cmp - shaders/a.frag
 }
