@@ -53,6 +53,7 @@ struct agent {
 	struct agent_gc gc;
 	struct agent_relay *relay;
 	kiln_cache *shared;
+	_Atomic uint64_t bytes_in, bytes_out;   /* blobs fetched and sent */
 };
 
 /* The relay's question: which running job has this need token (mu). */
@@ -234,6 +235,8 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 		t->s.sp = ag->sp;
 		t->s.gc = &ag->gc;
 		t->s.shared = ag->shared;
+		t->s.bytes_in = &ag->bytes_in;
+		t->s.bytes_out = &ag->bytes_out;
 		snprintf(t->s.shim, sizeof t->s.shim, "%s", shim);
 		snprintf(t->s.work, sizeof t->s.work, "%s/work/%u", cfg->cache, i);
 		if ((rv = mkdirs(t->s.work)) != 0) {
@@ -418,6 +421,8 @@ session(struct agent *ag, kiln_conn *c)
 		q.running = running;
 		q.n_running = nrun;
 		q.wait_ms = nfree > 0 ? lease_ms / 3 : 0;
+		q.bytes_in = atomic_load(&ag->bytes_in);
+		q.bytes_out = atomic_load(&ag->bytes_out);
 		/* a daemon gone (stopped, killed, unplugged) leaves a request
 		 * unanswered, not failed: give up on it soon after its park,
 		 * well before the daemon would give our jobs to others */

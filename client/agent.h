@@ -7,6 +7,7 @@
 #define KILN_AGENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,6 +56,7 @@ struct agent_slot {
 	pid_t pid;              /* the tool running now (0: none) */
 	struct agent_gc *gc;    /* shared by the slots */
 	struct kiln_cache *shared; /* the shared cache (NULL: none) */
+	_Atomic uint64_t *bytes_in, *bytes_out; /* the agent's, for its takes */
 	volatile int cancelled; /* the daemon no longer wants this job */
 };
 

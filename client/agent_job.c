@@ -199,8 +199,11 @@ blob_cached(struct agent_slot *s, const kiln_id *id, const uint8_t *sha)
 		    memcmp(got.b, id->b, 16) != 0)
 			rv = KILN_ECORRUPT;
 		unlink(tmp);
-		if (rv == 0)
+		if (rv == 0) {
 			agent_gc_maybe(s, size);
+			if (s->bytes_in != NULL)
+				atomic_fetch_add(s->bytes_in, size);
+		}
 	}
 	return rv;
 }
@@ -385,15 +388,27 @@ rewrite(const struct agent_slot *s, const char *path, char **out, size_t *nout)
 	return fclose(m) == 0 ? 0 : KILN_ENOMEM;
 }
 
+/* Count n bytes sent (kiln status shows them per agent). */
+static void
+sent(struct agent_slot *s, uint64_t n)
+{
+	if (s->bytes_out != NULL)
+		atomic_fetch_add(s->bytes_out, n);
+}
+
 /* Upload a file (or buffer); its id into a 16-byte buffer b. */
 static int
 upload_fd(struct agent_slot *s, int fd, uint8_t *b)
 {
 	kiln_id id;
+	struct stat st;
 	int rv = kiln_blob_put_fd(s->conn, fd, NULL, &id);
 
-	if (rv == 0)
+	if (rv == 0) {
 		memcpy(b, id.b, 16);
+		if (fstat(fd, &st) == 0)
+			sent(s, (uint64_t)st.st_size);
+	}
 	return rv;
 }
 
@@ -403,8 +418,10 @@ upload_buf(struct agent_slot *s, const void *buf, size_t len, uint8_t *b)
 	kiln_id id;
 	int rv = kiln_blob_put(s->conn, buf, len, NULL, &id);
 
-	if (rv == 0)
+	if (rv == 0) {
 		memcpy(b, id.b, 16);
+		sent(s, len);
+	}
 	return rv;
 }
 
@@ -434,6 +451,11 @@ shared_put(struct agent_slot *s, int fd, uint8_t *b, uint8_t *sha)
 	if ((rv = kiln_cache_put_fd(s->shared, KILN_CACHE_CAS, hex, fd)) != 0)
 		return rv;
 	memcpy(b, id.b, 16);
+	{
+		struct stat st;
+		if (fstat(fd, &st) == 0)
+			sent(s, (uint64_t)st.st_size);
+	}
 	return 0;
 }
 

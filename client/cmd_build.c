@@ -654,6 +654,9 @@ cmd_log(const struct cli *cli, int argc, char **argv)
 		kiln_close(c);
 		return CLI_OK;
 	}
+	/* on stderr: stdout is the tool's output, byte for byte */
+	if (w.machine[0] != '\0')
+		fprintf(stderr, "kiln: log: %s: ran on agent %s\n", url, w.machine);
 	if ((rv = kiln_blob_get(c, &w.log, sink_stdout, NULL)) != 0) {
 		cli_daemon_error("log", "reading the log", c, rv);
 		kiln_close(c);

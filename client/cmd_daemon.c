@@ -55,11 +55,16 @@ agents_print(const kiln_status *st)
 		printf("agents    none\n");
 		return;
 	}
-	for (uint32_t i = 0; i < st->nagents && i < 64; i++)
+	for (uint32_t i = 0; i < st->nagents && i < 64; i++) {
+		char in[32], out[32];
 		printf("%s%s: %" PRIu32 " slots, %" PRIu32 " running; %" PRIu64 " ran, %"
-		       PRIu64 " failed, %" PRIu64 " refused\n", i ? "          " : "agents    ",
+		       PRIu64 " failed, %" PRIu64 " refused; %s in, %s out\n",
+		       i ? "          " : "agents    ",
 		       st->agents[i].name, st->agents[i].slots, st->agents[i].running,
-		       st->agents[i].ran, st->agents[i].failed, st->agents[i].refused);
+		       st->agents[i].ran, st->agents[i].failed, st->agents[i].refused,
+		       cli_format_size(st->agents[i].bytes_in, in, sizeof in),
+		       cli_format_size(st->agents[i].bytes_out, out, sizeof out));
+	}
 	if (st->nagents > 64)
 		printf("          and %" PRIu32 " more\n", st->nagents - 64);
 }
@@ -147,9 +152,10 @@ status_json(const kiln_status *st)
 		fputs(i ? ",{\"name\":" : "{\"name\":", stdout);
 		cli_json_str(st->agents[i].name);
 		printf(",\"slots\":%" PRIu32 ",\"running\":%" PRIu32 ",\"ran\":%" PRIu64
-		       ",\"failed\":%" PRIu64 ",\"refused\":%" PRIu64 "}", st->agents[i].slots,
+		       ",\"failed\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"bytes_in\":%" PRIu64
+		       ",\"bytes_out\":%" PRIu64 "}", st->agents[i].slots,
 		       st->agents[i].running, st->agents[i].ran, st->agents[i].failed,
-		       st->agents[i].refused);
+		       st->agents[i].refused, st->agents[i].bytes_in, st->agents[i].bytes_out);
 	}
 	fputs("]}\n", stdout);
 }

@@ -118,6 +118,7 @@ typedef struct kiln_status {
 		char name[64];
 		uint32_t slots, running;  /* its slots, steps it holds now */
 		uint64_t ran, failed, refused;
+		uint64_t bytes_in, bytes_out; /* blob bytes fetched and sent */
 	} agents[64];
 } kiln_status;
 

@@ -186,6 +186,8 @@ status_copy(const Kiln__StatusReply *s, kiln_status *st)
 		st->agents[i].ran = ai->ran;
 		st->agents[i].failed = ai->failed;
 		st->agents[i].refused = ai->refused;
+		st->agents[i].bytes_in = ai->bytes_in;
+		st->agents[i].bytes_out = ai->bytes_out;
 	}
 }
 

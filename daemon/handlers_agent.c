@@ -61,8 +61,7 @@ take_answer(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 		         TAKE_MAX_RUNNING);
 		return KILN_EINVAL;
 	}
-	rv = engine_agent_take(d->engine, q->agent, c->pipe, q->free, q->running,
-	                       q->n_running, &tr);
+	rv = engine_agent_take(d->engine, q->agent, c->pipe, q, &tr);
 	if (rv == KILN_ENOTFOUND) {
 		snprintf(a->error, sizeof a->error, "no agent %llu on this connection "
 		         "(say hello again)", (unsigned long long)q->agent);

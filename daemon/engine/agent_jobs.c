@@ -84,6 +84,7 @@ struct agent {
 	unsigned held;           /* its leases: held, finishing, cancelled */
 	int64_t seen_ns;
 	uint64_t ran, failed, refused;
+	uint64_t bytes_in, bytes_out;   /* as its takes say */
 };
 
 struct agents {
@@ -510,9 +511,12 @@ listed(const uint64_t *v, size_t n, uint64_t x)
 }
 
 int
-engine_agent_take(struct engine *e, uint64_t id, uint32_t pipe, uint32_t nfree,
-                  const uint64_t *running, size_t nrunning, Kiln__AgentTakeReply *rep)
+engine_agent_take(struct engine *e, uint64_t id, uint32_t pipe, const Kiln__AgentTakeRequest *q,
+                  Kiln__AgentTakeReply *rep)
 {
+	uint32_t nfree = q->free;
+	const uint64_t *running = q->running;
+	size_t nrunning = q->n_running;
 	struct agents *a;
 	struct agent *ag;
 	int64_t now = kiln_mono_ns();
@@ -526,6 +530,8 @@ engine_agent_take(struct engine *e, uint64_t id, uint32_t pipe, uint32_t nfree,
 		return KILN_ENOTFOUND;
 	}
 	ag->seen_ns = now;
+	ag->bytes_in = q->bytes_in;
+	ag->bytes_out = q->bytes_out;
 	if (nfree > ag->slots)
 		nfree = ag->slots;
 	rep->jobs = calloc(nfree + 1, sizeof *rep->jobs);
@@ -1110,6 +1116,8 @@ engine_agents_status(struct engine *e, Kiln__AgentInfo ***out, size_t *nout)
 			ai->ran = a->v[i].ran;
 			ai->failed = a->v[i].failed;
 			ai->refused = a->v[i].refused;
+			ai->bytes_in = a->v[i].bytes_in;
+			ai->bytes_out = a->v[i].bytes_out;
 			v[n++] = ai;
 		}
 		if (v == NULL)

@@ -147,8 +147,8 @@ uint32_t engine_agent_lease_ms(const struct engine *e);
 /* Up to nfree jobs into rep (free with engine_agent_take_free), and the
  * leases to cancel. 0, KILN_ENOTFOUND (no such agent: hello again),
  * KILN_ENOMEM. */
-int engine_agent_take(struct engine *e, uint64_t id, uint32_t pipe, uint32_t nfree,
-                      const uint64_t *running, size_t nrunning, Kiln__AgentTakeReply *rep);
+int engine_agent_take(struct engine *e, uint64_t id, uint32_t pipe,
+                      const Kiln__AgentTakeRequest *q, Kiln__AgentTakeReply *rep);
 void engine_agent_take_free(Kiln__AgentTakeReply *rep);
 /* Jobs waiting for an agent. */
 unsigned engine_agent_ready(struct engine *e);

@@ -113,6 +113,8 @@ outputs_of() {
 	[ ! -e "$BATS_TEST_TMPDIR/one/kiln.yaml" ] && [ ! -e "$BATS_TEST_TMPDIR/two/kiln.yaml" ]
 	run "$KILN" status
 	[[ "$output" == *"one: 1 slots"* ]] && [[ "$output" == *"two: 1 slots"* ]]
+	# each agent says what it fetched and sent (its inputs, its outputs)
+	wait_for sh -c "'$KILN' status --json | grep -q '\"bytes_in\":[1-9][0-9]*,\"bytes_out\":[1-9]'"
 	run "$KILN" why both.txt
 	[[ "$output" =~ "ran on: agent "(one|two) ]] || { echo "$output"; false; }
 	# the second build: served from the store, zero tool runs
@@ -176,7 +178,7 @@ YAML
 	run "$KILN" why a1.txt
 	[[ "$output" == *"agent other refused it"* ]] || { echo "$output"; false; }
 	run "$KILN" status
-	[[ "$output" == *"other: 1 slots, 0 running; 0 ran, 0 failed, 1 refused"* ]] || { echo "$output"; false; }
+	[[ "$output" == *"other: 1 slots, 0 running; 0 ran, 0 failed, 1 refused; "*" in, "*" out"* ]] || { echo "$output"; false; }
 }
 
 @test "an agent's corrupted upload is rejected: nothing of it is recorded, the step is built again" {
