@@ -32,7 +32,8 @@ who_may_send_what(void **state)
 		{KILN__REQUEST__BODY_WHY, "why", 1, 0},
 		{KILN__REQUEST__BODY_DEPS, "deps", 1, 0},
 		{KILN__REQUEST__BODY_RDEPS, "rdeps", 1, 0},
-		{KILN__REQUEST__BODY_NEED, "need", 1, 0},
+		/* a tool on an agent asks through its agent (docs/agents.md) */
+		{KILN__REQUEST__BODY_NEED, "need", 1, 1},
 		{KILN__REQUEST__BODY_HOLD, "hold", 1, 0},
 		{50, "the first agent request", 0, 1},
 		{55, "an agent request", 0, 1},
