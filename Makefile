@@ -130,7 +130,8 @@ $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
 	@mkdir -p $(GEN)
 	protoc-c --proto_path=proto --c_out=$(GEN) $<
 
-$(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch
+$(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch \
+            third_party/nng/rep0-send-on-closed-pipe.patch
 	@third_party/nng/build.sh $(NNG)
 
 deps:

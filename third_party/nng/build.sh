@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build the nng kiln links: Debian 12's nng 1.5.2 (its source package, the
 # upstream tarball plus Debian's own patches) with kiln's fix for the
-# listener wedge (peer-closed-during-negotiation.patch, see its header),
+# listener wedge (peer-closed-during-negotiation.patch, see its header) and
+# for a reply lost to a closing connection (rep0-send-on-closed-pipe.patch),
 # as a static library under OUT.
 #
 # Usage: third_party/nng/build.sh OUT
@@ -76,6 +77,8 @@ for p in $(grep -v '^#' "$src/debian/patches/series"); do
 done
 patch -d "$src" -p1 -s <"$here/peer-closed-during-negotiation.patch" >>"$log" 2>&1 ||
 	fail "peer-closed-during-negotiation.patch does not apply (see $log)"
+patch -d "$src" -p1 -s <"$here/rep0-send-on-closed-pipe.patch" >>"$log" 2>&1 ||
+	fail "rep0-send-on-closed-pipe.patch does not apply (see $log)"
 
 jobs=$(nproc 2>/dev/null || echo 2)
 {
