@@ -39,6 +39,9 @@ write_project() {
 	for n in "${NAMES[@]}"; do
 		printf '%s' "$n" >"src/$n.txt"
 	done
+	# at the root, so the input's path itself starts with '-'
+	printf '%s' '-n' >./-n.txt
+	printf '%s' '-e' >./-e.txt
 	cat >kiln.yaml <<'YAML'
 kiln: 1
 project: t
@@ -62,6 +65,7 @@ tools:
   var0: { shell: true, run: "printf '%s\\n' ${v} > ${out}" }
   var1: { shell: true, run: "printf '%s\\n' '${v}' > ${out}" }
   var2: { shell: true, run: "printf '%s\\n' \"${v}\" > ${out}" }
+  cata: { run: [sh, -c, 'cat "$@" > "$0"', "${out}", "${in...}"] }
 rules:
   - { match: "src/*", url: "in0/${match.name}", tool: in0 }
   - { match: "src/*", url: "in1/${match.name}", tool: in1 }
@@ -83,6 +87,10 @@ assets:
   - { url: var0, tool: var0 }
   - { url: var1, tool: var1 }
   - { url: var2, tool: var2 }
+  - { url: mix0, tool: all0, inputs: [-n.txt, "@in0/two  words", "src/-n.txt", "@in0/$(touch pwned)", -e.txt] }
+  - { url: mix1, tool: all1, inputs: [-n.txt, "@in0/two  words", "src/-n.txt", "@in0/$(touch pwned)", -e.txt] }
+  - { url: mix2, tool: all2, inputs: [-n.txt, "@in0/two  words", "src/-n.txt", "@in0/$(touch pwned)", -e.txt] }
+  - { url: mixa, tool: cata, inputs: [-n.txt, "@in0/two  words", "src/-n.txt", "@in0/$(touch pwned)", -e.txt] }
 YAML
 }
 
@@ -132,6 +140,16 @@ build_it() {
 		expect "all$q" "$want"
 	done
 	[ -z "$BAD" ] || { echo "$BAD"; echo "$stderr"; false; }
+}
+
+@test "\${in...} over sources and other steps' outputs: one word each, in written order, a leading '-' never an option" {
+	build_it
+	BAD=""
+	# root -n.txt, in0/two  words, src/-n.txt, in0/$(touch pwned), root -e.txt
+	for u in mix0 mix1 mix2 mixa; do
+		expect "$u" '-ntwo  words-n$(touch pwned)-e'
+	done
+	[ -z "$BAD" ] || { echo "$BAD"; echo "$output"; echo "$stderr"; false; }
 }
 
 @test "\${match.name} is one literal word bare, in quotes and inside a word" {
