@@ -10,9 +10,9 @@
 #include "kiln_desc.h"
 #include "kiln_proto.h"
 
-static const char check_usage[] = "usage: kiln check [-C DIR] [-p PROFILE] [-q]\n";
+static const char check_usage[] = "usage: kiln check [-C DIR] [-p PROFILE] [-q] [--programs]\n";
 static const char check_help[] =
-	"usage: kiln check [-C DIR] [-p PROFILE] [-q]\n"
+	"usage: kiln check [-C DIR] [-p PROFILE] [-q] [--programs]\n"
 	"\n"
 	"Load kiln.yaml and every *.kiln.yaml under the source folders, check\n"
 	"every field, resolve every profile into its build steps, and report\n"
@@ -23,6 +23,10 @@ static const char check_help[] =
 	"                       upward holding kiln.yaml)\n"
 	"  -p, --profile NAME   also require that this profile exists\n"
 	"  -q, --quiet          print errors and warnings only, no summary\n"
+	"      --programs       also look up each used tool's program as a build\n"
+	"                       from this shell would (kiln.yaml's path, else\n"
+	"                       PATH; project-relative names in the project): one\n"
+	"                       not found is a warning (its steps would fail)\n"
 	"\n"
 	"exit status: 0 valid (warnings allowed); 2 errors in the descriptions,\n"
 	"or bad usage.\n";
@@ -120,6 +124,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 		{"project", required_argument, NULL, 'C'},
 		{"profile", required_argument, NULL, 'p'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"programs", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -128,7 +133,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 	kiln_desc *d;
 	size_t nwarn, nerr, nprof, nfiles;
 	const char *const *files;
-	int ch, quiet = 0, rv;
+	int ch, quiet = 0, programs = 0, rv;
 
 	(void)cli;
 	while ((ch = getopt_long(argc, argv, ":C:p:qh", longopts, NULL)) != -1) {
@@ -136,6 +141,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 		case 'C': dir = optarg; break;
 		case 'p': profile = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'P': programs = 1; break;
 		case 'h': return cli_help(check_help);
 		default: return cli_bad_option("check", check_usage, longopts, ch, argv);
 		}
@@ -145,6 +151,11 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 	if ((rv = project_load("check", dir, &d, &nwarn)) != CLI_OK)
 		return rv;
 	nerr = kiln_desc_nerrors(d);
+	/* what this machine has, not what the descriptions say: asked for
+	 * (a project's own tools may be built before the build runs); the
+	 * plans hold the programs, so not with errors */
+	if (programs && nerr == 0)
+		nwarn += check_programs(d);
 	if (profile != NULL && profile_pick("check", d, profile) == NULL)
 		nerr++;
 	nprof = kiln_desc_profiles(d, &names);
