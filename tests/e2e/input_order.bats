@@ -120,3 +120,18 @@ holds() {
 	want="kiln.yaml:$line:14: error: assets[5].inputs[0]: '@pair#c': step 'pair' has no output 'c' (its outputs: 'a', 'b')"
 	printf '%s\n' "$stderr" | grep -qxF "$want" || { echo "stderr: $stderr"; echo "expected a line: $want"; false; }
 }
+
+@test "a tool given @URL#name that reads another output of that step is warned: that read is not tracked" {
+	write_project
+	cat >>kiln.yaml <<'YAML'
+  - url: peek
+    tool: peek
+    inputs: ["@pair#b"]
+YAML
+	sed -i 's|^tools:$|tools:\n  peek: { run: [sh, -c, '"'"'cat "$1" build/default/pair-a.txt > "$0"'"'"', "${out}", "${in}"] }|' kiln.yaml
+	run --separate-stderr "$KILN" build peek
+	[ "$status" -eq 0 ] || { echo "status $status"; echo "$output"; echo "$stderr"; false; }
+	holds peek BP
+	[[ "$output$stderr" == *"used build/default/pair-a.txt, an output of step pair it does not declare"*'"@pair#a"'* ]] ||
+		{ echo "no warning about pair-a.txt:"; echo "$output"; echo "$stderr"; false; }
+}
