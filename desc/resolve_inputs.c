@@ -304,6 +304,13 @@ resolve_order(struct rs *r, struct sb *s, size_t *n)
 	*n = 0;
 	if (nv == 0)
 		return NULL;
+	if (nv == 1) {   /* most rule steps: nothing to sort out */
+		if ((out = arena_alloc_raw(r->a, sizeof *out)) == NULL)
+			return NULL;
+		out[0] = v[0];
+		*n = 1;
+		return out;
+	}
 	p = malloc(nv * sizeof *p);
 	dup = calloc(nv, 1);
 	out = arena_alloc_raw(r->a, nv * sizeof *out);
