@@ -36,7 +36,8 @@ static const char ls_help[] =
 	"usage: kiln ls [-C DIR] [-p PROFILE] [--json]\n"
 	"\n"
 	"List the build steps of a profile (default: the first in kiln.yaml):\n"
-	"URL, tool, inputs (source files and @prerequisite URLs), outputs, and\n"
+	"URL, tool, inputs in the order the tool gets them (source files and\n"
+	"@prerequisite URLs, @URL#name for one output), outputs, and\n"
 	"where the step was defined; an asset that replaces a rule's step says\n"
 	"so; once built, the program its tool ran (absolute, as found on that\n"
 	"build's PATH) and whether the last run's file accesses were traced\n"
@@ -247,9 +248,29 @@ step_last_get(kiln_store *st, const char *profile, const char *url,
 	kiln__step_record__free_unpacked(rec, NULL);
 }
 
+/* An input of s's order as inputs: would write it: a path, "@URL" for
+ * the one unnamed output of a step, else "@URL#name". */
 static void
-ls_json_step(const kiln_step *s, const struct step_last *l)
+input_text(const kiln_plan *p, const kiln_input *it, char *buf, size_t len)
 {
+	size_t at;
+
+	if (it->path != NULL) {
+		snprintf(buf, len, "%s", it->path);
+		return;
+	}
+	if (step_find(p->steps, p->nsteps, it->url, &at) && p->steps[at].noutputs == 1 &&
+	    strcmp(it->output, "out") == 0)
+		snprintf(buf, len, "@%s", it->url);
+	else
+		snprintf(buf, len, "@%s#%s", it->url, it->output);
+}
+
+static void
+ls_json_step(const kiln_plan *p, const kiln_step *s, const struct step_last *l)
+{
+	char buf[PATH_MAX + 128];
+
 	printf("{\"url\":");
 	json_str(s->url);
 	printf(",\"tool\":");
@@ -258,6 +279,14 @@ ls_json_step(const kiln_step *s, const struct step_last *l)
 	json_strs(s->inputs, s->ninputs, "");
 	printf(",\"needs\":");
 	json_strs(s->needs, s->nneeds, "");
+	printf(",\"order\":[");   /* what ${in...} gives, in that order */
+	for (size_t i = 0; i < s->norder; i++) {
+		if (i)
+			putchar(',');
+		input_text(p, &s->order[i], buf, sizeof buf);
+		json_str(buf);
+	}
+	putchar(']');
 	printf(",\"outputs\":{");
 	for (size_t i = 0; i < s->noutputs; i++) {
 		if (i)
@@ -297,7 +326,7 @@ ls_json(const kiln_desc *d, const kiln_plan *p, kiln_store *st)
 		if (i)
 			putchar(',');
 		step_last_get(st, p->profile, p->steps[i].url, &l);
-		ls_json_step(&p->steps[i], &l);
+		ls_json_step(p, &p->steps[i], &l);
 	}
 	printf("],\"bundles\":{");
 	for (size_t i = 0; i < p->nbundles; i++) {
@@ -324,10 +353,12 @@ ls_text(const kiln_plan *p, kiln_store *st)
 			printf(", overrides the rule at %s:%d", s->overrides.file,
 			       s->overrides.line);
 		printf("\n");
-		for (size_t j = 0; j < s->ninputs; j++)
-			printf("  input    %s\n", s->inputs[j]);
-		for (size_t j = 0; j < s->nneeds; j++)
-			printf("  needs    @%s\n", s->needs[j]);
+		/* in the order the tool gets them */
+		for (size_t j = 0; j < s->norder; j++) {
+			char buf[PATH_MAX + 128];
+			input_text(p, &s->order[j], buf, sizeof buf);
+			printf("  input    %s\n", buf);
+		}
 		for (size_t j = 0; j < s->noutputs; j++)
 			printf("  output   %s = %s\n", s->outputs[j].name, s->outputs[j].file);
 		if (l.program[0])

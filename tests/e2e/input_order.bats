@@ -135,3 +135,20 @@ YAML
 	[[ "$output$stderr" == *"used build/default/pair-a.txt, an output of step pair it does not declare"*'"@pair#a"'* ]] ||
 		{ echo "no warning about pair-a.txt:"; echo "$output"; echo "$stderr"; false; }
 }
+
+@test "kiln ls lists a step's inputs in the order its tool gets them" {
+	write_project
+	run --separate-stderr "$KILN" ls
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	want='onlyb
+  tool     concat
+  defined  kiln.yaml:28 (asset)
+  input    @pair#b
+  input    src/a.txt
+  input    @pair#a
+  output   out = onlyb'
+	[[ "$output" == *"$want"* ]] || { echo "$output"; false; }
+	run --separate-stderr "$KILN" ls --json
+	[[ "$output" == *'"url":"joined","tool":"concat","inputs":["src/a.txt","src/b.txt","src/z.txt"],"needs":["up/a","up/b","up/m","up/z"],"order":["src/z.txt","@up/m","src/a.txt","src/b.txt","@up/a","@up/b","@up/z"]'* ]] ||
+		{ echo "$output"; false; }
+}
