@@ -91,6 +91,9 @@ holds() {
 	holds joined ABMZabz
 	holds shjoined ABMZabz
 	[ "$RAN" = "joined shjoined" ] || { echo "ran: '$RAN', expected 'joined shjoined'"; false; }
+	# kiln why says so
+	run "$KILN" why joined
+	[[ "$output" == *"joined: inputs order changed"* ]] || { echo "$output"; false; }
 }
 
 @test "@URL gives every output of a step in declared order, @URL#name just that one" {
