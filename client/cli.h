@@ -16,6 +16,7 @@
 
 #include "kiln.h"
 #include "kiln_store.h"
+#include "kiln_desc.h"
 
 #define KILN_VERSION "0.1.0"
 
@@ -139,6 +140,10 @@ int cli_project_dir(const char *given, char *buf, size_t len);
 
 /* kiln check [-C DIR] [-p PROFILE]: load and validate the descriptions. */
 int cmd_check(const struct cli *cli, int argc, char **argv);
+/* Look up every tool's program as a build from this shell would
+ * (check_programs.c); print a warning for each that cannot be run.
+ * Returns the number of warnings. */
+size_t check_programs(const kiln_desc *d);
 /* kiln ls [-C DIR] [-p PROFILE] [--json]: list the steps of a profile. */
 int cmd_ls(const struct cli *cli, int argc, char **argv);
 

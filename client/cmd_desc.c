@@ -10,9 +10,9 @@
 #include "kiln_desc.h"
 #include "kiln_proto.h"
 
-static const char check_usage[] = "usage: kiln check [-C DIR] [-p PROFILE] [-q]\n";
+static const char check_usage[] = "usage: kiln check [-C DIR] [-p PROFILE] [-q] [--programs]\n";
 static const char check_help[] =
-	"usage: kiln check [-C DIR] [-p PROFILE] [-q]\n"
+	"usage: kiln check [-C DIR] [-p PROFILE] [-q] [--programs]\n"
 	"\n"
 	"Load kiln.yaml and every *.kiln.yaml under the source folders, check\n"
 	"every field, resolve every profile into its build steps, and report\n"
@@ -23,6 +23,10 @@ static const char check_help[] =
 	"                       upward holding kiln.yaml)\n"
 	"  -p, --profile NAME   also require that this profile exists\n"
 	"  -q, --quiet          print errors and warnings only, no summary\n"
+	"      --programs       also look up each used tool's program as a build\n"
+	"                       from this shell would (kiln.yaml's path, else\n"
+	"                       PATH; project-relative names in the project): one\n"
+	"                       not found is a warning (its steps would fail)\n"
 	"\n"
 	"exit status: 0 valid (warnings allowed); 2 errors in the descriptions,\n"
 	"or bad usage.\n";
@@ -32,7 +36,8 @@ static const char ls_help[] =
 	"usage: kiln ls [-C DIR] [-p PROFILE] [--json]\n"
 	"\n"
 	"List the build steps of a profile (default: the first in kiln.yaml):\n"
-	"URL, tool, inputs (source files and @prerequisite URLs), outputs, and\n"
+	"URL, tool, inputs in the order the tool gets them (source files and\n"
+	"@prerequisite URLs, @URL#name for one output), outputs, and\n"
 	"where the step was defined; an asset that replaces a rule's step says\n"
 	"so; once built, the program its tool ran (absolute, as found on that\n"
 	"build's PATH) and whether the last run's file accesses were traced\n"
@@ -120,6 +125,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 		{"project", required_argument, NULL, 'C'},
 		{"profile", required_argument, NULL, 'p'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"programs", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -128,7 +134,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 	kiln_desc *d;
 	size_t nwarn, nerr, nprof, nfiles;
 	const char *const *files;
-	int ch, quiet = 0, rv;
+	int ch, quiet = 0, programs = 0, rv;
 
 	(void)cli;
 	while ((ch = getopt_long(argc, argv, ":C:p:qh", longopts, NULL)) != -1) {
@@ -136,6 +142,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 		case 'C': dir = optarg; break;
 		case 'p': profile = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'P': programs = 1; break;
 		case 'h': return cli_help(check_help);
 		default: return cli_bad_option("check", check_usage, longopts, ch, argv);
 		}
@@ -145,6 +152,11 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 	if ((rv = project_load("check", dir, &d, &nwarn)) != CLI_OK)
 		return rv;
 	nerr = kiln_desc_nerrors(d);
+	/* what this machine has, not what the descriptions say: asked for
+	 * (a project's own tools may be built before the build runs); the
+	 * plans hold the programs, so not with errors */
+	if (programs && nerr == 0)
+		nwarn += check_programs(d);
 	if (profile != NULL && profile_pick("check", d, profile) == NULL)
 		nerr++;
 	nprof = kiln_desc_profiles(d, &names);
@@ -236,9 +248,29 @@ step_last_get(kiln_store *st, const char *profile, const char *url,
 	kiln__step_record__free_unpacked(rec, NULL);
 }
 
+/* An input of s's order as inputs: would write it: a path, "@URL" for
+ * the one unnamed output of a step, else "@URL#name". */
 static void
-ls_json_step(const kiln_step *s, const struct step_last *l)
+input_text(const kiln_plan *p, const kiln_input *it, char *buf, size_t len)
 {
+	size_t at;
+
+	if (it->path != NULL) {
+		snprintf(buf, len, "%s", it->path);
+		return;
+	}
+	if (step_find(p->steps, p->nsteps, it->url, &at) && p->steps[at].noutputs == 1 &&
+	    strcmp(it->output, "out") == 0)
+		snprintf(buf, len, "@%s", it->url);
+	else
+		snprintf(buf, len, "@%s#%s", it->url, it->output);
+}
+
+static void
+ls_json_step(const kiln_plan *p, const kiln_step *s, const struct step_last *l)
+{
+	char buf[PATH_MAX + 128];
+
 	printf("{\"url\":");
 	json_str(s->url);
 	printf(",\"tool\":");
@@ -247,6 +279,14 @@ ls_json_step(const kiln_step *s, const struct step_last *l)
 	json_strs(s->inputs, s->ninputs, "");
 	printf(",\"needs\":");
 	json_strs(s->needs, s->nneeds, "");
+	printf(",\"order\":[");   /* what ${in...} gives, in that order */
+	for (size_t i = 0; i < s->norder; i++) {
+		if (i)
+			putchar(',');
+		input_text(p, &s->order[i], buf, sizeof buf);
+		json_str(buf);
+	}
+	putchar(']');
 	printf(",\"outputs\":{");
 	for (size_t i = 0; i < s->noutputs; i++) {
 		if (i)
@@ -286,7 +326,7 @@ ls_json(const kiln_desc *d, const kiln_plan *p, kiln_store *st)
 		if (i)
 			putchar(',');
 		step_last_get(st, p->profile, p->steps[i].url, &l);
-		ls_json_step(&p->steps[i], &l);
+		ls_json_step(p, &p->steps[i], &l);
 	}
 	printf("],\"bundles\":{");
 	for (size_t i = 0; i < p->nbundles; i++) {
@@ -313,10 +353,12 @@ ls_text(const kiln_plan *p, kiln_store *st)
 			printf(", overrides the rule at %s:%d", s->overrides.file,
 			       s->overrides.line);
 		printf("\n");
-		for (size_t j = 0; j < s->ninputs; j++)
-			printf("  input    %s\n", s->inputs[j]);
-		for (size_t j = 0; j < s->nneeds; j++)
-			printf("  needs    @%s\n", s->needs[j]);
+		/* in the order the tool gets them */
+		for (size_t j = 0; j < s->norder; j++) {
+			char buf[PATH_MAX + 128];
+			input_text(p, &s->order[j], buf, sizeof buf);
+			printf("  input    %s\n", buf);
+		}
 		for (size_t j = 0; j < s->noutputs; j++)
 			printf("  output   %s = %s\n", s->outputs[j].name, s->outputs[j].file);
 		if (l.program[0])

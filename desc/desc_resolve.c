@@ -88,6 +88,7 @@ step_add(struct rs *r)
 
 	vec_init(&s.inputs, sizeof(const char *));
 	vec_init(&s.needs, sizeof(const char *));
+	vec_init(&s.order, sizeof(kiln_input));
 	return vec_push(r->tmp, &r->steps, &s);
 }
 
@@ -145,7 +146,9 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 		s->source = files[i];
 		s->m = m;
 		s->has_match = 1;
+		/* the matched file is ${in}: first, before any of inputs: */
 		vec_push(r->tmp, &s->inputs, &files[i]);
+		vec_push(r->tmp, &s->order, &(kiln_input){files[i], NULL, NULL});
 		strmap_put(&r->urls, url, r->steps.n - 1);
 		step_outputs(r, s, ru->outputs_loc.line ? ru->outputs_loc : ru->loc, "outputs");
 	}
@@ -281,6 +284,7 @@ plan_finish(struct rs *r, kiln_plan *plan)
 		}
 		s->st.inputs = resolve_sorted_unique(r, &s->inputs, &s->st.ninputs);
 		s->st.needs = resolve_sorted_unique(r, &s->needs, &s->st.nneeds);
+		s->st.order = resolve_order(r, s, &s->st.norder);
 		n++;
 	}
 	/* Sort pointers, then copy each step once, in URL order. */

@@ -84,6 +84,15 @@ typedef struct kiln_output {
 	const char *file; /* file name the tool writes, in its scratch folder */
 } kiln_output;
 
+/* One input as the tool gets it: a source file, or one output of a
+ * prerequisite step. A step's inputs in this form keep the order its
+ * `inputs:` lists them in (docs/format.md, "Input order"). */
+typedef struct kiln_input {
+	const char *path;   /* a project-relative source file; NULL: an output */
+	const char *url;    /* path NULL: the prerequisite step's URL */
+	const char *output; /* path NULL: the name of that step's output */
+} kiln_input;
+
 typedef struct kiln_step {
 	const char *url;
 	const kiln_tool *tool;
@@ -100,6 +109,14 @@ typedef struct kiln_step {
 	size_t ninputs;
 	const char **needs;  /* URLs of prerequisite steps, sorted */
 	size_t nneeds;
+	/* What ${in} and ${in...} name, in order: a rule's matched file
+	 * first, then each `inputs:` item in its written place (a glob's
+	 * matches sorted by path or URL, `@URL` as each of its outputs in
+	 * their declared order, `@URL#name` as that one output); an input
+	 * written twice is given once, at its first place. The same files
+	 * and steps as inputs and needs. */
+	const kiln_input *order;
+	size_t norder;
 	kiln_output *outputs;
 	size_t noutputs;
 	const kiln_val *params; /* a map, or NULL */

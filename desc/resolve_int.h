@@ -32,6 +32,7 @@ struct sb {
 	int dead;               /* replaced by an asset */
 	const char *where;      /* "rules[2]", "assets[0]": field prefix */
 	vec inputs, needs;      /* const char * */
+	vec order;              /* kiln_input, as written (kiln_step.order) */
 };
 
 struct rs {
@@ -103,8 +104,14 @@ void resolve_tool_expand(struct rs *r, struct sb *s, int *reported,
 size_t resolve_file_range(const srcset *src, const char *prefix);
 
 /* One declared input of step s: files (s->inputs), or prerequisite steps
- * (s->needs); problems are diagnostics in r->dg. */
+ * (s->needs), and each in its place in s->order; problems are
+ * diagnostics in r->dg. */
 void resolve_input(struct rs *r, struct sb *s, const struct desc_input *in);
+
+/* s's inputs in written order, each once (at its first place), as a
+ * plain array in r->a: for kiln_step.order. NULL only for none, or out
+ * of memory. */
+const kiln_input *resolve_order(struct rs *r, struct sb *s, size_t *n);
 
 /* Sort and de-duplicate a vec of strings (in r->tmp) into a plain array
  * of just their count in r->a. NULL only for none, or out of memory. */

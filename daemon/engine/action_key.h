@@ -4,7 +4,8 @@
  * the tool (name, declared version, the executable's content hash), the
  * argv and env templates with variables and params expanded, each param,
  * each profile variable the tool's templates use, each output's file name,
- * each source input's content hash and each prerequisite output's hash.
+ * each source input's content hash, the hash of each prerequisite output
+ * the tool gets, and the order it gets its inputs in.
  * The action key is the XXH3-128 of the parts' canonical encoding
  * (docs/build.md, "Action keys"), and `kiln why` compares the parts of two
  * keys to say what changed.

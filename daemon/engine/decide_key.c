@@ -3,7 +3,8 @@
  * content hash of the program found on the build's PATH: step_program,
  * looked up once per tool, PATH and wave), the argv and env templates, the
  * profile variables the tool uses, each param, each output's name, the
- * content hash of each source input and of each prerequisite's output.
+ * content hash of each source input and of each prerequisite's output
+ * the tool gets, and the order it gets its inputs in.
  *
  * Threads: the worker deciding the node; the tool lookups are shared
  * between workers under e->tools_mu. */
@@ -184,6 +185,41 @@ parts_tool(struct engine *e, const struct graph *g, struct node *n,
 	return rv;
 }
 
+/* The order the tool gets its inputs in: the parts above are sorted by
+ * label, so they would not change when kiln.yaml reorders `inputs:`,
+ * though a concatenating or packing tool's result does. One text part,
+ * each source's path or output's URL in order. Only for two inputs or
+ * more: with fewer there is no order, and such steps keep the keys (and
+ * the cached results) they had before this part existed. */
+static int
+parts_order(const struct graph *g, const kiln_step *ks, struct key_parts *kp)
+{
+	struct sbuf b = {0};
+	int rv;
+
+	if (ks->norder < 2)
+		return 0;
+	for (size_t o = 0; o < ks->norder; o++) {
+		const struct node *d;
+		size_t i;
+		char url[600];
+		if (o)
+			sb_add(&b, "\x1f", 1);
+		if (ks->order[o].path != NULL) {
+			sb_str(&b, ks->order[o].path);
+			continue;
+		}
+		if (step_input_output(g, &ks->order[o], &d, &i) == 0)
+			step_output_url(d, i, url, sizeof url);
+		else
+			snprintf(url, sizeof url, "%s#%s", ks->order[o].url, ks->order[o].output);
+		sb_str(&b, url);
+	}
+	rv = b.oom ? KILN_ENOMEM : key_parts_text(kp, "inputs order", b.p ? b.p : "");
+	free(b.p);
+	return rv;
+}
+
 static int
 parts_step(struct engine *e, const struct graph *g, struct node *n,
            struct key_parts *kp)
@@ -221,15 +257,18 @@ parts_step(struct engine *e, const struct graph *g, struct node *n,
 		}
 		rv = key_parts_hash2(kp, "in ", ks->inputs[i], &h);
 	}
-	for (uint32_t k = 0; k < n->ndeps && rv == 0; k++) {
-		const struct node *d = &g->nodes[n->deps[k]];
-		for (size_t i = 0; i < d->ks->noutputs && rv == 0; i++) {
-			char url[600];
-			step_output_url(d, i, url, sizeof url);
-			rv = key_parts_hash2(kp, "need ", url, &d->outs[i].id);
-		}
+	/* the prerequisites' outputs the tool gets: with `@URL#name`, only
+	 * that one (the order holds each once) */
+	for (size_t o = 0; o < ks->norder && rv == 0; o++) {
+		const struct node *d;
+		size_t i;
+		char url[600];
+		if (step_input_output(g, &ks->order[o], &d, &i) != 0)
+			continue;
+		step_output_url(d, i, url, sizeof url);
+		rv = key_parts_hash2(kp, "need ", url, &d->outs[i].id);
 	}
-	return rv;
+	return rv == 0 ? parts_order(g, ks, kp) : rv;
 }
 
 int

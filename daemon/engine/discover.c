@@ -194,21 +194,22 @@ str_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* wl->inputs: n's prerequisites' outputs and the outputs its run was
- * handed by `kiln need`, sorted. 0 or KILN_ENOMEM. */
+/* wl->inputs: the prerequisites' outputs n's tool was given (with
+ * `@URL#name`, that one: another output of that step is not in its key,
+ * so reading it is undeclared) and the outputs its run was handed by
+ * `kiln need`, sorted. 0 or KILN_ENOMEM. */
 static int
 build_inputs_make(struct warn_list *wl, const struct graph *g, const struct node *n)
 {
-	size_t cap = n->nrneeds;
+	size_t cap = n->nrneeds + n->ks->norder;
 
 	wl->inputs_made = 1;
-	for (uint32_t k = 0; k < n->ndeps; k++)
-		cap += g->nodes[n->deps[k]].ks->noutputs;
 	if ((wl->inputs = calloc(cap + 1, sizeof *wl->inputs)) == NULL)
 		return KILN_ENOMEM;
-	for (uint32_t k = 0; k < n->ndeps; k++) {
-		const struct node *d = &g->nodes[n->deps[k]];
-		for (size_t i = 0; i < d->ks->noutputs; i++)
+	for (size_t o = 0; o < n->ks->norder; o++) {
+		const struct node *d;
+		size_t i;
+		if (step_input_output(g, &n->ks->order[o], &d, &i) == 0)
 			wl->inputs[wl->ninputs++] = d->outpaths[i];
 	}
 	for (uint32_t i = 0; i < n->nrneeds; i++) {
@@ -244,10 +245,12 @@ warn_build(struct warn_list *wl, const struct graph *g, const char *rel)
 		const struct node *d = &g->nodes[k];
 		for (size_t i = 0; i < d->ks->noutputs; i++)
 			if (strcmp(d->outpaths[i], rel) == 0) {
+				char url[600];   /* URL#name: what inputs: would name */
+				step_output_url(d, i, url, sizeof url);
 				warn_add(wl, "used %s, an output of step %s it does not "
 				         "declare: kiln cannot track that; declare it as an "
 				         "input (\"@%s\") or ask for it with `kiln need %s`",
-				         shown, d->ks->url, d->ks->url, d->ks->url);
+				         shown, d->ks->url, url, d->ks->url);
 				return;
 			}
 	}

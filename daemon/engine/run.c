@@ -72,27 +72,50 @@ av_free(struct argvec *a)
 
 /* Paths a step's templates can name: inputs, outputs, the depfile. */
 struct paths {
-	struct argvec in;   /* sources, then prerequisites' outputs */
+	struct argvec in;   /* the step's inputs in written order (kiln_step.order) */
+	struct argvec word; /* the same, as ${in} and ${in...} give them */
 	char scratch[PATH_MAX];   /* relative to the root */
 	char depfile[PATH_MAX];
 };
 
+/* Add input rel to p. A tool would read a word starting with '-' as an
+ * option ("cat -n.txt"), so such a path is given as "./-n.txt": the same
+ * file, never an option. */
+static void
+paths_in(struct paths *p, const char *rel)
+{
+	char *w = NULL;
+
+	av_push(&p->in, strdup(rel));
+	if (rel[0] == '-' && asprintf(&w, "./%s", rel) < 0)
+		w = NULL;
+	av_push(&p->word, rel[0] == '-' ? w : strdup(rel));
+}
+
+/* The inputs in the order the step's inputs: wrote them (sources and
+ * prerequisites' outputs mixed): a tool that concatenates, packs or
+ * includes its inputs depends on it. */
 static int
 paths_make(struct engine *e, const struct graph *g, const struct node *n,
            struct paths *p)
 {
 	memset(&p->in, 0, sizeof p->in);
+	memset(&p->word, 0, sizeof p->word);
 	if (scratch_path(e, n->w->scratch, "", 0, p->scratch, sizeof p->scratch) != 0 ||
 	    scratch_path(e, n->w->scratch, ".d", 0, p->depfile, sizeof p->depfile) != 0)
 		return KILN_ERANGE;
-	for (size_t i = 0; i < n->ks->ninputs; i++)
-		av_push(&p->in, strdup(n->ks->inputs[i]));
-	for (uint32_t k = 0; k < n->ndeps; k++) {
-		const struct node *d = &g->nodes[n->deps[k]];
-		for (size_t i = 0; i < d->ks->noutputs; i++)
-			av_push(&p->in, strdup(d->outpaths[i]));
+	for (size_t i = 0; i < n->ks->norder; i++) {
+		const kiln_input *it = &n->ks->order[i];
+		const struct node *d;
+		size_t k;
+		if (it->path != NULL)
+			paths_in(p, it->path);
+		else if (step_input_output(g, it, &d, &k) == 0)
+			paths_in(p, d->outpaths[k]);
+		else
+			return KILN_ENOTFOUND;   /* the loader checked: not reached */
 	}
-	return p->in.oom ? KILN_ENOMEM : 0;
+	return p->in.oom || p->word.oom ? KILN_ENOMEM : 0;
 }
 
 /* The output file ${out} (name NULL) or ${out.NAME} names, in the
@@ -128,7 +151,7 @@ expand(const struct node *n, const struct paths *p, const char *s)
 		const char *name = s + 2;
 		char path[PATH_MAX * 2];
 		if (len == 2 && strncmp(name, "in", 2) == 0) {
-			sb_str(&b, p->in.n ? p->in.v[0] : "");
+			sb_str(&b, p->word.n ? p->word.v[0] : "");
 		} else if (len == 7 && strncmp(name, "depfile", 7) == 0) {
 			sb_str(&b, p->depfile);
 		} else if (len == 3 && strncmp(name, "out", 3) == 0) {
@@ -220,11 +243,11 @@ sh_var(struct shline *l, const struct node *n, const struct paths *p,
 	size_t k;
 
 	if (len == 5 && strncmp(name, "in...", 5) == 0) {
-		sh_refs(l, (const char *const *)p->in.v, p->in.n);
+		sh_refs(l, (const char *const *)p->word.v, p->word.n);
 		return 1;
 	}
 	if (len == 2 && strncmp(name, "in", 2) == 0)
-		one = p->in.n ? p->in.v[0] : "";
+		one = p->word.n ? p->word.v[0] : "";
 	else if (len == 7 && strncmp(name, "depfile", 7) == 0)
 		one = p->depfile;
 	else if (len == 3 && strncmp(name, "out", 3) == 0)
@@ -304,8 +327,8 @@ argv_make(struct engine *e, const struct node *n, const struct paths *p,
 		return sh_argv(n, p, av);
 	for (size_t i = 0; i < ks->nargv; i++) {
 		if (strcmp(ks->argv[i], "${in...}") == 0) {
-			for (size_t k = 0; k < p->in.n; k++)
-				av_push(av, strdup(p->in.v[k]));
+			for (size_t k = 0; k < p->word.n; k++)
+				av_push(av, strdup(p->word.v[k]));
 			continue;
 		}
 		av_push(av, expand(n, p, ks->argv[i]));
@@ -380,6 +403,7 @@ prep_free(struct run_prep *rp)
 {
 	av_free(&rp->av);
 	av_free(&rp->p.in);
+	av_free(&rp->p.word);
 }
 
 static int
@@ -643,14 +667,14 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 	}
 	/* prerequisites' outputs by the blob their result recorded (not
 	 * what build/ holds now: someone may have edited it) */
-	for (uint32_t k = 0; k < n->ndeps; k++) {
-		const struct node *d = &g->nodes[n->deps[k]];
-		for (size_t i = 0; i < d->ks->noutputs; i++)
-			if (!job_has(j, d->outpaths[i]) &&
-			    kiln_store_has(e->s, &d->outs[i].id, NULL) == 0 &&
-			    (rv = job_file(j, d->outpaths[i], &d->outs[i].id,
-			                   d->outs[i].size, 0)) != 0)
-				goto fail;
+	for (size_t o = 0; o < n->ks->norder; o++) {
+		const struct node *d;
+		size_t i;
+		if (step_input_output(g, &n->ks->order[o], &d, &i) == 0 &&
+		    !job_has(j, d->outpaths[i]) &&
+		    kiln_store_has(e->s, &d->outs[i].id, NULL) == 0 &&
+		    (rv = job_file(j, d->outpaths[i], &d->outs[i].id, d->outs[i].size, 0)) != 0)
+			goto fail;
 	}
 	for (size_t i = 0; i < rp.p.in.n + nextra; i++) {
 		const char *rel = i < rp.p.in.n ? rp.p.in.v[i] : extra[i - rp.p.in.n];

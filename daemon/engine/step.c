@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "graph.h"
 #include "publish.h"
 #include "step.h"
 
@@ -122,6 +123,21 @@ step_outputs_pb(const struct node *n, int with_paths)
 
 /* The index URL of output i: the step's URL, or URL#name for a step with
  * named outputs. */
+int
+step_input_output(const struct graph *g, const kiln_input *it, const struct node **d,
+                  size_t *k)
+{
+	uint32_t at;
+
+	if (it->path != NULL || !step_index(g->plan, it->url, &at))
+		return KILN_ENOTFOUND;
+	*d = &g->nodes[at];
+	for (*k = 0; *k < (*d)->ks->noutputs; (*k)++)
+		if (strcmp((*d)->ks->outputs[*k].name, it->output) == 0)
+			return 0;
+	return KILN_ENOTFOUND;
+}
+
 void
 step_output_url(const struct node *n, size_t i, char *out, size_t outlen)
 {

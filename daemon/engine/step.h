@@ -46,6 +46,12 @@ void set_error(struct node *n, const char *fmt, ...)
  * named outputs. */
 void step_output_url(const struct node *n, size_t i, char *out, size_t outlen);
 
+/* The prerequisite's node (*d) and output (*k) an input of the step's
+ * order (kiln_step.order) names; KILN_ENOTFOUND for a source file, or
+ * when the plan has no such step or output (the loader refuses both). */
+int step_input_output(const struct graph *g, const kiln_input *it, const struct node **d,
+                      size_t *k);
+
 /* Whether two ids are equal. */
 static inline int
 id_eq(const kiln_id *a, const kiln_id *b)

@@ -188,7 +188,7 @@ YAML
 	"$KILN" build both.txt >out 2>&1 || { cat out; cat .kiln/kilnd.log; false; }
 	# the good bytes are in build/, not the liar's (its a1/a2 answers name
 	# blobs the store had already: their bytes never came from it)
-	cat src/f4.txt src/f1.txt src/f2.txt | cmp - build/pc/both.txt
+	cat src/f1.txt src/f2.txt src/f4.txt | cmp - build/pc/both.txt
 	grep -q "both.txt: the answer of agent liar was refused: output 'out'" .kiln/kilnd.log
 	! grep -q 'ran both.txt .*on liar' out
 	run "$KILN" status

@@ -199,3 +199,43 @@ YAML
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	[[ $output == *"profile pc: 1 steps"* ]] || { echo "$output"; false; }
 }
+
+@test "check --programs warns about each used tool whose program this shell's build would not find" {
+	mkdir -p "$P/src" "$P/tools"
+	echo x > "$P/src/a.txt"
+	printf '#!/bin/sh\ncp "$1" "$2"\n' > "$P/tools/here.sh"
+	chmod +x "$P/tools/here.sh"
+	cat > "$P/kiln.yaml" <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles: { pc: }
+tools:
+  good: { run: [cp, "${in}", "${out}"] }
+  gone: { run: [no-such-kiln-program, "${in}", "${out}"] }
+  local: { run: [tools/missing.sh, "${in}", "${out}"] }
+  here: { run: [tools/here.sh, "${in}", "${out}"] }
+  sh: { shell: true, run: "cp ${in} ${out}" }
+  unused: { run: [also-not-here] }
+assets:
+  - { url: a, tool: good, inputs: [src/a.txt] }
+  - { url: b, tool: gone, inputs: [src/a.txt] }
+  - { url: c, tool: local, inputs: [src/a.txt] }
+  - { url: d, tool: here, inputs: [src/a.txt] }
+  - { url: e, tool: sh, inputs: [src/a.txt] }
+YAML
+	# without --programs, check reads the descriptions only
+	run --separate-stderr "$KILN" check -q -C "$P"
+	[ "$status" -eq 0 ] && [ -z "$stderr" ] || { echo "status $status: $stderr"; false; }
+	PATH=/usr/bin:/bin run --separate-stderr "$KILN" check -q --programs -C "$P"
+	[ "$status" -eq 0 ] || { echo "status $status: $stderr"; false; }
+	want="kiln.yaml:7:3: warning: tools.gone.run: program 'no-such-kiln-program' not found (PATH=/usr/bin:/bin): each step of this tool fails until it is
+kiln.yaml:8:3: warning: tools.local.run: program 'tools/missing.sh' not found: each step of this tool fails until it is"
+	[ "$stderr" = "$want" ] || { echo "got:"; echo "$stderr"; echo "expected:"; echo "$want"; false; }
+	# kiln.yaml's path is what a build uses, whoever asks
+	sed -i 's|^profiles:|path: [/nowhere]\nprofiles:|' "$P/kiln.yaml"
+	run --separate-stderr "$KILN" check --programs -C "$P"
+	[ "$status" -eq 0 ] || { echo "status $status: $stderr"; false; }
+	[[ $stderr == *"program 'cp' not found (PATH=/nowhere)"* ]] || { echo "$stderr"; false; }
+	[[ $output == *"3 warnings"* ]] || { echo "$output"; false; }
+}

@@ -62,6 +62,7 @@ tools:
   var0: { shell: true, run: "printf '%s\\n' ${v} > ${out}" }
   var1: { shell: true, run: "printf '%s\\n' '${v}' > ${out}" }
   var2: { shell: true, run: "printf '%s\\n' \"${v}\" > ${out}" }
+  cata: { run: [sh, -c, 'cat "$@" > "$0"', "${out}", "${in...}"] }
 rules:
   - { match: "src/*", url: "in0/${match.name}", tool: in0 }
   - { match: "src/*", url: "in1/${match.name}", tool: in1 }
@@ -132,6 +133,26 @@ build_it() {
 		expect "all$q" "$want"
 	done
 	[ -z "$BAD" ] || { echo "$BAD"; echo "$stderr"; false; }
+}
+
+@test "\${in...} over sources and other steps' outputs: one word each, in written order, a leading '-' never an option" {
+	write_project
+	# at the root, so the input's path itself starts with '-'
+	printf '%s' '-n' >./-n.txt
+	printf '%s' '-e' >./-e.txt
+	for t in all0 all1 all2 cata; do
+		printf '  - { url: mix-%s, tool: %s, inputs: [-n.txt, "@in0/two  words", "src/-n.txt", "@in0/$(touch pwned)", -e.txt] }\n' \
+			"$t" "$t" >>kiln.yaml
+	done
+	run --separate-stderr "$KILN" build
+	PWNED=$(find "$BATS_TEST_TMPDIR" -name pwned)
+	[ -z "$PWNED" ] || { echo "the shell ran a value: found $PWNED"; false; }
+	BAD=""
+	# root -n.txt, in0/two  words, src/-n.txt, in0/$(touch pwned), root -e.txt
+	for t in all0 all1 all2 cata; do
+		expect "mix-$t" '-ntwo  words-n$(touch pwned)-e'
+	done
+	[ -z "$BAD" ] || { echo "$BAD"; echo "$output"; echo "$stderr"; false; }
 }
 
 @test "\${match.name} is one literal word bare, in quotes and inside a word" {

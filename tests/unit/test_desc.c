@@ -499,6 +499,84 @@ durations_parse_as_kiln_yaml_writes_them(void **state)
 	assert_kiln(KILN_EINVAL, kiln_duration_parse("s", &s));
 }
 
+/* "f:PATH" for a source file, "o:URL#NAME" for an output: kiln_step.order
+ * as one string, items separated by spaces. */
+static const char *
+order_str(const kiln_step *st, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < st->norder; i++) {
+		const kiln_input *it = &st->order[i];
+		size_t at = strlen(buf);
+		if (it->path != NULL)
+			snprintf(buf + at, len - at, "%sf:%s", i ? " " : "", it->path);
+		else
+			snprintf(buf + at, len - at, "%so:%s#%s", i ? " " : "", it->url, it->output);
+	}
+	return buf;
+}
+
+static void
+inputs_keep_their_written_order_and_url_hash_name_picks_one_output(void **state)
+{
+	static const char yaml[] =
+		"kiln: 1\n"
+		"project: t\n"
+		"sources: [art]\n"
+		"profiles: { pc: }\n"
+		"tools:\n"
+		"  copy: { run: [cp, \"${in}\", \"${out}\"] }\n"
+		"  split: { run: [split, \"${out.x}\", \"${out.y}\"] }\n"
+		"rules:\n"
+		"  - { match: \"art/*.png\", url: \"img/${match.name}\", tool: copy, inputs: [art/a.png] }\n"
+		"assets:\n"
+		"  - { url: two, tool: split, outputs: { x: x.bin, y: y.bin } }\n"
+		"  - url: mix\n"
+		"    tool: copy\n"
+		"    inputs: [art/c.png, \"@two#y\", \"art/[ab].png\", \"@img/**\", \"@two\", art/c.png]\n"
+		"  - { url: bad, tool: copy, inputs: [\"@two#z\"] }\n";
+	char buf[1024];
+	const kiln_plan *p;
+	const kiln_diag *g;
+	kiln_desc *d;
+	size_t n, nerr = 0;
+
+	assert_int_equal(mkdir(tu_path(state, "art"), 0755), 0);
+	tu_write_file(tu_path(state, "art/a.png"), "a", 1);
+	tu_write_file(tu_path(state, "art/b.png"), "b", 1);
+	tu_write_file(tu_path(state, "art/c.png"), "c", 1);
+	tu_write_file(tu_path(state, "kiln.yaml"), yaml, strlen(yaml));
+	assert_kiln(KILN_EINVAL, kiln_desc_load(tu_dir(state), &d));
+	n = kiln_desc_diags(d, &g);
+	for (size_t i = 0; i < n; i++)
+		if (g[i].level == KILN_DIAG_ERROR) {
+			nerr++;
+			assert_string_equal(g[i].field, "assets[2].inputs[0]");
+			assert_int_equal(g[i].loc.line, 15);
+			assert_non_null(strstr(g[i].msg, "step 'two' has no output 'z' (its outputs: 'x', 'y')"));
+		}
+	assert_int_equal(nerr, 1);
+	kiln_desc_free(d);
+
+	/* without the bad reference the project loads */
+	tu_write_file(tu_path(state, "kiln.yaml"), yaml, strlen(yaml) - strlen(
+		"  - { url: bad, tool: copy, inputs: [\"@two#z\"] }\n"));
+	assert_kiln(0, kiln_desc_load(tu_dir(state), &d));
+	p = kiln_desc_plan(d, "pc");
+	/* written order; a glob's matches sorted in their place; @two as each
+	 * output in declared order; each input once, at its first place */
+	assert_string_equal(order_str(step(p, "mix"), buf, sizeof buf),
+	                    "f:art/c.png o:two#y f:art/a.png f:art/b.png o:img/a#out "
+	                    "o:img/b#out o:img/c#out o:two#x");
+	/* the sets the engine hashes and links stay sorted */
+	assert_string_equal(step(p, "mix")->inputs[0], "art/a.png");
+	assert_int_equal(step(p, "mix")->nneeds, 4);
+	/* a rule's matched file first, then its inputs: */
+	assert_string_equal(order_str(step(p, "img/c"), buf, sizeof buf), "f:art/c.png f:art/a.png");
+	assert_string_equal(order_str(step(p, "img/a"), buf, sizeof buf), "f:art/a.png");
+	kiln_desc_free(d);
+}
+
 int
 main(void)
 {
@@ -518,6 +596,7 @@ main(void)
 		T(a_broken_user_file_names_its_path_line_and_field),
 		T(the_user_file_is_under_xdg_config_home_else_home),
 		T(durations_parse_as_kiln_yaml_writes_them),
+		T(inputs_keep_their_written_order_and_url_hash_name_picks_one_output),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
