@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -54,6 +56,7 @@ struct agent {
 	struct agent_relay *relay;
 	kiln_cache *shared;
 	_Atomic uint64_t bytes_in, bytes_out;   /* blobs fetched and sent */
+	int lock_fd;             /* flock on <cache>/agent.lock */
 };
 
 /* The relay's question: which running job has this need token (mu). */
@@ -180,8 +183,21 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 		        "newline, please\n", cfg->cache);
 		return KILN_EINVAL;
 	}
+	/* one agent per cache: two would empty each other's work folders */
+	snprintf(path, sizeof path, "%s/agent.lock", cfg->cache);
+	if ((rv = mkdirs(cfg->cache)) != 0 ||
+	    (ag->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+		fprintf(stderr, "kiln: agent: the cache %s: %s\n", cfg->cache,
+		        rv ? kiln_strerror(rv) : strerror(errno));
+		return rv ? rv : KILN_EIO;
+	}
+	if (flock(ag->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		fprintf(stderr, "kiln: agent: another agent uses the cache %s (give this "
+		        "one --cache DIR of its own)\n", cfg->cache);
+		return KILN_EBUSY;
+	}
 	snprintf(path, sizeof path, "%s/store", cfg->cache);
-	if ((rv = mkdirs(cfg->cache)) != 0 || (rv = kiln_store_open(path, &so, &ag->store)) != 0) {
+	if ((rv = kiln_store_open(path, &so, &ag->store)) != 0) {
 		fprintf(stderr, "kiln: agent: the cache %s: %s\n", cfg->cache, kiln_strerror(rv));
 		return rv;
 	}
@@ -271,6 +287,8 @@ agent_close(struct agent *ag)
 	spawner_free(ag->sp);
 	free(ag->slots);
 	kiln_store_close(ag->store);
+	if (ag->lock_fd >= 0)
+		close(ag->lock_fd);
 }
 
 /* ---- talking to the daemon -------------------------------------------------- */
@@ -454,7 +472,7 @@ session(struct agent *ag, kiln_conn *c)
 int
 agent_main(const struct agent_config *cfg)
 {
-	struct agent ag = {.cfg = cfg};
+	struct agent ag = {.cfg = cfg, .lock_fd = -1};
 	unsigned backoff = 200;
 	int said = 0, rv;
 

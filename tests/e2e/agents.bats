@@ -409,3 +409,16 @@ YAML
 	[ "$(head -1 build/pc/a.spv)" = "// common v9" ]
 	tail -2 build/pc/a.spv | cmp - shaders/a.frag
 }
+
+@test "a second agent on the same cache is refused (it would empty the first one's work folders)" {
+	agents_project
+	daemon_up
+	agent_up one -j 1
+	run --separate-stderr timeout 20 "$KILN" agent --connect "$URL" \
+		--token-file "$BATS_TEST_TMPDIR/token" --cache "$BATS_TEST_TMPDIR/one/cache"
+	[ "$status" -eq 1 ] || { echo "$status $stderr"; false; }
+	[[ "$stderr" == *"another agent uses the cache"* ]] || { echo "$stderr"; false; }
+	# the first one is still there
+	run "$KILN" status
+	[[ "$output" == *"one: 1 slots"* ]]
+}
