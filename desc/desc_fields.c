@@ -128,9 +128,15 @@ static void r_profiles(struct ld *c, const ynode *v, void *obj, const char *f)
 	ld_strings(c, v, f, one_profile_name, &RULE.profiles);
 }
 
+static void r_intermediate(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	ld_bool(c, v, f, &RULE.intermediate);
+}
+
 static const struct field rule_fields[] = {
 	{"match", r_match}, {"url", r_url}, {"tool", r_tool}, {"inputs", r_inputs},
 	{"outputs", r_outputs}, {"params", r_params}, {"profiles", r_profiles},
+	{"intermediate", r_intermediate},
 };
 
 static void
@@ -192,9 +198,15 @@ static void a_profiles(struct ld *c, const ynode *v, void *obj, const char *f)
 	ld_strings(c, v, f, one_profile_name, &ASSET.profiles);
 }
 
+static void a_intermediate(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	ld_bool(c, v, f, &ASSET.intermediate);
+}
+
 static const struct field asset_fields[] = {
 	{"url", a_url}, {"tool", a_tool}, {"inputs", a_inputs},
 	{"outputs", a_outputs}, {"params", a_params}, {"profiles", a_profiles},
+	{"intermediate", a_intermediate},
 };
 
 static void

@@ -111,6 +111,7 @@ struct desc_rule {
 	kiln_val *params;
 	vec profiles;          /* const char *; empty: every profile */
 	kiln_loc profiles_loc;
+	int intermediate;      /* outputs only other steps use (kiln_step) */
 	kiln_loc loc;
 	int index;             /* position in its file's list, for fields */
 };
@@ -133,6 +134,7 @@ struct desc_asset {
 	kiln_val *params;
 	vec profiles;
 	kiln_loc profiles_loc;
+	int intermediate;      /* outputs only other steps use (kiln_step) */
 	kiln_loc loc;
 	int index;
 };

@@ -137,6 +137,7 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 		s->st.url = url;
 		s->st.loc = ru->loc;
 		s->st.from_rule = 1;
+		s->st.intermediate = ru->intermediate;
 		s->where = where;
 		s->st.params = ru->params;
 		s->toolname = ru->tool;
@@ -182,6 +183,7 @@ asset_step(struct rs *r, const struct desc_asset *as)
 	s->st.url = as->url;
 	s->st.loc = as->loc;
 	s->st.params = as->params;
+	s->st.intermediate = as->intermediate;
 	s->where = arena_printf(r->tmp, "assets[%d]", as->index);
 	s->toolname = as->tool;
 	s->tool_loc = as->tool_loc;

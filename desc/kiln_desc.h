@@ -123,6 +123,10 @@ typedef struct kiln_step {
 	kiln_loc loc;           /* the rule or asset that made this step */
 	int from_rule;
 	kiln_loc overrides;     /* file != NULL: this asset replaced a rule's step */
+	/* `intermediate: true`: its outputs are for other steps only: kept in
+	 * the store and under .kiln/intermediate/<profile>/, not in build/
+	 * nor the index map (docs/format.md, "Intermediates") */
+	int intermediate;
 } kiln_step;
 
 typedef struct kiln_bundle_plan {

@@ -149,7 +149,8 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		const struct node *nd = &g->nodes[g->iorder[i].node];
 		size_t k = g->iorder[i].out;
 		struct index_entry *x;
-		if (!nd->have)
+		/* an intermediate is no one's to load: not in the map */
+		if (!nd->have || nd->ks->intermediate)
 			continue;
 		x = &j->v[j->n++];
 		if (!url_plain(nd)) {

@@ -87,13 +87,16 @@ step_output_path(const struct graph *g, const struct node *n, size_t i,
                  char *out, size_t outlen)
 {
 	const char *url = n->ks->url, *slash = strrchr(url, '/');
+	/* an intermediate's outputs are the engine's: beside its store, where
+	 * the watch reports nothing and nobody ships them */
+	const char *top = n->ks->intermediate ? ".kiln/intermediate" : "build";
 	int w;
 
 	if (slash != NULL)
-		w = snprintf(out, outlen, "build/%s/%.*s/%s", g->profile,
+		w = snprintf(out, outlen, "%s/%s/%.*s/%s", top, g->profile,
 		             (int)(slash - url), url, n->ks->outputs[i].file);
 	else
-		w = snprintf(out, outlen, "build/%s/%s", g->profile, n->ks->outputs[i].file);
+		w = snprintf(out, outlen, "%s/%s/%s", top, g->profile, n->ks->outputs[i].file);
 	return w < 0 || (size_t)w >= outlen ? KILN_ERANGE : 0;
 }
 
