@@ -345,24 +345,6 @@ lease_return(struct engine *e, struct lease *l)
 	builds_check(e);
 }
 
-static void
-log_line(struct engine *e, int error, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-log_line(struct engine *e, int error, const char *fmt, ...)
-{
-	char msg[1200];
-	va_list ap;
-
-	if (e->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	e->cfg.log(e->cfg.arg, error, msg);
-}
-
 /* Return every lease of agent id that is not being landed (e->mu held,
  * dropped and taken again). */
 static void
@@ -415,7 +397,7 @@ agent_remove(struct engine *e, uint64_t id, const char *why)
 
 	if (ag == NULL)
 		return;
-	log_line(e, 0, "agent %s (%llu) left: %s", ag->name, (unsigned long long)id, why);
+	engine_logf(e, 0, "agent %s (%llu) left: %s", ag->name, (unsigned long long)id, why);
 	a->slots -= ag->slots;
 	*ag = a->v[--a->n];
 	agent_leases_return(e, id);
@@ -475,7 +457,7 @@ engine_agent_join(struct engine *e, uint32_t pipe, const Kiln__AgentHelloRequest
 		ag->seen_ns = kiln_mono_ns();
 		a->slots += q->slots;
 		*id = ag->id;
-		log_line(e, 0, "agent %s (%llu) joined: %u slots, %s %s", ag->name,
+		engine_logf(e, 0, "agent %s (%llu) joined: %u slots, %s %s", ag->name,
 		         (unsigned long long)ag->id, ag->slots, ag->os, ag->arch);
 		pthread_cond_broadcast(&e->cv);   /* runnable steps may start */
 	}
@@ -626,7 +608,7 @@ engine_agents_expire(struct engine *e)
 			}
 		for (size_t i = 0; i < a->nl && !again; i++)
 			if (a->l[i].st == L_HELD && now > a->l[i].deadline_ns) {
-				log_line(e, 0, "%s: its agent's lease ran out; running it "
+				engine_logf(e, 0, "%s: its agent's lease ran out; running it "
 				         "elsewhere", a->l[i].n->ks->url);
 				a->l[i].st = L_FINISHING;
 				lease_return(e, &a->l[i]);
@@ -994,7 +976,7 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 				n->reason = nr;
 			}
 		}
-		log_line(e, 0, "%s: agent %s did not run it (%s); running it %s", n->ks->url,
+		engine_logf(e, 0, "%s: agent %s did not run it (%s); running it %s", n->ks->url,
 		         name, why, q->outcome == KILN__AGENT_DONE_REQUEST__OUTCOME__REFUSED
 		         ? "elsewhere" : "again");
 		try_lost(e, l, q->outcome == KILN__AGENT_DONE_REQUEST__OUTCOME__REFUSED);
@@ -1010,7 +992,7 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 		return KILN_ENOTFOUND;
 	}
 	if (rv != 0) {
-		log_line(e, 1, "%s: the answer of agent %s was refused: %s", n->ks->url,
+		engine_logf(e, 1, "%s: the answer of agent %s was refused: %s", n->ks->url,
 		         name, err);
 		if ((ag = agent_find(e->agents, id)) != NULL)
 			ag->failed++;
@@ -1032,14 +1014,14 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 			return KILN_ENOTFOUND;
 		}
 		if (lacked == LACKED_HERE) {
-			log_line(e, 0, "%s: agent %s lacked a file outside the project "
+			engine_logf(e, 0, "%s: agent %s lacked a file outside the project "
 			         "its tool looked for; running it here", n->ks->url, name);
 			try_lost(e, l, 1);
 			pthread_mutex_unlock(&e->mu);
 			return 0;
 		}
 		if (lacked) {
-			log_line(e, 0, "%s: agent %s lacked files its tool looked for; "
+			engine_logf(e, 0, "%s: agent %s lacked files its tool looked for; "
 			         "sending them with the next try", n->ks->url, name);
 			try_lost(e, l, 0);
 			pthread_mutex_unlock(&e->mu);

@@ -30,20 +30,6 @@
 #include "remote.h"
 #include "step.h"
 
-void
-remote_log(struct engine *e, int error, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	if (e->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	e->cfg.log(e->cfg.arg, error, msg);
-}
-
 /* ---- the handle ------------------------------------------------------------ */
 
 void
@@ -244,7 +230,7 @@ corrupt_note(struct engine *e, const char *what, const char *hex)
 
 	atomic_fetch_add(&r->corrupt, 1);
 	if (atomic_exchange(&r->corrupt_said, 1) == 0)
-		remote_log(e, 1, "shared cache: %s %s is corrupt (treated as a miss; "
+		engine_logf(e, 1, "shared cache: %s %s is corrupt (treated as a miss; "
 		           "later ones are only counted in kiln status)", what, hex);
 }
 
@@ -258,7 +244,7 @@ error_note(struct engine *e, struct remote_conn *rc, int rv)
 		return;
 	/* KILN_ETLS's own words are about kiln's --tls-ca */
 	if (atomic_exchange(&rc->error_said, 1) == 0)
-		remote_log(e, 1, "shared cache %s: %s (steps are built here; later "
+		engine_logf(e, 1, "shared cache %s: %s (steps are built here; later "
 		           "errors are only counted in kiln status)", rc->url,
 		           rv == KILN_ETLS ? "TLS failed: the server's certificate did not "
 		           "verify against ca_file (or the system's CAs), or does not name "

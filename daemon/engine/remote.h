@@ -93,10 +93,6 @@ int remote_file_hash(struct engine *e, const char *path, uint8_t sha[32], kiln_i
  * KILN_CACHE_ENTRY_MAX bytes). The codes of kiln_cache_get. */
 int remote_get_entry(kiln_cache *c, const uint8_t key[32], uint8_t **buf, size_t *len);
 
-/* Log a line through the engine's log (error: an error line). */
-void remote_log(struct engine *e, int error, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* ---- remote_upload.c, for remote.c ---- */
 
 /* The uploader thread (remote_new starts it). */

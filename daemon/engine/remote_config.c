@@ -15,6 +15,7 @@
 
 #include "engine_int.h"
 #include "remote.h"
+#include "step.h"
 
 static int
 str_same(const char *a, const char *b)
@@ -185,12 +186,12 @@ configure(struct engine *e, const kiln_desc *d, const kiln_cache_desc *uc)
 		atomic_init(&rc->error_said, 0);
 		if ((rv = kiln_cache_open(&cfg, &rc->c)) != 0) {
 			/* a build never fails for the cache: it builds without */
-			remote_log(e, 1, "shared cache %s: %s; building without it", rc->url,
+			engine_logf(e, 1, "shared cache %s: %s; building without it", rc->url,
 			           kiln_strerror(rv));
 			remote_conn_free(rc);
 			rc = NULL;
 		} else {
-			remote_log(e, 0, "shared cache %s (%s)", rc->url,
+			engine_logf(e, 0, "shared cache %s (%s)", rc->url,
 			           rc->mode == KILN_CACHE_MODE_READWRITE ? "readwrite" : "read");
 		}
 	}
@@ -248,7 +249,7 @@ user_errors(struct engine *e, const kiln_user_config *uc, char *err, size_t errl
 		snprintf(line, sizeof line, "%s:%d:%d: %s%s%s", dg[i].loc.file ? dg[i].loc.file : "?",
 		         dg[i].loc.line, dg[i].loc.col, dg[i].field, *dg[i].field ? ": " : "",
 		         dg[i].msg);
-		remote_log(e, 1, "%s (kiln builds nothing until it is fixed)", line);
+		engine_logf(e, 1, "%s (kiln builds nothing until it is fixed)", line);
 		if (used + 1 >= errlen)
 			continue;
 		w = snprintf(err + used, errlen - used, "%s\n", line);

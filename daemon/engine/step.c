@@ -41,6 +41,20 @@ sb_str(struct sbuf *b, const char *s)
 }
 
 void
+engine_logf(struct engine *e, int error, const char *fmt, ...)
+{
+	char msg[1200];
+	va_list ap;
+
+	if (e->cfg.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	e->cfg.log(e->cfg.arg, error, msg);
+}
+
+void
 set_error(struct node *n, const char *fmt, ...)
 {
 	va_list ap;

@@ -37,6 +37,10 @@ struct sbuf {
 void sb_add(struct sbuf *b, const char *s, size_t n);
 void sb_str(struct sbuf *b, const char *s);
 
+/* A line for the daemon's log (engine_config.log; nothing without one). */
+void engine_logf(struct engine *e, int error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Set n->error (malloc'd) from the format. */
 void set_error(struct node *n, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
