@@ -506,10 +506,36 @@ job_has(const Kiln__AgentJob *j, const char *rel)
 	return 0;
 }
 
+/* What n's key was made from for its declared input rel (NULL: not a
+ * declared input, or missing then). */
+static const kiln_file_rec *
+keyed_input(const struct node *n, const char *rel)
+{
+	size_t lo = 0, hi = n->ks->ninputs;
+
+	if (n->w->seen_in == NULL)
+		return NULL;
+	while (lo < hi) {   /* ks->inputs is sorted */
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(n->ks->inputs[mid], rel);
+		if (c == 0)
+			return n->w->seen_in[mid].missing ? NULL : &n->w->seen_in[mid].rec;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 /* Put the project file rel into the store (agents fetch by id) and add it
- * to the job's inputs, once. */
+ * to the job's inputs, once. keyed: the content the step's key was made
+ * from (NULL: none): when the store has it, that blob is sent as it is,
+ * the file not read again (the agent then runs on what the key says; an
+ * edit since is caught after the run, verify.c). */
 static int
-job_input(struct engine *e, Kiln__AgentJob *j, const char *rel, int exec)
+job_input(struct engine *e, Kiln__AgentJob *j, const char *rel, int exec,
+          const kiln_file_rec *keyed)
 {
 	char abs[PATH_MAX * 2];
 	kiln_id id;
@@ -519,14 +545,20 @@ job_input(struct engine *e, Kiln__AgentJob *j, const char *rel, int exec)
 	if (job_has(j, rel))
 		return 0;
 	snprintf(abs, sizeof abs, "%s/%s", e->root, rel);
+	if (keyed != NULL && kiln_store_has(e->s, &keyed->hash, NULL) == 0) {
+		if (lstat(abs, &st) != 0 || !S_ISREG(st.st_mode))
+			memset(&st, 0, sizeof st);   /* gone: the run is thrown away */
+		return job_file(j, rel, &keyed->hash, keyed->size,
+		                exec || (st.st_mode & 0111) != 0);
+	}
 	if ((fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return errno == ENOENT ? KILN_ENOTFOUND : KILN_EIO;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return KILN_EINVAL;
 	}
-	/* hashed first: a source the store has already (every build after
-	 * the first) costs a read, not a new file in the store */
+	/* hashed first: a source the store has already costs a read, not a
+	 * new file in the store */
 	if ((rv = kiln_id_of_fd(fd, &id, NULL)) == 0 && kiln_store_has(e->s, &id, NULL) != 0 &&
 	    (rv = lseek(fd, 0, SEEK_SET) == 0 ? 0 : KILN_EIO) == 0) {
 		kiln_id put;
@@ -661,7 +693,7 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 	j->notrace = n->ks->tool->notrace || e->trace_shim[0] == '\0';
 	/* a program inside the project travels as an input */
 	if (strchr(prog, '/') != NULL && prog[0] != '/' &&
-	    (rv = job_input(e, j, prog, 1)) != 0) {
+	    (rv = job_input(e, j, prog, 1, NULL)) != 0) {
 		set_error(n, "%s: its program '%s': %s", n->ks->url, prog, kiln_strerror(rv));
 		goto fail;
 	}
@@ -680,7 +712,7 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 		const char *rel = i < rp.p.in.n ? rp.p.in.v[i] : extra[i - rp.p.in.n];
 		if (job_has(j, rel))
 			continue;
-		rv = job_input(e, j, rel, 0);
+		rv = job_input(e, j, rel, 0, keyed_input(n, rel));
 		/* a file the run looked for that went away since: the agent
 		 * finds it missing too, as the tool would have here */
 		if (rv == KILN_ENOTFOUND && i >= rp.p.in.n)
