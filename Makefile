@@ -59,7 +59,7 @@ asan_LDFLAGS = -fsanitize=address,undefined
 asan_BIN     = $(BIN)/asan
 
 # What every part shares: the error codes (kiln_error.h, kiln_strerror).
-COMMON_SRC = common/error.c common/hex.c
+COMMON_SRC = common/error.c common/hex.c common/rmtree.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c

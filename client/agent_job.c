@@ -19,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 
 #include "agent.h"
 #include "kiln_hex.h"
+#include "kiln_rmtree.h"
 #include "libkiln_int.h"
 #include "tool_spawn.h"
 
@@ -85,18 +85,6 @@ rel_ok(const char *s)
 	return 1;
 }
 
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
 /* Empty the folder (not following symlinks). */
 static void
 folder_empty(const char *dir)
@@ -111,7 +99,7 @@ folder_empty(const char *dir)
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
-		nftw(sub, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		kiln_rmtree(sub);
 	}
 	closedir(d);
 }

@@ -4,7 +4,6 @@
  * engine_why from handler threads (it takes e->mu like everything else). */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent_jobs.h"
+#include "kiln_rmtree.h"
 #include "engine_int.h"
 #include "kiln_clock.h"
 #include "decide.h"
@@ -38,24 +38,6 @@ ncores(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	return n > 0 ? (unsigned)n : 1;
-}
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
-void
-engine_rmtree(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Kill what tools of a previous daemon of this project left running

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "kiln_rmtree.h"
 #include "scratch.h"
 
 /* A reused folder's trace is cut back to nothing once it holds this much
@@ -110,7 +111,7 @@ scratch_init(struct engine *e)
 	time_t now = time(NULL);
 
 	snprintf(top, sizeof top, "%s/" SCRATCH_TOP, e->root);
-	engine_rmtree(top);
+	kiln_rmtree(top);
 	if (mkdir(top, 0755) != 0 && errno != EEXIST)
 		return kiln_err_from_errno(errno);
 	/* the time keeps a name apart from every earlier run's even though
@@ -236,7 +237,7 @@ scratch_give(struct engine *e, unsigned id, int log_fd)
 		close(log_fd);
 	/* something was left behind (or the folder is gone): start afresh
 	 * under another number rather than clean up after the tool */
-	engine_rmtree(dir);
+	kiln_rmtree(dir);
 	scratch_path(e, id, ".log", 1, path, sizeof path);
 	unlink(path);
 	scratch_path(e, id, ".trace", 1, path, sizeof path);

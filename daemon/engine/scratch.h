@@ -33,7 +33,4 @@ void scratch_give(struct engine *e, unsigned id, int log_fd);
 /* Forget the free list (engine_free; the folders go with .kiln/scratch). */
 void scratch_free_all(struct engine *e);
 
-/* rm -rf path, not following symlinks (lifecycle.c). */
-void engine_rmtree(const char *path);
-
 #endif
