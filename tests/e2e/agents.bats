@@ -44,7 +44,7 @@ profiles:
 tools:
   copy: { run: [cp, "${in}", "${out}"] }
   join: { shell: true, run: 'cat ${in...} >"${out}"' }
-  slow: { shell: true, run: 'sleep 3; cp "${in}" "${out}"' }
+  slow: { shell: true, run: 'echo "slow at work"; sleep 3; cp "${in}" "${out}"' }
   incl:
     shell: true
     run: 'd=$(dirname "${in}"); for f in $(sed -n "s/^#include //p" "${in}"); do cat "$d/$f"; done >"${out}"; cat "${in}" >>"${out}"'
@@ -86,6 +86,20 @@ agent_up() {
 
 agent_listed() {
 	"$KILN" status | grep -q "$1: "
+}
+
+# slow_on_agent NAME: the project with a 3-second step, a daemon that
+# runs nothing itself, agent NAME ($LAST_AGENT), and `kiln build slow.txt`
+# in the background ($bpid, output in out) once its tool runs there (the
+# tool's shell is a child of the agent).
+slow_on_agent() {
+	agents_project
+	echo '  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }' >>kiln.yaml
+	daemon_up --local-jobs 0
+	agent_up "$1" -j 1
+	"$KILN" build slow.txt >out 2>&1 &
+	bpid=$!
+	wait_for pgrep -f -P "$LAST_AGENT" sh
 }
 
 # The outputs of a build, as name and hash.
@@ -145,16 +159,7 @@ outputs_of() {
 }
 
 @test "an agent killed with -9 mid-step: its step runs elsewhere and the build completes right" {
-	agents_project
-	cat >>kiln.yaml <<'YAML'
-  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }
-YAML
-	daemon_up --local-jobs 0
-	agent_up doomed -j 1
-	"$KILN" build slow.txt >out 2>&1 &
-	bpid=$!
-	# the step runs on the agent: its sleep is a child of the agent
-	wait_for pgrep -f -P "$LAST_AGENT" sh
+	slow_on_agent doomed
 	kill -9 "$LAST_AGENT"
 	agent_up rescuer -j 1
 	wait "$bpid" || { cat out; cat .kiln/kilnd.log; false; }
@@ -237,16 +242,8 @@ YAML
 }
 
 @test "an agent silent past its lease (stopped) loses its step; its late answer is refused" {
-	agents_project
-	cat >>kiln.yaml <<'YAML'
-  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }
-YAML
-	daemon_up --local-jobs 0
-	agent_up sleepy -j 1
+	slow_on_agent sleepy
 	sleepy=$LAST_AGENT
-	"$KILN" build slow.txt >out 2>&1 &
-	bpid=$!
-	wait_for pgrep -f -P "$sleepy" sh
 	kill -STOP "$sleepy"
 	agent_up awake -j 1
 	wait "$bpid" || { kill -CONT "$sleepy"; cat out; cat .kiln/kilnd.log; false; }
@@ -263,20 +260,16 @@ YAML
 }
 
 @test "an input edited while its tool runs on an agent: the run is cancelled there and the step built again from the new content" {
-	agents_project
-	cat >>kiln.yaml <<'YAML'
-  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }
-YAML
-	daemon_up --local-jobs 0
-	agent_up one -j 1
-	"$KILN" build slow.txt >out 2>&1 &
-	bpid=$!
-	wait_for pgrep -f -P "$LAST_AGENT" sh
+	slow_on_agent one
 	echo "edited while it ran" >src/f3.tmp && mv src/f3.tmp src/f3.txt
 	wait "$bpid" || { cat out; cat .kiln/kilnd.log; false; }
 	[ "$(cat build/pc/slow.txt)" = "edited while it ran" ] || { cat out; cat .kiln/kilnd.log; false; }
 	# the first run was stopped on the agent, not waited for
 	grep -q 'slow.txt: cancelled by the daemon' "$BATS_TEST_TMPDIR/agent-one.log"
+	# the log of the run that counted, brought back from the agent
+	run --separate-stderr "$KILN" log slow.txt
+	[ "$output" = "slow at work" ] || { echo "$output $stderr"; false; }
+	[[ "$stderr" == *"ran on agent one"* ]] || { echo "$stderr"; false; }
 	run "$KILN" build slow.txt
 	[[ "$output" == *"0 ran, 1 up to date"* ]] || { echo "$output"; false; }
 }
@@ -322,15 +315,7 @@ YAML
 }
 
 @test "the daemon stopped while a step runs on an agent: it stops at once and cleanly, the agent drops the job" {
-	agents_project
-	cat >>kiln.yaml <<'YAML'
-  - { url: slow.txt, tool: slow, inputs: [src/f3.txt] }
-YAML
-	daemon_up --local-jobs 0
-	agent_up one -j 1
-	"$KILN" build slow.txt >out 2>&1 &
-	bpid=$!
-	wait_for pgrep -f -P "$LAST_AGENT" sh
+	slow_on_agent one
 	pid=$(daemon_pid)
 	"$KILN" stop
 	! running "$pid"
