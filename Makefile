@@ -28,8 +28,8 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 
 # libcrypto (OpenSSL): SHA-256, of every blob (store/sha256.c) and the
-# remote cache's keys (cache/keys.c).
-PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto
+# remote cache's keys (cache/keys.c). libzstd: bundles with compress: zstd.
+PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto libzstd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # nng is Debian 12's 1.5.2 with kiln's fix for its listener wedge, built
@@ -77,6 +77,7 @@ CACHE_SRC = cache/keys.c cache/check.c cache/index.c cache/result.c
 DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/yaml_tree.c \
             desc/desc_load.c desc/desc_fields.c desc/template.c desc/srcwalk.c \
             desc/desc_resolve.c desc/resolve_tools.c desc/resolve_inputs.c \
+            desc/bundle_fields.c desc/resolve_bundles.c \
             desc/strmap.c desc/plan_graph.c desc/desc.c desc/user_config.c
 # The build engine, daemon/engine/ (libkilnengine.a): deciding, scheduling,
 # running and publishing steps, file states, materializing build/.

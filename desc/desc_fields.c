@@ -382,7 +382,7 @@ one_tool(struct ld *c, const ynode *k, const ynode *n)
 		vec_push(c->a, &c->f->tools, &t);
 }
 
-/* ---- profiles and bundles (kiln.yaml) ---- */
+/* ---- profiles (kiln.yaml) ---- */
 
 #define PROFILE (*(struct desc_profile *)obj)
 
@@ -419,18 +419,6 @@ static void p_vars(struct ld *c, const ynode *v, void *obj, const char *f)
 static const struct field profile_fields[] = {
 	{"inherits", p_inherits}, {"vars", p_vars},
 };
-
-static void
-one_bundle_pattern(struct ld *c, const ynode *n, const char *field, void *arg)
-{
-	struct desc_input in = {ld_text(c, n, field), NULL, ld_at(c, n), field};
-
-	if (in.text != NULL && kiln_url_check(in.text) != 0)
-		diag_add(c->dg, KILN_DIAG_ERROR, ld_at(c, n), field, "'%s' is not a URL "
-		         "or URL glob", in.text);
-	else if (in.text != NULL)
-		vec_push(c->a, arg, &in);
-}
 
 /* ---- the top level ---- */
 
@@ -640,18 +628,10 @@ static void k_assets(struct ld *c, const ynode *v, void *obj, const char *f)
 static void k_bundles(struct ld *c, const ynode *v, void *obj, const char *f)
 {
 	(void)obj;
-	if (!ld_want(c, v, Y_MAP, f, "a mapping of bundle names to lists of URLs"))
+	if (!ld_want(c, v, Y_MAP, f, "a mapping of bundle names to bundles"))
 		return;
-	for (size_t i = 0; i < v->n; i++) {
-		const ynode *k = v->items[2 * i];
-		struct desc_bundle b = {ld_name(c, k, f, "bundle"), {0}, ld_at(c, k)};
-		vec_init(&b.patterns, sizeof(struct desc_input));
-		if (b.name == NULL)
-			continue;
-		ld_strings(c, v->items[2 * i + 1], ld_field(c, f, b.name),
-		           one_bundle_pattern, &b.patterns);
-		vec_push(c->a, &c->f->bundles, &b);
-	}
+	for (size_t i = 0; i < v->n; i++)
+		desc_bundle_read(c, v->items[2 * i], v->items[2 * i + 1], f);
 }
 static void k_root_only(struct ld *c, const ynode *v, void *obj, const char *f)
 {

@@ -149,7 +149,11 @@ struct desc_profile {
 
 struct desc_bundle {
 	const char *name;
-	vec patterns; /* struct desc_input (text = URL or URL glob) */
+	vec patterns; /* struct desc_input (text = URL or URL glob, then
+	                 optionally #output) */
+	uint32_t align;   /* default 16 */
+	int compress;     /* enum kiln_compress */
+	int manifest;
 	kiln_loc loc;
 };
 

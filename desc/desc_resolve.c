@@ -5,8 +5,8 @@
  * a rule's step of the same URL (make's override) and clashing with
  * another asset's; then, per step, its inputs (resolve_inputs.c) and its
  * tool's command line (resolve_tools.c); cycles between steps refused with
- * the cycle printed (plan_graph.c); bundles resolved to URLs
- * (resolve_inputs.c). Also the checks that do not depend on the profile:
+ * the cycle printed (plan_graph.c); bundles resolved to URLs, each one
+ * more step (resolve_bundles.c). Also the checks that do not depend on the profile:
  * tools defined twice, rules' globs, unknown profile names.
  *
  * Cost: one pass over the source list per rule (skipping files outside the
@@ -301,6 +301,9 @@ plan_finish(struct rs *r, kiln_plan *plan)
 	for (size_t i = 0; i < n; i++)
 		steps[i] = order[i]->st;
 	free(order);
+	/* bundles match the steps above (never each other) and add theirs */
+	if (resolve_bundles(r, plan, &steps, &n) != 0)
+		return KILN_ENOMEM;
 	plan_cycles(r->dg, steps, n);
 	plan_outputs(r->dg, steps, n);
 	plan->profile = r->profile;
@@ -308,7 +311,6 @@ plan_finish(struct rs *r, kiln_plan *plan)
 	plan->nsteps = n;
 	plan->vars = r->vars.items;
 	plan->nvars = r->vars.n;
-	resolve_bundles(r, plan, steps, n);
 	return 0;
 }
 

@@ -77,7 +77,16 @@ typedef struct kiln_tool {
 	int notrace; /* trace: false — run without the file-access tracer */
 	kiln_timeout timeout; /* its own; see kiln_desc_tool_timeout */
 	kiln_loc loc;
+	/* kiln_builtin: KILN_BUILTIN_NONE for a tool of the description (a
+	 * program); otherwise work the engine does itself, with no process
+	 * and no program (run is empty) */
+	int builtin;
 } kiln_tool;
+
+enum kiln_builtin {
+	KILN_BUILTIN_NONE = 0,
+	KILN_BUILTIN_BUNDLE,   /* a `bundles:` entry's kpak (docs/bundles.md) */
+};
 
 typedef struct kiln_output {
 	const char *name; /* "out" for a single unnamed output */
@@ -127,12 +136,22 @@ typedef struct kiln_step {
 	 * the store and under .kiln/intermediate/<profile>/, not in build/
 	 * nor the index map (docs/format.md, "Intermediates") */
 	int intermediate;
+	/* A bundle's step (URL bundles/<name>, tool->builtin
+	 * KILN_BUILTIN_BUNDLE): its options; its entries are the outputs
+	 * order lists. NULL for every other step. */
+	const struct kiln_bundle_plan *bundle;
 } kiln_step;
+
+/* How a bundle is packed (docs/bundles.md, "Options"). */
+enum kiln_compress { KILN_COMPRESS_NONE = 0, KILN_COMPRESS_ZSTD };
 
 typedef struct kiln_bundle_plan {
 	const char *name;
-	const char **urls; /* sorted */
+	const char **urls; /* the entries' steps, sorted */
 	size_t nurls;
+	uint32_t align;    /* entry data alignment, a power of two */
+	int compress;      /* enum kiln_compress */
+	int manifest;      /* also write <name>.json */
 	kiln_loc loc;
 } kiln_bundle_plan;
 

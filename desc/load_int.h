@@ -75,4 +75,11 @@ void desc_fields_sub(struct ld *c, const ynode *top);
 /* The top-level mapping of a user's config.yaml (user_config.c): cache. */
 void desc_fields_user(struct ld *c, const ynode *top);
 
+/* ---- bundle_fields.c ---- */
+
+/* One `bundles:` item, key k (its name) and value v (a list of URL
+ * patterns, or a mapping with entries: and options), into c->f->bundles;
+ * field is "bundles". */
+void desc_bundle_read(struct ld *c, const ynode *k, const ynode *v, const char *field);
+
 #endif

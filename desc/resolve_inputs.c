@@ -1,4 +1,4 @@
-/* resolve_inputs.c — a step's inputs and a profile's bundles.
+/* resolve_inputs.c — a step's inputs.
  *
  * An input is a source file (a path, or a glob over the sorted source
  * list, walking only the files under its fixed prefix), a prerequisite
@@ -352,64 +352,4 @@ resolve_sorted_unique(struct rs *r, vec *v, size_t *n)
 	memcpy(out, p, w * sizeof *out);
 	*n = w;
 	return out;
-}
-
-/* The first of the URL-sorted steps not before prefix. */
-static size_t
-first_with_prefix(const kiln_step *steps, size_t n, const char *prefix)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(steps[mid].url, prefix) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-void
-resolve_bundles(struct rs *r, kiln_plan *plan, const kiln_step *steps,
-                size_t n)
-{
-	vec out;
-
-	vec_init(&out, sizeof(kiln_bundle_plan));
-	for (size_t f = 0; f < r->nfiles; f++) {
-		const struct desc_bundle *b = r->files[f]->bundles.items;
-		for (size_t i = 0; i < r->files[f]->bundles.n; i++) {
-			kiln_bundle_plan bp = {b[i].name, NULL, 0, b[i].loc};
-			vec urls;
-			vec_init(&urls, sizeof(const char *));
-			for (size_t j = 0; j < b[i].patterns.n; j++) {
-				const struct desc_input *in = (const struct desc_input *)b[i].patterns.items + j;
-				const char *why;
-				kiln_glob *g;
-				size_t before = urls.n;
-				if (glob_compile(in->text, &g, &why) != 0) {
-					diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "'%s': %s",
-					         in->text, why ? why : "malformed pattern");
-					continue;
-				}
-				for (size_t k = first_with_prefix(steps, n, glob_prefix(g));
-				     k < n && strncmp(steps[k].url, glob_prefix(g),
-				                      strlen(glob_prefix(g))) == 0; k++)
-					if (glob_match(g, steps[k].url))
-						vec_push(r->tmp, &urls, &steps[k].url);
-				if (urls.n == before)
-					diag_add(r->dg, glob_is_literal(g) ? KILN_DIAG_ERROR : KILN_DIAG_WARNING,
-					         in->loc, in->field, glob_is_literal(g)
-					         ? "bundle '%s' names unknown URL '%s' in profile '%s'"
-					         : "bundle '%s': '%s' matches no URL in profile '%s'",
-					         b[i].name, in->text, r->profile);
-				glob_free(g);
-			}
-			bp.urls = resolve_sorted_unique(r, &urls, &bp.nurls);
-			vec_push(r->a, &out, &bp);
-		}
-	}
-	plan->bundles = out.items;
-	plan->nbundles = out.n;
 }

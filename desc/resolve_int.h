@@ -4,7 +4,8 @@
  *
  *   desc_resolve.c   steps from rules and assets, profiles, the plan
  *   resolve_tools.c  ${...} scopes; tools' command lines and env expanded
- *   resolve_inputs.c inputs to source files or prerequisite steps; bundles
+ *   resolve_inputs.c inputs to source files or prerequisite steps
+ *   resolve_bundles.c bundles, and the built-in step that packs each
  *
  * Private to desc/: nothing here outlives desc_resolve(). */
 #ifndef KILN_RESOLVE_INT_H
@@ -117,9 +118,13 @@ const kiln_input *resolve_order(struct rs *r, struct sb *s, size_t *n);
  * of just their count in r->a. NULL only for none, or out of memory. */
 const char **resolve_sorted_unique(struct rs *r, vec *v, size_t *n);
 
+/* ---- resolve_bundles.c ---- */
+
 /* The bundles of every file, their patterns matched against the profile's
- * URL-sorted steps, into plan->bundles. */
-void resolve_bundles(struct rs *r, kiln_plan *plan, const kiln_step *steps,
-                     size_t n);
+ * URL-sorted steps *steps (n of them), into plan->bundles, and one step
+ * per bundle (URL bundles/<name>) merged into *steps, which is replaced
+ * by a new URL-sorted array in r->a (*n grows). Problems are diagnostics.
+ * 0 or KILN_ENOMEM. */
+int resolve_bundles(struct rs *r, kiln_plan *plan, kiln_step **steps, size_t *n);
 
 #endif
