@@ -61,7 +61,8 @@ check_programs(const kiln_desc *d)
 		const kiln_plan *pl = kiln_desc_plan(d, names[p]);
 		for (size_t i = 0; pl != NULL && i < pl->nsteps; i++) {
 			const kiln_step *st = &pl->steps[i];
-			const char *prog = st->tool == NULL ? NULL : st->tool->shell ? "/bin/sh"
+			const char *prog = st->tool == NULL || st->tool->builtin ? NULL
+			                   : st->tool->shell ? "/bin/sh"
 			                   : st->nargv ? st->argv[0] : NULL;
 			/* a program the engine names (${in}...) is known only then */
 			if (prog == NULL || strstr(prog, "${") != NULL ||

@@ -299,7 +299,8 @@ ls_json_step(const kiln_plan *p, const kiln_step *s, const struct step_last *l)
 	json_strs(s->argv, s->nargv, "");
 	printf(",\"defined_at\":");
 	json_loc(&s->loc);
-	printf(",\"origin\":\"%s\",\"overrides\":", s->from_rule ? "rule" : "asset");
+	printf(",\"origin\":\"%s\",\"overrides\":",
+	       s->bundle ? "bundle" : s->from_rule ? "rule" : "asset");
 	if (s->overrides.file != NULL)
 		json_loc(&s->overrides);
 	else
@@ -348,7 +349,7 @@ ls_text(const kiln_plan *p, kiln_store *st)
 		step_last_get(st, p->profile, s->url, &l);
 		printf("%s\n  tool     %s\n  defined  %s:%d (%s)", s->url,
 		       s->tool ? s->tool->name : "?", s->loc.file, s->loc.line,
-		       s->from_rule ? "rule" : "asset");
+		       s->bundle ? "bundle" : s->from_rule ? "rule" : "asset");
 		if (s->overrides.file != NULL)
 			printf(", overrides the rule at %s:%d", s->overrides.file,
 			       s->overrides.line);
@@ -363,7 +364,7 @@ ls_text(const kiln_plan *p, kiln_store *st)
 			printf("  output   %s = %s\n", s->outputs[j].name, s->outputs[j].file);
 		if (l.program[0])
 			printf("  program  %s (last decision)\n", l.program);
-		if (l.traced >= 0)
+		if (l.traced >= 0 && (s->tool == NULL || !s->tool->builtin))
 			printf("  traced   %s\n", l.traced ? "yes (last run)" :
 			       "no (last run: a static or untraceable program)");
 	}

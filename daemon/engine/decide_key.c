@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "bundle_build.h"
 #include "decide.h"
 #include "search_path.h"
 #include "step.h"
@@ -83,6 +84,14 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 	kiln_id hash;
 	int rv;
 
+	if (t->builtin) {   /* the engine's own work: no program to find */
+		snprintf(exe, len, "%s (built-in)", t->name);
+		if (h != NULL)
+			memset(h, 0, sizeof *h);
+		if (seen != NULL)
+			memset(seen, 0, sizeof *seen);
+		return 0;
+	}
 	/* argv[0] may hold variables: cache only tools whose program is the
 	 * template's own first word. The lock is held through the lookup: two
 	 * workers deciding steps of one tool at a wave's start would both
@@ -158,7 +167,9 @@ parts_tool(struct engine *e, const struct graph *g, struct node *n,
 	rv = key_parts_text(kp, "tool", t->name);
 	if (rv == 0 && t->version && t->version[0])
 		rv = key_parts_text(kp, "tool version", t->version);
-	if (rv == 0)
+	if (rv == 0 && t->builtin)
+		rv = bundle_key_parts(g, n, kp);
+	else if (rv == 0)
 		rv = key_parts_hash(kp, "tool exe", &h);
 	for (size_t i = 0; i < ks->nargv; i++) {
 		if (i)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "bundle_build.h"
 #include "decide.h"
 #include "discover.h"
 #include "need.h"
@@ -447,6 +448,8 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	struct spawn_req rq;
 	int rv;
 
+	if (n->ks->tool->builtin)   /* a bundle: packed here, no process */
+		return bundle_start(e, g, n);
 	if ((rv = prep_make(e, g, n, &rp)) != 0)
 		return rv;
 	if ((rv = env_make(e, g, n, &rp.p, &env)) != 0) {

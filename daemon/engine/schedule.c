@@ -704,8 +704,8 @@ runnable_start(struct engine *e)
 		return 0;
 	if (!node_wanted(e, n))
 		node_finish(e, g, n, N_CANCELLED);
-	else if (local || h == &e->runnable_local)
-		work_start(e, g, n);
+	else if (local || h == &e->runnable_local || n->ks->tool->builtin)
+		work_start(e, g, n);   /* a built-in (a bundle) never goes to an agent */
 	else
 		work_start_remote(e, g, n);
 	return 1;

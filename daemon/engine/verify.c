@@ -63,8 +63,9 @@ key_inputs_changed(struct engine *e, struct graph *g, struct node *n)
 	struct fs_seen exe_seen;
 	static const char program[] = "the tool's program";
 
-	if (step_program(e, n, exe, sizeof exe, NULL, &exe_seen) != 0 ||
-	    !filestate_unchanged(e->fs, exe, &exe_seen))
+	if (!ks->tool->builtin &&
+	    (step_program(e, n, exe, sizeof exe, NULL, &exe_seen) != 0 ||
+	     !filestate_unchanged(e->fs, exe, &exe_seen)))
 		return program;
 	for (size_t i = 0; i < ks->ninputs; i++)
 		if (n->w->seen_in == NULL || !filestate_unchanged(e->fs, ks->inputs[i], &n->w->seen_in[i])) {
