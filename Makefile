@@ -205,6 +205,12 @@ $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS) $$(CURL_LIBS)
 
+# The tests' bundle reader (tests/kpak_check.c): client/kpak.h alone, as a
+# game includes it, with zstd.
+$$($(1)_BIN)/tools/kpak-check: tests/kpak_check.c client/kpak.h
+	@mkdir -p $$(@D)
+	$$(CC) $$(BASE_CFLAGS) $$($(1)_CFLAGS) $$($(1)_LDFLAGS) -o $$@ $$< -lzstd -lxxhash
+
 # The hot-reload example (examples/hot-reload/): what an editor links.
 $$($(1)_BIN)/examples/hot-reload: $(OBJ)/$(1)/examples/hot-reload/hot_reload.o $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
@@ -248,7 +254,8 @@ fuzz: deps-test
 # and make fuzz), so a change that breaks one fails here.
 test check: deps-test
 	@$(MAKE) --no-print-directory $(BIN)/asan/kiln $(BIN)/asan/kilnd $(ASAN_TESTS) $(FUZZ_TARGETS:%=$(BIN)/fuzz/%) \
-	        $(BENCHES:%=$(BIN)/asan/bench/%) $(BIN)/asan/examples/hot-reload sample-tools
+	        $(BENCHES:%=$(BIN)/asan/bench/%) $(BIN)/asan/examples/hot-reload $(BIN)/asan/tools/kpak-check \
+	        sample-tools
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_QUICK=$(FUZZ_QUICK) tests/run.sh $(BIN)/asan
 
 # The torture suite (not part of `make test`): N rounds of kill -9 against
@@ -295,7 +302,8 @@ install: all
 	        $(DESTDIR)$(PREFIX)/lib/kiln
 	install -m 0755 $(BIN)/kiln $(BIN)/kilnd $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(BIN)/libkilntrace.so $(DESTDIR)$(PREFIX)/lib/kiln/
-	install -m 0644 common/kiln_error.h store/kiln_store.h client/kiln.h $(DESTDIR)$(PREFIX)/include/kiln/
+	install -m 0644 common/kiln_error.h store/kiln_store.h client/kiln.h client/kpak.h \
+	        $(DESTDIR)$(PREFIX)/include/kiln/
 	install -m 0644 $(OBJ)/release/libkiln.a $(OBJ)/release/libkilnproto.a \
 	        $(OBJ)/release/libkilnstore.a $(OBJ)/release/libkilncommon.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 $(NNG_LIB) $(DESTDIR)$(PREFIX)/lib/kiln/
