@@ -280,15 +280,16 @@ bench: all
 # The sample project's C tools (assets-sample/tools/*.c), which its
 # kiln.yaml steps run as tools/bin/NAME. Built here, once, for the host
 # (not per variant): kiln hashes each tool's program into its steps' keys.
-SAMPLE_TOOLS  = atlas levelc pack loader
+# The loader reads bundles with kiln's own reader, client/kpak.h (zstd on).
+SAMPLE_TOOLS  = atlas levelc loader
 SAMPLE_BIN    = assets-sample/tools/bin
-SAMPLE_CFLAGS = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -I/usr/include/stb
-SAMPLE_LIBS   = -lstb -lyaml -lxxhash -lm
+SAMPLE_CFLAGS = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -I/usr/include/stb -Iclient
+SAMPLE_LIBS   = -lstb -lyaml -lxxhash -lzstd -lm
 
 .PHONY: sample-tools
 sample-tools: $(SAMPLE_TOOLS:%=$(SAMPLE_BIN)/%)
 
-$(SAMPLE_BIN)/%: assets-sample/tools/%.c assets-sample/tools/kpak.h assets-sample/tools/slurp.h
+$(SAMPLE_BIN)/%: assets-sample/tools/%.c client/kpak.h assets-sample/tools/slurp.h
 	@mkdir -p $(@D)
 	$(CC) $(SAMPLE_CFLAGS) -o $@ $< $(SAMPLE_LIBS)
 

@@ -25,15 +25,34 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include <yaml.h>
 
-#include "kpak.h"
 #include "slurp.h"
 
 #define MAX_TEX 256
 #define MAX_ENT 4096
 
 extern char **environ;
+
+/* XXH3-128 of len bytes in canonical (big-endian) order: the order in
+ * which xxh128sum and kiln-index.txt print it. */
+static void
+hash128(const void *data, size_t len, unsigned char out[16])
+{
+	XXH128_canonical_t c;
+
+	XXH128_canonicalFromHash(&c, XXH3_128bits(data, len));
+	memcpy(out, c.digest, 16);
+}
+
+/* out (33 bytes) = hash as 32 lowercase hex digits. */
+static void
+hex32(const unsigned char hash[16], char out[33])
+{
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", hash[i]);
+}
 
 struct texture {
 	const char *url;        /* as the level wrote it; in the YAML document */
@@ -238,7 +257,7 @@ textures_fetch(struct level *lv)
 		struct texture *t = &lv->tex[i];
 		if (kiln_need(kiln, t) != 0 || (data = slurp("levelc", t->path, &t->size)) == NULL)
 			return -1;
-		kpak_hash(data, t->size, t->hash);
+		hash128(data, t->size, t->hash);
 		if (t->size >= 24 && memcmp(data, "\x89PNG\r\n\x1a\n", 8) == 0) {
 			t->width = (uint32_t)data[16] << 24 | (uint32_t)data[17] << 16 | data[18] << 8 | data[19];
 			t->height = (uint32_t)data[20] << 24 | (uint32_t)data[21] << 16 | data[22] << 8 | data[23];
@@ -277,7 +296,7 @@ level_write(const struct level *lv, const char *out)
 	json_str(f, lv->name);
 	fprintf(f, ",\n  \"size\": [%ld, %ld],\n  \"textures\": [\n", lv->w, lv->h);
 	for (int i = 0; i < lv->ntex; i++) {
-		kpak_hex(lv->tex[i].hash, hex);
+		hex32(lv->tex[i].hash, hex);
 		fputs("    { \"url\": ", f);
 		json_str(f, lv->tex[i].url);
 		fprintf(f, ", \"xxh128\": \"%s\", \"size\": %zu, \"width\": %" PRIu32

@@ -1,9 +1,11 @@
 /*
- * loader.c — the proof that a game can consume kiln's output: open a built
- * bundle (kpak, docs/bundles.md) and the profile's index map
- * (build/<profile>/kiln-index.txt, docs/build.md), check the bundle's
- * structure, then every entry's id against its name and its XXH3-128
- * against both its own bytes and the index, and print what it found.
+ * loader.c — the proof that a game can consume kiln's output: open a
+ * bundle kiln built (kpak, docs/bundles.md) with kiln's reader
+ * client/kpak.h, as a game would, and the profile's index map
+ * (build/<profile>/kiln-index.txt, docs/build.md); then check every
+ * entry's id against its name and its XXH3-128 against both its own bytes
+ * (decompressed when the bundle uses zstd) and the index, and print what
+ * it found.
  *
  *   loader BUNDLE.kpak build/PROFILE/kiln-index.txt
  *
@@ -16,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kpak.h"
+#define KPAK_WITH_ZSTD
+#include "kpak.h"   /* client/kpak.h */
 #include "slurp.h"
 
 struct index_line {
@@ -81,75 +84,53 @@ index_find(const struct index_map *m, const char *path)
 	return NULL;
 }
 
-/* The header's and the table's bounds; 0 when the file is well formed. */
-static int
-check_layout(const unsigned char *b, size_t len, uint32_t *n, const char **names,
-             uint32_t *names_size)
+/* XXH3-128 of len bytes as 32 lowercase hex digits (the index's form). */
+static void
+hash_hex(const void *data, size_t len, char out[33])
 {
-	uint64_t table_end;
+	XXH128_canonical_t c;
 
-	if (len < KPAK_HEADER_SIZE || memcmp(b, KPAK_MAGIC, 8) != 0) {
-		fprintf(stderr, "loader: not a kpak file\n");
-		return -1;
-	}
-	if (kpak_get32(b + 8) != KPAK_VERSION) {
-		fprintf(stderr, "loader: kpak version %" PRIu32 " (this loader reads %u)\n",
-		        kpak_get32(b + 8), KPAK_VERSION);
-		return -1;
-	}
-	if (kpak_get32(b + 16) == 0 || (kpak_get32(b + 16) & (kpak_get32(b + 16) - 1)) != 0) {
-		fprintf(stderr, "loader: alignment %" PRIu32 " is not a power of two\n",
-		        kpak_get32(b + 16));
-		return -1;
-	}
-	*n = kpak_get32(b + 12);
-	*names_size = kpak_get32(b + 20);
-	table_end = KPAK_HEADER_SIZE + (uint64_t)*n * KPAK_ENTRY_SIZE;
-	if (kpak_get64(b + 24) != len || table_end + *names_size > len ||
-	    (*names_size > 0 && b[table_end + *names_size - 1] != '\0')) {
-		fprintf(stderr, "loader: truncated or malformed header (file %zu bytes, "
-		        "header says %" PRIu64 ")\n", len, kpak_get64(b + 24));
-		return -1;
-	}
-	*names = (const char *)b + table_end;
-	return 0;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(data, len));
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", c.digest[i]);
 }
 
-/* Check entry i; print it; count its problems. */
+/* Check entry i: its bytes (decompressed when zstd) against its hash,
+ * its id against its name, and both against the index; print it; count
+ * its problems. */
 static int
-check_entry(const unsigned char *b, size_t len, uint32_t i, const char *names,
-            uint32_t names_size, uint32_t prev_id, const struct index_map *m)
+check_entry(const kpak *k, uint32_t i, const struct index_map *m)
 {
-	const unsigned char *row = b + KPAK_HEADER_SIZE + (size_t)i * KPAK_ENTRY_SIZE;
-	uint32_t id = kpak_get32(row), off = kpak_get32(row + 4), nlen = kpak_get32(row + 8);
-	uint64_t at = kpak_get64(row + 16), size = kpak_get64(row + 24);
-	uint32_t align = kpak_get32(b + 16);
 	const struct index_line *il;
-	unsigned char mine[16];
+	unsigned char *bytes;
 	char want[33], got[33];
-	const char *name;
-	int bad = 0;
+	kpak_entry e;
+	int bad = 0, rv;
 
-	if (kpak_get32(row + 12) != 0 || (uint64_t)off + nlen >= names_size || names[off + nlen] != '\0' ||
-	    strlen(names + off) != nlen || at % align != 0 || at > len || size > len - at) {
-		printf("  entry %" PRIu32 ": malformed (unknown flags, or name or data out "
-		       "of bounds)\n", i);
+	if ((rv = kpak_entry_at(k, i, &e)) != 0) {
+		printf("  entry %" PRIu32 ": %s\n", i, kpak_strerror(rv));
 		return 1;
 	}
-	name = names + off;
-	kpak_hex(row + 32, want);
-	kpak_hash(b + at, size, mine);
-	kpak_hex(mine, got);
-	printf("  0x%08" PRIx32 "  %-28s %8" PRIu64 "  %s", id, name, size, got);
-	if (i > 0 && id <= prev_id)
-		printf("  [table not sorted by id]"), bad++;
-	if (id != kpak_id(name))
+	if ((bytes = malloc(e.size ? (size_t)e.size : 1)) == NULL)
+		return 1;
+	for (int b = 0; b < 16; b++)
+		snprintf(want + 2 * b, 3, "%02x", e.hash[b]);
+	if ((rv = kpak_read(&e, bytes, (size_t)e.size)) != 0) {
+		printf("  0x%08" PRIx32 "  %-28s  [%s]\n", e.id, e.name, kpak_strerror(rv));
+		free(bytes);
+		return 1;
+	}
+	hash_hex(bytes, (size_t)e.size, got);
+	free(bytes);
+	printf("  0x%08" PRIx32 "  %-28s %8" PRIu64 " %-4s %s", e.id, e.name, e.size,
+	       e.flags & KPAK_FLAG_ZSTD ? "zstd" : "", got);
+	if (e.id != kpak_id(e.name))
 		printf("  [id is not XXH32(name)]"), bad++;
 	if (strcmp(want, got) != 0)
 		printf("  [bundle says %s]", want), bad++;
-	if ((il = index_find(m, name)) == NULL)
+	if ((il = index_find(m, e.name)) == NULL)
 		printf("  [not in the index]"), bad++;
-	else if (strcmp(il->hash, got) != 0 || il->size != size)
+	else if (strcmp(il->hash, got) != 0 || il->size != e.size)
 		printf("  [index says %s, %" PRIu64 " bytes]", il->hash, il->size), bad++;
 	printf("%s\n", bad ? "" : "  ok");
 	return bad;
@@ -164,13 +145,11 @@ check_self(const char *bundle, const char *index, const unsigned char *b, size_t
 	const char *slash = strrchr(index, '/');
 	size_t dl = slash ? (size_t)(slash - index) + 1 : 0;
 	const struct index_line *il;
-	unsigned char h[16];
 	char hex[33];
 
 	if (strncmp(bundle, index, dl) != 0)
 		return 0;       /* a bundle copied elsewhere: nothing to compare */
-	kpak_hash(b, len, h);
-	kpak_hex(h, hex);
+	hash_hex(b, len, hex);
 	if ((il = index_find(m, bundle + dl)) == NULL || strcmp(il->hash, hex) != 0) {
 		printf("  the bundle file (%s) does not match the index\n", hex);
 		return 1;
@@ -184,10 +163,9 @@ main(int argc, char **argv)
 {
 	struct index_map m = {0};
 	unsigned char *b = NULL;
-	const char *names;
-	uint32_t n = 0, names_size, prev = 0;
 	size_t len;
-	int bad = 0, rc = 1;
+	kpak k;
+	int bad = 0, rc = 1, rv;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: loader BUNDLE.kpak build/PROFILE/kiln-index.txt\n");
@@ -195,14 +173,14 @@ main(int argc, char **argv)
 	}
 	if (index_load(&m, argv[2]) != 0 || (b = slurp("loader", argv[1], &len)) == NULL)
 		goto done;
-	if (check_layout(b, len, &n, &names, &names_size) != 0)
+	if ((rv = kpak_open(&k, b, len)) != 0) {
+		fprintf(stderr, "loader: %s: %s\n", argv[1], kpak_strerror(rv));
 		goto done;
-	printf("%s: kpak %u, %" PRIu32 " entries, %zu bytes (profile %s)\n", argv[1],
-	       KPAK_VERSION, n, len, m.profile);
-	for (uint32_t i = 0; i < n; i++) {
-		bad += check_entry(b, len, i, names, names_size, prev, &m);
-		prev = kpak_get32(b + KPAK_HEADER_SIZE + (size_t)i * KPAK_ENTRY_SIZE);
 	}
+	printf("%s: kpak %u, %" PRIu32 " entries, %zu bytes (profile %s)\n", argv[1],
+	       k.version, k.nentries, len, m.profile);
+	for (uint32_t i = 0; i < k.nentries; i++)
+		bad += check_entry(&k, i, &m);
 	bad += check_self(argv[1], argv[2], b, len, &m);
 	if (bad)
 		printf("%s: %d problem(s)\n", argv[1], bad);

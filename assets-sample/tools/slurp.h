@@ -1,6 +1,6 @@
 /*
  * slurp.h — read a whole file into memory, for the sample's small C tools
- * (pack, loader, levelc), whose inputs are game assets of a few MB at
+ * (loader, levelc), whose inputs are game assets of a few MB at
  * most. Single-threaded; no state.
  */
 #ifndef SLURP_H

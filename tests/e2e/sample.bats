@@ -2,7 +2,7 @@
 # The sample game project (assets-sample/, README "Quick start") built by
 # the kiln under test with its real tools: ImageMagick, optipng,
 # glslangValidator, oggenc and the sample's own C tools (atlas, levelc,
-# pack, loader; `make sample-tools`). Every case builds a copy of the
+# loader; `make sample-tools`); its bundles are kiln's built-in ones. Every case builds a copy of the
 # project in its own folder, never the repository's; the last one runs
 # `make demo` in a fresh clone of this repository's HEAD.
 
@@ -66,6 +66,25 @@ summary_field() {
 	[ "$(od -An -tx4 -N4 build/pc/shaders/sprite.frag.spv | tr -d ' ')" = 07230203 ]
 	[ "$(head -c 4 build/pc/sounds/jump.ogg)" = OggS ]
 	head -c 35 build/pc/sounds/jump.ogg | grep -q vorbis
+}
+
+@test "kiln's reader (client/kpak.h) reads every bundle the sample builds, byte for byte against the index map" {
+	build_all -p pc
+	C="$(dirname "$KILN")/tools/kpak-check"
+	[ -x "$C" ] || { echo "no $C (make $C)"; false; }
+	n=0
+	for b in build/pc/bundles/*.kpak; do
+		run "$C" "$b" build/pc/kiln-index.txt
+		[ "$status" -eq 0 ] || { echo "$output"; false; }
+		[[ "$output" == *"every entry matches the index map byte for byte"* ]] || { echo "$output"; false; }
+		n=$((n + 1))
+	done
+	[ "$n" -eq 2 ]
+	# level1 is compressed (its manifest says so) and preload is not
+	run "$C" build/pc/bundles/level1.kpak build/pc/kiln-index.txt
+	[[ "$output" == *" zstd "* ]] || { echo "$output"; false; }
+	grep -q '"compress": "zstd"' build/pc/bundles/level1.json
+	[ ! -e build/pc/bundles/preload.json ]
 }
 
 @test "the loader refuses a bundle whose entry or index line does not match" {
