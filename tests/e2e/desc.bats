@@ -140,7 +140,9 @@ check_dir() {
 	run "$KILN" ls -C "$P"
 	[ "$status" -eq 0 ]
 	[[ $output == *$'sprites/hero\n  tool     resize\n  defined  kiln.yaml:49 (asset), overrides the rule at kiln.yaml:31'* ]] || { echo "$output"; false; }
-	[[ $output == *"10 steps in profile pc"* ]]
+	# ten of rules and assets, and one per bundle (bundles/level1, bundles/preload)
+	[[ $output == *$'bundles/preload\n  tool     kiln-bundle\n  defined  kiln.yaml:55 (bundle)'* ]] || { echo "$output"; false; }
+	[[ $output == *"12 steps in profile pc"* ]]
 }
 
 @test "kiln check finds the project from a subfolder" {
