@@ -61,13 +61,27 @@ by_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Two entries with one id, or (after sorting a copy by C name) one C
- * name: KILN_EINVAL with err naming both. */
+/* An entry's C name, for sorting them to find two alike. */
+struct cname {
+	char *name;
+	const struct kpak_in *e;
+};
+
+static int
+by_cname(const void *a, const void *b)
+{
+	return strcmp(((const struct cname *)a)->name, ((const struct cname *)b)->name);
+}
+
+/* Two entries (v sorted by id) with one id, or one C name: KILN_EINVAL
+ * with err naming both. */
 static int
 check_unique(const struct kpak_opts *o, const struct kpak_in *v, size_t n, char *err,
              size_t errlen)
 {
-	char a[600], b[600];
+	struct cname *c;
+	size_t total = 0;
+	char *text;
 
 	for (size_t i = 1; i < n; i++)
 		if (v[i].id == v[i - 1].id) {
@@ -78,21 +92,34 @@ check_unique(const struct kpak_opts *o, const struct kpak_in *v, size_t n, char 
 			return KILN_EINVAL;
 		}
 	for (size_t i = 0; i < n; i++)
-		for (size_t j = i + 1; j < n; j++) {
-			/* n is small next to the bytes packed: quadratic is fine
-			 * up to thousands; past that, ids differ first */
-			if (n > 4096)
-				return 0;
-			c_name(o->bundle, v[i].name, a, sizeof a);
-			c_name(o->bundle, v[j].name, b, sizeof b);
-			if (strcmp(a, b) == 0) {
-				snprintf(err, errlen, "bundle '%s': entries '%s' (%s) and '%s' (%s) "
-				         "have the same C name %s in %s.h; rename one of them",
-				         o->bundle, v[i].name, v[i].url, v[j].name, v[j].url, a,
-				         o->bundle);
-				return KILN_EINVAL;
+		total += strlen("KPAK__") + strlen(o->bundle) + strlen(v[i].name) + 1;
+	if ((c = malloc((n ? n : 1) * sizeof *c + total)) == NULL)
+		return KILN_ENOMEM;
+	text = (char *)(c + (n ? n : 1));
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen("KPAK__") + strlen(o->bundle) + strlen(v[i].name) + 1;
+		c[i].name = text;
+		c[i].e = &v[i];
+		c_name(o->bundle, v[i].name, text, len);
+		text += len;
+	}
+	if (n > 1)
+		qsort(c, n, sizeof *c, by_cname);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(c[i].name, c[i - 1].name) == 0) {
+			const struct kpak_in *x = c[i - 1].e, *y = c[i].e;
+			if (strcmp(x->name, y->name) > 0) {   /* the message's order: by name */
+				const struct kpak_in *t = x;
+				x = y;
+				y = t;
 			}
+			snprintf(err, errlen, "bundle '%s': entries '%s' (%s) and '%s' (%s) have "
+			         "the same C name %s in %s.h; rename one of them", o->bundle,
+			         x->name, x->url, y->name, y->url, c[i].name, o->bundle);
+			free(c);
+			return KILN_EINVAL;
 		}
+	free(c);
 	return 0;
 }
 
@@ -241,7 +268,7 @@ write_header(const struct kpak_opts *o, const struct kpak_in *v, size_t n,
              const char *path)
 {
 	FILE *f = fopen(path, "we");
-	char cn[600];
+	char cn[1024];
 	int ok;
 
 	if (f == NULL)
@@ -253,7 +280,7 @@ write_header(const struct kpak_opts *o, const struct kpak_in *v, size_t n,
 	        o->bundle, o->bundle, cn, cn);
 	c_name(o->bundle, "NENTRIES", cn, sizeof cn);
 	for (size_t i = 0; i < n; i++) {
-		char name[600];
+		char name[1024];
 		c_name(o->bundle, v[i].name, name, sizeof name);
 		fprintf(f, "#define %-40s 0x%08xu  /* %s, %llu bytes */\n", name, v[i].id,
 		        v[i].name, (unsigned long long)v[i].size);
