@@ -333,6 +333,8 @@ static void ninja_rules(FILE *f, const kiln_plan *p)
 
 	for (i = 0; i < p->nsteps; i++) {
 		const kiln_tool *t = p->steps[i].tool;
+		if (t->builtin)
+			continue;
 		for (j = 0; j < nseen && seen[j] != t; j++)
 			;
 		if (j < nseen || nseen == sizeof seen / sizeof seen[0])
@@ -358,6 +360,8 @@ static size_t write_ninja(const char *root, const kiln_plan *p)
 	ninja_rules(f, p);
 	for (i = 0; i < p->nsteps; i++) {
 		const kiln_step *s = &p->steps[i];
+		if (s->bundle != NULL)   /* the phony edges below stand for them */
+			continue;
 		ninja_path(f, "build ", "out/");
 		ninja_path(f, "", s->url);
 		fprintf(f, ": %s", s->tool->name);
@@ -380,7 +384,7 @@ static size_t write_ninja(const char *root, const kiln_plan *p)
 		fputc('\n', f);
 	}
 	close_out(f, "build.ninja");
-	return p->nsteps + p->nbundles;
+	return p->nsteps;   /* the bundles' among them */
 }
 
 /* ---- kiln ------------------------------------------------------------- */
@@ -405,9 +409,10 @@ static size_t check_plan(const kiln_desc *d, const char *profile, size_t want)
 
 	if (p == NULL)
 		die("profile '%s' has no plan", profile);
-	if (p->nsteps != want)
-		die("profile '%s': %zu steps, the generator expects %zu", profile, p->nsteps,
-		    want);
+	/* each bundle is one more step (bundles/<name>, kiln's own packer) */
+	if (p->nsteps - p->nbundles != want)
+		die("profile '%s': %zu steps besides %zu bundles, the generator expects %zu",
+		    profile, p->nsteps - p->nbundles, p->nbundles, want);
 	return p->nsteps;
 }
 
