@@ -9,6 +9,7 @@
  * it, bundle_build.c), the entries' steps as prerequisites and the entries
  * as its ordered inputs, outputs <name>.kpak, <name>.h and, with
  * manifest, <name>.json. A bundle never matches another bundle's step. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,10 +81,12 @@ entry_step(struct rs *r, const struct desc_bundle *b, const struct desc_input *i
 		entry_add(r, es, st, k);
 		return;
 	}
+	char have[300] = "";
+	for (size_t i = 0; i < st->noutputs && strlen(have) < 200; i++)
+		snprintf(have + strlen(have), sizeof have - strlen(have), "%s'%s'", i ? ", " : "",
+		         st->outputs[i].name);
 	diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "bundle '%s': '%s': step '%s' "
-	         "has no output '%s' (its outputs: %s%s%s)", b->name, in->text, st->url,
-	         out, st->noutputs ? st->outputs[0].name : "none",
-	         st->noutputs > 1 ? ", " : "", st->noutputs > 1 ? st->outputs[1].name : "");
+	         "has no output '%s' (its outputs: %s)", b->name, in->text, st->url, out, have);
 }
 
 /* One pattern of bundle b matched against the steps. */

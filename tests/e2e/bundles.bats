@@ -227,7 +227,7 @@ bad_bundle() {
 
 @test "URL#name naming no output of the step is an error" {
 	bad_bundle '  x: ["pair#c"]' \
-		"kiln.yaml:18:7: error: bundles.x[0]: bundle 'x': 'pair#c': step 'pair' has no output 'c' (its outputs: a, b)"
+		"kiln.yaml:18:7: error: bundles.x[0]: bundle 'x': 'pair#c': step 'pair' has no output 'c' (its outputs: 'a', 'b')"
 }
 
 @test "a bundle whose URL an asset already builds is a load error" {

@@ -577,6 +577,74 @@ inputs_keep_their_written_order_and_url_hash_name_picks_one_output(void **state)
 	kiln_desc_free(d);
 }
 
+static void
+a_bundle_is_a_step_of_the_built_in_tool_with_its_entries_in_written_order(void **state)
+{
+	static const char yaml[] =
+		"kiln: 1\n"
+		"project: t\n"
+		"sources: [art]\n"
+		"profiles: { pc: }\n"
+		"tools:\n"
+		"  copy: { run: [cp, \"${in}\", \"${out}\"] }\n"
+		"  split: { run: [split, \"${out.x}\", \"${out.y}\"] }\n"
+		"rules:\n"
+		"  - { match: \"art/*.png\", url: \"img/${match.name}\", tool: copy }\n"
+		"assets:\n"
+		"  - { url: two, tool: split, outputs: { x: x.bin, y: y.bin } }\n"
+		"bundles:\n"
+		"  short: [\"img/*\"]\n"
+		"  long:\n"
+		"    entries: [two#y, \"img/*\", img/a, two]\n"
+		"    compress: zstd\n"
+		"    align: 256\n"
+		"    manifest: true\n";
+	static const char sub[] = "bundles:\n  extra: [two#x]\n";
+	char buf[1024];
+	const kiln_plan *p;
+	const kiln_step *b;
+	kiln_desc *d;
+
+	assert_int_equal(mkdir(tu_path(state, "art"), 0755), 0);
+	tu_write_file(tu_path(state, "art/a.png"), "a", 1);
+	tu_write_file(tu_path(state, "art/b.png"), "b", 1);
+	tu_write_file(tu_path(state, "kiln.yaml"), yaml, strlen(yaml));
+	if (kiln_desc_load(tu_dir(state), &d) != 0)
+		print_diags(d);
+	p = kiln_desc_plan(d, "pc");
+	assert_non_null(p);
+	/* 2 rule steps, 1 asset, 2 bundles, URL-sorted with the rest */
+	assert_int_equal(p->nsteps, 5);
+	assert_int_equal(p->nbundles, 2);
+	assert_string_equal(p->steps[0].url, "bundles/long");
+	b = step(p, "bundles/long");
+	assert_int_equal(b->tool->builtin, KILN_BUILTIN_BUNDLE);
+	assert_non_null(b->bundle);
+	assert_int_equal(b->bundle->align, 256);
+	assert_int_equal(b->bundle->compress, KILN_COMPRESS_ZSTD);
+	/* written order, each output once, `two` bringing only what #y did not */
+	assert_string_equal(order_str(b, buf, sizeof buf),
+	                    "o:two#y o:img/a#out o:img/b#out o:two#x");
+	assert_int_equal(b->nneeds, 3);
+	assert_int_equal(b->noutputs, 3);
+	assert_string_equal(b->outputs[0].file, "long.kpak");
+	assert_string_equal(b->outputs[1].file, "long.h");
+	assert_string_equal(b->outputs[2].file, "long.json");
+	b = step(p, "bundles/short");
+	assert_int_equal(b->noutputs, 2);   /* no manifest */
+	assert_int_equal(b->bundle->align, 16);
+	assert_int_equal(b->bundle->compress, KILN_COMPRESS_NONE);
+	/* a sub-file's bundle comes and goes with it */
+	tu_write_file(tu_path(state, "art/b.kiln.yaml"), sub, strlen(sub));
+	assert_kiln(0, kiln_desc_reload(d, "art/b.kiln.yaml"));
+	p = kiln_desc_plan(d, "pc");
+	assert_string_equal(order_str(step(p, "bundles/extra"), buf, sizeof buf), "o:two#x");
+	unlink(tu_path(state, "art/b.kiln.yaml"));
+	assert_kiln(0, kiln_desc_reload(d, "art/b.kiln.yaml"));
+	assert_null(step(kiln_desc_plan(d, "pc"), "bundles/extra"));
+	kiln_desc_free(d);
+}
+
 int
 main(void)
 {
@@ -597,6 +665,7 @@ main(void)
 		T(the_user_file_is_under_xdg_config_home_else_home),
 		T(durations_parse_as_kiln_yaml_writes_them),
 		T(inputs_keep_their_written_order_and_url_hash_name_picks_one_output),
+		T(a_bundle_is_a_step_of_the_built_in_tool_with_its_entries_in_written_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
