@@ -407,3 +407,20 @@ YAML
 	run "$KILN" status
 	[[ "$output" == *"one: 1 slots"* ]]
 }
+
+@test "a bundle's step is packed by the daemon itself, even when every tool runs on agents" {
+	agents_project
+	printf 'bundles:\n  texts: ["a?.txt"]\n' >>kiln.yaml
+	daemon_up --local-jobs 0
+	agent_up one -j 1
+	run --separate-stderr "$KILN" build --json a1.txt a2.txt bundles/texts
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; cat .kiln/kilnd.log; false; }
+	# the copies ran on the agent, the bundle here
+	[ "$(grep -c '"machine":"one"' <<<"$output")" -eq 3 ] || { echo "$output"; false; }
+	line=$(grep '"url":"bundles/texts"' <<<"$output" | grep '"result":"ran"')
+	[ -n "$line" ] || { echo "$output"; false; }
+	[[ "$line" != *'"machine":"one"'* ]] || { echo "$line"; false; }
+	[ "$(head -c 7 build/pc/bundles/texts.kpak)" = KILNPAK ]
+	run "$KILN" why bundles/texts
+	[[ "$output" != *"ran on: agent"* ]] || { echo "$output"; false; }
+}
