@@ -421,6 +421,10 @@ YAML
 	[ -n "$line" ] || { echo "$output"; false; }
 	[[ "$line" != *'"machine":"one"'* ]] || { echo "$line"; false; }
 	[ "$(head -c 7 build/pc/bundles/texts.kpak)" = KILNPAK ]
+	# never offered to the agent (which would refuse it: no such program)
+	[ "$(grep -c 'did not run it' .kiln/kilnd.log)" -eq 0 ] || { cat .kiln/kilnd.log; false; }
+	run "$KILN" status
+	[[ "$output" == *"one: 1 slots, 0 running; 3 ran, 0 failed, 0 refused"* ]] || { echo "$output"; false; }
 	run "$KILN" why bundles/texts
 	[[ "$output" != *"ran on: agent"* ]] || { echo "$output"; false; }
 }
