@@ -55,6 +55,7 @@ step_outputs(struct rs *r, struct sb *s, kiln_loc loc, const char *field)
 	}
 	for (size_t i = 0; i < s->decl_outputs->n; i++) {
 		out[i].name = decl[i].name;
+		out[i].folder = decl[i].folder;
 		out[i].file = resolve_expand(r, NULL, s->has_match ? &s->m : NULL, 0,
 		                             decl[i].file, &bad);
 		if (out[i].file == NULL) {
