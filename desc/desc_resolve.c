@@ -50,7 +50,7 @@ step_outputs(struct rs *r, struct sb *s, kiln_loc loc, const char *field)
 		return KILN_ENOMEM;
 	if (n == 0) {
 		const char *slash = strrchr(s->st.url, '/');
-		out[0] = (kiln_output){"out", slash ? slash + 1 : s->st.url};
+		out[0] = (kiln_output){"out", slash ? slash + 1 : s->st.url, 0};
 		n = 1;
 	}
 	for (size_t i = 0; i < s->decl_outputs->n; i++) {
