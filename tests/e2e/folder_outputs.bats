@@ -50,6 +50,8 @@ runs() { wc -l <"$BATS_TEST_TMPDIR/runs.txt"; }
 	run "$KILN" cat -p pc fonts/main#pages
 	[[ "$output" == "kiln-tree 1"* ]] || { echo "$output"; false; }
 	[[ "$output" == *" sub/deep.page"* ]] || { echo "$output"; false; }
+	run "$KILN" ls -p pc
+	[[ "$output" == *"output   pages = glyphs/"* ]] || { echo "$output"; false; }
 	# the consumer was given the folder's path
 	[ "$(cat build/pc/fonts/listing.txt)" = $'./a.page glyph a\n./b.page glyph b\n./c.page glyph c\n./sub/deep.page deep' ] ||
 		{ cat build/pc/fonts/listing.txt; false; }
