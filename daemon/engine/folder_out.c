@@ -64,7 +64,6 @@ folder_publish(struct engine *e, struct node *n, size_t i, const char *dir)
 
 /* A walk of a folder in build/ against its tree. */
 struct tw {
-	struct engine *e;
 	const kiln_tree *t;
 	uint8_t *ok;        /* per entry: found, of its type and content */
 	int fix;            /* remove what does not belong (else stop at it) */
@@ -145,7 +144,7 @@ tw_dir(struct tw *w, int fd, size_t len, int depth)
 		}
 		memset(&st, 0, sizeof st);
 		same = x != NULL && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		       (x->dir ? S_ISDIR(st.st_mode) && depth < KILN_TREE_MAX_DEPTH
+		       (x->dir ? S_ISDIR(st.st_mode) && depth <= KILN_TREE_MAX_DEPTH + 1
 		        : S_ISREG(st.st_mode) && file_same(dirfd(d), de->d_name, &st, x));
 		if (!same) {
 			w->bad = 1;
@@ -177,7 +176,7 @@ static int
 tree_walk(struct engine *e, const char *relpath, const kiln_id *id, int fix,
           int *same, kiln_tree **tp, uint8_t **okp)
 {
-	struct tw w = {.e = e, .fix = fix};
+	struct tw w = {.fix = fix};
 	kiln_tree *t;
 	int fd, rv;
 
