@@ -62,7 +62,8 @@ asan_BIN     = $(BIN)/asan
 COMMON_SRC = common/error.c common/hex.c common/rmtree.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
-            store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c
+            store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c \
+            store/tree.c
 # The wire schema's generated code plus its helpers (libkilnproto.a), and
 # the remote cache's messages: proto/reapi.proto (a subset of Bazel's
 # REAPI) and proto/kiln_cache.proto (docs/cache.md).
@@ -86,7 +87,7 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
              graph.c lifecycle.c deps_query.c step.c decide.c decide_key.c decide_cache.c \
              action_results.c blob_watch.c run.c tool_spawn.c trace.c discover.c dep_path.c \
              depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
-             scratch.c need.c need_wait.c orphans.c materialize.c search_path.c edits.c \
+             scratch.c need.c need_wait.c orphans.c materialize.c folder_out.c search_path.c edits.c \
              remote.c remote_upload.c agent_jobs.c bundle_build.c kpak_write.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
@@ -111,7 +112,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_agent.c client/agent.c client/agent_job.c client/agent_need.c \
             client/check_programs.c daemon/engine/tool_spawn.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
-             test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
+             test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
              test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents

@@ -291,9 +291,13 @@ ls_json_step(const kiln_plan *p, const kiln_step *s, const struct step_last *l)
 	for (size_t i = 0; i < s->noutputs; i++) {
 		if (i)
 			putchar(',');
+		char file[PATH_MAX];
 		json_str(s->outputs[i].name);
 		putchar(':');
-		json_str(s->outputs[i].file);
+		/* a folder output as it is written: "glyphs/" */
+		snprintf(file, sizeof file, "%s%s", s->outputs[i].file,
+		         s->outputs[i].folder ? "/" : "");
+		json_str(file);
 	}
 	printf("},\"argv\":");
 	json_strs(s->argv, s->nargv, "");
@@ -361,7 +365,8 @@ ls_text(const kiln_plan *p, kiln_store *st)
 			printf("  input    %s\n", buf);
 		}
 		for (size_t j = 0; j < s->noutputs; j++)
-			printf("  output   %s = %s\n", s->outputs[j].name, s->outputs[j].file);
+			printf("  output   %s = %s%s\n", s->outputs[j].name, s->outputs[j].file,
+			       s->outputs[j].folder ? "/" : "");
 		if (l.program[0])
 			printf("  program  %s (last decision)\n", l.program);
 		if (l.traced >= 0 && (s->tool == NULL || !s->tool->builtin))

@@ -57,13 +57,26 @@ one_profile_name(struct ld *c, const ynode *n, const char *field, void *arg)
 		vec_push(c->a, arg, &s);
 }
 
+/* A plain file name, or a folder's name and one trailing '/' (the
+ * slash is taken off o->file and said by o->folder). */
 static int
-output_file_ok(struct ld *c, const ynode *n, const char *file, const char *field)
+output_file_ok(struct ld *c, const ynode *n, kiln_output *o, const char *field)
 {
-	if (strchr(file, '/') == NULL && strcmp(file, ".") != 0 && strcmp(file, "..") != 0)
+	size_t len = strlen(o->file);
+	char *name;
+
+	if (len > 1 && o->file[len - 1] == '/') {
+		if ((name = arena_strndup(c->a, o->file, len - 1)) == NULL)
+			return 0;
+		o->file = name;
+		o->folder = 1;
+	}
+	if (strchr(o->file, '/') == NULL && strcmp(o->file, ".") != 0 &&
+	    strcmp(o->file, "..") != 0 && o->file[0] != '\0')
 		return 1;
-	diag_add(c->dg, KILN_DIAG_ERROR, ld_at(c, n), field, "output file '%s' must be "
-	         "a plain file name (tools write into their own scratch folder)", file);
+	diag_add(c->dg, KILN_DIAG_ERROR, ld_at(c, n), field, "output file '%s%s' must be "
+	         "a plain file name, or a folder's name ending in '/' (tools write into "
+	         "their own scratch folder)", o->file, o->folder ? "/" : "");
 	return 0;
 }
 
@@ -71,8 +84,8 @@ static void
 outputs(struct ld *c, const ynode *n, vec *out, const char *field)
 {
 	if (n != NULL && n->type == Y_SCALAR) {
-		kiln_output o = {"out", ld_text(c, n, field)};
-		if (o.file != NULL && output_file_ok(c, n, o.file, field))
+		kiln_output o = {"out", ld_text(c, n, field), 0};
+		if (o.file != NULL && output_file_ok(c, n, &o, field))
 			vec_push(c->a, out, &o);
 		return;
 	}
@@ -82,8 +95,8 @@ outputs(struct ld *c, const ynode *n, vec *out, const char *field)
 	for (size_t i = 0; i < n->n; i++) {
 		const ynode *k = n->items[2 * i], *v = n->items[2 * i + 1];
 		const char *f = ld_field(c, field, k->type == Y_SCALAR ? k->str : "?");
-		kiln_output o = {ld_name(c, k, field, "output"), ld_text(c, v, f)};
-		if (o.name != NULL && o.file != NULL && output_file_ok(c, v, o.file, f))
+		kiln_output o = {ld_name(c, k, field, "output"), ld_text(c, v, f), 0};
+		if (o.name != NULL && o.file != NULL && output_file_ok(c, v, &o, f))
 			vec_push(c->a, out, &o);
 	}
 }

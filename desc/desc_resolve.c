@@ -50,11 +50,12 @@ step_outputs(struct rs *r, struct sb *s, kiln_loc loc, const char *field)
 		return KILN_ENOMEM;
 	if (n == 0) {
 		const char *slash = strrchr(s->st.url, '/');
-		out[0] = (kiln_output){"out", slash ? slash + 1 : s->st.url};
+		out[0] = (kiln_output){"out", slash ? slash + 1 : s->st.url, 0};
 		n = 1;
 	}
 	for (size_t i = 0; i < s->decl_outputs->n; i++) {
 		out[i].name = decl[i].name;
+		out[i].folder = decl[i].folder;
 		out[i].file = resolve_expand(r, NULL, s->has_match ? &s->m : NULL, 0,
 		                             decl[i].file, &bad);
 		if (out[i].file == NULL) {

@@ -90,7 +90,11 @@ enum kiln_builtin {
 
 typedef struct kiln_output {
 	const char *name; /* "out" for a single unnamed output */
-	const char *file; /* file name the tool writes, in its scratch folder */
+	const char *file; /* file name the tool writes, in its scratch folder
+	                     (a folder output's name, without its '/') */
+	int folder;       /* written "name/": the tool writes a folder (a
+	                     tree record in the store; docs/format.md,
+	                     "Folder outputs") */
 } kiln_output;
 
 /* One input as the tool gets it: a source file, or one output of a

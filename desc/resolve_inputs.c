@@ -215,9 +215,11 @@ need_input(struct rs *r, struct sb *s, const struct desc_input *in)
 	qsort(hits, n, sizeof *hits, sb_url_order);
 	for (size_t i = 0; i < n; i++)
 		need_push(r, s, in, hits[i], name);
+	/* an empty ${in} is a wrong command, not a smaller one: refused */
 	if (n == 0)
-		diag_add(r->dg, KILN_DIAG_WARNING, in->loc, in->field, "'%s' matches "
-		         "nothing in profile '%s'", in->text, r->profile);
+		diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "'%s' matches "
+		         "no step in profile '%s' (the tool would run without it)",
+		         in->text, r->profile);
 	free(hits);
 	glob_free(g);
 	return 0;
@@ -257,8 +259,9 @@ resolve_input(struct rs *r, struct sb *s, const struct desc_input *in)
 			}
 	}
 	if (n == 0)
-		diag_add(r->dg, KILN_DIAG_WARNING, in->loc, in->field, "'%s' matches "
-		         "nothing in profile '%s'", in->text, r->profile);
+		diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "'%s' matches "
+		         "no file in profile '%s' (the tool would run without it)",
+		         in->text, r->profile);
 	glob_free(g);
 }
 

@@ -3,7 +3,8 @@
  * At start, T0 = now. Phase 1 deletes action results last used before
  * T0 - max_age (so a kept result never names a blob removed below). Phase 2
  * takes one snapshot of the roots (every index entry, every remaining
- * action's outputs) and lists objects/. Unrooted blobs last used before
+ * action's outputs, and the files listed by the tree records among them:
+ * a folder output keeps its files) and lists objects/. Unrooted blobs last used before
  * T0 - grace are candidates, oldest first, taken until the store fits the
  * budget. Phase 3 removes them in short write transactions; inside each,
  * a candidate whose use time moved past T0 - grace is skipped: every
@@ -39,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kiln_tree.h"
 #include "store_int.h"
 
 #define GC_BATCH 256
@@ -111,6 +113,39 @@ scan_index(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
 	if (rec_index_decode(v, vlen, &r) != 0)
 		return 0;
 	return idset_add(&g->roots, &r.id);
+}
+
+/* A rooted tree record (a folder output, kiln_tree.h) keeps the blobs it
+ * lists: each root that reads as one adds its files to the roots. Only
+ * the first bytes of other blobs are read. A tree that cannot be read is
+ * fsck's business; its files then go like any unrooted blob. */
+static int
+roots_add_trees(struct gc *g)
+{
+	size_t n0 = g->roots.n;
+	char head[16];
+
+	for (size_t i = 0; i < n0; i++) {
+		kiln_tree *t;
+		ssize_t got;
+		int fd, rv;
+		if (kiln_store_open_blob(g->s, &g->roots.ids[i], &fd) != 0)
+			continue;
+		got = read(fd, head, sizeof head);
+		close(fd);
+		if (got <= 0 || !kiln_tree_looks(head, (size_t)got))
+			continue;
+		if ((rv = kiln_tree_load(g->s, &g->roots.ids[i], &t)) == KILN_ENOMEM)
+			return rv;
+		for (size_t k = 0; rv == 0 && k < t->n; k++)
+			if (!t->e[k].dir && (rv = idset_add(&g->roots, &t->e[k].id)) != 0) {
+				kiln_tree_free(t);
+				return rv;
+			}
+		kiln_tree_free(t);
+	}
+	idset_sort(&g->roots);
+	return 0;
 }
 
 static int
@@ -358,6 +393,8 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 	    (rv = db_write(s->db, drop_actions_txn, &g)) != 0)
 		goto fail;
 	idset_sort(&g.roots);
+	if ((rv = roots_add_trees(&g)) != 0)
+		goto fail;
 	if ((rv = objects_scan(s, list_blob, NULL, &g)) != 0 ||
 	    (rv = db_read(s->db, use_times_txn, &g)) != 0)
 		goto fail;

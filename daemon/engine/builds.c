@@ -296,7 +296,7 @@ node_schedule(struct engine *e, struct graph *g, struct node *n, struct build *b
 			if (n->st == N_READY)
 				heap_push(&e->ready, g, n);
 			else if (n->st == N_RUNNABLE)
-				heap_push(&e->runnable, g, n);
+				heap_push(n->folders ? &e->runnable_local : &e->runnable, g, n);
 		}
 		if (node_done_state(n->st))
 			build_count(b, n);

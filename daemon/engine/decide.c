@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "folder_out.h"
 #include "decide.h"
 #include "discover.h"
 #include "lost.h"
@@ -70,6 +71,13 @@ outputs_intact(struct engine *e, struct node *n)
 		struct node_out *o = &n->outs[i];
 		uint64_t gen = 0;
 		int watched;
+		/* a folder: each file's content against its tree record (the
+		 * watch sees one folder, not what is inside it) */
+		if (o->folder) {
+			if (!folder_unchanged(e, n->outpaths[i], &o->id))
+				return 0;
+			continue;
+		}
 		/* nothing touched it since it was last found intact */
 		if (e->watch != NULL && watch_clean(e->watch, n->outpaths[i], o->mat_gen))
 			continue;

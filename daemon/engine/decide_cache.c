@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "folder_out.h"
 #include "decide.h"
 #include "discover.h"
 #include "need.h"
@@ -68,7 +69,8 @@ result_holds(struct engine *e, struct graph *g, struct node *n,
 		memcpy(n->outs[i].id.b, o->id.data, 16);
 		n->outs[i].size = o->size;
 		if (kiln_store_has(e->s, &n->outs[i].id, NULL) != 0 ||
-		    !blob_still_good(e, n->outpaths[i], &n->outs[i].id)) {
+		    (n->outs[i].folder ? !folder_blobs_present(e, &n->outs[i].id)
+		     : !blob_still_good(e, n->outpaths[i], &n->outs[i].id))) {
 			*missing_blob = 1;
 			return CACHE_MISS;
 		}

@@ -96,6 +96,7 @@ warn_free(struct warn_list *wl)
 		free(wl->v[i]);
 	free(wl->extra);
 	free(wl->inputs);
+	free(wl->folders);
 	memset(wl, 0, sizeof *wl);
 }
 
@@ -204,33 +205,52 @@ build_inputs_make(struct warn_list *wl, const struct graph *g, const struct node
 	size_t cap = n->nrneeds + n->ks->norder;
 
 	wl->inputs_made = 1;
-	if ((wl->inputs = calloc(cap + 1, sizeof *wl->inputs)) == NULL)
+	if ((wl->inputs = calloc(cap + 1, sizeof *wl->inputs)) == NULL ||
+	    (wl->folders = calloc(cap + 1, sizeof *wl->folders)) == NULL)
 		return KILN_ENOMEM;
 	for (size_t o = 0; o < n->ks->norder; o++) {
 		const struct node *d;
 		size_t i;
-		if (step_input_output(g, &n->ks->order[o], &d, &i) == 0)
+		if (step_input_output(g, &n->ks->order[o], &d, &i) == 0) {
 			wl->inputs[wl->ninputs++] = d->outpaths[i];
+			if (d->ks->outputs[i].folder)
+				wl->folders[wl->nfolders++] = d->outpaths[i];
+		}
 	}
 	for (uint32_t i = 0; i < n->nrneeds; i++) {
 		const struct need_dep *nd = &n->rneeds[i];
-		if (nd->out >= 0 && nd->idx < g->n)
-			wl->inputs[wl->ninputs++] = g->nodes[nd->idx].outpaths[nd->out];
+		const struct node *d;
+		if (nd->out >= 0 && nd->idx < g->n) {
+			d = &g->nodes[nd->idx];
+			wl->inputs[wl->ninputs++] = d->outpaths[nd->out];
+			if (d->ks->outputs[nd->out].folder)
+				wl->folders[wl->nfolders++] = d->outpaths[nd->out];
+		}
 	}
 	qsort(wl->inputs, wl->ninputs, sizeof *wl->inputs, str_cmp);
 	return 0;
 }
 
 /* Whether rel (under build/) is one of n's inputs: its prerequisites'
- * outputs, or an output its run was handed by `kiln need`. Out of memory
- * it is taken for one (no warning is better than a false one). */
+ * outputs, or an output its run was handed by `kiln need`, or a file or
+ * folder inside one that is a folder output (a listing: only that). Out
+ * of memory it is taken for one (no warning is better than a false one).
+ * What a folder output holds is in its key (its tree record's id). */
 static int
 build_input(struct warn_list *wl, const struct graph *g, const struct node *n,
-            const char *rel)
+            const char *rel, int listing)
 {
 	if (!wl->inputs_made && build_inputs_make(wl, g, n) != 0)
 		return 1;
-	return bsearch(&rel, wl->inputs, wl->ninputs, sizeof *wl->inputs, str_cmp) != NULL;
+	if (!listing &&
+	    bsearch(&rel, wl->inputs, wl->ninputs, sizeof *wl->inputs, str_cmp) != NULL)
+		return 1;
+	for (size_t i = 0; i < wl->nfolders; i++) {
+		size_t l = strlen(wl->folders[i]);
+		if (strncmp(rel, wl->folders[i], l) == 0 && (rel[l] == '\0' || rel[l] == '/'))
+			return 1;
+	}
+	return 0;
 }
 
 /* Warn about rel under build/: another step's output (or no step's), which
@@ -287,7 +307,7 @@ step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
 	 * there is no use of an output; nor is a folder stat'ed, anywhere (a
 	 * listing is) */
 	if (cls == DEP_PATH_BUILD) {
-		if (!missing && (listing || !build_input(wl, g, n, out)) &&
+		if (!missing && !build_input(wl, g, n, out, listing) &&
 		    (listing || !is_folder(e, out)))
 			warn_build(wl, g, out);
 		return 0;

@@ -22,6 +22,9 @@ struct warn_list {
 	 * many outputs reads each, and a scan per path is quadratic */
 	const char **inputs;
 	size_t ninputs;
+	/* those of them that are folder outputs: a path under one is theirs */
+	const char **folders;
+	size_t nfolders;
 	int inputs_made;
 };
 

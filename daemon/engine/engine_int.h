@@ -61,6 +61,8 @@ struct node_out {
 	uint64_t mat_gen;    /* the watch's generation when mat was seen (0: none) */
 	uint64_t blob_gen;   /* the store watch's generation when its blob was
 	                        last found in the store (0: none) */
+	uint8_t folder;      /* a folder output: id is its tree record
+	                        (folder_out.c) */
 };
 
 struct engine;
@@ -219,6 +221,9 @@ struct node {
 	uint8_t cancels;         /* runs cancelled for edits in this wave */
 	uint8_t finishing;       /* N_RUNNING, its tool ended: a worker is
 	                            finishing it (its disc is being replaced) */
+	uint8_t folders;         /* it writes or reads a folder output: runs
+	                            here, never on an agent, and never through
+	                            the shared cache (folder_out.c) */
 };
 
 struct graph {

@@ -176,9 +176,24 @@ graph_outputs(struct graph *g)
 	for (uint32_t i = 0; i < g->n; i++) {
 		struct node *n = &g->nodes[i];
 		n->outpaths = g->outpaths + at;
-		for (size_t k = 0; k < n->ks->noutputs; k++)
+		for (size_t k = 0; k < n->ks->noutputs; k++) {
 			n->outpaths[k] = g->outpath_text + offs[at + k];
+			n->outs[k].folder = (uint8_t)n->ks->outputs[k].folder;
+			n->folders |= n->outs[k].folder;
+		}
 		at += n->ks->noutputs;
+	}
+	/* a step given a folder output reads it from build/, by its path:
+	 * only this machine has that path */
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct node *n = &g->nodes[i];
+		for (size_t o = 0; o < n->ks->norder; o++) {
+			const struct node *d;
+			size_t k;
+			if (step_input_output(g, &n->ks->order[o], &d, &k) == 0 &&
+			    d->ks->outputs[k].folder)
+				n->folders = 1;
+		}
 	}
 	rv = 0;
 fail:

@@ -442,6 +442,29 @@ materialize_output(kiln_store *s, const char *root, int rootfd, const char *relp
 }
 
 int
+materialize_dir_open(const char *root, const char *relpath, int create, int *fd)
+{
+	const char *name;
+	int dfd, rv;
+
+	*fd = -1;
+	if ((rv = rel_check(relpath)) != 0 ||
+	    (rv = walk_parents(root, relpath, create, &dfd, &name)) != 0)
+		return rv;
+	rv = open_dir_at(dfd, name, create, fd);
+	/* a file or symlink where the folder goes (the output was a file
+	 * before): replaced, as a file output replaces what is in its way */
+	if (create && (rv == KILN_EEXIST || rv == KILN_EINVAL)) {
+		if (unlinkat(dfd, name, 0) == 0)
+			rv = open_dir_at(dfd, name, create, fd);
+		else
+			rv = kiln_err_from_errno(errno);
+	}
+	close(dfd);
+	return rv;
+}
+
+int
 materialize_unchanged(const char *root, const char *relpath,
                       const kiln_file_rec *rec)
 {
@@ -489,10 +512,19 @@ index_check(struct index_entry *e, size_t n)
 
 	int sorted = 1;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		char file[PATH_MAX];
+		size_t fl = e[i].file != NULL ? strlen(e[i].file) : 0;
+		/* a folder output's line ends its path with one '/' */
+		if (fl == 0 || fl >= sizeof file)
+			return KILN_EINVAL;
+		memcpy(file, e[i].file, fl + 1);
+		if (fl > 1 && file[fl - 1] == '/')
+			file[fl - 1] = '\0';
 		if ((rv = field_check(e[i].url)) != 0 ||
-		    (rv = field_check(e[i].file)) != 0 || (rv = rel_check(e[i].file)) != 0)
+		    (rv = field_check(e[i].file)) != 0 || (rv = rel_check(file)) != 0)
 			return rv;
+	}
 	/* callers usually pass them sorted: one pass to see, no sort */
 	for (i = 1; i < n && sorted; i++)
 		sorted = strcmp(e[i - 1].url, e[i].url) < 0;
@@ -688,6 +720,13 @@ prune_dir(struct prune *pr, int fd, size_t len)
 				pr->rv = KILN_EIO;
 			continue;
 		}
+		/* a folder output ("dir/" kept) is its own: folder_out.c */
+		memcpy(pr->rel + len, de->d_name, nlen);
+		pr->rel[len + nlen] = '/';
+		pr->rel[len + nlen + 1] = '\0';
+		if (pr->nkeep > 0 && bsearch(pr->rel, pr->keep, pr->nkeep, sizeof(*pr->keep),
+		                             keep_cmp) != NULL)
+			continue;
 		sub = openat(dirfd(d), de->d_name,
 		             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0) {

@@ -21,7 +21,9 @@
  *   <url> TAB <32 lowercase hex: XXH3-128 of the content> TAB <size in
  *   bytes, decimal> TAB <file path relative to build/<profile>/>
  * A step's single output is listed under the step's URL; a step with
- * named outputs lists each as <url>#<name>. URLs never hold tabs or line
+ * named outputs lists each as <url>#<name>. A folder output's line names
+ * its folder, the path ending in '/', and its tree record (hash and size
+ * of that record: kiln_tree.h). URLs never hold tabs or line
  * ends (the loader refuses control characters). Written to a temporary
  * file and renamed, so a reader sees the old map or the new one.
  *
@@ -64,6 +66,13 @@
 int materialize_output(kiln_store *s, const char *root, int rootfd,
                        const char *relpath, const kiln_id *id, kiln_mat_mode mode,
                        kiln_file_rec *st);
+
+/* Open the folder root/relpath (a folder output's place) walking down
+ * from root without following a symlink on the way; when create, make it
+ * and its parents, replacing a file or symlink where it goes. *fd is the
+ * folder (O_DIRECTORY), the caller closes it. 0, KILN_ENOTFOUND,
+ * KILN_EINVAL (bad relpath, a symlink on the way), KILN_EEXIST, KILN_EIO. */
+int materialize_dir_open(const char *root, const char *relpath, int create, int *fd);
 
 /* Whether root/relpath still is what rec says, judged by stat alone
  * (size, mtime_ns, ino, ctime_ns): 1 yes, 0 no or missing. */

@@ -440,6 +440,16 @@ answer_done(struct node *n, const struct node *t, int out,
 		         t->st == N_FAILED && t->error ? t->error : "");
 		return t->st == N_CANCELLED ? KILN_ECANCELLED : KILN_EFAILED;
 	}
+	/* an agent fetches what it is given as one blob each: a folder's
+	 * would reach its tool as the tree record's text */
+	for (size_t k = lo; n->w != NULL && n->w->lease != 0 && k < hi; k++)
+		if (t->outs[k].folder) {
+			snprintf(err, errlen, "needed output %s#%s is a folder output: "
+			         "a step on a build agent cannot be given one (declare "
+			         "it as an input: such a step runs on the daemon's machine)",
+			         t->ks->url, t->ks->outputs[k].name);
+			return KILN_EINVAL;
+		}
 	if ((ans->paths = calloc(hi - lo + 1, sizeof *ans->paths)) == NULL ||
 	    (ans->ids = calloc(hi - lo + 1, sizeof *ans->ids)) == NULL)
 		return KILN_ENOMEM;

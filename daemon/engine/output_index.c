@@ -139,6 +139,9 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		cap += nd->ks->noutputs;
 		for (size_t k = 0; !url_plain(nd) && k < nd->ks->noutputs; k++)
 			slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) + 2;
+		for (size_t k = 0; k < nd->ks->noutputs; k++)
+			if (nd->outs[k].folder)
+				slen += strlen(nd->outpaths[k]) + 2;
 	}
 	if ((j->v = calloc(cap + 1, sizeof *j->v)) == NULL ||
 	    (j->strs = malloc(slen + 1)) == NULL) {
@@ -159,8 +162,13 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		} else {
 			x->url = nd->ks->url;
 		}
-		/* relative to build/<profile>/ */
+		/* relative to build/<profile>/; a folder's ends in '/' */
 		x->file = nd->outpaths[k] + skip;
+		if (nd->outs[k].folder) {
+			int len = sprintf(j->strs + at, "%s/", x->file);
+			x->file = j->strs + at;
+			at += (size_t)len + 1;
+		}
 		x->id = nd->outs[k].id;
 		x->size = nd->outs[k].size;
 	}

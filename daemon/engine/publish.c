@@ -20,6 +20,7 @@
 #include "engine_int.h"
 #include "decide.h"
 #include "discover.h"
+#include "folder_out.h"
 #include "need.h"
 #include "publish.h"
 #include "remote.h"
@@ -207,6 +208,11 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			/* in the store already: an agent's (agent_jobs.c) */
 			n->outs[i].id = n->w->landed[i].id;
 			n->outs[i].size = n->w->landed[i].size;
+			continue;
+		}
+		if (n->ks->outputs[i].folder) {
+			if (folder_publish(e, n, i, dir) != 0)
+				res = FINISH_FAILED;
 			continue;
 		}
 		snprintf(out, sizeof out, "%s/%s", dir, n->ks->outputs[i].file);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "folder_out.h"
 #include "publish.h"
 #include "step.h"
 
@@ -94,6 +95,8 @@ step_output_unchanged(struct engine *e, const char *path, const struct node_out 
 	kiln_id h;
 	int fd, rv;
 
+	if (o->folder)
+		return folder_unchanged(e, path, &o->id);
 	if (mat_unchanged(e, path, &rec))
 		return 1;
 	/* its stat moved: with hard links, another output putting the same
@@ -136,6 +139,14 @@ materialize_all(struct engine *e, struct node *n)
 	for (size_t i = 0; i < n->ks->noutputs; i++) {
 		int rv;
 		n->outs[i].mat_gen = 0;   /* written again: looked at again */
+		if (n->outs[i].folder) {
+			if ((rv = folder_materialize(e, n->outpaths[i], &n->outs[i].id)) != 0) {
+				set_error(n, "cannot write the folder %s: %s", n->outpaths[i],
+				          kiln_strerror(rv));
+				return rv;
+			}
+			continue;
+		}
 		if (mode == KILN_MAT_COPY && copy_intact(e, n->outpaths[i], &n->outs[i]))
 			continue;
 		rv = materialize_output(e->s, e->root, e->rootfd, n->outpaths[i], &n->outs[i].id,

@@ -160,7 +160,8 @@ outputs_record(struct engine *e, const struct graph *g, struct node *n)
 		step_output_url(n, i, url, sizeof url);
 		rv = kiln_batch_index_set(b, g->profile, url, &n->outs[i].id);
 		fr.hash = n->outs[i].id;
-		if (rv == 0)
+		/* a folder is checked by content (folder_out.c): no stat record */
+		if (rv == 0 && !n->outs[i].folder)
 			rv = kiln_batch_file_put(b, n->outpaths[i], &fr);
 	}
 	engine_batch_unlock(e);

@@ -471,6 +471,11 @@ remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
 	*res = NULL;
 	if (rc == NULL)
 		return KILN_ENOTFOUND;
+	/* folder outputs are not shared (remote_upload): no lookup */
+	if (n->folders) {
+		remote_conn_put(r, rc);
+		return KILN_ENOTFOUND;
+	}
 	if (kiln_cache_index_key(n->w->new_key.b, 16, key) != 0)
 		goto fail;
 	rv = remote_get_entry(rc->c, key, &buf, &len);

@@ -110,6 +110,10 @@ remote_upload(struct engine *e, const struct node *n)
 	 * after the run (nothing to state their conditions with) */
 	if (!rw || n->nneeds > 0 || (n->ndisc > 0 && n->w->disc_seen == NULL))
 		return;
+	/* nor a step writing or reading a folder output: the cache's
+	 * ActionResult would carry its tree record as a plain file */
+	if (n->folders)
+		return;
 	for (size_t i = 0; i < n->ndisc; i++) {
 		size_t len = strlen(n->disc[i]);
 		if (len == 0 || n->disc[i][len - 1] == '/')

@@ -28,6 +28,7 @@
 #include "orphans.h"
 #include "run.h"
 #include "schedule.h"
+#include "folder_out.h"
 #include "scratch.h"
 #include "search_path.h"
 #include "step.h"
@@ -407,6 +408,17 @@ prep_free(struct run_prep *rp)
 	av_free(&rp->p.word);
 }
 
+/* The empty folders of n's folder outputs, in its scratch folder. */
+static int
+folder_prepare_at(struct engine *e, struct node *n)
+{
+	char dir[PATH_MAX];
+
+	if (scratch_path(e, n->w->scratch, "", 1, dir, sizeof dir) != 0)
+		return KILN_ERANGE;
+	return folder_prepare(n, dir);
+}
+
 static int
 prep_make(struct engine *e, struct graph *g, struct node *n, struct run_prep *rp)
 {
@@ -428,6 +440,9 @@ prep_make(struct engine *e, struct graph *g, struct node *n, struct run_prep *rp
 	}
 	if ((rv = paths_make(e, g, n, &rp->p)) != 0 || (rv = argv_make(e, n, &rp->p, &rp->av)) != 0)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	else if (n->folders && (rv = folder_prepare_at(e, n)) != 0)
+		set_error(n, "%s: cannot make its folder outputs in its scratch folder: %s",
+		          n->ks->url, kiln_strerror(rv));
 	else
 		rv = step_program(e, n, rp->exe, sizeof rp->exe, &rp->exe_id, NULL);
 	/* e->desc is only replaced while no build runs: the pointer holds */

@@ -549,7 +549,9 @@ eval_after(struct engine *e, struct graph *g, struct node *n, enum eval_result r
 		node_finish(e, g, n, N_WOULD_RUN);
 	} else {
 		n->st = N_RUNNABLE;
-		if (heap_push(&e->runnable, g, n) != 0)
+		/* a step with folder outputs, or given one, runs on this
+		 * machine: an agent would get its tree record as a file */
+		if (heap_push(n->folders ? &e->runnable_local : &e->runnable, g, n) != 0)
 			node_fail(e, g, n);
 	}
 }

@@ -428,3 +428,26 @@ YAML
 	run "$KILN" why bundles/texts
 	[[ "$output" != *"ran on: agent"* ]] || { echo "$output"; false; }
 }
+
+@test "a step writing a folder output, and one reading it, run on the daemon's machine even with local jobs 0; the others on the agent" {
+	agents_project
+	cat >>kiln.yaml <<'YAML'
+  - { url: split, tool: split, inputs: [src/f1.txt], outputs: { d: "parts/" } }
+  - { url: joined.txt, tool: joinf, inputs: ["@split#d"] }
+YAML
+	sed -i "/^tools:/a\\
+  split: { shell: true, run: 'cp \"\${in}\" \"\${out.d}/x\"; mkdir \"\${out.d}/s\"; echo y >\"\${out.d}/s/y\"' }\\
+  joinf: { shell: true, run: 'cat \"\${in}/x\" \"\${in}/s/y\" >\"\${out}\"' }" kiln.yaml
+	daemon_up --local-jobs 0
+	agent_up one -j 1
+	run --separate-stderr "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; cat .kiln/kilnd.log; false; }
+	[ "$(cat build/pc/joined.txt)" = "$(printf 'text 1\ny')" ]
+	[ "$(cat build/pc/parts/s/y)" = y ]
+	for u in split joined.txt; do
+		line=$(grep "\"url\":\"$u\"" <<<"$output" | grep '"result":"ran"')
+		[ -n "$line" ] || { echo "$output"; false; }
+		[[ "$line" != *'"machine":"one"'* ]] || { echo "$u ran on the agent: $line"; false; }
+	done
+	grep "\"url\":\"a1.txt\"" <<<"$output" | grep -q '"machine":"one"' || { echo "$output"; false; }
+}

@@ -376,3 +376,36 @@ with_ca() {
 	[[ "$output" == *"not asked for now: it kept failing"* ]] || { echo "$output"; false; }
 	grep -q "shared cache $URL: .*later errors are only counted" .kiln/kilnd.log
 }
+
+# add_folder_steps DIR: a step writing a folder output and one reading it
+# (each run logged like upper.sh's).
+add_folder_steps() {
+	sed -i "/^tools:/a\\
+  split: { shell: true, trace: false, run: 'echo split >>\"$RUNS\"; cp \"\${in}\" \"\${out.d}/x\"; mkdir \"\${out.d}/s\"; echo y >\"\${out.d}/s/y\"' }\\
+  join: { shell: true, trace: false, run: 'echo join >>\"$RUNS\"; cat \"\${in}/x\" \"\${in}/s/y\" >\"\${out}\"' }" "$1/kiln.yaml"
+	cat >>"$1/kiln.yaml" <<'YAML'
+assets:
+  - { url: split, tool: split, inputs: [src/a.txt], outputs: { d: "parts/" } }
+  - { url: joined.txt, tool: join, inputs: ["@split#d"] }
+YAML
+}
+
+@test "steps writing or reading a folder output are neither uploaded nor looked up: the second machine runs them, the rest downloads" {
+	nginx_start
+	write_machine "$M1"
+	write_machine "$M2"
+	add_folder_steps "$M1"
+	add_folder_steps "$M2"
+	build_in "$M1"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 5 ] || { cat "$RUNS"; false; }
+	wait_uploads "$M1" 3
+	[ "$(cd "$M1" && status_field cache_uploaded)" = 3 ]
+	[ "$(ac_files)" = 6 ]   # the three plain steps only
+	: >"$RUNS"
+	build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(sort "$RUNS" | tr '\n' ' ')" = "join split " ] || { echo "ran: $(cat "$RUNS")"; false; }
+	[ "$(cat "$M2/build/pc/joined.txt")" = "$(printf 'alpha\ny')" ]
+	[ "$(cat "$M2/build/pc/parts/s/y")" = y ]
+}

@@ -152,7 +152,10 @@ reload_of_kiln_yaml_rereads_everything(void **state)
 	static const char two_profiles_more[] =
 		"kiln: 1\nproject: t2\nsources: [art]\n"
 		"profiles: { pc: , mobile: , editor: }\n"
-		"tools:\n  copy: { run: [cp, \"${in}\", \"${out}\"] }\n";
+		"tools:\n  copy: { run: [cp, \"${in}\", \"${out}\"] }\n"
+		/* a narrower rule: ui/atlas's "@img/ui/..." must still match
+		 * a step (a glob input matching nothing is an error) */
+		"rules:\n  - { match: \"art/ui/*.png\", url: \"img/ui/${match.name}\", tool: copy }\n";
 	const char *const *names;
 	kiln_desc *d;
 
@@ -162,8 +165,9 @@ reload_of_kiln_yaml_rereads_everything(void **state)
 	assert_kiln(0, kiln_desc_reload(d, "kiln.yaml"));
 	assert_int_equal(kiln_desc_profiles(d, &names), 3);
 	assert_string_equal(kiln_desc_project(d), "t2");
-	/* the rule is gone; the sub-file's assets remain */
+	/* the old rule is gone; the sub-file's assets remain */
 	assert_null(step(kiln_desc_plan(d, "editor"), "img/hero"));
+	assert_non_null(step(kiln_desc_plan(d, "editor"), "img/ui/button"));
 	assert_non_null(step(kiln_desc_plan(d, "editor"), "ui/font"));
 	kiln_desc_free(d);
 }
