@@ -70,17 +70,22 @@ entry_step(struct rs *r, const struct desc_bundle *b, const struct desc_input *i
 {
 	size_t k;
 
-	if (out == NULL) {
-		for (k = 0; k < st->noutputs; k++)
+	for (k = 0; k < st->noutputs; k++) {
+		if (out != NULL && strcmp(st->outputs[k].name, out) != 0)
+			continue;
+		/* a bundle's entry is one file's bytes; a folder's blob is its
+		 * listing, which no game asks for */
+		if (st->outputs[k].folder)
+			diag_add(r->dg, KILN_DIAG_ERROR, in->loc, in->field, "bundle '%s': '%s': "
+			         "output '%s' of step '%s' is a folder; a bundle takes files",
+			         b->name, in->text, st->outputs[k].name, st->url);
+		else
 			entry_add(r, es, st, k);
-		return;
+		if (out != NULL)
+			return;
 	}
-	for (k = 0; k < st->noutputs && strcmp(st->outputs[k].name, out) != 0; k++)
-		;
-	if (k < st->noutputs) {
-		entry_add(r, es, st, k);
+	if (out == NULL)
 		return;
-	}
 	char have[300] = "";
 	for (size_t i = 0; i < st->noutputs && strlen(have) < 200; i++)
 		snprintf(have + strlen(have), sizeof have - strlen(have), "%s'%s'", i ? ", " : "",
@@ -135,10 +140,11 @@ bundle_step(struct rs *r, const kiln_bundle_plan *bp, struct entries *es, kiln_s
 	memset(st, 0, sizeof *st);
 	if (outs == NULL || argv == NULL)
 		return KILN_ENOMEM;
-	outs[0] = (kiln_output){"bundle", arena_printf(r->a, "%s.kpak", bp->name)};
-	outs[1] = (kiln_output){"header", arena_printf(r->a, "%s.h", bp->name)};
+	outs[0] = (kiln_output){.name = "bundle", .file = arena_printf(r->a, "%s.kpak", bp->name)};
+	outs[1] = (kiln_output){.name = "header", .file = arena_printf(r->a, "%s.h", bp->name)};
 	if (bp->manifest)
-		outs[2] = (kiln_output){"manifest", arena_printf(r->a, "%s.json", bp->name)};
+		outs[2] = (kiln_output){.name = "manifest",
+		                        .file = arena_printf(r->a, "%s.json", bp->name)};
 	/* what `kiln desc` shows; in the action key with the options too */
 	argv[0] = "kiln-bundle";
 	argv[1] = arena_printf(r->a, "--align=%u", bp->align);

@@ -241,3 +241,17 @@ YAML
 	[[ "$stderr" == *"bundle 'clash' builds URL 'bundles/clash', which the asset at kiln.yaml:"*" builds too"* ]] ||
 		{ echo "$stderr"; false; }
 }
+
+@test "a folder output in a bundle is an error (a bundle's entry is one file)" {
+	write_project
+	sed -i '/^bundles:/,$d' kiln.yaml
+	cat >>kiln.yaml <<'YAML'
+  - { url: dir, tool: copy, inputs: [src/u.txt], outputs: { d: "d/" } }
+bundles:
+  x: ["c/a", "dir"]
+YAML
+	run --separate-stderr "$KILN" check -q
+	[ "$status" -ne 0 ] || { echo "kiln check passed"; false; }
+	[[ "$stderr" == *"bundles.x[1]: bundle 'x': 'dir': output 'd' of step 'dir' is a folder; a bundle takes files"* ]] ||
+		{ echo "$stderr"; false; }
+}
