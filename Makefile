@@ -108,7 +108,7 @@ LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c \
             client/cmd_agent.c client/agent.c client/agent_job.c client/agent_need.c \
-            client/check_programs.c daemon/engine/tool_spawn.c
+            client/check_programs.c client/cmd_graph.c client/stepgraph.c daemon/engine/tool_spawn.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \

@@ -146,6 +146,21 @@ int cmd_check(const struct cli *cli, int argc, char **argv);
 size_t check_programs(const kiln_desc *d);
 /* kiln ls [-C DIR] [-p PROFILE] [--json]: list the steps of a profile. */
 int cmd_ls(const struct cli *cli, int argc, char **argv);
+/* Load the project in given (NULL: found as cli_project_dir does), print
+ * its diagnostics on stderr; *nwarn counts the warnings. CLI_OK, or
+ * CLI_USAGE with *d NULL when it could not be read at all. */
+int cli_project_load(const char *cmd, const char *given, kiln_desc **d,
+                     size_t *nwarn);
+/* The profile to use: given (must exist, else says so) or the first.
+ * NULL after an error. */
+const char *cli_profile_pick(const char *cmd, const kiln_desc *d,
+                             const char *given);
+
+/* ---- commands (cmd_graph.c) -------------------------------------------- */
+
+/* kiln graph [URL|GLOB...] [-C DIR] [-p PROFILE] [--format dot|json]
+ * [--rdeps]: the step graph, declared and discovered edges. */
+int cmd_graph(const struct cli *cli, int argc, char **argv);
 
 /* ---- the store --------------------------------------------------------- */
 

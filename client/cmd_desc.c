@@ -66,10 +66,8 @@ diag_print(const kiln_diag *g)
 	fprintf(stderr, "%s\n", g->msg);
 }
 
-/* Load the project, print its diagnostics. CLI_OK, or CLI_USAGE with *d
- * NULL when it could not be read at all. */
-static int
-project_load(const char *cmd, const char *given, kiln_desc **d, size_t *nwarn)
+int
+cli_project_load(const char *cmd, const char *given, kiln_desc **d, size_t *nwarn)
 {
 	char dir[PATH_MAX];
 	const kiln_diag *g;
@@ -99,9 +97,8 @@ project_load(const char *cmd, const char *given, kiln_desc **d, size_t *nwarn)
 	return CLI_OK;
 }
 
-/* The profile to use: given (must exist) or the first. NULL after an error. */
-static const char *
-profile_pick(const char *cmd, const kiln_desc *d, const char *given)
+const char *
+cli_profile_pick(const char *cmd, const kiln_desc *d, const char *given)
 {
 	const char *const *names;
 	size_t n = kiln_desc_profiles(d, &names);
@@ -149,7 +146,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage("check", check_usage, "unexpected argument '%s'", argv[optind]);
-	if ((rv = project_load("check", dir, &d, &nwarn)) != CLI_OK)
+	if ((rv = cli_project_load("check", dir, &d, &nwarn)) != CLI_OK)
 		return rv;
 	nerr = kiln_desc_nerrors(d);
 	/* what this machine has, not what the descriptions say: asked for
@@ -157,7 +154,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 	 * plans hold the programs, so not with errors */
 	if (programs && nerr == 0)
 		nwarn += check_programs(d);
-	if (profile != NULL && profile_pick("check", d, profile) == NULL)
+	if (profile != NULL && cli_profile_pick("check", d, profile) == NULL)
 		nerr++;
 	nprof = kiln_desc_profiles(d, &names);
 	nfiles = kiln_desc_files(d, &files);
@@ -405,7 +402,7 @@ cmd_ls(const struct cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage("ls", ls_usage, "unexpected argument '%s'", argv[optind]);
-	if ((rv = project_load("ls", dir, &d, &nwarn)) != CLI_OK)
+	if ((rv = cli_project_load("ls", dir, &d, &nwarn)) != CLI_OK)
 		return rv;
 	if (kiln_desc_nerrors(d) > 0) {
 		fprintf(stderr, "kiln: ls: the descriptions have errors (see above; "
@@ -413,7 +410,7 @@ cmd_ls(const struct cli *cli, int argc, char **argv)
 		kiln_desc_free(d);
 		return CLI_USAGE;
 	}
-	if ((profile = profile_pick("ls", d, given)) == NULL ||
+	if ((profile = cli_profile_pick("ls", d, given)) == NULL ||
 	    (plan = kiln_desc_plan(d, profile)) == NULL) {
 		kiln_desc_free(d);
 		return CLI_USAGE;
