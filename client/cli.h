@@ -186,9 +186,15 @@ int cli_store_open_why(const char *cmd, const struct cli *cli, unsigned flags,
 /* Connect to the daemon: the project's (started when none answers, if
  * start is set) or --connect's. Returns CLI_OK with *c set; CLI_OK with *c
  * NULL when start is not set and no project daemon runs (the caller works
- * offline); or says why on stderr and returns CLI_USAGE. */
+ * offline); or says why on stderr and returns CLI_USAGE — also when start
+ * is set and no folder from here upward holds kiln.yaml (no daemon is
+ * started outside a project). */
 int cli_connect(const char *cmd, const struct cli *cli, int start,
                 kiln_conn **c);
+
+/* -C DIR: make dir (NULL: stay) the current folder, where the project is
+ * looked for. CLI_OK, or CLI_USAGE after saying why. */
+int cli_chdir(const char *cmd, const char *dir);
 
 /* Say on stderr why a request to the daemon failed, with the daemon's own
  * words when it gave any. */
