@@ -82,7 +82,11 @@ cli_project_load(const char *cmd, const char *given, kiln_desc **d, size_t *nwar
 	}
 	rv = kiln_desc_load(dir, d);
 	if (rv == KILN_ENOTFOUND) {
-		cli_errorf(cmd, "%s: no kiln.yaml here (use -C DIR, or run inside a project)", dir);
+		if (given != NULL)
+			cli_errorf(cmd, "%s: no kiln.yaml there", dir);
+		else
+			cli_errorf(cmd, "no kiln.yaml in %s or any folder above it: not "
+			           "in a kiln project (cd into one, or give -C DIR)", dir);
 		return CLI_USAGE;
 	}
 	if (*d == NULL) {

@@ -120,7 +120,8 @@ cmd_help(const struct cli *cli, int argc, char **argv)
 	char help[] = "--help";
 	char *args[] = {NULL, help, NULL};
 
-	if (argc < 2) {
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
 		help_print();
 		return CLI_OK;
 	}
