@@ -156,6 +156,13 @@ int cli_project_load(const char *cmd, const char *given, kiln_desc **d,
 const char *cli_profile_pick(const char *cmd, const kiln_desc *d,
                              const char *given);
 
+/* ---- commands (cmd_complete.c) ----------------------------------------- */
+
+/* kiln __complete commands|profiles|urls [-C DIR] [-p PROFILE]: words for
+ * the bash completion, one a line; commands are the table's names. */
+int cmd_complete(const struct cli *cli, int argc, char **argv,
+                 const char *const *commands, size_t ncommands);
+
 /* ---- commands (cmd_graph.c) -------------------------------------------- */
 
 /* kiln graph [URL|GLOB...] [-C DIR] [-p PROFILE] [--format dot|json]

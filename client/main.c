@@ -93,12 +93,19 @@ help_print(void)
 	      "  -h, --help           show this help\n"
 	      "  --version            print the version\n"
 	      "\n"
-	      "The project's daemon, kilnd, is started by 'kiln status' and 'kiln\n"
-	      "events' when none runs; put and cat use it when it runs, and the\n"
-	      "store directly when it does not.\n"
+	      "examples:\n"
+	      "  kiln build -p pc                  build every asset for pc\n"
+	      "  kiln why sprites/hero             why that step ran\n"
+	      "  kiln graph | dot -Tsvg > g.svg    draw the step graph\n"
 	      "\n"
-	      "exit status: 0 ok; 1 problems found (corrupt or missing data);\n"
-	      "2 bad usage, bad input, an unusable store or an unreachable daemon.\n"
+	      "The project is the nearest folder upward holding kiln.yaml (or -C\n"
+	      "DIR). Its daemon, kilnd, is started by the first command that needs\n"
+	      "it; outside any project such a command says so and exits 2 instead.\n"
+	      "put and cat use the daemon when it runs, the store directly when not.\n"
+	      "\n"
+	      "exit status: 0 ok; 1 problems found (a failed step, corrupt or\n"
+	      "missing data); 2 bad usage, bad input, no kiln.yaml here or above,\n"
+	      "an unusable store or an unreachable daemon.\n"
 	      "Run 'kiln COMMAND --help' for a command's options.\n",
 	      stdout);
 }
@@ -199,6 +206,17 @@ stdout_close(int rv)
 	return rv;
 }
 
+/* The hidden `kiln __complete` (cmd_complete.c), given the table's names. */
+static int
+complete_run(const struct cli *cli, int argc, char **argv)
+{
+	const char *names[NCOMMANDS];
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	return cmd_complete(cli, argc, argv, names, NCOMMANDS);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -210,6 +228,9 @@ main(int argc, char **argv)
 	if ((rv = global_parse(&cli, argc, argv)) != CLI_CONTINUE)
 		exit(stdout_close(rv));
 	first = optind;
+	optind = 0;
+	if (strcmp(argv[first], "__complete") == 0)
+		exit(stdout_close(complete_run(&cli, argc - first, argv + first)));
 	if ((cmd = command_find(argv[first])) == NULL)
 		exit(cli_usage(NULL, usage, "unknown command '%s'", argv[first]));
 	optind = 0; /* restart getopt for the command's own options */
