@@ -50,6 +50,7 @@ static const char graph_help[] =
 struct graph_opts {
 	const char *dir, *profile;
 	int json, rdeps;
+	int helped;         /* --help was printed: nothing else to do */
 	char **patterns;
 	size_t npatterns;
 };
@@ -83,7 +84,7 @@ graph_parse(int argc, char **argv, struct graph_opts *o)
 				                 "'%s' is neither dot nor json", optarg);
 			o->json = strcmp(optarg, "json") == 0;
 			break;
-		case 'h': cli_help(graph_help); return CLI_CONTINUE - 1;
+		case 'h': o->helped = 1; return cli_help(graph_help);
 		default: return cli_bad_option("graph", graph_usage, longopts, ch, argv);
 		}
 	}
@@ -304,8 +305,8 @@ cmd_graph(const struct cli *cli, int argc, char **argv)
 	size_t nwarn;
 	int rv;
 
-	if ((rv = graph_parse(argc, argv, &o)) != CLI_CONTINUE)
-		return rv < CLI_CONTINUE ? CLI_OK : rv;
+	if ((rv = graph_parse(argc, argv, &o)) != CLI_CONTINUE || o.helped)
+		return rv;
 	/* the daemon is the one of the project found from here */
 	if (o.dir != NULL && chdir(o.dir) != 0) {
 		cli_errorf("graph", "%s: %s", o.dir, strerror(errno));
