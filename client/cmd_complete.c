@@ -3,6 +3,7 @@
  * project's profiles, a profile's step URLs. One word a line, nothing on
  * failure (a completion must stay quiet), and never a daemon: the names
  * come from the descriptions alone. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@ static const char complete_usage[] =
 static int
 complete_project(const char *what, const char *dir, const char *profile)
 {
-	char root[4096];
+	char root[PATH_MAX];
 	const char *const *names;
 	const kiln_plan *p;
 	kiln_desc *d = NULL;

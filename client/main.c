@@ -72,9 +72,12 @@ help_print(void)
 {
 	printf("kiln %s — a content build daemon for games\n\n%s\ncommands:\n",
 	       KILN_VERSION, usage);
-	for (size_t i = 0; i < NCOMMANDS; i++)
-		printf("  %-7s %s\n          e.g. %s\n", commands[i].name,
-		       commands[i].summary, commands[i].example);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		printf("  %-7s %s\n", commands[i].name, commands[i].summary);
+		/* an entry without one is a bug tests/e2e/cli.bats reports */
+		if (commands[i].example != NULL)
+			printf("          e.g. %s\n", commands[i].example);
+	}
 	fputs("\n"
 	      "options:\n"
 	      "  --store DIR          the store folder, for every command (default:\n"
