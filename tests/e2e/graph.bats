@@ -48,6 +48,7 @@ ids() {
 }
 
 @test "graph --format json of one URL: what it needs, nothing else" {
+	command -v jq >/dev/null || skip "jq is not installed"
 	sample_copy
 	run "$KILN" graph ui/atlas --format json -p pc
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -62,6 +63,7 @@ ids() {
 }
 
 @test "graph --rdeps of a source file: the steps that depend on it, up to the bundle" {
+	command -v jq >/dev/null || skip "jq is not installed"
 	sample_copy
 	run "$KILN" graph --rdeps art/ui/star.png --format json
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -72,6 +74,7 @@ ids() {
 }
 
 @test "graph marks a failed step; a name that matches nothing is exit 2" {
+	command -v jq >/dev/null || skip "jq is not installed"
 	mkdir -p src
 	echo a >src/a.txt
 	echo b >src/b.txt
