@@ -11,7 +11,8 @@
 #                   the daemon (assets-sample/tools/demo.sh)
 #   make sample-tools  only the sample's C tools (assets-sample/tools/bin/)
 #   make bench      benchmarks in bench/ (figures, not pass/fail)
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (programs, libkiln with kiln.pc,
+#                   bash completion, man pages kiln(1) and kiln.yaml(5))
 #
 # The first build of anything also builds nng (third_party/nng/build.sh:
 # Debian's nng 1.5.2 source with kiln's fix for its listener wedge).
@@ -110,11 +111,11 @@ LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
             client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c \
             client/cmd_agent.c client/agent.c client/agent_job.c client/agent_need.c \
-            client/check_programs.c daemon/engine/tool_spawn.c
+            client/check_programs.c client/cmd_graph.c client/stepgraph.c client/cmd_complete.c daemon/engine/tool_spawn.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
-             test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak
+             test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents
 
 VARIANTS = release asan
@@ -201,6 +202,11 @@ $$($(1)_BIN)/libkilntrace.so: shim/kilntrace.c
 	$$(CC) $$(SHIM_CFLAGS) -o $$@ $$< -ldl
 
 $(OBJ)/$(1)/daemon/engine/trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/kiln"'
+
+# the CLI's step graph (kiln graph) is in no library: its test links it
+$$($(1)_BIN)/tests/test_stepgraph: $(OBJ)/$(1)/tests/unit/test_stepgraph.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/client/stepgraph.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a
+	@mkdir -p $$(@D)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
 $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
@@ -312,6 +318,12 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' client/kiln.pc.in \
 	        >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	        $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 0644 client/kiln.bash-completion \
+	        $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kiln
+	install -m 0644 docs/man/kiln.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 docs/man/kiln.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 
 clean:
 	rm -rf $(OBJ) $(BIN)

@@ -403,6 +403,36 @@ cli_token_read(const char *cmd, const char *path, char *buf, size_t len)
 }
 
 int
+cli_chdir(const char *cmd, const char *dir)
+{
+	if (dir == NULL || chdir(dir) == 0)
+		return CLI_OK;
+	cli_errorf(cmd, "%s: %s", dir, strerror(errno));
+	return CLI_USAGE;
+}
+
+/* Whether a project holds the current folder: without one, a daemon
+ * started here would serve a folder that is no project (and leave a
+ * .kiln/ behind), so say so instead. */
+static int
+project_check(const char *cmd)
+{
+	char dir[PATH_MAX], yaml[PATH_MAX + 16];
+	int rv;
+
+	if ((rv = kiln_project_find(dir, sizeof dir)) != 0) {
+		cli_error(cmd, "finding the project", rv);
+		return CLI_USAGE;
+	}
+	snprintf(yaml, sizeof yaml, "%s/kiln.yaml", strcmp(dir, "/") ? dir : "");
+	if (access(yaml, F_OK) == 0)
+		return CLI_OK;
+	cli_errorf(cmd, "no kiln.yaml in %s or any folder above it: not in a "
+	           "kiln project (cd into one, or give -C DIR)", dir);
+	return CLI_USAGE;
+}
+
+int
 cli_connect(const char *cmd, const struct cli *cli, int start, kiln_conn **c)
 {
 	kiln_connect_opts o = {.url = cli->connect, .tls_ca = cli->tls_ca,
@@ -411,6 +441,8 @@ cli_connect(const char *cmd, const struct cli *cli, int start, kiln_conn **c)
 	int rv;
 
 	*c = NULL;
+	if (start && cli->connect == NULL && project_check(cmd) != CLI_OK)
+		return CLI_USAGE;
 	if (cli->connect != NULL && (tls_file_check(cmd, "--tls-ca", cli->tls_ca) ||
 	    tls_file_check(cmd, "--tls-cert", cli->tls_cert) ||
 	    tls_file_check(cmd, "--tls-key", cli->tls_key)))

@@ -146,6 +146,28 @@ int cmd_check(const struct cli *cli, int argc, char **argv);
 size_t check_programs(const kiln_desc *d);
 /* kiln ls [-C DIR] [-p PROFILE] [--json]: list the steps of a profile. */
 int cmd_ls(const struct cli *cli, int argc, char **argv);
+/* Load the project in given (NULL: found as cli_project_dir does), print
+ * its diagnostics on stderr; *nwarn counts the warnings. CLI_OK, or
+ * CLI_USAGE with *d NULL when it could not be read at all. */
+int cli_project_load(const char *cmd, const char *given, kiln_desc **d,
+                     size_t *nwarn);
+/* The profile to use: given (must exist, else says so) or the first.
+ * NULL after an error. */
+const char *cli_profile_pick(const char *cmd, const kiln_desc *d,
+                             const char *given);
+
+/* ---- commands (cmd_complete.c) ----------------------------------------- */
+
+/* kiln __complete commands|profiles|urls [-C DIR] [-p PROFILE]: words for
+ * the bash completion, one a line; commands are the table's names. */
+int cmd_complete(const struct cli *cli, int argc, char **argv,
+                 const char *const *commands, size_t ncommands);
+
+/* ---- commands (cmd_graph.c) -------------------------------------------- */
+
+/* kiln graph [URL|GLOB...] [-C DIR] [-p PROFILE] [--format dot|json]
+ * [--rdeps]: the step graph, declared and discovered edges. */
+int cmd_graph(const struct cli *cli, int argc, char **argv);
 
 /* ---- the store --------------------------------------------------------- */
 
@@ -171,9 +193,15 @@ int cli_store_open_why(const char *cmd, const struct cli *cli, unsigned flags,
 /* Connect to the daemon: the project's (started when none answers, if
  * start is set) or --connect's. Returns CLI_OK with *c set; CLI_OK with *c
  * NULL when start is not set and no project daemon runs (the caller works
- * offline); or says why on stderr and returns CLI_USAGE. */
+ * offline); or says why on stderr and returns CLI_USAGE — also when start
+ * is set and no folder from here upward holds kiln.yaml (no daemon is
+ * started outside a project). */
 int cli_connect(const char *cmd, const struct cli *cli, int start,
                 kiln_conn **c);
+
+/* -C DIR: make dir (NULL: stay) the current folder, where the project is
+ * looked for. CLI_OK, or CLI_USAGE after saying why. */
+int cli_chdir(const char *cmd, const char *dir);
 
 /* Say on stderr why a request to the daemon failed, with the daemon's own
  * words when it gave any. */

@@ -20,6 +20,8 @@ extern char **environ;
 #include "kiln_proto.h"
 
 #define DAEMON_OPTION_HELP                                                   \
+	"  -C, --project DIR    the project folder (default: the nearest folder\n" \
+	"                       upward holding kiln.yaml)\n"                      \
 	"  -h, --help           show this help\n"                                 \
 	"(the global options --connect URL, --token-file FILE, --tls-ca FILE\n" \
 	"and --tls-cert/--tls-key FILE talk to a remote daemon instead of the\n" \
@@ -27,10 +29,10 @@ extern char **environ;
 
 /* ---- status ------------------------------------------------------------ */
 
-static const char status_usage[] = "usage: kiln status [--json]\n";
+static const char status_usage[] = "usage: kiln status [-C DIR] [--json]\n";
 
 static const char status_help[] =
-	"usage: kiln status [--json]\n"
+	"usage: kiln status [-C DIR] [--json]\n"
 	"\n"
 	"Show the project's daemon: pid, uptime, version, project, store,\n"
 	"addresses, connected clients and subscribers, queues, events held,\n"
@@ -45,7 +47,7 @@ static const char status_help[] =
 	DAEMON_OPTION_HELP
 	"\n"
 	"exit status: 0 the daemon answered; 2 no daemon could be reached or\n"
-	"started.\n";
+	"started, or no kiln.yaml here or in any folder above.\n";
 
 /* The build agents connected now, one line each. */
 static void
@@ -165,16 +167,20 @@ cmd_status(const struct cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"project", required_argument, NULL, 'C'},
+		{"directory", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
+	const char *dir = NULL;
 	kiln_status st;
 	kiln_conn *c;
 	int ch, rv, json = 0;
 
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j': json = 1; break;
+		case 'C': dir = optarg; break;
 		case 'h': return cli_help(status_help);
 		default: return cli_bad_option("status", status_usage, longopts, ch, argv);
 		}
@@ -182,7 +188,8 @@ cmd_status(const struct cli *cli, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage("status", status_usage, "unexpected argument '%s'",
 		                 argv[optind]);
-	if ((rv = cli_connect("status", cli, 1, &c)) != CLI_OK)
+	if ((rv = cli_chdir("status", dir)) != CLI_OK ||
+	    (rv = cli_connect("status", cli, 1, &c)) != CLI_OK)
 		return rv;
 	if ((rv = kiln_status_get(c, &st)) != 0) {
 		cli_daemon_error("status", "asking the daemon", c, rv);
@@ -199,10 +206,10 @@ cmd_status(const struct cli *cli, int argc, char **argv)
 
 /* ---- stop -------------------------------------------------------------- */
 
-static const char stop_usage[] = "usage: kiln stop\n";
+static const char stop_usage[] = "usage: kiln stop [-C DIR]\n";
 
 static const char stop_help[] =
-	"usage: kiln stop\n"
+	"usage: kiln stop [-C DIR]\n"
 	"\n"
 	"Ask the project's daemon to stop, and wait until it has: in-flight work\n"
 	"finished or cancelled, the store closed, its socket and pid file gone.\n"
@@ -241,15 +248,19 @@ int
 cmd_stop(const struct cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{"project", required_argument, NULL, 'C'},
+		{"directory", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
+	const char *dir = NULL;
 	kiln_status st;
 	kiln_conn *c;
 	int ch, rv;
 
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'C': dir = optarg; break;
 		case 'h': return cli_help(stop_help);
 		default: return cli_bad_option("stop", stop_usage, longopts, ch, argv);
 		}
@@ -257,7 +268,8 @@ cmd_stop(const struct cli *cli, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage("stop", stop_usage, "unexpected argument '%s'",
 		                 argv[optind]);
-	if ((rv = cli_connect("stop", cli, 0, &c)) != CLI_OK)
+	if ((rv = cli_chdir("stop", dir)) != CLI_OK ||
+	    (rv = cli_connect("stop", cli, 0, &c)) != CLI_OK)
 		return rv;
 	if (c == NULL) {
 		cli_errorf("stop", "no daemon is running for this project");

@@ -66,10 +66,8 @@ diag_print(const kiln_diag *g)
 	fprintf(stderr, "%s\n", g->msg);
 }
 
-/* Load the project, print its diagnostics. CLI_OK, or CLI_USAGE with *d
- * NULL when it could not be read at all. */
-static int
-project_load(const char *cmd, const char *given, kiln_desc **d, size_t *nwarn)
+int
+cli_project_load(const char *cmd, const char *given, kiln_desc **d, size_t *nwarn)
 {
 	char dir[PATH_MAX];
 	const kiln_diag *g;
@@ -84,7 +82,11 @@ project_load(const char *cmd, const char *given, kiln_desc **d, size_t *nwarn)
 	}
 	rv = kiln_desc_load(dir, d);
 	if (rv == KILN_ENOTFOUND) {
-		cli_errorf(cmd, "%s: no kiln.yaml here (use -C DIR, or run inside a project)", dir);
+		if (given != NULL)
+			cli_errorf(cmd, "%s: no kiln.yaml there", dir);
+		else
+			cli_errorf(cmd, "no kiln.yaml in %s or any folder above it: not "
+			           "in a kiln project (cd into one, or give -C DIR)", dir);
 		return CLI_USAGE;
 	}
 	if (*d == NULL) {
@@ -99,9 +101,8 @@ project_load(const char *cmd, const char *given, kiln_desc **d, size_t *nwarn)
 	return CLI_OK;
 }
 
-/* The profile to use: given (must exist) or the first. NULL after an error. */
-static const char *
-profile_pick(const char *cmd, const kiln_desc *d, const char *given)
+const char *
+cli_profile_pick(const char *cmd, const kiln_desc *d, const char *given)
 {
 	const char *const *names;
 	size_t n = kiln_desc_profiles(d, &names);
@@ -149,7 +150,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage("check", check_usage, "unexpected argument '%s'", argv[optind]);
-	if ((rv = project_load("check", dir, &d, &nwarn)) != CLI_OK)
+	if ((rv = cli_project_load("check", dir, &d, &nwarn)) != CLI_OK)
 		return rv;
 	nerr = kiln_desc_nerrors(d);
 	/* what this machine has, not what the descriptions say: asked for
@@ -157,7 +158,7 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 	 * plans hold the programs, so not with errors */
 	if (programs && nerr == 0)
 		nwarn += check_programs(d);
-	if (profile != NULL && profile_pick("check", d, profile) == NULL)
+	if (profile != NULL && cli_profile_pick("check", d, profile) == NULL)
 		nerr++;
 	nprof = kiln_desc_profiles(d, &names);
 	nfiles = kiln_desc_files(d, &files);
@@ -411,7 +412,7 @@ cmd_ls(const struct cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage("ls", ls_usage, "unexpected argument '%s'", argv[optind]);
-	if ((rv = project_load("ls", dir, &d, &nwarn)) != CLI_OK)
+	if ((rv = cli_project_load("ls", dir, &d, &nwarn)) != CLI_OK)
 		return rv;
 	if (kiln_desc_nerrors(d) > 0) {
 		fprintf(stderr, "kiln: ls: the descriptions have errors (see above; "
@@ -419,7 +420,7 @@ cmd_ls(const struct cli *cli, int argc, char **argv)
 		kiln_desc_free(d);
 		return CLI_USAGE;
 	}
-	if ((profile = profile_pick("ls", d, given)) == NULL ||
+	if ((profile = cli_profile_pick("ls", d, given)) == NULL ||
 	    (plan = kiln_desc_plan(d, profile)) == NULL) {
 		kiln_desc_free(d);
 		return CLI_USAGE;

@@ -16,27 +16,48 @@ static const struct command {
 	const char *name;
 	int (*run)(const struct cli *cli, int argc, char **argv);
 	const char *summary;
+	const char *example; /* one typical use, for kiln --help */
 } commands[] = {
-	{"put", cmd_put, "store files in the content store, print their hashes"},
-	{"cat", cmd_cat, "write a stored blob to stdout, after verifying it"},
-	{"fsck", cmd_fsck, "check every blob and record; --repair what is broken"},
-	{"gc", cmd_gc, "remove blobs nothing refers to, oldest use first"},
-	{"status", cmd_status, "show the project's daemon (starting it if need be)"},
-	{"stop", cmd_stop, "stop the project's daemon"},
-	{"events", cmd_events, "print the daemon's events as they happen"},
-	{"check", cmd_check, "load and validate the asset descriptions"},
-	{"ls", cmd_ls, "list the build steps of a profile"},
-	{"build", cmd_build, "build assets for a profile (only what changed)"},
-	{"watch", cmd_watch, "keep assets up to date as their files change"},
-	{"hold", cmd_hold, "hold change reports while a command runs (a checkout)"},
-	{"release", cmd_release, "end every hold on change reports"},
-	{"why", cmd_why, "say why the last build ran or reused a step"},
-	{"log", cmd_log, "print a step's tool output from its last run"},
-	{"deps", cmd_deps, "print what a step depends on, declared and discovered"},
-	{"rdeps", cmd_rdeps, "print the steps that depend on a file or a step"},
-	{"need", cmd_need, "from inside a step: build another step, print its output"},
-	{"agent", cmd_agent, "run a daemon's build steps on this machine"},
-	{"help", cmd_help, "show the help of kiln or of one command"},
+	{"put", cmd_put, "store files in the content store, print their hashes",
+	 "kiln put art/hero.png"},
+	{"cat", cmd_cat, "write a stored blob to stdout, after verifying it",
+	 "kiln cat 3f2a...9c1d > hero.png"},
+	{"fsck", cmd_fsck, "check every blob and record; --repair what is broken",
+	 "kiln fsck --repair"},
+	{"gc", cmd_gc, "remove blobs nothing refers to, oldest use first",
+	 "kiln gc --max-size 10G"},
+	{"status", cmd_status, "show the project's daemon (starting it if need be)",
+	 "kiln status -C game/"},
+	{"stop", cmd_stop, "stop the project's daemon", "kiln stop -C game/"},
+	{"events", cmd_events, "print the daemon's events as they happen",
+	 "kiln events --json"},
+	{"check", cmd_check, "load and validate the asset descriptions",
+	 "kiln check --programs"},
+	{"ls", cmd_ls, "list the build steps of a profile", "kiln ls -p mobile"},
+	{"build", cmd_build, "build assets for a profile (only what changed)",
+	 "kiln build -p pc 'sprites/**'"},
+	{"watch", cmd_watch, "keep assets up to date as their files change",
+	 "kiln watch -p pc"},
+	{"hold", cmd_hold, "hold change reports while a command runs (a checkout)",
+	 "kiln hold git checkout main"},
+	{"release", cmd_release, "end every hold on change reports",
+	 "kiln release"},
+	{"why", cmd_why, "say why the last build ran or reused a step",
+	 "kiln why sprites/hero"},
+	{"log", cmd_log, "print a step's tool output from its last run",
+	 "kiln log sprites/hero"},
+	{"deps", cmd_deps, "print what a step depends on, declared and discovered",
+	 "kiln deps shaders/lit.frag"},
+	{"rdeps", cmd_rdeps, "print the steps that depend on a file or a step",
+	 "kiln rdeps shaders/include/common.glsl --all"},
+	{"graph", cmd_graph, "print the step graph (Graphviz dot or JSON)",
+	 "kiln graph ui/atlas | dot -Tsvg > atlas.svg"},
+	{"need", cmd_need, "from inside a step: build another step, print its output",
+	 "\"$KILN\" need textures/stone"},
+	{"agent", cmd_agent, "run a daemon's build steps on this machine",
+	 "kiln agent --connect tls+tcp://farm:7070 --token-file t"},
+	{"help", cmd_help, "show the help of kiln or of one command",
+	 "kiln help build"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -51,8 +72,12 @@ help_print(void)
 {
 	printf("kiln %s — a content build daemon for games\n\n%s\ncommands:\n",
 	       KILN_VERSION, usage);
-	for (size_t i = 0; i < NCOMMANDS; i++)
+	for (size_t i = 0; i < NCOMMANDS; i++) {
 		printf("  %-7s %s\n", commands[i].name, commands[i].summary);
+		/* an entry without one is a bug tests/e2e/cli.bats reports */
+		if (commands[i].example != NULL)
+			printf("          e.g. %s\n", commands[i].example);
+	}
 	fputs("\n"
 	      "options:\n"
 	      "  --store DIR          the store folder, for every command (default:\n"
@@ -72,19 +97,18 @@ help_print(void)
 	      "  --version            print the version\n"
 	      "\n"
 	      "examples:\n"
-	      "  kiln put art/hero.png            store a file, print its hash\n"
-	      "  kiln cat 3f2a...9c1d > hero.png  get it back, verified\n"
-	      "  kiln fsck                        check the project's store\n"
-	      "  kiln gc --max-size 10G           shrink the store to 10 GiB\n"
-	      "  kiln status                      start the daemon, show it\n"
-	      "  kiln stop                        stop it\n"
+	      "  kiln build -p pc                  build every asset for pc\n"
+	      "  kiln why sprites/hero             why that step ran\n"
+	      "  kiln graph | dot -Tsvg > g.svg    draw the step graph\n"
 	      "\n"
-	      "The project's daemon, kilnd, is started by 'kiln status' and 'kiln\n"
-	      "events' when none runs; put and cat use it when it runs, and the\n"
-	      "store directly when it does not.\n"
+	      "The project is the nearest folder upward holding kiln.yaml (or -C\n"
+	      "DIR). Its daemon, kilnd, is started by the first command that needs\n"
+	      "it; outside any project such a command says so and exits 2 instead.\n"
+	      "put and cat use the daemon when it runs, the store directly when not.\n"
 	      "\n"
-	      "exit status: 0 ok; 1 problems found (corrupt or missing data);\n"
-	      "2 bad usage, bad input, an unusable store or an unreachable daemon.\n"
+	      "exit status: 0 ok; 1 problems found (a failed step, corrupt or\n"
+	      "missing data); 2 bad usage, bad input, no kiln.yaml here or above,\n"
+	      "an unusable store or an unreachable daemon.\n"
 	      "Run 'kiln COMMAND --help' for a command's options.\n",
 	      stdout);
 }
@@ -106,7 +130,8 @@ cmd_help(const struct cli *cli, int argc, char **argv)
 	char help[] = "--help";
 	char *args[] = {NULL, help, NULL};
 
-	if (argc < 2) {
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
 		help_print();
 		return CLI_OK;
 	}
@@ -184,6 +209,17 @@ stdout_close(int rv)
 	return rv;
 }
 
+/* The hidden `kiln __complete` (cmd_complete.c), given the table's names. */
+static int
+complete_run(const struct cli *cli, int argc, char **argv)
+{
+	const char *names[NCOMMANDS];
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	return cmd_complete(cli, argc, argv, names, NCOMMANDS);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -195,6 +231,9 @@ main(int argc, char **argv)
 	if ((rv = global_parse(&cli, argc, argv)) != CLI_CONTINUE)
 		exit(stdout_close(rv));
 	first = optind;
+	optind = 0;
+	if (strcmp(argv[first], "__complete") == 0)
+		exit(stdout_close(complete_run(&cli, argc - first, argv + first)));
 	if ((cmd = command_find(argv[first])) == NULL)
 		exit(cli_usage(NULL, usage, "unknown command '%s'", argv[first]));
 	optind = 0; /* restart getopt for the command's own options */

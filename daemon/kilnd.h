@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kiln_proto.h"
 #include "kiln_store.h"
@@ -102,6 +103,9 @@ struct kilnd_ratelimit {
 
 struct kilnd {
 	struct kilnd_config cfg;
+	/* The umask kilnd was started with (the user's: kiln passes its own
+	 * on): build/ follows it; kilnd itself runs under 077. */
+	mode_t user_umask;
 	struct kiln_paths paths;
 	char store_dir[PATH_MAX];
 	kiln_store *store;          /* thread-safe by itself */

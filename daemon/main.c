@@ -507,6 +507,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.hold_finish_ms = hold ? (unsigned)strtoul(hold, NULL, 10) : 0,
 		.watch_stall_ms = stall ? (unsigned)strtoul(stall, NULL, 10) : 0,
 		.materialize = (kiln_mat_mode)d->cfg.materialize,
+		.build_umask = d->user_umask,
 		.ipc_url = d->paths.url,
 		.local_jobs = d->cfg.local_jobs,
 		.lease_ms = d->cfg.lease_ms,
@@ -720,7 +721,7 @@ main(int argc, char **argv)
 	/* Inherited descriptors (a test harness's pipes, a shell's) would stay
 	 * open for the daemon's whole life. */
 	closefrom(STDERR_FILENO + 1);
-	umask(077);
+	d.user_umask = umask(077);
 	/* Many worker threads each making and freeing small records would
 	 * otherwise get a malloc arena each, every one keeping its own free
 	 * memory; two are enough (docs/build.md, "Daemon memory"). */

@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kiln_desc.h"
 #include "kiln_proto.h"
@@ -72,6 +73,9 @@ struct engine_config {
 	/* How outputs go into build/ for this daemon's life, whatever the
 	 * project says (KILN_MAT_UNSET: as the project says). */
 	kiln_mat_mode materialize;
+	/* What build/'s folders and files leave out of 0777 and 0666: the
+	 * umask of the user who started kilnd (kilnd's own is 077). */
+	mode_t build_umask;
 	/* The daemon's ipc:// address, given to tools as $KILN_SOCKET for
 	 * `kiln need` (NULL: tools get no KILN_* need variables). */
 	const char *ipc_url;

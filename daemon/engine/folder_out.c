@@ -188,7 +188,7 @@ tree_walk(struct engine *e, const char *relpath, const kiln_id *id, int fix,
 		return KILN_ENOMEM;
 	}
 	w.t = t;
-	rv = materialize_dir_open(e->root, relpath, fix, &fd);
+	rv = materialize_dir_open(e->root, relpath, fix, e->cfg.build_umask, &fd);
 	if (rv == 0) {
 		tw_dir(&w, fd, 0, 0);
 		*same = !w.bad;
@@ -225,7 +225,7 @@ folder_materialize(struct engine *e, const char *relpath, const kiln_id *id)
 
 	if ((rv = tree_walk(e, relpath, id, 1, &same, &t, &ok)) != 0 || same)
 		goto done;
-	if ((rv = materialize_dir_open(e->root, relpath, 1, &fd)) != 0)
+	if ((rv = materialize_dir_open(e->root, relpath, 1, e->cfg.build_umask, &fd)) != 0)
 		goto done;
 	/* parents come before what they hold in the record's order */
 	for (size_t i = 0; i < t->n && rv == 0; i++) {
@@ -233,7 +233,9 @@ folder_materialize(struct engine *e, const char *relpath, const kiln_id *id)
 		if (ok[i])
 			continue;
 		if (x->dir) {
-			if (mkdirat(fd, x->path, 0755) != 0 && errno != EEXIST)
+			/* kilnd's own umask is 077: build/ follows its user's */
+			if ((mkdirat(fd, x->path, 0777) != 0 && errno != EEXIST) ||
+			    fchmodat(fd, x->path, 0777 & ~e->cfg.build_umask, 0) != 0)
 				rv = kiln_err_from_errno(errno);
 			continue;
 		}
@@ -241,7 +243,7 @@ folder_materialize(struct engine *e, const char *relpath, const kiln_id *id)
 			rv = KILN_ERANGE;
 		else
 			rv = materialize_output(e->s, e->root, e->rootfd, path, &x->id,
-			                        KILN_MAT_COPY, NULL);
+			                        KILN_MAT_COPY, e->cfg.build_umask, NULL);
 	}
 done:
 	if (fd >= 0)

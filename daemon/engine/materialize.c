@@ -108,13 +108,23 @@ open_dir_err(int dfd, const char *name, int err)
 }
 
 /* Open the folder name in dfd, without following a symlink; when create,
- * make it first if it is missing. */
+ * make it first if it is missing, mode 0777 less mask (kilnd's own umask
+ * is 077: the mode is set after mkdir). */
 static int
-open_dir_at(int dfd, const char *name, int create, int *fd)
+open_dir_at(int dfd, const char *name, int create, mode_t mask, int *fd)
 {
 	*fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (*fd < 0 && errno == ENOENT && create) {
-		if (mkdirat(dfd, name, 0777) != 0 && errno != EEXIST)
+		if (mkdirat(dfd, name, 0777) == 0) {
+			*fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (*fd >= 0 && fchmod(*fd, 0777 & ~mask) != 0) {
+				int e = errno;
+				close(*fd);
+				return kiln_err_from_errno(e);
+			}
+			return *fd < 0 ? open_dir_err(dfd, name, errno) : 0;
+		}
+		if (errno != EEXIST)
 			return kiln_err_from_errno(errno);
 		*fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
@@ -122,11 +132,11 @@ open_dir_at(int dfd, const char *name, int create, int *fd)
 }
 
 /* Open the folder of root/relpath (relpath checked) walking down from root,
- * making missing folders when create. *dfd is that folder, *name the last
- * part of relpath (a pointer into it). */
+ * making missing folders (mode 0777 less mask) when create. *dfd is that
+ * folder, *name the last part of relpath (a pointer into it). */
 static int
-walk_parents(const char *root, const char *relpath, int create, int *dfd,
-             const char **name)
+walk_parents(const char *root, const char *relpath, int create, mode_t mask,
+             int *dfd, const char **name)
 {
 	char part[NAME_MAX + 1];
 	const char *p = relpath, *end;
@@ -137,7 +147,7 @@ walk_parents(const char *root, const char *relpath, int create, int *dfd,
 	while ((end = strchr(p, '/')) != NULL) {
 		memcpy(part, p, (size_t)(end - p));
 		part[end - p] = '\0';
-		rv = open_dir_at(fd, part, create, &sub);
+		rv = open_dir_at(fd, part, create, mask, &sub);
 		close(fd);
 		if (rv != 0)
 			return rv;
@@ -212,16 +222,18 @@ rename_into(int dfd, const char *tmp, const char *name)
 	return rv;
 }
 
-/* Make tmp in dfd a copy of blob id (0444, like the blob). */
+/* Make tmp in dfd a copy of blob id, mode 0666 less mask. */
 static int
-copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
+copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp,
+             mode_t mask)
 {
 	int fd, rv;
 
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return kiln_err_from_errno(errno);
-	rv = fill_copy(s, id, fd);
+	rv = fchmod(fd, 0666 & ~mask) != 0 ? kiln_err_from_errno(errno)
+	     : fill_copy(s, id, fd);
 	if (close(fd) != 0 && rv == 0)
 		rv = kiln_err_from_errno(errno);
 	if (rv != 0)
@@ -232,7 +244,8 @@ copy_blob_at(kiln_store *s, const kiln_id *id, int dfd, const char *tmp)
 /* place_copy where O_TMPFILE is missing: made under a temporary name and
  * renamed. */
 static int
-place_copy_named(kiln_store *s, const kiln_id *id, int dfd, const char *name)
+place_copy_named(kiln_store *s, const kiln_id *id, int dfd, const char *name,
+                 mode_t mask)
 {
 	char tmp[64];
 	int rv = KILN_EEXIST;
@@ -240,7 +253,7 @@ place_copy_named(kiln_store *s, const kiln_id *id, int dfd, const char *name)
 	/* EEXIST: a name left by a crashed daemon of our pid */
 	for (int tries = 0; tries < 100 && rv == KILN_EEXIST; tries++) {
 		tmp_name(tmp, sizeof(tmp));
-		rv = copy_blob_at(s, id, dfd, tmp);
+		rv = copy_blob_at(s, id, dfd, tmp, mask);
 	}
 	return rv != 0 ? rv : rename_into(dfd, tmp, name);
 }
@@ -290,15 +303,18 @@ replace_with_unnamed(int fd, int dfd, const char *name)
  * takes one directory update a file where a named temporary and a rename
  * took two, each under the folder's lock the workers contend for. */
 static int
-place_copy(kiln_store *s, const kiln_id *id, int dfd, const char *name)
+place_copy(kiln_store *s, const kiln_id *id, int dfd, const char *name,
+           mode_t mask)
 {
 	int fd, rv, e;
 
-	fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
+	fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL
-		       ? place_copy_named(s, id, dfd, name) : kiln_err_from_errno(errno);
-	if ((rv = fill_copy(s, id, fd)) == 0) {
+		       ? place_copy_named(s, id, dfd, name, mask)
+		       : kiln_err_from_errno(errno);
+	rv = fchmod(fd, 0666 & ~mask) != 0 ? kiln_err_from_errno(errno) : 0;
+	if (rv == 0 && (rv = fill_copy(s, id, fd)) == 0) {
 		e = link_unnamed(fd, dfd, name);
 		rv = e == EEXIST ? replace_with_unnamed(fd, dfd, name)
 		                 : e != 0 ? kiln_err_from_errno(e) : 0;
@@ -310,7 +326,7 @@ place_copy(kiln_store *s, const kiln_id *id, int dfd, const char *name)
 /* Put blob id (its file at blob) at name in dfd, replacing what is there. */
 static int
 place_blob(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
-           const char *name)
+           const char *name, mode_t mask)
 {
 	char tmp[64];
 	int rv = 0, tries;
@@ -322,7 +338,7 @@ place_blob(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 		if (errno == EEXIST && tries < 100)
 			continue; /* left by a crashed daemon of our pid */
 		if (errno == EXDEV || errno == EMLINK || errno == EPERM) {
-			rv = copy_blob_at(s, id, dfd, tmp);
+			rv = copy_blob_at(s, id, dfd, tmp, mask);
 			break;
 		}
 		return errno == ENOENT ? KILN_ENOTFOUND : kiln_err_from_errno(errno);
@@ -373,7 +389,7 @@ blob_stat(const char *blob, struct stat *st)
  * blob's inode, else what stands there is replaced. */
 static int
 replace_if_other(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
-                 const char *name)
+                 const char *name, mode_t mask)
 {
 	struct stat bst, cur;
 	int rv;
@@ -381,12 +397,12 @@ replace_if_other(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 	if ((rv = blob_stat(blob, &bst)) != 0)
 		return rv;
 	if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) != 0)
-		return errno == ENOENT ? place_blob(s, id, blob, dfd, name)
+		return errno == ENOENT ? place_blob(s, id, blob, dfd, name, mask)
 		                       : kiln_err_from_errno(errno);
 	if (S_ISDIR(cur.st_mode))
 		return KILN_EEXIST;
 	if (!S_ISREG(cur.st_mode) || cur.st_ino != bst.st_ino || cur.st_dev != bst.st_dev)
-		return place_blob(s, id, blob, dfd, name);
+		return place_blob(s, id, blob, dfd, name, mask);
 	return 0;
 }
 
@@ -394,7 +410,7 @@ replace_if_other(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
  * when name already is the blob's inode. */
 static int
 place_link(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
-           const char *name)
+           const char *name, mode_t mask)
 {
 	int e;
 
@@ -404,15 +420,16 @@ place_link(kiln_store *s, const kiln_id *id, const char *blob, int dfd,
 	 * place_blob are for replacing a file atomically. */
 	e = linkat(AT_FDCWD, blob, dfd, name, 0) == 0 ? 0 : errno;
 	if (e == EEXIST || e == ENOENT)
-		return replace_if_other(s, id, blob, dfd, name);
+		return replace_if_other(s, id, blob, dfd, name, mask);
 	if (e != 0)
-		return place_blob(s, id, blob, dfd, name);   /* EXDEV: a copy */
+		return place_blob(s, id, blob, dfd, name, mask);   /* EXDEV: a copy */
 	return 0;
 }
 
 int
 materialize_output(kiln_store *s, const char *root, int rootfd, const char *relpath,
-                   const kiln_id *id, kiln_mat_mode mode, kiln_file_rec *st)
+                   const kiln_id *id, kiln_mat_mode mode, mode_t mask,
+                   kiln_file_rec *st)
 {
 	char blob[PATH_MAX];
 	struct stat bst, cur;
@@ -425,12 +442,12 @@ materialize_output(kiln_store *s, const char *root, int rootfd, const char *relp
 	/* a blob not in the store makes no folders */
 	if (output_dir(root, rootfd, relpath, &dfd, &name) != 0 &&
 	    ((rv = blob_stat(blob, &bst)) != 0 ||
-	     (rv = walk_parents(root, relpath, 1, &dfd, &name)) != 0))
+	     (rv = walk_parents(root, relpath, 1, mask, &dfd, &name)) != 0))
 		return rv;
 	if (mode == KILN_MAT_HARDLINK)
-		rv = place_link(s, id, blob, dfd, name);
+		rv = place_link(s, id, blob, dfd, name, mask);
 	else
-		rv = place_copy(s, id, dfd, name);
+		rv = place_copy(s, id, dfd, name, mask);
 	if (rv == 0 && st != NULL) {
 		if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0)
 			rec_of_stat(&cur, id, st);
@@ -442,21 +459,22 @@ materialize_output(kiln_store *s, const char *root, int rootfd, const char *relp
 }
 
 int
-materialize_dir_open(const char *root, const char *relpath, int create, int *fd)
+materialize_dir_open(const char *root, const char *relpath, int create, mode_t mask,
+                     int *fd)
 {
 	const char *name;
 	int dfd, rv;
 
 	*fd = -1;
 	if ((rv = rel_check(relpath)) != 0 ||
-	    (rv = walk_parents(root, relpath, create, &dfd, &name)) != 0)
+	    (rv = walk_parents(root, relpath, create, mask, &dfd, &name)) != 0)
 		return rv;
-	rv = open_dir_at(dfd, name, create, fd);
+	rv = open_dir_at(dfd, name, create, mask, fd);
 	/* a file or symlink where the folder goes (the output was a file
 	 * before): replaced, as a file output replaces what is in its way */
 	if (create && (rv == KILN_EEXIST || rv == KILN_EINVAL)) {
 		if (unlinkat(dfd, name, 0) == 0)
-			rv = open_dir_at(dfd, name, create, fd);
+			rv = open_dir_at(dfd, name, create, mask, fd);
 		else
 			rv = kiln_err_from_errno(errno);
 	}
@@ -473,7 +491,7 @@ materialize_unchanged(const char *root, const char *relpath,
 	int dfd, ok;
 
 	if (rel_check(relpath) != 0 ||
-	    walk_parents(root, relpath, 0, &dfd, &name) != 0)
+	    walk_parents(root, relpath, 0, 0, &dfd, &name) != 0)
 		return 0;
 	ok = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	     S_ISREG(st.st_mode) && (uint64_t)st.st_size == rec->size &&
@@ -589,7 +607,7 @@ index_write_fd(int fd, const char *profile, const struct index_entry *e,
 int
 materialize_index_write_tmp(const char *root, const char *profile,
                             struct index_entry *entries, size_t n,
-                            struct index_tmp *t)
+                            mode_t mask, struct index_tmp *t)
 {
 	char rel[PATH_MAX];
 	const char *name;
@@ -600,7 +618,7 @@ materialize_index_write_tmp(const char *root, const char *profile,
 	    (rv = index_check(entries, n)) != 0)
 		return rv;
 	snprintf(rel, sizeof(rel), "build/%s/" INDEX_NAME, profile);
-	if ((rv = walk_parents(root, rel, 1, &t->dfd, &name)) != 0) {
+	if ((rv = walk_parents(root, rel, 1, mask, &t->dfd, &name)) != 0) {
 		t->dfd = -1;
 		return rv;
 	}
@@ -613,8 +631,13 @@ materialize_index_write_tmp(const char *root, const char *profile,
 	}
 	if (fd < 0)
 		rv = kiln_err_from_errno(errno);
-	else if ((rv = index_write_fd(fd, profile, entries, n)) != 0)
+	else if (fchmod(fd, 0666 & ~mask) != 0) {
+		rv = kiln_err_from_errno(errno);
+		close(fd);
 		unlinkat(t->dfd, t->tmp, 0);
+	} else if ((rv = index_write_fd(fd, profile, entries, n)) != 0) {
+		unlinkat(t->dfd, t->tmp, 0);
+	}
 	if (rv != 0) {
 		close(t->dfd);
 		t->dfd = -1;
@@ -650,10 +673,10 @@ materialize_index_discard(struct index_tmp *t)
 
 int
 materialize_write_index(const char *root, const char *profile,
-                        struct index_entry *entries, size_t n)
+                        struct index_entry *entries, size_t n, mode_t mask)
 {
 	struct index_tmp t;
-	int rv = materialize_index_write_tmp(root, profile, entries, n, &t);
+	int rv = materialize_index_write_tmp(root, profile, entries, n, mask, &t);
 
 	return rv != 0 ? rv : materialize_index_put(&t);
 }
@@ -758,9 +781,9 @@ materialize_prune(const char *root, const char *profile,
 	if ((rv = kiln_profile_check(profile)) != 0)
 		return rv;
 	snprintf(rel, sizeof(rel), "build/%s", profile);
-	if ((rv = walk_parents(root, rel, 0, &dfd, &name)) != 0)
+	if ((rv = walk_parents(root, rel, 0, 0, &dfd, &name)) != 0)
 		return rv == KILN_ENOTFOUND ? 0 : rv;
-	rv = open_dir_at(dfd, name, 0, &fd);
+	rv = open_dir_at(dfd, name, 0, 0, &fd);
 	close(dfd);
 	if (rv != 0)
 		return rv == KILN_ENOTFOUND ? 0 : rv;

@@ -5,7 +5,8 @@
  * kiln-index.txt, the map a game loads to find each URL's file and hash
  * (format below; docs/build.md repeats it). Each output is, by the
  * project's 'materialize' (kiln_desc.h):
- *   copy (the default): a file of its own, 0444, sharing no inode with
+ *   copy (the default): a file of its own, 0644 under umask 022 (the
+ *     user's umask, see materialize_output), sharing no inode with
  *     the store or another output, so writing into it (root, or after a
  *     chmod) changes nothing else: a reflink (FICLONE) where the file
  *     system has them (btrfs, XFS), else a copy checked against the
@@ -38,6 +39,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kiln_desc.h"
 #include "kiln_store.h"
@@ -51,10 +53,11 @@
  * reflink, or bytes checked against id as they are written; a reflink is
  * not read back, see fill_copy), even when it already holds the bytes:
  * the caller knows when it does (its record of the file). Copies are mode
- * 0444 less the umask (kilnd's 077: 0400, in folders only its user
- * enters), made unnamed (O_TMPFILE) and linked at their name, or renamed
+ * 0666 less mask (the user's umask: 0644 with the usual 022, readable by
+ * a game running as another user), made unnamed (O_TMPFILE) and linked
+ * at their name, or renamed
  * over the old file (a reader sees the old file or the whole new one). Missing
- * folders are made. *st (may be NULL) gets what the file looks like
+ * folders are made, mode 0777 less mask. *st (may be NULL) gets what the file looks like
  * afterwards. Returns 0,
  * KILN_ENOTFOUND (the blob is not in the store), KILN_EINVAL (bad
  * relpath, or a symlink on the way), KILN_EEXIST (a folder stands where
@@ -65,14 +68,15 @@
  * materialize_unchanged say 0 for the first. */
 int materialize_output(kiln_store *s, const char *root, int rootfd,
                        const char *relpath, const kiln_id *id, kiln_mat_mode mode,
-                       kiln_file_rec *st);
+                       mode_t mask, kiln_file_rec *st);
 
 /* Open the folder root/relpath (a folder output's place) walking down
  * from root without following a symlink on the way; when create, make it
  * and its parents, replacing a file or symlink where it goes. *fd is the
  * folder (O_DIRECTORY), the caller closes it. 0, KILN_ENOTFOUND,
  * KILN_EINVAL (bad relpath, a symlink on the way), KILN_EEXIST, KILN_EIO. */
-int materialize_dir_open(const char *root, const char *relpath, int create, int *fd);
+int materialize_dir_open(const char *root, const char *relpath, int create, mode_t mask,
+                         int *fd);
 
 /* Whether root/relpath still is what rec says, judged by stat alone
  * (size, mtime_ns, ino, ctime_ns): 1 yes, 0 no or missing. */
@@ -87,13 +91,14 @@ struct index_entry {
 };
 
 /* Write root/build/<profile>/kiln-index.txt (format above) from n entries
- * in any order (entries is sorted in place). Returns 0, KILN_EINVAL (a bad
+ * in any order (entries is sorted in place), mode 0666 less mask (missing
+ * folders 0777 less mask). Returns 0, KILN_EINVAL (a bad
  * profile, a URL or file with a control character, a file path that is
  * not plainly relative, two entries with one URL, or a symlink on the
  * way), KILN_EEXIST (a folder named kiln-index.txt, or a file where a
  * folder goes), KILN_ENOMEM, KILN_EACCES, KILN_EIO, KILN_ENOSPC. */
 int materialize_write_index(const char *root, const char *profile,
-                            struct index_entry *entries, size_t n);
+                            struct index_entry *entries, size_t n, mode_t mask);
 
 /* materialize_write_index in two parts, so that the map can be written
  * while something else goes on and only appear when that is done: the
@@ -106,7 +111,7 @@ struct index_tmp {
 };
 int materialize_index_write_tmp(const char *root, const char *profile,
                                 struct index_entry *entries, size_t n,
-                                struct index_tmp *t);
+                                mode_t mask, struct index_tmp *t);
 int materialize_index_put(struct index_tmp *t);
 /* Or remove the new file instead, which ends t (one not begun is fine). */
 void materialize_index_discard(struct index_tmp *t);

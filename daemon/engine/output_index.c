@@ -215,7 +215,8 @@ index_writer_main(void *arg)
 
 	/* in the map's order already (iorder) */
 	w->rv = materialize_index_write_tmp(w->e->root, w->job->profile,
-	                                    w->job->v, w->job->n, &w->tmp);
+	                                    w->job->v, w->job->n,
+	                                    w->e->cfg.build_umask, &w->tmp);
 	return NULL;
 }
 

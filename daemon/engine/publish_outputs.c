@@ -150,7 +150,7 @@ materialize_all(struct engine *e, struct node *n)
 		if (mode == KILN_MAT_COPY && copy_intact(e, n->outpaths[i], &n->outs[i]))
 			continue;
 		rv = materialize_output(e->s, e->root, e->rootfd, n->outpaths[i], &n->outs[i].id,
-		                        mode, &n->outs[i].mat);
+		                        mode, e->cfg.build_umask, &n->outs[i].mat);
 		if (rv != 0) {
 			set_error(n, "cannot write %s: %s", n->outpaths[i], kiln_strerror(rv));
 			return rv;

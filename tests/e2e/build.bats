@@ -293,6 +293,27 @@ YAML
 	[[ "$output" == *"tool 'ghost' (kiln.yaml:"*"program 'no-such-program-kiln' not found"* ]] || { echo "$output"; false; }
 }
 
+@test "a missing program is one short line: the tool, the program, where it was looked for" {
+	write_project
+	sed -i 's/^tools:/tools:\n  ghost: { run: [no-such-program-kiln, "${in}", "${out}"] }\n  local: { run: [tools\/gone.sh, "${in}", "${out}"] }/' kiln.yaml
+	cat >>kiln.yaml <<'YAML'
+  - { url: ghost.txt, tool: ghost, inputs: [src/a.txt] }
+  - { url: local.txt, tool: local, inputs: [src/a.txt] }
+YAML
+	# a long PATH, as real ones are: it is not repeated in the message
+	long=$(printf '/nonexistent/folder-%02d:' $(seq 1 30))
+	run env PATH="${long}/usr/local/bin:/usr/bin:/bin" "$KILN" build -k ghost.txt
+	[ "$status" -eq 1 ]
+	line=$(printf '%s\n' "$output" | grep "tool 'ghost'")
+	[ "$line" = "  tool 'ghost' (kiln.yaml:8): program 'no-such-program-kiln' not found or not executable, looked for in PATH's 33 folders, /nonexistent/folder-01 ... /bin" ] ||
+		{ echo "$output"; false; }
+	[ "${#line}" -lt 200 ]
+	run "$KILN" build -k local.txt
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"  tool 'local' (kiln.yaml:9): program 'tools/gone.sh' not found or not executable, looked for at $P/tools/gone.sh"* ]] ||
+		{ echo "$output"; false; }
+}
+
 @test "a step that does not write its declared output fails" {
 	write_project
 	sed -i 's/^tools:/tools:\n  lazy: { run: [true, "${in}"] }/' kiln.yaml

@@ -37,9 +37,12 @@ runs() { wc -l <"$BATS_TEST_TMPDIR/runs.txt"; }
 
 @test "a folder output lands in build/ whole, with one index line for the folder, and a consumer reads it as a folder" {
 	folder_project
-	run "$KILN" build
+	run bash -c 'umask 022 && exec "$KILN" build'
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(cat build/pc/fonts/glyphs/a.page)" = "glyph a" ]
+	# like every build/ file, the folder follows the user's umask
+	[ "$(stat -c %a build/pc/fonts/glyphs build/pc/fonts/glyphs/sub build/pc/fonts/glyphs/sub/deep.page | tr '\n' ' ')" = "755 755 644 " ] ||
+		{ ls -lR build/pc/fonts; false; }
 	[ "$(cat build/pc/fonts/glyphs/c.page)" = "glyph c" ]
 	[ "$(cat build/pc/fonts/glyphs/sub/deep.page)" = "deep" ]
 	[ -d build/pc/fonts/glyphs/empty ]

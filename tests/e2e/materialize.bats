@@ -5,7 +5,9 @@
 # and the next build puts the file back. With `materialize: hardlink`
 # outputs are hard links to the blobs; an edit through one is found, the
 # damaged blob quarantined in .kiln/store/corrupt/ and the step run again.
-# The tests run as root: the blobs' 0444 does not stop a write.
+# build/ follows the umask of whoever started kilnd (0644 files, 0755
+# folders under 022); the store stays private. With hardlink, outputs are
+# the blobs' inodes (0400): the tests run as root, which writes anyway.
 
 bats_require_minimum_version 1.5.0
 
@@ -76,9 +78,29 @@ expect_own_file() {
 	expect_own_file build/pc/c/b.txt
 	[ "$(stat -c %i build/pc/c/a.txt)" != "$(stat -c %i build/pc/c/b.txt)" ] ||
 		{ echo "a.txt and b.txt are one inode"; false; }
-	# read-only like the blob (0444 less kilnd's umask 077)
-	[ $((0$(stat -c %a build/pc/c/a.txt) & 0222)) -eq 0 ] || { echo "mode $(stat -c %a build/pc/c/a.txt)"; false; }
 	expect_content build/pc/c/a.txt
+}
+
+# modes_of UMASK: build the project with kiln (so kilnd too) under UMASK;
+# MODES is "build pc c a.txt b.txt kiln-index.txt"'s modes, in that order.
+modes_of() {
+	write_project
+	run bash -c "umask $1 && exec \"\$KILN\" build"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	MODES=$(stat -c %a build build/pc build/pc/c build/pc/c/a.txt build/pc/c/b.txt \
+	        build/pc/kiln-index.txt | tr '\n' ' ' | sed 's/ $//')
+}
+
+@test "build/ follows the user's umask: 022 gives folders 0755 and files 0644" {
+	modes_of 022
+	[ "$MODES" = "755 755 755 644 644 644" ] || { echo "modes: $MODES"; false; }
+	# the store stays kilnd's own
+	[ "$(stat -c %a .kiln/store/objects)" = 700 ] || { echo "store: $(stat -c %a .kiln/store/objects)"; false; }
+}
+
+@test "build/ follows the user's umask: 027 gives folders 0750 and files 0640" {
+	modes_of 027
+	[ "$MODES" = "750 750 750 640 640 640" ] || { echo "modes: $MODES"; false; }
 }
 
 @test "default mode: writing into an output changes neither its sibling nor the store, and the next build puts it back" {

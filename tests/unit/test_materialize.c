@@ -108,12 +108,12 @@ first_materialize_hard_links_the_blob(void **state)
 
 	/* the folders do not exist yet: walked down from root and made */
 	assert_kiln(0, materialize_output(s, root, -1, "build/pc/sprites/hero.png", &id,
-	                                  KILN_MAT_HARDLINK, &rec));
+	                                  KILN_MAT_HARDLINK, 022, &rec));
 	/* and the daemon's way, from its open root, into the folder now there */
 	assert_true((rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
 	assert_int_equal(unlink(tu_path(state, "proj/build/pc/sprites/hero.png")), 0);
 	assert_kiln(0, materialize_output(s, root, rootfd, "build/pc/sprites/hero.png", &id,
-	                                  KILN_MAT_HARDLINK, &rec));
+	                                  KILN_MAT_HARDLINK, 022, &rec));
 	close(rootfd);
 	st = stat_of(tu_path(state, "proj/build/pc/sprites/hero.png"));
 	blob = stat_of(tu_blob_path(state, &id));
@@ -142,9 +142,9 @@ second_materialize_is_a_no_op(void **state)
 	const char *root = proj(state);
 	kiln_file_rec a, b;
 
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, KILN_MAT_HARDLINK, &a));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, KILN_MAT_HARDLINK, 022, &a));
 	tu_sleep_ms(20); /* a relink would show in the ctime */
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, KILN_MAT_HARDLINK, &b));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/ui/atlas.bin", &id, KILN_MAT_HARDLINK, 022, &b));
 	assert_memory_equal(&a, &b, sizeof(a));
 	assert_int_equal(materialize_unchanged(root, "build/pc/ui/atlas.bin", &a), 1);
 	assert_int_equal(stat_of(tu_blob_path(state, &id)).st_nlink, 2);
@@ -160,11 +160,11 @@ a_file_put_there_by_someone_else_is_replaced_by_the_blob(void **state)
 	const char *out = tu_path(state, "proj/build/pc/a.txt");
 	kiln_file_rec rec, old;
 
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, &old));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, 022, &old));
 	assert_int_equal(unlink(out), 0);
 	tu_write_file(out, "a user's file", 13);
 	assert_int_equal(materialize_unchanged(root, "build/pc/a.txt", &old), 0);
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, 022, &rec));
 	assert_int_equal(stat_of(out).st_ino, stat_of(tu_blob_path(state, &id)).st_ino);
 	assert_string_equal(slurp(out), "the real thing");
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
@@ -173,7 +173,7 @@ a_file_put_there_by_someone_else_is_replaced_by_the_blob(void **state)
 	tu_write_file(tu_path(state, "target"), "keep me", 7);
 	assert_int_equal(unlink(out), 0);
 	assert_int_equal(symlink(tu_path(state, "target"), out), 0);
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, 022, &rec));
 	assert_true(S_ISREG(stat_of(out).st_mode));
 	assert_int_equal(stat_of(out).st_ino, stat_of(tu_blob_path(state, &id)).st_ino);
 	assert_string_equal(slurp(tu_path(state, "target")), "keep me");
@@ -189,8 +189,8 @@ an_output_moving_to_other_content_is_swapped_atomically(void **state)
 	const char *out = tu_path(state, "proj/build/pc/a.txt");
 	kiln_file_rec r1, r2;
 
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v1, KILN_MAT_HARDLINK, &r1));
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v2, KILN_MAT_HARDLINK, &r2));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v1, KILN_MAT_HARDLINK, 022, &r1));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &v2, KILN_MAT_HARDLINK, 022, &r2));
 	assert_string_equal(slurp(out), "version 2");
 	assert_int_equal(stat_of(tu_blob_path(state, &v1)).st_nlink, 1);
 	assert_int_equal(stat_of(tu_blob_path(state, &v2)).st_nlink, 2);
@@ -208,7 +208,7 @@ unchanged_is_judged_by_stat(void **state)
 	struct timespec times[2] = {{1, 0}, {1, 0}};
 	kiln_file_rec rec;
 
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x", &id, KILN_MAT_COPY, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x", &id, KILN_MAT_COPY, 022, &rec));
 	assert_int_equal(materialize_unchanged(root, "build/pc/x", &rec), 1);
 	assert_int_equal(materialize_unchanged(root, "build/pc/missing", &rec), 0);
 	assert_int_equal(materialize_unchanged(root, "build/../build/pc/x", &rec), 0);
@@ -230,7 +230,7 @@ bad_relpaths_are_refused(void **state)
 	const char *root = proj(state);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rv = materialize_output(s, root, -1, bad[i], &id, KILN_MAT_COPY, NULL);
+		int rv = materialize_output(s, root, -1, bad[i], &id, KILN_MAT_COPY, 022, NULL);
 
 		if (rv != KILN_EINVAL)
 			fail_msg("'%s': expected KILN_EINVAL, got %s", bad[i],
@@ -259,10 +259,10 @@ a_symlinked_folder_on_the_way_is_refused_and_nothing_written_outside(void **stat
 		assert_int_equal(symlink(tu_path(state, "elsewhere"),
 		                         tu_path(state, "%s", links[i])), 0);
 		assert_kiln(KILN_EINVAL,
-		            materialize_output(s, root, -1, "build/pc/a.png", &id, KILN_MAT_COPY, NULL));
+		            materialize_output(s, root, -1, "build/pc/a.png", &id, KILN_MAT_COPY, 022, NULL));
 		assert_kiln(KILN_EINVAL,
-		            materialize_output(s, root, -1, "build/pc/sub/a.png", &id, KILN_MAT_COPY, NULL));
-		assert_kiln(KILN_EINVAL, materialize_write_index(root, "pc", &e, 1));
+		            materialize_output(s, root, -1, "build/pc/sub/a.png", &id, KILN_MAT_COPY, 022, NULL));
+		assert_kiln(KILN_EINVAL, materialize_write_index(root, "pc", &e, 1, 022));
 		assert_kiln(KILN_EINVAL, materialize_prune(root, "pc", NULL, 0));
 		assert_int_equal(materialize_unchanged(root, "build/pc/a.png",
 		                                       &(kiln_file_rec){0}), 0);
@@ -280,11 +280,11 @@ a_folder_where_the_file_goes_or_a_file_where_a_folder_goes_is_eexist(void **stat
 	const char *root = proj(state);
 
 	assert_int_equal(tu_sh("mkdir -p '%s/build/pc/a.png/inner'", root), 0);
-	assert_kiln(KILN_EEXIST, materialize_output(s, root, -1, "build/pc/a.png", &id, KILN_MAT_COPY, NULL));
+	assert_kiln(KILN_EEXIST, materialize_output(s, root, -1, "build/pc/a.png", &id, KILN_MAT_COPY, 022, NULL));
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc/a.png")), 1);
 	tu_write_file(tu_path(state, "proj/build/pc/file"), "f", 1);
 	assert_kiln(KILN_EEXIST,
-	            materialize_output(s, root, -1, "build/pc/file/b.png", &id, KILN_MAT_COPY, NULL));
+	            materialize_output(s, root, -1, "build/pc/file/b.png", &id, KILN_MAT_COPY, 022, NULL));
 	assert_string_equal(slurp(tu_path(state, "proj/build/pc/file")), "f");
 	kiln_store_close(s);
 }
@@ -298,13 +298,13 @@ a_blob_not_in_the_store_is_not_found_and_nothing_is_made(void **state)
 
 	int rootfd;
 
-	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, -1, "build/pc/a", &id, KILN_MAT_HARDLINK, NULL));
-	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, -1, "build/pc/a", &id, KILN_MAT_COPY, NULL));
+	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, -1, "build/pc/a", &id, KILN_MAT_HARDLINK, 022, NULL));
+	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, -1, "build/pc/a", &id, KILN_MAT_COPY, 022, NULL));
 	assert_int_equal(count_entries(root), 0);
 	/* its folder there already: the link fails, nothing is left */
 	assert_int_equal(mkdir(tu_path(state, "proj/build"), 0755), 0);
 	assert_true((rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
-	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, rootfd, "build/a", &id, KILN_MAT_COPY, NULL));
+	assert_kiln(KILN_ENOTFOUND, materialize_output(s, root, rootfd, "build/a", &id, KILN_MAT_COPY, 022, NULL));
 	close(rootfd);
 	assert_int_equal(count_entries(tu_path(state, "proj/build")), 0);
 	kiln_store_close(s);
@@ -332,10 +332,10 @@ another_filesystem_gets_a_copy(void **state)
 		skip();
 	}
 	snprintf(out, sizeof(out), "%s/build/pc/a.txt", root);
-	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, &rec));
+	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &id, KILN_MAT_HARDLINK, 022, &rec));
 	st = stat_of(out);
 	if (strcmp(slurp(out), "copied across") != 0 || st.st_ino == blob.st_ino ||
-	    st.st_nlink != 1 || (st.st_mode & 0777) != 0444 || rec.ino != st.st_ino)
+	    st.st_nlink != 1 || (st.st_mode & 0777) != 0644 || rec.ino != st.st_ino)
 		fail_msg("copy: content '%s', ino %ju (blob %ju), nlink %ju, mode %o",
 		         slurp(out), (uintmax_t)st.st_ino, (uintmax_t)blob.st_ino,
 		         (uintmax_t)st.st_nlink, st.st_mode & 0777);
@@ -370,9 +370,9 @@ assert_own_copy(const char *path, const char *blob, const char *text)
 	struct stat st = stat_of(path), b = stat_of(blob);
 
 	if (strcmp(slurp(path), text) != 0 || st.st_ino == b.st_ino ||
-	    st.st_nlink != 1 || b.st_nlink != 1 || (st.st_mode & 0777) != 0444)
+	    st.st_nlink != 1 || b.st_nlink != 1 || (st.st_mode & 0777) != 0644)
 		fail_msg("%s: content '%s' (expected '%s'), ino %ju (blob %ju), nlink "
-		         "%ju (blob %ju), mode %o: expected a 0444 copy of its own", path,
+		         "%ju (blob %ju), mode %o: expected a 0644 copy of its own (0666 less mask 022)", path,
 		         slurp(path), text, (uintmax_t)st.st_ino, (uintmax_t)b.st_ino,
 		         (uintmax_t)st.st_nlink, (uintmax_t)b.st_nlink, st.st_mode & 0777);
 }
@@ -394,9 +394,9 @@ copy_mode_makes_files_of_their_own_and_writing_into_one_changes_nothing_else(voi
 	print_message("# reflinks here: %s\n",
 	              reflinks_here(blob, tu_path(state, "probe")) ? "yes" : "no (copies)");
 	assert_kiln(0, materialize_output(s, root, -1, "build/pc/c/a.txt", &id,
-	                                  KILN_MAT_COPY, &ra));
+	                                  KILN_MAT_COPY, 022, &ra));
 	assert_kiln(0, materialize_output(s, root, -1, "build/pc/c/b.txt", &id,
-	                                  KILN_MAT_COPY, &rb));
+	                                  KILN_MAT_COPY, 022, &rb));
 	assert_own_copy(a, tu_blob_path(state, &id), "shared bytes");
 	assert_own_copy(b, tu_blob_path(state, &id), "shared bytes");
 	assert_int_not_equal(stat_of(a).st_ino, stat_of(b).st_ino);
@@ -404,7 +404,7 @@ copy_mode_makes_files_of_their_own_and_writing_into_one_changes_nothing_else(voi
 	assert_memory_equal(ra.hash.b, id.b, sizeof id.b);
 	assert_int_equal(materialize_unchanged(root, "build/pc/c/a.txt", &ra), 1);
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc/c")), 2);
-	/* what root (or anyone after a chmod) can do to a 0444 file */
+	/* what anyone may do to a build/ file: write into it */
 	assert_int_equal(chmod(a, 0644), 0);
 	assert_true((fd = open(a, O_WRONLY | O_TRUNC)) >= 0);
 	assert_int_equal(write(fd, "EDITED", 6), 6);
@@ -414,7 +414,7 @@ copy_mode_makes_files_of_their_own_and_writing_into_one_changes_nothing_else(voi
 	assert_int_equal(materialize_unchanged(root, "build/pc/c/a.txt", &ra), 0);
 	/* and the next materialize puts it back */
 	assert_kiln(0, materialize_output(s, root, -1, "build/pc/c/a.txt", &id,
-	                                  KILN_MAT_COPY, &ra));
+	                                  KILN_MAT_COPY, 022, &ra));
 	assert_own_copy(a, blob, "shared bytes");
 	kiln_store_close(s);
 }
@@ -429,10 +429,10 @@ copy_mode_replaces_a_hard_link_left_by_hardlink_mode(void **state)
 	kiln_file_rec rec;
 
 	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x.bin", &id,
-	                                  KILN_MAT_HARDLINK, &rec));
+	                                  KILN_MAT_HARDLINK, 022, &rec));
 	assert_int_equal(stat_of(out).st_ino, stat_of(blob).st_ino);
 	assert_kiln(0, materialize_output(s, root, -1, "build/pc/x.bin", &id,
-	                                  KILN_MAT_COPY, &rec));
+	                                  KILN_MAT_COPY, 022, &rec));
 	assert_own_copy(out, blob, "was linked");
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
 	kiln_store_close(s);
@@ -453,15 +453,15 @@ copy_mode_never_writes_a_blob_that_does_not_match_its_name(void **state)
 		skip();
 	}
 	assert_kiln(0, materialize_output(s, root, -1, "build/pc/a.txt", &old,
-	                                  KILN_MAT_COPY, NULL));
+	                                  KILN_MAT_COPY, 022, NULL));
 	tu_flip_byte(blob, 2);
 	assert_kiln(KILN_ECORRUPT, materialize_output(s, root, -1, "build/pc/a.txt", &id,
-	                                              KILN_MAT_COPY, NULL));
+	                                              KILN_MAT_COPY, 022, NULL));
 	/* the old file stays whole, and no temporary file is left */
 	assert_string_equal(slurp(out), "older output");
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
 	assert_kiln(KILN_ECORRUPT, materialize_output(s, root, -1, "build/pc/new.txt", &id,
-	                                              KILN_MAT_COPY, NULL));
+	                                              KILN_MAT_COPY, 022, NULL));
 	assert_false(exists(tu_path(state, "proj/build/pc/new.txt")));
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
 	kiln_store_close(s);
@@ -486,7 +486,7 @@ index_has_the_exact_format_sorted_by_url(void **state)
 	e[0] = (struct index_entry){"ui/atlas#frames", b, 2, "ui/atlas.frames.json"};
 	e[1] = (struct index_entry){"sprites/hero", a, 1, "sprites/hero.png"};
 	e[2] = (struct index_entry){"ui/atlas", c, 12345678901ULL, "ui/atlas.png"};
-	assert_kiln(0, materialize_write_index(root, "pc", e, 3));
+	assert_kiln(0, materialize_write_index(root, "pc", e, 3, 022));
 	snprintf(want, sizeof(want),
 	         "kiln-index 1 pc\n"
 	         "sprites/hero\t%s\t1\tsprites/hero.png\n"
@@ -497,10 +497,10 @@ index_has_the_exact_format_sorted_by_url(void **state)
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
 
 	/* Rewritten whole, by rename. */
-	assert_kiln(0, materialize_write_index(root, "pc", e, 1));
+	assert_kiln(0, materialize_write_index(root, "pc", e, 1, 022));
 	snprintf(want, sizeof(want), "kiln-index 1 pc\nsprites/hero\t%s\t1\tsprites/hero.png\n", ha);
 	assert_string_equal(slurp(tu_path(state, "proj/build/pc/kiln-index.txt")), want);
-	assert_kiln(0, materialize_write_index(root, "pc", e, 0));
+	assert_kiln(0, materialize_write_index(root, "pc", e, 0, 022));
 	assert_string_equal(slurp(tu_path(state, "proj/build/pc/kiln-index.txt")),
 	                    "kiln-index 1 pc\n");
 	assert_int_equal(count_entries(tu_path(state, "proj/build/pc")), 1);
@@ -522,9 +522,9 @@ index_written_aside_appears_only_when_put(void **state)
 	kiln_id_of_buf("a", 1, &a);
 	kiln_id_to_hex(&a, hex);
 	e[0] = (struct index_entry){"sprites/hero", a, 1, "sprites/hero.png"};
-	assert_kiln(0, materialize_write_index(root, "pc", e, 0));
+	assert_kiln(0, materialize_write_index(root, "pc", e, 0, 022));
 
-	assert_kiln(0, materialize_index_write_tmp(root, "pc", e, 1, &t));
+	assert_kiln(0, materialize_index_write_tmp(root, "pc", e, 1, 022, &t));
 	assert_string_equal(slurp(map), "kiln-index 1 pc\n");
 	assert_int_equal(count_entries(dir), 2);   /* the map and the new one */
 	assert_kiln(0, materialize_index_put(&t));
@@ -537,7 +537,7 @@ index_written_aside_appears_only_when_put(void **state)
 
 	/* refused up front: nothing written, nothing to put */
 	e[0].file = "../x";
-	assert_kiln(KILN_EINVAL, materialize_index_write_tmp(root, "pc", e, 1, &t));
+	assert_kiln(KILN_EINVAL, materialize_index_write_tmp(root, "pc", e, 1, 022, &t));
 	assert_int_equal(t.dfd, -1);
 	assert_int_equal(count_entries(dir), 1);
 }
@@ -562,7 +562,7 @@ index_refuses_what_its_format_cannot_hold(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct index_entry e[2] = {{cases[i].url1, {{0}}, 0, cases[i].file},
 		                           {cases[i].url2, {{0}}, 0, "y"}};
-		int rv = materialize_write_index(root, cases[i].profile, e, 2);
+		int rv = materialize_write_index(root, cases[i].profile, e, 2, 022);
 
 		if (rv != KILN_EINVAL)
 			fail_msg("case %zu: expected KILN_EINVAL, got %s", i,
