@@ -23,7 +23,9 @@
 #include "output_index.h"
 #include "schedule.h"
 #include "search_path.h"
+#include "step.h"
 #include "step_events.h"
+#include "timeline.h"
 #include "watch.h"
 
 /* Count a finished node into build b. */
@@ -88,6 +90,27 @@ build_lost_error(struct build *b)
 	         kiln_strerror(b->lost_rv), b->nlost == 1 ? "it" : "them");
 }
 
+/* Write b's timeline (e->mu held, dropped while the file is written:
+ * b->done is -1, so nobody else ends or frees b meanwhile). */
+static void
+build_trace(struct engine *e, struct build *b)
+{
+	struct timeline *tl = b->tl;
+	Kiln__BuildFinished bf;
+	int rv;
+
+	b->tl = NULL;
+	summary_fill(b, &bf);
+	if (b->cancelled && bf.error[0] == '\0')
+		bf.error = (char *)"cancelled";
+	pthread_mutex_unlock(&e->mu);
+	rv = timeline_write(e->rootfd, tl, &bf);
+	pthread_mutex_lock(&e->mu);
+	if (rv != 0)
+		engine_logf(e, 1, "writing the trace of build %llu (.kiln/traces/): %s",
+		            (unsigned long long)b->id, kiln_strerror(rv));
+}
+
 /* The build's last step finished (e->mu held, dropped and retaken). */
 static void
 build_end(struct engine *e, struct build *b)
@@ -117,6 +140,8 @@ build_end(struct engine *e, struct build *b)
 			         b->profile, kiln_strerror(index_rv));
 	}
 	build_lost_error(b);
+	if (b->tl != NULL)
+		build_trace(e, b);
 	b->done = 1;
 	b->duration_ns = (uint64_t)(kiln_mono_ns() - b->start_ns);
 	{
@@ -495,6 +520,8 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	b->dry_run = rq->dry_run;
 	b->full = rq->n_targets == 0;
 	b->start_ns = kiln_mono_ns();
+	if (!b->dry_run)
+		b->tl = timeline_new(b);   /* NULL (out of memory): no trace */
 	{
 		uint64_t nhashed;
 		filestate_counts(e->fs, &b->nstat0, &nhashed);

@@ -31,6 +31,7 @@
  * cancelled builds' steps still running */
 #define ENGINE_MAX_PATHS 256
 #define ENGINE_KEEP_FINISHED 64 /* finished builds remembered for status */
+#define ENGINE_MAX_WAIT_SPANS 8 /* `kiln need` waits a run's timeline shows */
 
 enum node_state {
 	N_IDLE,       /* not part of the current wave */
@@ -136,6 +137,10 @@ struct node_work {
 	uint8_t agent_tries;     /* tries on agents in this run */
 	uint8_t local_only;      /* an agent refused it: run it here */
 	char machine[64];        /* the agent that ran it ("": this machine) */
+	/* its `kiln need` waits, for the build's timeline (need.c; e->mu) */
+	int64_t need_since;      /* suspended since (mono; 0: not suspended) */
+	struct wait_span { int64_t t0, t1; } waits[ENGINE_MAX_WAIT_SPANS];
+	uint8_t nwaits;
 };
 
 /* A step of a graph. 100,000-step projects keep one each for the daemon's
@@ -271,6 +276,8 @@ struct build {
 	struct build *next;      /* e->finished list */
 	int repass;              /* edits made steps it has stale (edits.c) */
 	uint32_t repasses;       /* times it decided stale steps again */
+	struct timeline *tl;     /* its steps' runs, written at its end
+	                            (timeline.h; NULL: none, or a dry run) */
 	uint32_t *targets;       /* nodes wanted (closure), until started */
 	uint32_t ntargets;
 };

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "engine_int.h"
+#include "timeline.h"
 #include "builds.h"
 #include "decide.h"
 #include "edits.h"
@@ -129,9 +130,14 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 			g->index_dirty = 1;
 		if (was_queued && e->queued > 0)
 			e->queued--;
-		for (uint64_t m = n->builds; m != 0; m &= m - 1)
-			if (e->active[__builtin_ctzll(m)] != NULL)
-				build_count(e->active[__builtin_ctzll(m)], n);
+		for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+			struct build *b = e->active[__builtin_ctzll(m)];
+			if (b == NULL)
+				continue;
+			build_count(b, n);
+			if (b->tl != NULL)
+				timeline_step(b->tl, g, n, kiln_mono_ns());
+		}
 		if (n->send_event || st == N_FAILED || st == N_WOULD_RUN ||
 		    (st == N_DONE && n->outcome != O_UP_TO_DATE))
 			publish_step(e, g, n);
