@@ -189,6 +189,7 @@ typedef enum kiln_event_type {
 	KILN_EVENT_STEP,        /* a build step finished (see step) */
 	KILN_EVENT_BUILD_DONE,  /* a build ended (see build) */
 	KILN_EVENT_SOURCES_CHANGED, /* project files changed (see paths) */
+	KILN_EVENT_STEP_STARTED, /* a build step's tool started (see started) */
 } kiln_event_type;
 
 typedef enum kiln_step_result {
@@ -227,7 +228,18 @@ typedef struct kiln_step_event {
 	size_t nwarnings;
 	const char *machine;    /* RAN or FAILED on a build agent: its name;
 	                           "" on the daemon's machine */
+	uint64_t left_ns;       /* builds[0]'s unfinished steps' recorded tool
+	                           time (docs/build.md, "Progress") */
 } kiln_step_event;
+
+typedef struct kiln_step_started {
+	const uint64_t *builds; /* the builds that want the step */
+	size_t nbuilds;
+	const char *profile, *url;
+	uint64_t expected_ns;   /* its last recorded run's duration; 0: unknown */
+	uint32_t done, total;   /* progress of builds[0] */
+	uint64_t left_ns;       /* as kiln_step_event's */
+} kiln_step_started;
 
 typedef struct kiln_build_summary {
 	uint64_t build;
@@ -263,6 +275,8 @@ typedef struct kiln_event {
 	/* STEP and BUILD_DONE. */
 	const kiln_step_event *step;
 	const kiln_build_summary *build;
+	/* STEP_STARTED */
+	const kiln_step_started *started;
 	/* SOURCES_CHANGED: the daemon's watch saw these project files change
 	 * (relative to the project; at most 64, and `more` further ones), or
 	 * everything: it lost track, anything may have changed. A live build

@@ -33,6 +33,10 @@ void
 build_count(struct build *b, const struct node *n)
 {
 	b->finished++;
+	if (b->expect_ms != NULL) {
+		b->left_ms -= b->expect_ms[n->idx];
+		b->expect_ms[n->idx] = 0;
+	}
 	switch ((enum node_state)n->st) {
 	case N_DONE:
 		if (n->outcome == O_RAN)
@@ -88,6 +92,22 @@ build_lost_error(struct build *b)
 	         "be recorded (committing build records: %s); the next build "
 	         "runs %s again", b->nlost, b->nlost == 1 ? "" : "s",
 	         kiln_strerror(b->lost_rv), b->nlost == 1 ? "it" : "them");
+}
+
+/* Each wanted step's expected tool time: its last result's, as known. */
+static void
+build_expect(struct build *b, const struct graph *g, const uint8_t *mark)
+{
+	if ((b->expect_ms = calloc(g->n ? g->n : 1, sizeof *b->expect_ms)) == NULL)
+		return;
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct node *n = &g->nodes[i];
+		if (!mark[i] || !n->have)
+			continue;
+		uint64_t ms = n->duration_ns / 1000000;
+		b->expect_ms[i] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+		b->left_ms += b->expect_ms[i];
+	}
 }
 
 /* Write b's timeline (e->mu held, dropped while the file is written:
@@ -161,6 +181,8 @@ build_end(struct engine *e, struct build *b)
 	e->active[b->slot] = NULL;
 	b->slot = -1;
 	b->g = NULL;  /* graphs go when the project is loaded again */
+	free(b->expect_ms);
+	b->expect_ms = NULL;
 	e->nactive--;
 	b->next = e->finished;
 	e->finished = b;
@@ -528,6 +550,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	}
 	for (uint32_t i = 0; i < g->n; i++)
 		b->total += mark[i];
+	build_expect(b, g, mark);
 	e->active[slot] = b;
 	e->nactive++;
 	for (uint32_t i = 0; i < g->n; i++)

@@ -276,6 +276,11 @@ struct build {
 	struct build *next;      /* e->finished list */
 	int repass;              /* edits made steps it has stale (edits.c) */
 	uint32_t repasses;       /* times it decided stale steps again */
+	/* per node of g, the recorded tool time it is expected to take (ms;
+	 * 0: none known, or finished), and their sum: what is left
+	 * (StepEvent.left_ns). NULL: out of memory, no estimate. */
+	uint32_t *expect_ms;
+	uint64_t left_ms;
 	struct timeline *tl;     /* its steps' runs, written at its end
 	                            (timeline.h; NULL: none, or a dry run) */
 	uint32_t *targets;       /* nodes wanted (closure), until started */

@@ -236,8 +236,10 @@ engine_free(struct engine *e)
 	/* no worker looks anything up or queues an upload any more */
 	remote_free(e);
 	for (int i = 0; i < ENGINE_MAX_BUILDS; i++) {
-		if (e->active[i] != NULL)
+		if (e->active[i] != NULL) {
 			timeline_free(e->active[i]->tl);
+			free(e->active[i]->expect_ms);
+		}
 		free(e->active[i]);
 	}
 	while (e->finished != NULL) {

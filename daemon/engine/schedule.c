@@ -418,6 +418,8 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	n->w->run = (struct run_ctx){e, g, n};
 	if ((rv = need_token_add(e, g, n)) != 0)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	else
+		publish_step_started(e, g, n);
 	pthread_mutex_unlock(&e->mu);
 	if (rv == 0)
 		rv = step_start(e, g, n);
@@ -452,6 +454,8 @@ work_start_remote(struct engine *e, struct graph *g, struct node *n)
 	n->w->run = (struct run_ctx){e, g, n};
 	if ((rv = agent_lease_new(e, g, n)) != 0 || (rv = need_token_add(e, g, n)) != 0)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	else
+		publish_step_started(e, g, n);
 	pthread_mutex_unlock(&e->mu);
 	if (rv == 0 && (rv = step_job(e, g, n, n->w->extra, n->w->nextra, &job)) != 0)
 		step_record_failure(e, g, n);
