@@ -32,6 +32,7 @@ static const struct command {
 	{"release", cmd_release, "end every hold on change reports"},
 	{"why", cmd_why, "say why the last build ran or reused a step"},
 	{"log", cmd_log, "print a step's tool output from its last run"},
+	{"audit", cmd_audit, "run cached steps again; report outputs that differ"},
 	{"trace", cmd_trace, "write a build's timeline (Chrome trace-event JSON)"},
 	{"deps", cmd_deps, "print what a step depends on, declared and discovered"},
 	{"rdeps", cmd_rdeps, "print the steps that depend on a file or a step"},

@@ -480,6 +480,11 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 		rv = KILN_ECLOSED;
 		goto fail;
 	}
+	if (e->auditing) {
+		snprintf(err, errlen, "kiln audit is running steps; try again when it ends");
+		rv = KILN_EBUSY;
+		goto fail;
+	}
 	if (e->nactive > 0 && e->wave_dry != rq->dry_run) {
 		snprintf(err, errlen, "a %s is in progress; try again when it ends",
 		         e->wave_dry ? "dry run" : "build");

@@ -396,6 +396,8 @@ struct engine {
 		char *err;           /* its answer is this error (a cycle) */
 	} *ons;
 	size_t nons, capons;
+	int auditing;            /* (e->mu) kiln audit runs steps: no build
+	                            starts, and no other audit (audit.c) */
 	int need_joined;         /* a build joined a step waiting on needs */
 	int need_flushing;       /* need_join_flush is on the stack */
 	char *kiln_cli;          /* $KILN: kiln beside kilnd (NULL: unknown) */
