@@ -136,7 +136,7 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 				continue;
 			build_count(b, n);
 			if (b->tl != NULL)
-				timeline_step(b->tl, g, n, kiln_mono_ns());
+				timeline_step(b->tl, n, kiln_mono_ns());
 		}
 		if (n->send_event || st == N_FAILED || st == N_WOULD_RUN ||
 		    (st == N_DONE && n->outcome != O_UP_TO_DATE))

@@ -127,13 +127,11 @@ slice_needs(struct tl_slice *s, const struct node *n)
 }
 
 void
-timeline_step(struct timeline *t, const struct graph *g, const struct node *n,
-              int64_t now_ns)
+timeline_step(struct timeline *t, const struct node *n, int64_t now_ns)
 {
 	const char *result = run_result(n);
 	struct tl_slice *s;
 
-	(void)g;
 	if (t == NULL || result == NULL)
 		return;
 	if (t->n >= TIMELINE_MAX_SLICES) {
@@ -173,13 +171,12 @@ timeline_step(struct timeline *t, const struct graph *g, const struct node *n,
 
 /* ---- lanes ---------------------------------------------------------------- */
 
-static const struct timeline *sort_t;
-
 static int
-by_machine_start(const void *a, const void *b)
+by_machine_start(const void *a, const void *b, void *arg)
 {
-	const struct tl_slice *x = &sort_t->v[*(const size_t *)a];
-	const struct tl_slice *y = &sort_t->v[*(const size_t *)b];
+	const struct timeline *t = arg;
+	const struct tl_slice *x = &t->v[*(const size_t *)a];
+	const struct tl_slice *y = &t->v[*(const size_t *)b];
 	int c = strcmp(x->machine, y->machine);
 
 	if (c != 0)
@@ -203,8 +200,7 @@ lanes_assign(struct timeline *t, size_t **order)
 	}
 	for (size_t i = 0; i < t->n; i++)
 		o[i] = i;
-	sort_t = t;   /* the daemon writes one trace at a time (build_end) */
-	qsort(o, t->n, sizeof *o, by_machine_start);
+	qsort_r(o, t->n, sizeof *o, by_machine_start, t);
 	for (size_t i = 0; i < t->n; i++) {
 		struct tl_slice *s = &t->v[o[i]];
 		size_t lane = 0;

@@ -31,8 +31,7 @@ struct timeline *timeline_new(const struct build *b);
 /* Record node n's run into t if its tool ran in this decision (nothing
  * for a step up to date or reused: those are only counted). now_ns is
  * kiln_mono_ns() at the step's end. Out of memory only loses the slice. */
-void timeline_step(struct timeline *t, const struct graph *g, const struct node *n,
-                   int64_t now_ns);
+void timeline_step(struct timeline *t, const struct node *n, int64_t now_ns);
 
 /* Write t as <rootfd>/.kiln/traces/<id>.json (a temp file renamed into
  * place: never half a file under that name), point traces/last at it,
