@@ -321,8 +321,12 @@ follow_builds() {
 	local args=$1 b
 	shift
 	"$KILN" status >/dev/null
+	# what kiln events prints goes outside the project (ev.out links to it):
+	# a file written in the project while a build runs is an edit the
+	# build must look at, and step starts are printed while it runs
+	ln -sf "$BATS_TEST_TMPDIR/ev.out" ev.out
 	# shellcheck disable=SC2086
-	"$KILN" events --timeout 60 $args >ev.out 2>ev.err 3>&- &
+	"$KILN" events --timeout 60 $args >"$BATS_TEST_TMPDIR/ev.out" 2>ev.err 3>&- &
 	ev=$!
 	wait_for subscribed 1
 	for b in "$@"; do
