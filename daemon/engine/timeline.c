@@ -119,6 +119,8 @@ slice_needs(struct tl_slice *s, const struct node *n)
 	const struct need_dep *v = n->nrneeds > 0 ? n->rneeds : n->needs;
 	uint32_t nv = n->nrneeds > 0 ? n->nrneeds : n->nneeds;
 
+	if (nv > TIMELINE_MAX_NEEDS)
+		nv = TIMELINE_MAX_NEEDS;
 	if (nv == 0 || (s->needs = calloc(nv, sizeof *s->needs)) == NULL)
 		return;
 	for (uint32_t i = 0; i < nv; i++)

@@ -17,6 +17,7 @@
 #define TIMELINE_MAX_SLICES 100000 /* steps recorded per build; more are
                                      counted, not drawn (bounded size) */
 #define TIMELINE_MAX_REASON 240   /* bytes of a reason or error kept */
+#define TIMELINE_MAX_NEEDS 64     /* needed URLs listed per step */
 
 struct timeline;
 struct engine;
