@@ -88,7 +88,7 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
              graph.c lifecycle.c deps_query.c step.c decide.c decide_key.c decide_cache.c \
              action_results.c blob_watch.c run.c tool_spawn.c trace.c discover.c dep_path.c \
              depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
-             scratch.c need.c need_wait.c orphans.c materialize.c folder_out.c search_path.c edits.c \
+             scratch.c need.c need_wait.c orphans.c timeline.c audit.c materialize.c folder_out.c search_path.c edits.c \
              remote.c remote_upload.c agent_jobs.c bundle_build.c kpak_write.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
@@ -107,9 +107,9 @@ ENGINE_SRC += daemon/engine/remote_config.c
 CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
-              client/deps.c client/events.c client/live.c
+              client/deps.c client/events.c client/live.c client/audit.c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
-            client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c \
+            client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c client/cmd_trace.c client/cmd_audit.c client/progress.c \
             client/cmd_agent.c client/agent.c client/agent_job.c client/agent_need.c \
             client/check_programs.c client/cmd_graph.c client/stepgraph.c client/cmd_complete.c daemon/engine/tool_spawn.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \

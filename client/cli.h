@@ -75,6 +75,17 @@ int cmd_deps(const struct cli *cli, int argc, char **argv);
 /* kiln rdeps PATH|URL [--all]: the steps depending on a file or step. */
 int cmd_rdeps(const struct cli *cli, int argc, char **argv);
 
+/* ---- commands (cmd_audit.c) -------------------------------------------- */
+
+/* kiln audit [URL|GLOB...] [-C DIR] [-p PROFILE] [--sample N] [--seed S]:
+ * run recorded steps again, report those whose outputs differ. */
+int cmd_audit(const struct cli *cli, int argc, char **argv);
+
+/* ---- commands (cmd_trace.c) -------------------------------------------- */
+
+/* kiln trace [BUILD] [-C DIR] [-o FILE]: a build's timeline. */
+int cmd_trace(const struct cli *cli, int argc, char **argv);
+
 /* ---- commands (cmd_need.c) --------------------------------------------- */
 
 /* kiln need URL [--output NAME]: from inside a step, another step's output. */

@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "progress.h"
 
 /* Work in -C DIR (the daemon is the project's, found from there). */
 static int
@@ -25,11 +27,11 @@ enter_dir(const char *cmd, const char *dir)
 
 static const char build_usage[] =
 	"usage: kiln build [URL|GLOB...] [-C DIR] [-p PROFILE] [-j N] [-k] [-n]\n"
-	"                  [--json] [--priority N]\n";
+	"                  [--json] [-q] [--priority N]\n";
 
 static const char build_help[] =
 	"usage: kiln build [URL|GLOB...] [-C DIR] [-p PROFILE] [-j N] [-k] [-n]\n"
-	"                  [--json] [--priority N]\n"
+	"                  [--json] [-q] [--priority N]\n"
 	"\n"
 	"Bring the named assets (default: all) and everything they need up to\n"
 	"date for a profile, on the project's daemon (started if none runs).\n"
@@ -43,10 +45,14 @@ static const char build_help[] =
 	"  -k, --keep-going     after a failure, build what does not depend on it\n"
 	"  -n, --dry-run        print what would run and why; run nothing\n"
 	"      --json           one JSON object per event on stdout\n"
+	"  -q, --quiet          print only failures, warnings and the summary\n"
 	"      --priority N     0 (default) for batch builds; higher goes first\n"
 	"\n"
-	"On a terminal one status line shows [done/total] and the last step;\n"
-	"otherwise one line per step that ran or failed. Ctrl-C cancels the\n"
+	"On a terminal one status line shows [done/total], the steps running and\n"
+	"failed, the time elapsed and an estimate of the time left (from the\n"
+	"steps' recorded durations), and the steps running longest; otherwise\n"
+	"one line per step that ran or failed. The summary names the slowest\n"
+	"steps. The timeline: kiln trace. Ctrl-C cancels the\n"
 	"steps no other client needs. Exit status: 0 built, 1 a step failed (or\n"
 	"was skipped because one failed, or results could not be recorded), 2\n"
 	"usage or description errors, 130 cancelled.\n";
@@ -62,9 +68,36 @@ on_sigint(int sig)
 
 struct build_view {
 	int json, tty, dry;
+	int quiet;              /* failures, warnings and the summary only */
 	uint64_t id;
 	int live;               /* a status line is on screen */
+	struct progress *prog;  /* kiln build's (NULL: kiln watch) */
 };
+
+/* Terminal columns of stdout (80 when it does not say). */
+static unsigned
+term_cols(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
+/* Redraw the status line (a terminal, not --quiet). */
+static void
+status_draw(struct build_view *v)
+{
+	char line[1024];
+
+	if (!v->tty || v->quiet || v->dry || v->prog == NULL)
+		return;
+	progress_line(v->prog, term_cols(), line, sizeof line);
+	printf("\r\033[K%s", line);
+	v->live = 1;
+	fflush(stdout);
+}
 
 static const char *
 result_word(kiln_step_result r)
@@ -134,13 +167,19 @@ step_print(struct build_view *v, const kiln_step_event *s)
 		return;
 	}
 	/* a step with warnings gets its own lines, on a terminal too */
-	if (v->tty && s->nwarnings == 0 &&
+	if ((v->tty || v->quiet) && s->nwarnings == 0 &&
 	    (s->result == KILN_STEP_RAN || s->result == KILN_STEP_REUSED)) {
-		printf("\r\033[K[%u/%u] %s", s->done, s->total, s->url);
-		v->live = 1;
-		fflush(stdout);
+		if (v->prog != NULL) {
+			status_draw(v);
+		} else if (!v->quiet) {
+			printf("\r\033[K[%u/%u] %s", s->done, s->total, s->url);
+			v->live = 1;
+			fflush(stdout);
+		}
 		return;
 	}
+	if (v->quiet && s->result != KILN_STEP_FAILED && s->nwarnings == 0)
+		return;
 	if (v->live) {
 		fputs("\r\033[K", stdout);
 		v->live = 0;
@@ -171,6 +210,7 @@ step_print(struct build_view *v, const kiln_step_event *s)
 	for (size_t i = 0; i < s->nwarnings; i++)
 		printf("  warning: %s\n", s->warnings[i]);
 	fflush(stdout);
+	status_draw(v);
 }
 
 static int
@@ -198,11 +238,19 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 		printf("%u of %u steps of profile %s would run\n", b->would_run,
 		       b->total, b->profile);
 	} else {
+		char cancel[32] = "", slow[1024] = "";
+		if (b->cancelled > 0)
+			snprintf(cancel, sizeof cancel, ", %u cancelled", b->cancelled);
+		else if (strcmp(b->error, "cancelled") == 0)
+			snprintf(cancel, sizeof cancel, ", cancelled");
 		printf("profile %s: %u steps, %u ran, %u up to date, %u failed, "
-		       "%u skipped%s%s in %.2f s\n", b->profile, b->total, b->ran,
-		       b->reused, b->failed, b->skipped,
-		       b->cancelled ? ", cancelled " : "", "",
+		       "%u skipped%s in %.2f s\n", b->profile, b->total, b->ran,
+		       b->reused, b->failed, b->skipped, cancel,
 		       (double)b->duration_ns / 1e9);
+		if (v->prog != NULL)
+			progress_slowest(v->prog, slow, sizeof slow);
+		if (slow[0])
+			printf("%s\n", slow);
 		if (b->index[0])
 			printf("outputs in build/%s/ (index: %s)\n", b->profile, b->index);
 	}
@@ -235,6 +283,7 @@ build_follow(kiln_conn *c, struct build_view *v)
 		if (rv == KILN_ETIMEDOUT) {
 			/* quiet for a while: is the build (and the daemon) still
 			 * there? */
+			status_draw(v);   /* the clocks move on */
 			if ((idle_ms += 200) < 2000)
 				continue;
 			idle_ms = 0;
@@ -264,7 +313,15 @@ build_follow(kiln_conn *c, struct build_view *v)
 		if (ev.type == KILN_EVENT_STEP) {
 			for (size_t i = 0; i < ev.step->nbuilds; i++)
 				if (ev.step->builds[i] == v->id) {
+					progress_finished(v->prog, ev.step);
 					step_print(v, ev.step);
+					break;
+				}
+		} else if (ev.type == KILN_EVENT_STEP_STARTED) {
+			for (size_t i = 0; i < ev.started->nbuilds; i++)
+				if (ev.started->builds[i] == v->id) {
+					progress_started(v->prog, ev.started);
+					status_draw(v);
 					break;
 				}
 		} else if (ev.type == KILN_EVENT_BUILD_DONE && ev.build->build == v->id) {
@@ -283,12 +340,14 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 		{"keep-going", no_argument, NULL, 'k'},
 		{"dry-run", no_argument, NULL, 'n'},
 		{"json", no_argument, NULL, 'J'},
+		{"quiet", no_argument, NULL, 'q'},
 		{"priority", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	kiln_build_opts o = {0};
 	struct build_view v = {0};
+	struct progress prog;
 	const char *dir = NULL;
 	char profile[128], *end;
 	uint32_t nsteps;
@@ -296,10 +355,11 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 	int ch, rv;
 	long n;
 
-	while ((ch = getopt_long(argc, argv, ":C:p:j:knh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":C:p:j:knqh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'C': dir = optarg; break;
 		case 'p': o.profile = optarg; break;
+		case 'q': v.quiet = 1; break;
 		case 'j':
 		case 'P':
 			n = strtol(optarg, &end, 10);
@@ -357,11 +417,18 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 		kiln_close(c);
 		return CLI_PROBLEM;
 	}
+	{
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		progress_init(&prog, o.jobs ? o.jobs : cores > 0 ? (unsigned)cores : 1, nsteps);
+		v.prog = &prog;
+	}
 	signal(SIGINT, on_sigint);
 	signal(SIGTERM, on_sigint);
+	status_draw(&v);
 	rv = build_follow(c, &v);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+	progress_free(&prog);
 	kiln_close(c);
 	return rv;
 }

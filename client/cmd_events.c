@@ -47,6 +47,9 @@ static const char events_help[] =
 	"       cancelled=N would-run=N DURATION [error=\"TEXT\"]\n"
 	"                                        a build ended: its steps by result,\n"
 	"                                        and a build-wide problem if any\n"
+	"  started PROFILE URL expected=DURATION a build step's tool started (here, or\n"
+	"                                        handed to agents); DURATION its last\n"
+	"                                        recorded run's (0.000s: none known)\n"
 	"  changed [everything] PATH... [more=N] project files changed on disk\n"
 	"                                        (the daemon's watch, after they\n"
 	"                                        settled; kilnd --settle); at most\n"
@@ -109,6 +112,7 @@ kind_name(const kiln_event *ev)
 	case KILN_EVENT_STEP: return ev->step ? "step" : "other";
 	case KILN_EVENT_BUILD_DONE: return ev->build ? "build-done" : "other";
 	case KILN_EVENT_SOURCES_CHANGED: return "changed";
+	case KILN_EVENT_STEP_STARTED: return ev->started ? "started" : "other";
 	default: return "other";
 	}
 }
@@ -256,6 +260,15 @@ event_line(const kiln_event *ev)
 		if (ev->build != NULL)
 			build_line(ev->build);
 		break;
+	case KILN_EVENT_STEP_STARTED:
+		if (ev->started != NULL) {
+			putchar(' ');
+			line_str(ev->started->profile, LINE_WORD);
+			putchar(' ');
+			line_str(ev->started->url, LINE_WORD);
+			printf(" expected=%.3fs", (double)ev->started->expected_ns / 1e9);
+		}
+		break;
 	case KILN_EVENT_SOURCES_CHANGED:
 		if (ev->everything)
 			fputs(" everything", stdout);
@@ -382,6 +395,14 @@ event_json(const kiln_event *ev)
 		step_json(ev->step);
 	if (ev->type == KILN_EVENT_BUILD_DONE && ev->build != NULL)
 		build_json(ev->build);
+	if (ev->type == KILN_EVENT_STEP_STARTED && ev->started != NULL) {
+		fputs(",\"profile\":", stdout);
+		cli_json_str(ev->started->profile);
+		fputs(",\"url\":", stdout);
+		cli_json_str(ev->started->url);
+		printf(",\"expected_ns\":%" PRIu64 ",\"left_ns\":%" PRIu64,
+		       ev->started->expected_ns, ev->started->left_ns);
+	}
 	if (ev->type == KILN_EVENT_SOURCES_CHANGED) {
 		json_strs("paths", ev->paths, ev->npaths);
 		printf(",\"more\":%" PRIu32 ",\"everything\":%s", ev->more,

@@ -115,6 +115,23 @@ step_take(struct kiln_sub *s, const Kiln__StepEvent *se)
 	st->warnings = (const char *const *)se->warnings;
 	st->nwarnings = se->n_warnings;
 	st->machine = se->machine ? se->machine : "";
+	st->left_ns = se->left_ns;
+}
+
+static void
+started_take(struct kiln_sub *s, const Kiln__StepStarted *ss)
+{
+	kiln_step_started *st = &s->started;
+
+	memset(st, 0, sizeof(*st));
+	st->builds = ss->builds;
+	st->nbuilds = ss->n_builds;
+	st->profile = ss->profile;
+	st->url = ss->url;
+	st->expected_ns = ss->expected_ns;
+	st->done = ss->done;
+	st->total = ss->total;
+	st->left_ns = ss->left_ns;
 }
 
 /* Fill ev from the batch's next event and move the cursor past it. */
@@ -163,6 +180,11 @@ event_take(struct kiln_sub *s, kiln_event *ev)
 		ev->type = KILN_EVENT_BUILD_DONE;
 		lk_summary_of(e->build_finished, &s->build);
 		ev->build = &s->build;
+		break;
+	case KILN__EVENT__KIND_STEP_STARTED:
+		ev->type = KILN_EVENT_STEP_STARTED;
+		started_take(s, e->step_started);
+		ev->started = &s->started;
 		break;
 	case KILN__EVENT__KIND_SOURCES_CHANGED:
 		ev->type = KILN_EVENT_SOURCES_CHANGED;

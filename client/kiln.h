@@ -189,6 +189,7 @@ typedef enum kiln_event_type {
 	KILN_EVENT_STEP,        /* a build step finished (see step) */
 	KILN_EVENT_BUILD_DONE,  /* a build ended (see build) */
 	KILN_EVENT_SOURCES_CHANGED, /* project files changed (see paths) */
+	KILN_EVENT_STEP_STARTED, /* a build step's tool started (see started) */
 } kiln_event_type;
 
 typedef enum kiln_step_result {
@@ -227,7 +228,18 @@ typedef struct kiln_step_event {
 	size_t nwarnings;
 	const char *machine;    /* RAN or FAILED on a build agent: its name;
 	                           "" on the daemon's machine */
+	uint64_t left_ns;       /* builds[0]'s unfinished steps' recorded tool
+	                           time (docs/build.md, "Progress") */
 } kiln_step_event;
+
+typedef struct kiln_step_started {
+	const uint64_t *builds; /* the builds that want the step */
+	size_t nbuilds;
+	const char *profile, *url;
+	uint64_t expected_ns;   /* its last recorded run's duration; 0: unknown */
+	uint32_t done, total;   /* progress of builds[0] */
+	uint64_t left_ns;       /* as kiln_step_event's */
+} kiln_step_started;
 
 typedef struct kiln_build_summary {
 	uint64_t build;
@@ -263,6 +275,8 @@ typedef struct kiln_event {
 	/* STEP and BUILD_DONE. */
 	const kiln_step_event *step;
 	const kiln_build_summary *build;
+	/* STEP_STARTED */
+	const kiln_step_started *started;
 	/* SOURCES_CHANGED: the daemon's watch saw these project files change
 	 * (relative to the project; at most 64, and `more` further ones), or
 	 * everything: it lost track, anything may have changed. A live build
@@ -434,6 +448,60 @@ typedef struct kiln_why_info {
 /* Why the last build of profile (NULL: the first) ran or reused url.
  * Strings valid until the next call on c. KILN_ENOTFOUND: never decided. */
 int kiln_why(kiln_conn *c, const char *profile, const char *url, kiln_why_info *w);
+
+/* ---- kiln audit: run recorded steps again, compare their outputs ---- */
+
+typedef struct kiln_audit_opts {
+	const char *profile;            /* NULL: the first */
+	const char *const *targets;     /* URLs or globs; none: every step */
+	size_t ntargets;
+	uint32_t sample;                /* pick this many at random; 0: all */
+	uint64_t seed;                  /* the pick's seed; 0: a random one */
+	const char *path;               /* PATH to find tools on (NULL: the
+	                                   daemon's), as kiln_build_opts.path */
+} kiln_audit_opts;
+
+typedef enum kiln_audit_verdict {
+	KILN_AUDIT_SAME,                /* every output as recorded */
+	KILN_AUDIT_DIFFERENT,           /* an output differs (see outputs) */
+	KILN_AUDIT_FAILED,              /* the tool could not run or failed */
+} kiln_audit_verdict;
+
+typedef struct kiln_audit_output {
+	const char *name;               /* "out", or the output's name */
+	kiln_id recorded, got;          /* got: valid when has_got */
+	int has_got;                    /* 0: the run made no such file */
+	uint64_t recorded_size, got_size;
+} kiln_audit_output;
+
+typedef struct kiln_audit_step {
+	const char *url;
+	kiln_audit_verdict verdict;
+	const kiln_audit_output *outputs; /* DIFFERENT: the differing ones */
+	size_t noutputs;
+	const char *error;              /* FAILED: why */
+	uint64_t duration_ns;
+} kiln_audit_step;
+
+typedef struct kiln_audit_info {
+	const char *profile;
+	uint32_t cached;                /* matched steps with a result */
+	uint32_t not_audited;           /* matched, left out (no result, or
+	                                   they use kiln need) */
+	uint64_t seed;                  /* the sample's seed */
+	kiln_audit_step *steps;         /* every step run, in order */
+	size_t nsteps;
+} kiln_audit_info;
+
+/* Ask the daemon to run the steps o names again in scratch folders and
+ * compare their outputs with the recorded ones (docs/build.md, "kiln
+ * audit"); nothing is published. Waits for every picked step (no
+ * timeout). Strings valid until the next call on c; free a with
+ * kiln_audit_free. KILN_EBUSY: a build or audit runs (kiln_conn_error
+ * says); KILN_ENOTFOUND: nothing built; KILN_EINVAL: a target matched
+ * nothing, or files changed since the last build. */
+int kiln_audit(kiln_conn *c, const kiln_audit_opts *o, kiln_audit_info *a);
+void kiln_audit_free(kiln_audit_info *a);
 
 /* ---- dependencies ------------------------------------------------------ */
 

@@ -31,6 +31,7 @@ struct kiln_sub {
 	kiln_step_event step;
 	kiln_step_output outs[16];
 	kiln_build_summary build;
+	kiln_step_started started;
 };
 
 struct kiln_conn {

@@ -192,11 +192,13 @@ wake_all_locked(struct kilnd_events *ev, const Kiln__Event *e, int urgent)
 }
 
 /* Whether an event must reach gathering polls at once: anything but the
- * stream of step results and log lines. */
+ * stream of step starts and results and log lines. */
 static int
 event_urgent(const Kiln__Event *e)
 {
-	return e->kind_case != KILN__EVENT__KIND_STEP && e->kind_case != KILN__EVENT__KIND_LOG;
+	return e->kind_case != KILN__EVENT__KIND_STEP &&
+	       e->kind_case != KILN__EVENT__KIND_STEP_STARTED &&
+	       e->kind_case != KILN__EVENT__KIND_LOG;
 }
 
 /* Encode e (seq and time set) and keep a decoded copy of it. */

@@ -112,6 +112,8 @@ evfilter_pass(const struct ev_filter *f, const Kiln__Event *e)
 	switch (e->kind_case) {
 	case KILN__EVENT__KIND_STEP:
 		return names_pass(f, e->step->profile, e->step->url);
+	case KILN__EVENT__KIND_STEP_STARTED:
+		return names_pass(f, e->step_started->profile, e->step_started->url);
 	case KILN__EVENT__KIND_BUILD_FINISHED:
 		return names_pass(f, e->build_finished->profile, NULL);
 	case KILN__EVENT__KIND_BLOB_STORED:

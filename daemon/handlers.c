@@ -403,6 +403,7 @@ static const struct handler {
 	{KILN__REQUEST__BODY_CANCEL, h_cancel},
 	{KILN__REQUEST__BODY_BUILD_STATUS, h_build_status},
 	{KILN__REQUEST__BODY_WHY, h_why},
+	{KILN__REQUEST__BODY_AUDIT, h_audit},
 	{KILN__REQUEST__BODY_DEPS, h_deps},
 	{KILN__REQUEST__BODY_RDEPS, h_rdeps},
 	{KILN__REQUEST__BODY_NEED, h_need},

@@ -73,6 +73,8 @@ int h_build_status(struct kilnd *d, const struct kilnd_call *c,
                    struct kilnd_answer *a, struct ev_waiter *w);
 int h_why(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
           struct ev_waiter *w);
+int h_audit(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+            struct ev_waiter *w);
 int h_deps(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
            struct ev_waiter *w);
 int h_rdeps(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,

@@ -129,6 +129,31 @@ h_why(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	return rv;
 }
 
+/* kiln audit: runs the steps on this handler thread (a long request;
+ * builds wait meanwhile). Encoded here: the reply names the engine's
+ * strings, freed right after. */
+int
+h_audit(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+        struct ev_waiter *w)
+{
+	const Kiln__AuditRequest *q = c->req->audit;
+	Kiln__AuditReply *rep = NULL;
+	int rv;
+
+	(void)w;
+	for (size_t i = 0; i < q->n_targets; i++)
+		if (q->targets[i] == NULL || strlen(q->targets[i]) > 4096)
+			return KILN_EINVAL;
+	rv = engine_audit(d->engine, q, &rep, a->error, sizeof a->error);
+	if (rv != 0)
+		return rv;
+	a->reply.body_case = KILN__REPLY__BODY_AUDIT_REPLY;
+	a->reply.audit_reply = rep;
+	rv = answer_pack(a);
+	engine_audit_free(rep);
+	return rv;
+}
+
 /* kiln need from a step's tool: answered at once, pending or not (the
  * client polls; docs/protocol.md). Encoded here: the paths are copies the
  * engine made for this answer. */

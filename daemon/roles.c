@@ -30,6 +30,7 @@ static const struct {
 	{KILN__REQUEST__BODY_CANCEL, CLIENT},
 	{KILN__REQUEST__BODY_BUILD_STATUS, CLIENT},
 	{KILN__REQUEST__BODY_WHY, CLIENT},
+	{KILN__REQUEST__BODY_AUDIT, CLIENT},
 	{KILN__REQUEST__BODY_DEPS, CLIENT},
 	{KILN__REQUEST__BODY_RDEPS, CLIENT},
 	/* a step's tool on an agent asks through its agent (docs/agents.md) */

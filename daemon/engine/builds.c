@@ -23,7 +23,9 @@
 #include "output_index.h"
 #include "schedule.h"
 #include "search_path.h"
+#include "step.h"
 #include "step_events.h"
+#include "timeline.h"
 #include "watch.h"
 
 /* Count a finished node into build b. */
@@ -31,6 +33,10 @@ void
 build_count(struct build *b, const struct node *n)
 {
 	b->finished++;
+	if (b->expect_ms != NULL) {
+		b->left_ms -= b->expect_ms[n->idx];
+		b->expect_ms[n->idx] = 0;
+	}
 	switch ((enum node_state)n->st) {
 	case N_DONE:
 		if (n->outcome == O_RAN)
@@ -88,6 +94,43 @@ build_lost_error(struct build *b)
 	         kiln_strerror(b->lost_rv), b->nlost == 1 ? "it" : "them");
 }
 
+/* Each wanted step's expected tool time: its last result's, as known. */
+static void
+build_expect(struct build *b, const struct graph *g, const uint8_t *mark)
+{
+	if ((b->expect_ms = calloc(g->n ? g->n : 1, sizeof *b->expect_ms)) == NULL)
+		return;
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct node *n = &g->nodes[i];
+		if (!mark[i] || !n->have)
+			continue;
+		uint64_t ms = n->duration_ns / 1000000;
+		b->expect_ms[i] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+		b->left_ms += b->expect_ms[i];
+	}
+}
+
+/* Write b's timeline (e->mu held, dropped while the file is written:
+ * b->done is -1, so nobody else ends or frees b meanwhile). */
+static void
+build_trace(struct engine *e, struct build *b)
+{
+	struct timeline *tl = b->tl;
+	Kiln__BuildFinished bf;
+	int rv;
+
+	b->tl = NULL;
+	summary_fill(b, &bf);
+	if (b->cancelled && bf.error[0] == '\0')
+		bf.error = (char *)"cancelled";
+	pthread_mutex_unlock(&e->mu);
+	rv = timeline_write(e->rootfd, tl, &bf);
+	pthread_mutex_lock(&e->mu);
+	if (rv != 0)
+		engine_logf(e, 1, "writing the trace of build %llu (.kiln/traces/): %s",
+		            (unsigned long long)b->id, kiln_strerror(rv));
+}
+
 /* The build's last step finished (e->mu held, dropped and retaken). */
 static void
 build_end(struct engine *e, struct build *b)
@@ -117,6 +160,8 @@ build_end(struct engine *e, struct build *b)
 			         b->profile, kiln_strerror(index_rv));
 	}
 	build_lost_error(b);
+	if (b->tl != NULL)
+		build_trace(e, b);
 	b->done = 1;
 	b->duration_ns = (uint64_t)(kiln_mono_ns() - b->start_ns);
 	{
@@ -136,6 +181,8 @@ build_end(struct engine *e, struct build *b)
 	e->active[b->slot] = NULL;
 	b->slot = -1;
 	b->g = NULL;  /* graphs go when the project is loaded again */
+	free(b->expect_ms);
+	b->expect_ms = NULL;
 	e->nactive--;
 	b->next = e->finished;
 	e->finished = b;
@@ -433,6 +480,11 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 		rv = KILN_ECLOSED;
 		goto fail;
 	}
+	if (e->auditing) {
+		snprintf(err, errlen, "kiln audit is running steps; try again when it ends");
+		rv = KILN_EBUSY;
+		goto fail;
+	}
 	if (e->nactive > 0 && e->wave_dry != rq->dry_run) {
 		snprintf(err, errlen, "a %s is in progress; try again when it ends",
 		         e->wave_dry ? "dry run" : "build");
@@ -495,12 +547,15 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	b->dry_run = rq->dry_run;
 	b->full = rq->n_targets == 0;
 	b->start_ns = kiln_mono_ns();
+	if (!b->dry_run)
+		b->tl = timeline_new(b);   /* NULL (out of memory): no trace */
 	{
 		uint64_t nhashed;
 		filestate_counts(e->fs, &b->nstat0, &nhashed);
 	}
 	for (uint32_t i = 0; i < g->n; i++)
 		b->total += mark[i];
+	build_expect(b, g, mark);
 	e->active[slot] = b;
 	e->nactive++;
 	for (uint32_t i = 0; i < g->n; i++)

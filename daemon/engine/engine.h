@@ -181,6 +181,18 @@ int engine_cancel(struct engine *e, uint64_t build);
  * the engine's life). Returns 0 or KILN_ENOTFOUND. */
 int engine_build_status(struct engine *e, uint64_t build, Kiln__BuildFinished *out);
 
+/* kiln audit (audit.c): run the recorded steps rq names (all, or a seeded
+ * sample) again in scratch folders, one at a time, and compare their
+ * outputs with the recorded ones; nothing is published. Blocks until
+ * every picked step has run. *out (free with engine_audit_free) lists
+ * each step run with its verdict. Returns 0, KILN_EBUSY (a build or an
+ * audit runs: err says), KILN_ENOTFOUND (nothing built for the profile),
+ * KILN_EINVAL (a target matches nothing, or files changed since the last
+ * build: err says), KILN_ECLOSED or KILN_ENOMEM. */
+int engine_audit(struct engine *e, const Kiln__AuditRequest *rq,
+                 Kiln__AuditReply **out, char *err, size_t errlen);
+void engine_audit_free(Kiln__AuditReply *rep);
+
 /* Why the last build of profile ("" = first) ran or reused url: *rec is
  * malloc'd (free with kiln__step_record__free_unpacked(rec, NULL)) and
  * *this_daemon tells whether this daemon decided it. Returns 0,

@@ -31,6 +31,7 @@
  * cancelled builds' steps still running */
 #define ENGINE_MAX_PATHS 256
 #define ENGINE_KEEP_FINISHED 64 /* finished builds remembered for status */
+#define ENGINE_MAX_WAIT_SPANS 8 /* `kiln need` waits a run's timeline shows */
 
 enum node_state {
 	N_IDLE,       /* not part of the current wave */
@@ -138,6 +139,10 @@ struct node_work {
 	uint8_t agent_tries;     /* tries on agents in this run */
 	uint8_t local_only;      /* an agent refused it: run it here */
 	char machine[64];        /* the agent that ran it ("": this machine) */
+	/* its `kiln need` waits, for the build's timeline (need.c; e->mu) */
+	int64_t need_since;      /* suspended since (mono; 0: not suspended) */
+	struct wait_span { int64_t t0, t1; } waits[ENGINE_MAX_WAIT_SPANS];
+	uint8_t nwaits;
 };
 
 /* A step of a graph. 100,000-step projects keep one each for the daemon's
@@ -276,6 +281,13 @@ struct build {
 	struct build *next;      /* e->finished list */
 	int repass;              /* edits made steps it has stale (edits.c) */
 	uint32_t repasses;       /* times it decided stale steps again */
+	/* per node of g, the recorded tool time it is expected to take (ms;
+	 * 0: none known, or finished), and their sum: what is left
+	 * (StepEvent.left_ns). NULL: out of memory, no estimate. */
+	uint32_t *expect_ms;
+	uint64_t left_ms;
+	struct timeline *tl;     /* its steps' runs, written at its end
+	                            (timeline.h; NULL: none, or a dry run) */
 	uint32_t *targets;       /* nodes wanted (closure), until started */
 	uint32_t ntargets;
 };
@@ -389,6 +401,8 @@ struct engine {
 		char *err;           /* its answer is this error (a cycle) */
 	} *ons;
 	size_t nons, capons;
+	int auditing;            /* (e->mu) kiln audit runs steps: no build
+	                            starts, and no other audit (audit.c) */
 	int need_joined;         /* a build joined a step waiting on needs */
 	int need_flushing;       /* need_join_flush is on the stack */
 	char *kiln_cli;          /* $KILN: kiln beside kilnd (NULL: unknown) */

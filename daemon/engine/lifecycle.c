@@ -16,6 +16,7 @@
 #include "agent_jobs.h"
 #include "kiln_rmtree.h"
 #include "engine_int.h"
+#include "timeline.h"
 #include "kiln_clock.h"
 #include "decide.h"
 #include "discover.h"
@@ -234,8 +235,13 @@ engine_free(struct engine *e)
 		batch_commit(e);
 	/* no worker looks anything up or queues an upload any more */
 	remote_free(e);
-	for (int i = 0; i < ENGINE_MAX_BUILDS; i++)
+	for (int i = 0; i < ENGINE_MAX_BUILDS; i++) {
+		if (e->active[i] != NULL) {
+			timeline_free(e->active[i]->tl);
+			free(e->active[i]->expect_ms);
+		}
 		free(e->active[i]);
+	}
 	while (e->finished != NULL) {
 		struct build *b = e->finished;
 		e->finished = b->next;

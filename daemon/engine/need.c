@@ -200,13 +200,30 @@ on_resolved(const struct engine *e, const struct node *n)
 	return 1;
 }
 
+/* n's run stops waiting on its needs: one more span for the timeline. */
+static void
+wait_close(struct node *n)
+{
+	struct node_work *w = n->w;
+
+	if (w == NULL || w->need_since == 0)
+		return;
+	if (w->nwaits < ENGINE_MAX_WAIT_SPANS) {
+		w->waits[w->nwaits].t0 = w->need_since;
+		w->waits[w->nwaits++].t1 = kiln_mono_ns();
+	}
+	w->need_since = 0;
+}
+
 int
 need_run_end(struct engine *e, struct node *n)
 {
 	int held = n->need_state != NEED_SUSPENDED;
 
-	if (!held)
+	if (!held) {
 		e->nsusp--;
+		wait_close(n);
+	}
 	n->need_state = NEED_NONE;
 	for (size_t i = 0; i < e->ntoks; i++)
 		if (e->toks[i].n == n) {
@@ -262,6 +279,7 @@ need_grant(struct engine *e)
 		e->running++;
 		e->nsusp--;
 		n->need_state = NEED_NONE;
+		wait_close(n);
 	}
 }
 
@@ -576,6 +594,7 @@ engine_need(struct engine *e, const char *token, const char *url,
 	if (!need_done(e, t)) {
 		/* lend the slot out until all it asked for is done */
 		n->need_state = NEED_SUSPENDED;
+		n->w->need_since = kiln_mono_ns();
 		e->nsusp++;
 		e->running--;
 		pthread_cond_broadcast(&e->cv);

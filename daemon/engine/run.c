@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -485,6 +486,73 @@ fail:
 	prep_free(&rp);
 	av_free(&env);
 	if (rv != 0) {   /* nothing ran: the log is still empty */
+		scratch_give(e, n->w->scratch, n->w->log_fd);
+		n->w->log_fd = -1;
+	}
+	return rv;
+}
+
+/* ---- a run waited for (kiln audit) ----------------------------------------- */
+
+struct run_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+	struct spawn_result r;
+};
+
+/* The reaper: the tool ended (must not block: it only signals). */
+static void
+run_wait_done(void *arg, const struct spawn_result *r)
+{
+	struct run_wait *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	w->r = *r;
+	w->done = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+int
+step_run_wait(struct engine *e, struct graph *g, struct node *n,
+              struct spawn_result *res)
+{
+	struct run_wait w = {.mu = PTHREAD_MUTEX_INITIALIZER,
+	                     .cv = PTHREAD_COND_INITIALIZER};
+	struct run_prep rp;
+	struct argvec env = {0};
+	struct spawn_req rq;
+	pid_t pid;
+	int rv;
+
+	if ((rv = prep_make(e, g, n, &rp)) != 0)
+		return rv;
+	if ((rv = env_make(e, g, n, &rp.p, &env)) != 0) {
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+		goto fail;
+	}
+	rq.path = rp.exe;
+	rq.argv = (const char *const *)rp.av.v;
+	rq.envp = (const char *const *)env.v;
+	rq.cwd = e->root;
+	rq.log_fd = n->w->log_fd;
+	rq.timeout_ms = n->w->timeout ? n->w->timeout->s * 1000u : 0;
+	if ((rv = spawner_start(e->sp, &rq, run_wait_done, &w, &pid)) != 0) {
+		set_error(n, "cannot start '%s' for %s: %s", rp.exe, n->ks->url, kiln_strerror(rv));
+		goto fail;
+	}
+	pthread_mutex_lock(&w.mu);
+	while (!w.done)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	*res = w.r;
+fail:
+	pthread_cond_destroy(&w.cv);
+	pthread_mutex_destroy(&w.mu);
+	prep_free(&rp);
+	av_free(&env);
+	if (rv != 0) {
 		scratch_give(e, n->w->scratch, n->w->log_fd);
 		n->w->log_fd = -1;
 	}

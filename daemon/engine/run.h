@@ -20,4 +20,11 @@ int step_job(struct engine *e, struct graph *g, struct node *n, char *const *ext
              size_t nextra, Kiln__AgentJob **out);
 void step_job_free(Kiln__AgentJob *j);
 
+/* Run n's tool as step_start would and wait for it (unlocked; kiln
+ * audit, audit.c): its outputs are left in n's scratch folder
+ * (n->w->scratch, log n->w->log_fd) for the caller, who gives the folder
+ * back. 0 with *res, or n->error set and nothing held. */
+int step_run_wait(struct engine *e, struct graph *g, struct node *n,
+                  struct spawn_result *res);
+
 #endif

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "engine_int.h"
+#include "timeline.h"
 #include "builds.h"
 #include "decide.h"
 #include "edits.h"
@@ -129,9 +130,14 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 			g->index_dirty = 1;
 		if (was_queued && e->queued > 0)
 			e->queued--;
-		for (uint64_t m = n->builds; m != 0; m &= m - 1)
-			if (e->active[__builtin_ctzll(m)] != NULL)
-				build_count(e->active[__builtin_ctzll(m)], n);
+		for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+			struct build *b = e->active[__builtin_ctzll(m)];
+			if (b == NULL)
+				continue;
+			build_count(b, n);
+			if (b->tl != NULL)
+				timeline_step(b->tl, n, kiln_mono_ns());
+		}
 		if (n->send_event || st == N_FAILED || st == N_WOULD_RUN ||
 		    (st == N_DONE && n->outcome != O_UP_TO_DATE))
 			publish_step(e, g, n);
@@ -412,6 +418,8 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	n->w->run = (struct run_ctx){e, g, n};
 	if ((rv = need_token_add(e, g, n)) != 0)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	else
+		publish_step_started(e, g, n);
 	pthread_mutex_unlock(&e->mu);
 	if (rv == 0)
 		rv = step_start(e, g, n);
@@ -446,6 +454,8 @@ work_start_remote(struct engine *e, struct graph *g, struct node *n)
 	n->w->run = (struct run_ctx){e, g, n};
 	if ((rv = agent_lease_new(e, g, n)) != 0 || (rv = need_token_add(e, g, n)) != 0)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
+	else
+		publish_step_started(e, g, n);
 	pthread_mutex_unlock(&e->mu);
 	if (rv == 0 && (rv = step_job(e, g, n, n->w->extra, n->w->nextra, &job)) != 0)
 		step_record_failure(e, g, n);

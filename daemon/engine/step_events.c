@@ -67,11 +67,50 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	if (first != NULL) {
 		se.done = first->finished;
 		se.total = first->total;
+		se.left_ns = first->left_ms * 1000000;
 	}
 	ev.kind_case = KILN__EVENT__KIND_STEP;
 	ev.step = &se;
 	e->cfg.publish(e->cfg.arg, &ev);
 	free(po);
+}
+
+void
+publish_step_started(struct engine *e, struct graph *g, struct node *n)
+{
+	Kiln__Event ev = KILN__EVENT__INIT;
+	Kiln__StepStarted ss = KILN__STEP_STARTED__INIT;
+	uint64_t ids[ENGINE_MAX_BUILDS];
+	const struct build *first = NULL;
+	uint64_t expected = n->w != NULL && n->w->prev != NULL ? n->w->prev->duration_ns
+	                  : n->have ? n->duration_ns : 0;
+	uint64_t ms = expected / 1000000;
+
+	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+		struct build *b = e->active[__builtin_ctzll(m)];
+		if (b == NULL)
+			continue;
+		ids[ss.n_builds++] = b->id;
+		if (first == NULL)
+			first = b;
+		/* learnt only now (a daemon that had not built it): counted */
+		if (b->expect_ms != NULL && b->expect_ms[n->idx] == 0 && ms > 0) {
+			b->expect_ms[n->idx] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+			b->left_ms += b->expect_ms[n->idx];
+		}
+	}
+	ss.builds = ids;
+	ss.profile = g->profile;
+	ss.url = (char *)n->ks->url;
+	ss.expected_ns = expected;
+	if (first != NULL) {
+		ss.done = first->finished;
+		ss.total = first->total;
+		ss.left_ns = first->left_ms * 1000000;
+	}
+	ev.kind_case = KILN__EVENT__KIND_STEP_STARTED;
+	ev.step_started = &ss;
+	e->cfg.publish(e->cfg.arg, &ev);
 }
 
 void

@@ -123,6 +123,17 @@ outputs_of() {
 	# every step ran, each on one of the agents
 	[ "$(grep -c '"result":"ran"' <<<"$output")" -eq 5 ] || { echo "$output"; false; }
 	[ "$(grep -c '"machine":"one"\|"machine":"two"' <<<"$output")" -eq 5 ]
+	# its timeline puts each step on a lane of the agent that ran it
+	"$KILN" trace | python3 -c '
+import json, sys
+ev = json.load(sys.stdin)["traceEvents"]
+names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+steps = [e for e in ev if e["ph"] == "X" and e.get("cat") == "step"]
+assert len(steps) == 5, steps
+for s in steps:
+    m = s["args"]["machine"]
+    assert m in ("one", "two") and s["tid"] > 1000, s
+    assert names[s["tid"]].startswith(m + " slot "), (names, s)'
 	# no agent has a copy of the project: only its cache
 	[ ! -e "$BATS_TEST_TMPDIR/one/kiln.yaml" ] && [ ! -e "$BATS_TEST_TMPDIR/two/kiln.yaml" ]
 	run "$KILN" status

@@ -447,6 +447,9 @@ YAML
 	status=0
 	wait "$client" || status=$?
 	[ "$status" -eq 130 ] || { echo "exit $status"; cat ctrlc.log; false; }
+	# the summary counts the cancelled steps in plain words
+	grep -qE ', [0-9]+ cancelled in [0-9.]+ s$' ctrlc.log || { cat ctrlc.log; false; }
+	! grep -q 'cancelled  in' ctrlc.log || false
 	# the tool is gone, nothing is queued, and the daemon still serves
 	wait_for sh -c '! pgrep -f "sleep 3[1]" >/dev/null'
 	[ "$(status_field build_queue)" = "0" ]

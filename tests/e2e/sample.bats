@@ -132,6 +132,27 @@ summary_field() {
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
+# trace_urls: the sorted URLs of the step slices of `kiln trace`, read
+# with python3's json module.
+trace_urls() {
+	"$KILN" trace | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(" ".join(sorted(e["args"]["url"] for e in d["traceEvents"]
+                      if e["ph"] == "X" and e.get("cat") == "step")))'
+}
+
+@test "the sample's trace has one slice per step that ran (kiln trace)" {
+	build_all -p pc
+	[ "$(trace_urls)" = "$(ran)" ] || { echo "trace: $(trace_urls)"; echo "ran: $(ran)"; false; }
+	[ "$(summary_field ran)" -gt 20 ]
+	convert art/ui/star.png -fill '#1e88e5' -draw 'circle 32,34 32,26' -strip \
+		-define png:exclude-chunks=date,time art/ui/star.png
+	build_all -p pc
+	[ "$(trace_urls)" = "bundles/preload sized/ui/star ui/atlas ui/sprites/star" ] ||
+		{ echo "trace: $(trace_urls)"; false; }
+}
+
 @test "the mobile profile makes smaller textures than pc from the same sources" {
 	run "$KILN" build --json -p pc 'sprites/**' 'ui/**'
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
