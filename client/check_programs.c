@@ -35,17 +35,16 @@ seen_has(const struct seen *v, size_t n, const kiln_tool *t, const char *prog)
 static int
 program_check(const kiln_desc *d, const kiln_tool *t, const char *prog, const char *path)
 {
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], where[200];
 	int rv = spawn_find(prog, path, kiln_desc_root(d), exe, sizeof exe);
 
 	if (rv == 0)
 		return 0;
-	fprintf(stderr, "%s:%d:%d: warning: tools.%s.run: program '%s' %s", t->loc.file
-	        ? t->loc.file : "?", t->loc.line, t->loc.col, t->name, prog,
-	        rv == KILN_EACCES ? "is not executable" : "not found");
-	if (strchr(prog, '/') == NULL)   /* else PATH has nothing to do with it */
-		fprintf(stderr, " (PATH=%s)", path ? path : "");
-	fprintf(stderr, ": each step of this tool fails until it is\n");
+	spawn_where_looked(prog, path, kiln_desc_root(d), where, sizeof where);
+	fprintf(stderr, "%s:%d:%d: warning: tools.%s.run: program '%s' %s, looked for %s: "
+	        "each step of this tool fails until it is\n", t->loc.file ? t->loc.file : "?",
+	        t->loc.line, t->loc.col, t->name, prog,
+	        rv == KILN_EACCES ? "is not executable" : "not found", where);
 	return 1;
 }
 

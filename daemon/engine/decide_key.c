@@ -68,30 +68,6 @@ tool_uses(const kiln_tool *t, const char *name)
 	return 0;
 }
 
-/* Where spawn_find looked for prog, for a message that fits on a line: a
- * path as it is (a relative one in the project root), else PATH's folder count,
- * its first and last folder (a whole PATH is hundreds of characters). */
-static void
-where_looked(const char *prog, const char *path, const char *root, char *buf,
-             size_t len)
-{
-	const char *last = strrchr(path, ':');
-	size_t nfolders = 1, nfirst = strcspn(path, ":");
-
-	if (strchr(prog, '/') != NULL) {
-		snprintf(buf, len, "at %.100s%s%.80s", prog[0] == '/' ? "" : root,
-		         prog[0] == '/' ? "" : "/", prog);
-		return;
-	}
-	for (const char *p = path; *p; p++)
-		nfolders += *p == ':';
-	if (last == NULL)
-		snprintf(buf, len, "in PATH's one folder, %.80s", path);
-	else
-		snprintf(buf, len, "in PATH's %zu folders, %.*s ... %.60s", nfolders,
-		         (int)(nfirst < 60 ? nfirst : 60), path, last + 1);
-}
-
 /* The program the step runs, found on its build's PATH (absolute in exe),
  * and its content hash (h may be NULL): looked up once per tool, PATH
  * and wave, since a PATH search is several syscalls and a build has many
@@ -163,7 +139,7 @@ step_program(struct engine *e, struct node *n, char *exe, size_t len, kiln_id *h
 fail:
 	if (rv != 0) {
 		char where[200];
-		where_looked(prog, path, e->root, where, sizeof where);
+		spawn_where_looked(prog, path, e->root, where, sizeof where);
 		set_error(n, "tool '%s' (%s:%d): program '%s' %s, looked for %s",
 		          t->name, t->loc.file ? t->loc.file : "?", t->loc.line, prog,
 		          rv == KILN_ENOTFOUND ? "not found or not executable"

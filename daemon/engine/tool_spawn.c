@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -712,4 +713,33 @@ spawn_log_tail(int fd, unsigned max_lines, char *out, size_t outlen)
 	memmove(out, out + start, got - start);
 	out[got - start] = '\0';
 	return got - start;
+}
+
+/* Where spawn_find looked for prog, for a message that fits on a line: a
+ * path as it is (a relative one in the project root), else PATH's folder count,
+ * its first and last folder (a whole PATH is hundreds of characters). */
+void
+spawn_where_looked(const char *prog, const char *path, const char *root, char *buf,
+                   size_t len)
+{
+	const char *last;
+	size_t nfolders = 1, nfirst;
+
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";   /* as spawn_find */
+	last = strrchr(path, ':');
+	nfirst = strcspn(path, ":");
+
+	if (strchr(prog, '/') != NULL) {
+		snprintf(buf, len, "at %.100s%s%.80s", prog[0] == '/' ? "" : root,
+		         prog[0] == '/' ? "" : "/", prog);
+		return;
+	}
+	for (const char *p = path; *p; p++)
+		nfolders += *p == ':';
+	if (last == NULL)
+		snprintf(buf, len, "in PATH's one folder, %.80s", path);
+	else
+		snprintf(buf, len, "in PATH's %zu folders, %.*s ... %.60s", nfolders,
+		         (int)(nfirst < 60 ? nfirst : 60), path, last + 1);
 }

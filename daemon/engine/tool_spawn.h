@@ -113,6 +113,12 @@ int spawner_new_ops(struct kilnd_spawner **sp, const struct spawner_ops *ops);
 int spawn_find(const char *name, const char *path, const char *root,
                char *out, size_t outlen);
 
+/* Where spawn_find looked for prog, one short phrase for a message ("at
+ * ROOT/tools/x", "in PATH's 12 folders, /a ... /z"): a whole PATH is
+ * hundreds of characters. path NULL: spawn_find's default. */
+void spawn_where_looked(const char *prog, const char *path, const char *root, char *buf,
+                        size_t len);
+
 /* The last max_lines lines (at most outlen - 1 bytes, NUL-terminated, from
  * the end) of the file open at fd, for a failure message. Returns the
  * length written. */

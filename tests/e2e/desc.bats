@@ -231,13 +231,13 @@ YAML
 	[ "$status" -eq 0 ] && [ -z "$stderr" ] || { echo "status $status: $stderr"; false; }
 	PATH=/usr/bin:/bin run --separate-stderr "$KILN" check -q --programs -C "$P"
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr"; false; }
-	want="kiln.yaml:7:3: warning: tools.gone.run: program 'no-such-kiln-program' not found (PATH=/usr/bin:/bin): each step of this tool fails until it is
-kiln.yaml:8:3: warning: tools.local.run: program 'tools/missing.sh' not found: each step of this tool fails until it is"
+	want="kiln.yaml:7:3: warning: tools.gone.run: program 'no-such-kiln-program' not found, looked for in PATH's 2 folders, /usr/bin ... /bin: each step of this tool fails until it is
+kiln.yaml:8:3: warning: tools.local.run: program 'tools/missing.sh' not found, looked for at $P/tools/missing.sh: each step of this tool fails until it is"
 	[ "$stderr" = "$want" ] || { echo "got:"; echo "$stderr"; echo "expected:"; echo "$want"; false; }
 	# kiln.yaml's path is what a build uses, whoever asks
 	sed -i 's|^profiles:|path: [/nowhere]\nprofiles:|' "$P/kiln.yaml"
 	run --separate-stderr "$KILN" check --programs -C "$P"
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr"; false; }
-	[[ $stderr == *"program 'cp' not found (PATH=/nowhere)"* ]] || { echo "$stderr"; false; }
+	[[ $stderr == *"program 'cp' not found, looked for in PATH's one folder, /nowhere:"* ]] || { echo "$stderr"; false; }
 	[[ $output == *"3 warnings"* ]] || { echo "$output"; false; }
 }
