@@ -242,7 +242,7 @@ REL_TESTS  = $(UNIT_TESTS:%=$(BIN)/tests/%)
 # Fuzz targets (libFuzzer, clang): fuzz/<name>.c defines
 # LLVMFuzzerTestOneInput; fuzz/corpus/<name>/ holds the seed corpus.
 # `make test` runs each for FUZZ_QUICK seconds; `make fuzz` for FUZZ_TIME.
-FUZZ_TARGETS = desc wire cache
+FUZZ_TARGETS = desc wire cache kpak
 FUZZ_QUICK ?= 15
 FUZZ_TIME ?= 600
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) $(PKG_CFLAGS) \
