@@ -30,14 +30,15 @@ DESTDIR ?=
 
 # libcrypto (OpenSSL): SHA-256, of every blob (store/sha256.c) and the
 # remote cache's keys (cache/keys.c). libzstd: bundles with compress: zstd.
-PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto libzstd
+# jansson: every JSON kiln writes (common/json.c: --json, the dashboard).
+PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto libzstd jansson
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # nng is Debian 12's 1.5.2 with kiln's fix for its listener wedge, built
 # once into $(NNG) by third_party/nng/build.sh and linked statically.
 NNG        = $(OBJ)/nng
 NNG_LIB    = $(NNG)/lib/libnng.a
-LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread
+LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 # libcurl only for cache/ (the shared HTTP cache), and only what links it.
 CURL_CFLAGS = $(shell pkg-config --cflags libcurl 2>/dev/null)
@@ -60,7 +61,7 @@ asan_LDFLAGS = -fsanitize=address,undefined
 asan_BIN     = $(BIN)/asan
 
 # What every part shares: the error codes (kiln_error.h, kiln_strerror).
-COMMON_SRC = common/error.c common/hex.c common/rmtree.c
+COMMON_SRC = common/error.c common/hex.c common/rmtree.c common/json.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c \

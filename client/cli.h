@@ -17,6 +17,7 @@
 #include "kiln.h"
 #include "kiln_store.h"
 #include "kiln_desc.h"
+#include "kiln_json.h"
 
 #define KILN_VERSION "0.1.0"
 
@@ -124,8 +125,6 @@ int cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
 int cli_bad_option(const char *cmd, const char *usage,
                    const struct option *longopts, int c, char **argv);
 
-/* Write s on stdout as a JSON string (quoted, escaped). */
-void cli_json_str(const char *s);
 
 /* ---- values ------------------------------------------------------------ */
 
