@@ -55,6 +55,8 @@ int cmd_gc(const struct cli *cli, int argc, char **argv);
 
 /* kiln status [--json]: the daemon's state (starting it if need be). */
 int cmd_status(const struct cli *cli, int argc, char **argv);
+/* kiln ui [-C DIR] [--port N] [--listen ADDR] [--open]: the dashboard. */
+int cmd_ui(const struct cli *cli, int argc, char **argv);
 /* kiln stop: stop the daemon and wait until it is gone. */
 int cmd_stop(const struct cli *cli, int argc, char **argv);
 int cmd_hold(const struct cli *cli, int argc, char **argv);

@@ -168,7 +168,7 @@ kiln_json_ms(json_t *obj, const char *key, double v)
 int
 kiln_json_print(FILE *f, json_t *v, int err)
 {
-	int rv = err;
+	int rv = err != 0 ? KILN_ENOMEM : 0;
 
 	if (rv == 0 && v == NULL)
 		rv = KILN_ENOMEM;

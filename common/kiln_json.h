@@ -39,8 +39,8 @@ int kiln_json_put(json_t *obj, const char *key, json_t *v);
 int kiln_json_push(json_t *arr, json_t *v);
 
 /* v on one line, compact, keys in insertion order; v's reference is
- * taken. err != 0 (an earlier setter failed) prints nothing and is
- * returned. Returns 0, KILN_ENOMEM or KILN_EIO. */
+ * taken. err != 0 (an earlier setter failed) prints nothing and returns
+ * KILN_ENOMEM. Returns 0, KILN_ENOMEM or KILN_EIO. */
 int kiln_json_print(FILE *f, json_t *v, int err);
 
 /* v as a compact NUL-terminated string the caller frees; takes v's

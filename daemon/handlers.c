@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ui.h"
 #include "engine.h"
 #include "changes.h"
 #include "evfilter.h"
@@ -50,6 +51,27 @@ heap_alloc(struct kilnd_answer *a, size_t n, size_t size)
 }
 
 /* ---- status and stop ----------------------------------------------------- */
+
+/* Serve the dashboard (ui.c), or say where it is served already. */
+static int
+h_ui(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+     struct ev_waiter *w)
+{
+	char *url;
+	int rv;
+
+	(void)w;
+	if ((url = heap_alloc(a, 1, 512)) == NULL)
+		return KILN_ENOMEM;
+	if ((rv = ui_start(d->ui, c->req->ui, url, 512, a->error,
+	                   sizeof a->error)) != 0)
+		return rv;
+	kiln__ui_reply__init(&a->body.ui);
+	a->body.ui.url = url;
+	a->reply.body_case = KILN__REPLY__BODY_UI_REPLY;
+	a->reply.ui_reply = &a->body.ui;
+	return 0;
+}
 
 static int
 h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
@@ -392,6 +414,7 @@ static const struct handler {
 } handlers[] = {
 	{KILN__REQUEST__BODY_STATUS, h_status},
 	{KILN__REQUEST__BODY_STOP, h_stop},
+	{KILN__REQUEST__BODY_UI, h_ui},
 	{KILN__REQUEST__BODY_HOLD, h_hold},
 	{KILN__REQUEST__BODY_BLOB_HAS, h_blob_has},
 	{KILN__REQUEST__BODY_BLOB_GET, h_blob_get},

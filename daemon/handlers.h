@@ -39,6 +39,7 @@ struct kilnd_answer {
 		Kiln__BuildReply build;
 		Kiln__BuildFinished build_status;
 		Kiln__AgentHelloReply agent_hello;
+		Kiln__UiReply ui;
 	} body;
 	char error[8192];     /* reply.error points here (a project's errors
 	                         can take many lines) */
