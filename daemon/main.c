@@ -629,6 +629,7 @@ start(struct kilnd *d, char *err, size_t len)
 		return KILND_EXIT_FAIL;
 	}
 	d->start_ns = kiln_mono_ns();
+	ui_resume(d->ui);
 	kilnd_log(d, KILND_INFO, "kilnd %s serving %s on %s (pid %ld, store %s)",
 	          KILND_VERSION, d->paths.project, d->paths.url, (long)getpid(),
 	          d->store_dir);

@@ -6,6 +6,8 @@
  * (ui_ws.c). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,60 @@
 #include "kiln_error.h"
 #include "kiln_hex.h"
 #include "ui_int.h"
+
+/* .kiln/ui (mode 0600, as private as the socket): "PORT SECRET [LISTEN]",
+ * written when the dashboard is first served, so that the next daemon of
+ * the project serves it again at the same URL and open pages reconnect by
+ * themselves. Removing the file ends that (and draws a new secret). */
+static void
+saved_path(const struct kilnd_ui *u, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/ui", u->d->paths.dir);
+}
+
+/* Read .kiln/ui into u (secret, port, listen) when it is well formed. */
+static void
+saved_read(struct kilnd_ui *u)
+{
+	char path[PATH_MAX + 8], secret[UI_SECRET_LEN + 2], listen[64] = "";
+	unsigned port;
+	FILE *f;
+	int n;
+
+	saved_path(u, path, sizeof path);
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	n = fscanf(f, "%5u %33s %63s", &port, secret, listen);
+	fclose(f);
+	if (n < 2 || port == 0 || port > 65535 || strlen(secret) != UI_SECRET_LEN ||
+	    strspn(secret, "0123456789abcdef") != UI_SECRET_LEN)
+		return;
+	memcpy(u->secret, secret, UI_SECRET_LEN + 1);
+	u->saved_port = port;
+	snprintf(u->saved_listen, sizeof u->saved_listen, "%s", listen);
+}
+
+static void
+saved_write(struct kilnd_ui *u, int port, const char *listen)
+{
+	char path[PATH_MAX + 8], tmp[PATH_MAX + 16];
+	FILE *f;
+	int fd;
+
+	saved_path(u, path, sizeof path);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+		return;
+	if ((f = fdopen(fd, "w")) == NULL) {
+		close(fd);
+		return;
+	}
+	fprintf(f, "%d %s %s\n", port, u->secret, listen);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+	else
+		unlink(tmp);
+}
 
 int
 ui_new(struct kilnd *d, struct kilnd_ui **up)
@@ -29,8 +85,27 @@ ui_new(struct kilnd *d, struct kilnd_ui **up)
 	u->d = d;
 	kiln_hex_encode(raw, sizeof raw, u->secret);
 	pthread_mutex_init(&u->mu, NULL);
+	saved_read(u);
 	*up = u;
 	return 0;
+}
+
+void
+ui_resume(struct kilnd_ui *u)
+{
+	Kiln__UiRequest q = KILN__UI_REQUEST__INIT;
+	char url[512], err[512] = "";
+
+	if (u->saved_port == 0)
+		return;
+	q.port = u->saved_port;
+	q.listen = u->saved_listen;
+	if (ui_start(u, &q, url, sizeof url, err, sizeof err) == 0)
+		kilnd_log(u->d, KILND_INFO, "serving the dashboard again on port %u "
+		          "(.kiln/ui)", u->saved_port);
+	else
+		kilnd_log(u->d, KILND_WARNING, "could not serve the dashboard again "
+		          "(.kiln/ui): %s", err);
 }
 
 void
@@ -288,6 +363,7 @@ ui_start(struct kilnd_ui *u, const Kiln__UiRequest *q, char *url, size_t len,
 			         "http://[%s]:%d/%s/" : "http://%s:%d/%s/", host, port,
 			         u->secret);
 			u->serving = 1;
+			saved_write(u, port, q->listen ? q->listen : "");
 		}
 	}
 	if (rv == 0)

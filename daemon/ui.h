@@ -38,6 +38,10 @@ void ui_free(struct kilnd_ui *u);
 int ui_start(struct kilnd_ui *u, const Kiln__UiRequest *q, char *url,
              size_t len, char *err, size_t errlen);
 
+/* At start: serve the dashboard again where the project's last daemon
+ * served it (.kiln/ui), so that open pages reconnect. Logs the outcome. */
+void ui_resume(struct kilnd_ui *u);
+
 /* Whether pipe (>= UI_PIPE_BASE) belongs to the dashboard and is open. */
 int ui_pipe_open(struct kilnd_ui *u, uint32_t pipe);
 

@@ -5,7 +5,7 @@
  * project's steps (what `kiln ls` reads) and a step's log from the store.
  *
  *   GET  status                      StatusReply
- *   GET  steps[?profile=P]           {"profile","profiles","steps":[{url,tool}]}
+ *   GET  steps[?profile=P]           {"profile","profiles","steps":[{url,tool,last}]}
  *   GET  why|deps?url=U[&profile=P]  WhyReply | DepsReply
  *   GET  rdeps?target=T[&profile=P]  RdepsReply
  *   GET  log?id=HASH                 the blob, as text/plain
@@ -92,6 +92,31 @@ call_body(struct kilnd_ui *u, Kiln__Request *q, char **body)
 	return st;
 }
 
+/* s["last"]: the decision the store recorded for the step's last
+ * evaluation (kiln why's), or nothing when there is none. */
+static int
+step_last(struct kilnd_ui *u, json_t *s, const char *profile, const char *url)
+{
+	Kiln__StepRecord *rec;
+	void *data = NULL;
+	size_t len = 0;
+	const ProtobufCEnumValue *v;
+	int err = 0;
+
+	if (kiln_store_step_get(u->d->store, profile, url, &data, &len) != 0)
+		return 0;
+	rec = kiln__step_record__unpack(NULL, len, data);
+	free(data);
+	if (rec == NULL)
+		return 0;
+	v = protobuf_c_enum_descriptor_get_value(&kiln__step_record__decision__descriptor,
+	                                         rec->decision);
+	if (v != NULL)
+		err = kiln_json_text(s, "last", v->name);
+	kiln__step_record__free_unpacked(rec, NULL);
+	return err;
+}
+
 /* The project's steps for a profile, as the descriptions say (kiln ls). */
 static uint16_t
 steps_body(struct kilnd_ui *u, const char *profile, char **body)
@@ -124,6 +149,7 @@ steps_body(struct kilnd_ui *u, const char *profile, char **body)
 		err |= kiln_json_text(s, "url", plan->steps[i].url);
 		err |= kiln_json_text(s, "tool", plan->steps[i].tool ?
 		                      plan->steps[i].tool->name : "");
+		err |= step_last(u, s, plan->profile, plan->steps[i].url);
 		err |= kiln_json_push(steps, s);
 	}
 	err |= kiln_json_put(o, "steps", steps);

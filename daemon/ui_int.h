@@ -46,6 +46,8 @@ struct kilnd_ui {
 	pthread_mutex_t mu;     /* guards everything below */
 	int serving;
 	char url[256];
+	unsigned saved_port;    /* from .kiln/ui: serve there at start */
+	char saved_listen[64];
 	nng_http_server *http;
 	nng_stream_listener *ws;
 	nng_aio *accept;

@@ -187,10 +187,19 @@ conn_subscribe(struct ui_conn *c, uint64_t *sub, uint64_t *epoch, uint64_t *afte
 	Kiln__SubscribeRequest s = KILN__SUBSCRIBE_REQUEST__INIT;
 	struct kilnd_call call = {.req = &q, .pipe = c->pipe};
 	struct kilnd_answer *a = calloc(1, sizeof *a);
+	struct events_stats es;
 	int rv = KILN_EIO;
 
 	if (a == NULL)
 		return KILN_ENOMEM;
+	/* A cursor of another daemon (the page outlived a restart): all this
+	 * daemon still holds, from its first event; the page sees the new
+	 * epoch and starts over. */
+	events_stats(c->u->d->events, &es);
+	if (*epoch != 0 && *epoch != es.epoch) {
+		*epoch = es.epoch;
+		*after = 0;
+	}
 	s.epoch = *epoch;
 	s.after_seq = *after;
 	q.version = KILN_PROTO_VERSION;
