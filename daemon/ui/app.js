@@ -208,7 +208,7 @@ function drawBuilds() {
     const head = "build " + b.id + " (" + b.profile + ") " + b.done + "/" + b.total +
       (f ? " · done in " + secs(f.duration_ns) + ": " + f.ran + " ran, " + f.reused +
            " up to date, " + f.failed + " failed" + (f.error ? " · " + f.error : "")
-         : " · about " + secs(b.left) + " left");
+         : b.left ? " · about " + secs(b.left) + " left" : " · time left unknown (no earlier runs)");
     d.appendChild(el("div", "head", head));
     const bar = el("div", "bar"), fill = el("div");
     fill.style.width = (b.total ? 100 * b.done / b.total : 0) + "%";
@@ -335,7 +335,10 @@ async function select(url) {
   const rec = why.why_reply && why.why_reply.record;
   const d = deps.deps_reply;
   const outs = el("dd");
-  for (const o of s.outputs || []) outs.appendChild(el("div", "", o.name + " " + o.hash + " " + o.size + " B " + o.path));
+  const outputs = s.outputs && s.outputs.length ? s.outputs : (rec ? rec.outputs : []);
+  for (const o of outputs) outs.appendChild(el("div", "", o.name + " " + o.id + " " + o.size + " B " + o.path));
+  if (!outputs.length) outs.textContent = "none recorded";
+  const log = s.log || (rec ? rec.log : "");
   const pairs = [
     ["status", s.status + (s.reason ? ": " + s.reason : "")],
     ["why", rec ? rec.decision + ": " + rec.reason +
@@ -345,9 +348,9 @@ async function select(url) {
     ["outputs", outs],
   ];
   box.appendChild(dl(pairs));
-  if (s.log) {
+  if (log) {
     const a = el("a", "", "whole log");
-    a.href = BASE + "api/log?id=" + s.log;
+    a.href = BASE + "api/log?id=" + log;
     a.target = "_blank";
     box.appendChild(a);
     const pre = el("pre", "log", "");
