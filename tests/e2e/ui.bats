@@ -65,7 +65,9 @@ shot() {
 	secret=${url#"$base/"}; secret=${secret%/}
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "$url")" = 200 ]
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "${url}api/status")" = 200 ]
-	for bad in "$base/" "$base/index.html" "$base/api/status" "$base/0${secret:1}/" \
+	other=0
+	[ "${secret:0:1}" = 0 ] && other=1
+	for bad in "$base/" "$base/index.html" "$base/api/status" "$base/$other${secret:1}/" \
 	           "$base/${secret}0/api/status" "$base/${secret:0:31}/"; do
 		code=$(curl -s -o /dev/null -w '%{http_code}' "$bad")
 		[ "$code" = 403 ] || { echo "$bad answered $code"; false; }
@@ -74,6 +76,28 @@ shot() {
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "${url}api/build?url=ok")" = 404 ]
 	# the file that lets the next daemon serve the same URL is private
 	[ "$(stat -c %a .kiln/ui)" = 600 ]
+}
+
+@test "--listen beyond loopback needs the daemon's client token; a remote client may not ask for the page" {
+	write_project
+	run --separate-stderr "$KILN" ui --listen 0.0.0.0
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--token-file"* ]] || { echo "stderr: $stderr"; false; }
+	"$KILN" stop >/dev/null
+	free_port
+	echo client-token-of-sixteen-bytes >client.token
+	"$KILND" --project . --listen "tcp://127.0.0.1:$port" --token-file client.token
+	run --separate-stderr "$KILN" ui --listen 0.0.0.0
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	[[ "$output" =~ ^http://0\.0\.0\.0:[0-9]+/[0-9a-f]{32}/$ ]] || { echo "url: $output"; false; }
+	local_url="http://127.0.0.1:${output#http://0.0.0.0:}"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "${local_url}api/status")" = 200 ]
+	# the ui request is the admin's: the client token may not send it
+	mkdir other
+	run --separate-stderr sh -c 'cd other && exec "$0" --connect "$1" --token-file ../client.token ui' \
+		"$KILN" "tcp://127.0.0.1:$port"
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"may not send 'ui'"* ]] || { echo "stderr: $stderr"; false; }
 }
 
 @test "the dashboard's JSON is the wire schema's, and parses" {
