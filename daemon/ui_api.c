@@ -9,11 +9,13 @@
  *   GET  why|deps?url=U[&profile=P]  WhyReply | DepsReply
  *   GET  rdeps?target=T[&profile=P]  RdepsReply
  *   GET  log?id=HASH                 the blob, as text/plain
+ *   GET  trace[?build=N]             the build's timeline (kiln trace's file)
  *   POST build?url=U[&profile=P]     BuildReply (priority 100, as kiln watch)
  *   POST cancel?build=N              empty reply
  *
  * Threads: nng's HTTP threads, several at once; everything used is the
  * daemon's thread-safe modules. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +193,39 @@ log_body(struct kilnd_ui *u, const char *query, char **body, size_t *len,
 	return 200;
 }
 
+/* .kiln/traces/<N>.json or .kiln/traces/last, as kiln trace reads it:
+ * only digits name a build, so the path stays in that folder. */
+static uint16_t
+trace_body(struct kilnd_ui *u, const char *query, char **body, size_t *len)
+{
+	char build[24] = "", path[PATH_MAX + 64];
+	FILE *f;
+	long n;
+
+	if (query != NULL && ui_query_get(query, "build", build, sizeof build) == 0 &&
+	    (build[0] == '\0' || strspn(build, "0123456789") != strlen(build)))
+		return error_body(400, "trace?build=N: a build number", body);
+	snprintf(path, sizeof path, build[0] ? "%s/traces/%s.json" : "%s/traces/last",
+	         u->d->paths.dir, build);
+	if ((f = fopen(path, "re")) == NULL)
+		return error_body(404, "no trace of that build (a dry run, or too old)",
+		                  body);
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > (long)UI_MAX_TRACE ||
+	    fseek(f, 0, SEEK_SET) != 0) {
+		fclose(f);
+		return error_body(413, "the trace is larger than the dashboard reads "
+		                  "(kiln trace)", body);
+	}
+	if ((*body = malloc((size_t)n + 1)) == NULL) {
+		fclose(f);
+		return 500;
+	}
+	*len = fread(*body, 1, (size_t)n, f);
+	(*body)[*len] = '\0';
+	fclose(f);
+	return 200;
+}
+
 /* The query's value of key into buf, or "" when it has none. */
 static int
 arg(const char *query, const char *key, char *buf, size_t len)
@@ -280,6 +315,8 @@ ui_api(struct kilnd_ui *u, const char *method, const char *path,
 		st = query_call(u, path, query, body);
 	} else if (!post && strcmp(path, "log") == 0) {
 		return log_body(u, query, body, len, type);
+	} else if (!post && strcmp(path, "trace") == 0) {
+		return trace_body(u, query, body, len);
 	} else if (post && (strcmp(path, "build") == 0 || strcmp(path, "cancel") == 0)) {
 		/* POST only: a link or an image in another page cannot start
 		 * one, and the secret guards against a form */

@@ -23,6 +23,7 @@
 #define UI_MAX_CONNS 16       /* websockets at once; more are closed */
 #define UI_MAX_FRAME (1u << 20) /* largest message either way, bytes */
 #define UI_MAX_LOG (4u << 20) /* a log served at most this big */
+#define UI_MAX_TRACE (16u << 20) /* a build's trace, likewise */
 
 /* One websocket: a page following the event stream. */
 struct ui_conn {

@@ -82,6 +82,8 @@ function apply(ev) {
     const e = ev.build_finished, b = buildOf(Number(e.build), e.profile);
     b.finished = e; b.total = e.total; b.done = e.total; b.left = 0;
     for (const s of steps.values()) if (s.running && s.status === "running") s.running = false;
+    clearTimeout(timelineTimer);   // its trace is written as it ends
+    timelineTimer = setTimeout(loadTimeline, 300);
   } else if (ev.overflow && ev.overflow.new_epoch) {
     restart();                   // another daemon: what the page knew is stale
   } else if (ev.stopping) {
@@ -136,6 +138,7 @@ function connect() {
 // A new daemon: start over from its descriptions and its events.
 function restart() {
   builds.clear();
+  loadTimeline();
   for (const s of steps.values()) s.running = false;
   loadSteps();
   status();
@@ -359,6 +362,68 @@ async function select(url) {
   }
 }
 
+// ---- the last build's timeline (its trace, as kiln trace writes it) ----
+
+let timelineTimer = 0;
+let slices = [];                 // drawn, for the tooltip: {x, y, w, h, text}
+
+async function loadTimeline() {
+  const r = await fetch(BASE + "api/trace");
+  if (!r.ok) return;
+  drawTimeline(await r.json());
+}
+
+function drawTimeline(trace) {
+  const c = $("timeline"), g = c.getContext("2d");
+  const evs = trace.traceEvents || [];
+  const lanes = new Map();       // tid -> {name, sort}
+  let span = 1, head = "";
+  for (const e of evs) {
+    if (e.ph === "M" && e.name === "thread_name") lanes.set(e.tid, { name: e.args.name, sort: e.tid });
+    if (e.ph === "M" && e.name === "thread_sort_index" && lanes.has(e.tid)) lanes.get(e.tid).sort = e.args.sort_index;
+    if (e.ph === "X" && e.cat === "build") { span = Math.max(span, e.dur); head = e.name + ", " + (e.dur / 1e6).toFixed(2) + " s"; }
+  }
+  const order = [...lanes.entries()].sort((a, b) => a[1].sort - b[1].sort).map((x) => x[0]);
+  const LANE = 18, LEFT = 110;
+  c.width = c.clientWidth;
+  c.height = Math.max(1, order.length) * LANE + 4;
+  g.fillStyle = "#1e2126";
+  g.fillRect(0, 0, c.width, c.height);
+  g.font = "11px monospace";
+  const scale = (c.width - LEFT - 4) / span;
+  order.forEach((tid, i) => {
+    g.fillStyle = "#8a9099";
+    g.fillText(lanes.get(tid).name, 2, i * LANE + 13);
+  });
+  slices = [];
+  for (const e of evs) {
+    if (e.ph !== "X") continue;
+    const row = order.indexOf(e.tid);
+    if (row < 0) continue;
+    const x = LEFT + e.ts * scale, w = Math.max(1, e.dur * scale), y = row * LANE + 2;
+    const d = e.args && e.args.decision;
+    g.fillStyle = e.cat === "build" ? "#3a4350" : e.cat === "need" ? "#6cb6ff" :
+                  d === "failed" ? "#e5534b" : d === "cancelled" ? "#666" : "#4caf7a";
+    g.fillRect(x, y, w, LANE - 4);
+    if (w > 40 && e.cat === "step") {
+      g.fillStyle = "#000";
+      g.save();
+      g.beginPath(); g.rect(x, y, w, LANE - 4); g.clip();
+      g.fillText(e.name, x + 2, y + 11);
+      g.restore();
+    }
+    slices.push({ x: x, y: y, w: w, h: LANE - 4,
+                  text: e.name + " " + (e.dur / 1e6).toFixed(2) + " s" + (d ? " (" + d + ")" : "") });
+  }
+  $("timeline-title").textContent = head;
+}
+
+$("timeline").onmousemove = (m) => {
+  const r = $("timeline").getBoundingClientRect(), x = m.clientX - r.left, y = m.clientY - r.top;
+  const hit = slices.filter((s) => x >= s.x && x <= s.x + s.w && y >= s.y && y <= s.y + s.h).pop();
+  $("timeline").title = hit ? hit.text : "";
+};
+
 // ---- start ----
 
 $("glob").oninput = schedule;
@@ -375,3 +440,4 @@ status().then((st) => {
   connect();
 });
 loadSteps();
+loadTimeline();

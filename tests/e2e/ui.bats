@@ -127,7 +127,7 @@ shot() {
 	[ -s "$(shot sample)" ]
 }
 
-@test "a build started from the CLI appears live with its progress; a failure shows its last lines" {
+@test "a build started from the CLI appears live with its progress; a failure shows its last lines; then its timeline" {
 	need_chromium
 	write_project
 	url=$("$KILN" ui)
@@ -140,6 +140,8 @@ shot() {
 		'wait:/build 1 \(default\) 3\/3 · done/.test(document.getElementById("builds").textContent)' \
 		'wait:document.querySelector(".failure[data-url=\"bad\"] .tail").textContent.includes("the very last line")' \
 		'wait:!!document.querySelector(".failure a[href*=\"api/log?id=\"]")' \
+		'wait:document.getElementById("timeline-title").textContent.includes("kiln build 1")' \
+		'wait:slices.filter((s) => s.text.startsWith("slow ")).length === 1' \
 		"shot:$(shot main)" \
 		'print:document.querySelector(".row[data-url=\"slow\"] .st").textContent'
 	echo "screenshots: $(shot running) $(shot main)"
