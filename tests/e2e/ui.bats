@@ -185,6 +185,34 @@ shot() {
 	[ "$("$KILN" ui)" = "$url" ]
 }
 
+@test "a project of 3000 steps: the list holds only the rows in view, and filters by glob and status" {
+	need_chromium
+	mkdir -p src/a src/b
+	for i in $(seq 1 1500); do : >src/a/$i.txt; : >src/b/$i.txt; done
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default: {}
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+rules:
+  - { match: "src/**/*.txt", url: "c/${match.path}", outputs: "${match.path}.txt", tool: copy }
+YAML
+	url=$("$KILN" ui)
+	run $BROWSER "$url" \
+		'wait:document.getElementById("count").textContent === "(3000)"' \
+		'print:document.querySelectorAll("#rows .row").length' \
+		'run:true' \
+		'wait:(() => { const g = document.getElementById("glob"); g.value = "c/b/1?"; g.dispatchEvent(new Event("input")); return true; })()' \
+		'wait:document.getElementById("count").textContent === "(10)"' \
+		'wait:(() => { const s = document.getElementById("status"); s.value = "failed"; s.dispatchEvent(new Event("change")); return true; })()' \
+		'wait:document.getElementById("count").textContent === "(0)"'
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$output" -lt 100 ] || { echo "$output rows in the page for 3000 steps"; false; }
+}
+
 # subscribed_ui N: the daemon reports N subscriptions.
 subscribed_ui() {
 	[ "$(status_field subscribers)" = "$1" ]
