@@ -12,6 +12,7 @@
  *   GET  trace[?build=N]             the build's timeline (kiln trace's file)
  *   POST build?url=U[&profile=P]     BuildReply (priority 100, as kiln watch)
  *   POST cancel?build=N              empty reply
+ *   POST hold | release              kiln hold (until released) | kiln release
  *
  * Threads: nng's HTTP threads, several at once; everything used is the
  * daemon's thread-safe modules. */
@@ -317,6 +318,14 @@ ui_api(struct kilnd_ui *u, const char *method, const char *path,
 		return log_body(u, query, body, len, type);
 	} else if (!post && strcmp(path, "trace") == 0) {
 		return trace_body(u, query, body, len);
+	} else if (post && (strcmp(path, "hold") == 0 || strcmp(path, "release") == 0)) {
+		/* the page's hold is the dashboard connection's; release ends
+		 * every hold, as kiln release does */
+		Kiln__Request q = KILN__REQUEST__INIT;
+		Kiln__HoldRequest h = KILN__HOLD_REQUEST__INIT;
+		h.release_all = strcmp(path, "release") == 0;
+		q.body_case = KILN__REQUEST__BODY_HOLD, q.hold = &h;
+		st = call_body(u, &q, body);
 	} else if (post && (strcmp(path, "build") == 0 || strcmp(path, "cancel") == 0)) {
 		/* POST only: a link or an image in another page cannot start
 		 * one, and the secret guards against a form */

@@ -426,6 +426,14 @@ $("timeline").onmousemove = (m) => {
 
 // ---- start ----
 
+$("hold").onclick = async () => {
+  const r = await api("hold", true);
+  $("hold").textContent = r.status === "STATUS_OK" ? "holding" : "hold";
+};
+$("release").onclick = async () => {
+  await api("release", true);
+  $("hold").textContent = "hold";
+};
 $("glob").oninput = schedule;
 $("status").onchange = schedule;
 $("profile").onchange = () => { profile = $("profile").value; loadSteps(); };

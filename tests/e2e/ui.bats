@@ -213,6 +213,26 @@ YAML
 	[ "$output" -lt 100 ] || { echo "$output rows in the page for 3000 steps"; false; }
 }
 
+@test "hold on the page holds change reports until release, as kiln hold does" {
+	need_chromium
+	write_project
+	"$KILN" build ok >/dev/null
+	url=$("$KILN" ui)
+	"$KILN" events --json >"$BATS_TEST_TMPDIR/ev.out" 3>&- &
+	ev=$!
+	wait_for subscribed_ui 1
+	run $BROWSER "$url" \
+		'wait:document.getElementById("conn").textContent === "live"' \
+		'click:#hold' \
+		'wait:document.getElementById("hold").textContent === "holding"' \
+		"run:printf 'held\n' >src/ok.txt; sleep 0.5" \
+		"run:! grep -q '\"type\":\"changed\"' '$BATS_TEST_TMPDIR/ev.out'" \
+		'click:#release' \
+		"run:for i in \$(seq 100); do grep -q 'src/ok.txt' '$BATS_TEST_TMPDIR/ev.out' && exit 0; sleep 0.1; done; exit 1"
+	kill "$ev"
+	[ "$status" -eq 0 ] || { echo "$output"; cat "$BATS_TEST_TMPDIR/ev.out"; false; }
+}
+
 # subscribed_ui N: the daemon reports N subscriptions.
 subscribed_ui() {
 	[ "$(status_field subscribers)" = "$1" ]
