@@ -50,6 +50,20 @@ heap_alloc(struct kilnd_answer *a, size_t n, size_t size)
 	return NULL;
 }
 
+/* Keep p (one malloc'd block) for answer_release to free; when no slot is
+ * left p is freed and KILN_ENOMEM returned. */
+static int
+heap_keep(struct kilnd_answer *a, void *p)
+{
+	for (size_t i = 0; i < sizeof(a->heap) / sizeof(a->heap[0]); i++)
+		if (a->heap[i] == NULL) {
+			a->heap[i] = p;
+			return 0;
+		}
+	free(p);
+	return KILN_ENOMEM;
+}
+
 /* ---- status and stop ----------------------------------------------------- */
 
 /* Serve the dashboard (ui.c), or say where it is served already. */
@@ -138,6 +152,18 @@ h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 				ai = NULL;
 			}
 		free(ai);
+	}
+	{
+		Kiln__SubscriptionInfo **si;
+		size_t nsi;
+		if (events_subs_info(d->events, &si, &nsi) != 0)
+			return KILN_ENOMEM;
+		for (size_t i = 0; i < nsi; i++)
+			si[i]->dashboard = si[i]->client >= UI_PIPE_BASE;
+		if (heap_keep(a, si) != 0)
+			return KILN_ENOMEM;
+		s->subscriptions = si;
+		s->n_subscriptions = nsi;
 	}
 	s->listen = (char **)urls;
 	a->reply.body_case = KILN__REPLY__BODY_STATUS_REPLY;

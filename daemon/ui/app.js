@@ -17,6 +17,7 @@ let queue = [];                  // events not drawn yet (one batch per frame)
 let frame = 0;
 let selected = null;
 let agents = [];
+let subs = [];                   // the daemon's event subscriptions
 
 const $ = (id) => document.getElementById(id);
 
@@ -175,6 +176,8 @@ async function status() {
     " · clients " + s.clients + " · cache " + s.cache_mode +
     (s.cache_mode !== "off" ? " (hits " + s.cache_hits + ", misses " + s.cache_misses + ")" : "");
   agents = s.agents || [];
+  subs = s.subscriptions || [];
+  drawSubs();
   return s;
 }
 
@@ -245,6 +248,19 @@ function drawSlots() {
   for (const a of agents)
     ag.appendChild(el("div", "agent", "agent " + a.name + ": " + a.running + "/" + a.slots +
                       " slots busy, " + a.ran + " ran, " + a.failed + " failed"));
+}
+
+// Who follows what: editors' live builds, kiln watch, kiln events, pages.
+function drawSubs() {
+  const box = $("subs");
+  box.textContent = "";
+  if (!subs.length) box.appendChild(el("p", "empty", "no subscriber"));
+  for (const s of subs) {
+    const what = (s.urls.length ? s.urls.join(" ") : "every URL") +
+      (s.profile ? " (" + s.profile + ")" : "");
+    box.appendChild(el("div", "subscriber", (s.dashboard ? "a dashboard page" :
+      "client " + s.client) + ": " + what));
+  }
 }
 
 function lastLines(text, n) {
@@ -439,7 +455,7 @@ $("status").onchange = schedule;
 $("profile").onchange = () => { profile = $("profile").value; loadSteps(); };
 $("list").onscroll = drawRows;
 setInterval(() => { drawSlots(); }, 1000);
-setInterval(status, 5000);
+setInterval(status, 2000);
 // The first connection replays what the daemon still holds (its ring of
 // recent events), so results of builds before the page opened show too.
 status().then((st) => {

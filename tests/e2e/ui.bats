@@ -233,6 +233,22 @@ YAML
 	[ "$status" -eq 0 ] || { echo "$output"; cat "$BATS_TEST_TMPDIR/ev.out"; false; }
 }
 
+@test "the page lists who follows what: a kiln events with a filter, and itself" {
+	need_chromium
+	write_project
+	url=$("$KILN" ui)
+	"$KILN" events -p default 'o*' 'sl?w' >/dev/null 3>&- &
+	ev=$!
+	wait_for subscribed_ui 1
+	run $BROWSER "$url" \
+		'wait:document.getElementById("subs").textContent.includes("o* sl?w (default)")' \
+		'wait:document.getElementById("subs").textContent.includes("a dashboard page: every URL")'
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	curl -sf "${url}api/status" |
+		jq -e '[.status_reply.subscriptions[] | select(.dashboard | not) | .urls] == [["o*", "sl?w"]]'
+	kill "$ev"
+}
+
 # subscribed_ui N: the daemon reports N subscriptions.
 subscribed_ui() {
 	[ "$(status_field subscribers)" = "$1" ]
