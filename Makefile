@@ -30,14 +30,15 @@ DESTDIR ?=
 
 # libcrypto (OpenSSL): SHA-256, of every blob (store/sha256.c) and the
 # remote cache's keys (cache/keys.c). libzstd: bundles with compress: zstd.
-PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto libzstd
+# jansson: every JSON kiln writes (common/json.c: --json, the dashboard).
+PKGS       = lmdb libxxhash yaml-0.1 libprotobuf-c libcrypto libzstd jansson
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # nng is Debian 12's 1.5.2 with kiln's fix for its listener wedge, built
 # once into $(NNG) by third_party/nng/build.sh and linked statically.
 NNG        = $(OBJ)/nng
 NNG_LIB    = $(NNG)/lib/libnng.a
-LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread
+LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 # libcurl only for cache/ (the shared HTTP cache), and only what links it.
 CURL_CFLAGS = $(shell pkg-config --cflags libcurl 2>/dev/null)
@@ -60,7 +61,7 @@ asan_LDFLAGS = -fsanitize=address,undefined
 asan_BIN     = $(BIN)/asan
 
 # What every part shares: the error codes (kiln_error.h, kiln_strerror).
-COMMON_SRC = common/error.c common/hex.c common/rmtree.c
+COMMON_SRC = common/error.c common/hex.c common/rmtree.c common/json.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c \
@@ -68,7 +69,7 @@ STORE_SRC = store/hash.c store/names.c store/fileio.c \
 # The wire schema's generated code plus its helpers (libkilnproto.a), and
 # the remote cache's messages: proto/reapi.proto (a subset of Bazel's
 # REAPI) and proto/kiln_cache.proto (docs/cache.md).
-PROTO_SRC = proto/wire.c proto/status.c proto/paths.c
+PROTO_SRC = proto/wire.c proto/status.c proto/paths.c proto/json.c
 PROTO_GEN = proto/kiln.pb-c.c proto/reapi.pb-c.c proto/kiln_cache.pb-c.c
 GEN_HDRS  = $(PROTO_GEN:proto/%.c=$(GEN)/%.h)
 # The remote cache's entries, cache/ (libkilncache.a): keys, encoding and
@@ -97,6 +98,10 @@ SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daem
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/handlers_agent.c daemon/agents.c daemon/roles.c \
              daemon/uploads.c daemon/owners.c daemon/changes.c
+# The web dashboard (docs/ui.md): its HTTP server, JSON API, events over a
+# websocket, and its pages compiled in by scripts/embed-files (xxd -i).
+UI_FILES   = daemon/ui/index.html daemon/ui/app.js daemon/ui/style.css
+SERVER_SRC += daemon/ui.c daemon/ui_api.c daemon/ui_ws.c $(GEN)/ui_files.c
 DAEMON_SRC = daemon/main.c
 # the shared cache's settings: KILN_CACHE_* and what the handle is opened
 # with (kept apart from the lists above)
@@ -108,14 +113,14 @@ CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c client/live.c client/audit.c
-KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c \
+KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c client/cmd_ui.c \
             client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c client/cmd_trace.c client/cmd_audit.c client/progress.c \
             client/cmd_agent.c client/agent.c client/agent_job.c client/agent_need.c \
             client/check_programs.c client/cmd_graph.c client/stepgraph.c client/cmd_complete.c daemon/engine/tool_spawn.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
-             test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph
+             test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph test_json
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents
 
 VARIANTS = release asan
@@ -132,6 +137,10 @@ all: deps
 $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
 	@mkdir -p $(GEN)
 	protoc-c --proto_path=proto --c_out=$(GEN) $<
+
+$(GEN)/ui_files.c: $(UI_FILES) scripts/embed-files
+	@mkdir -p $(GEN)
+	scripts/embed-files $@ $(UI_FILES)
 
 $(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch \
             third_party/nng/rep0-send-on-closed-pipe.patch

@@ -112,22 +112,6 @@ cli_bad_option(const char *cmd, const char *usage,
 	return cli_usage(cmd, usage, "unknown option '-%c'", optopt);
 }
 
-void
-cli_json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 /* ---- values ------------------------------------------------------------ */
 
 /* Parse the leading decimal digits of s into *n; *end gets the rest.

@@ -17,6 +17,7 @@
 #include "kiln.h"
 #include "kiln_store.h"
 #include "kiln_desc.h"
+#include "kiln_json.h"
 
 #define KILN_VERSION "0.1.0"
 
@@ -54,6 +55,8 @@ int cmd_gc(const struct cli *cli, int argc, char **argv);
 
 /* kiln status [--json]: the daemon's state (starting it if need be). */
 int cmd_status(const struct cli *cli, int argc, char **argv);
+/* kiln ui [-C DIR] [--port N] [--listen ADDR] [--open]: the dashboard. */
+int cmd_ui(const struct cli *cli, int argc, char **argv);
 /* kiln stop: stop the daemon and wait until it is gone. */
 int cmd_stop(const struct cli *cli, int argc, char **argv);
 int cmd_hold(const struct cli *cli, int argc, char **argv);
@@ -124,8 +127,6 @@ int cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
 int cli_bad_option(const char *cmd, const char *usage,
                    const struct option *longopts, int c, char **argv);
 
-/* Write s on stdout as a JSON string (quoted, escaped). */
-void cli_json_str(const char *s);
 
 /* ---- values ------------------------------------------------------------ */
 

@@ -124,30 +124,34 @@ static void
 step_json(const kiln_audit_step *s)
 {
 	char hex[KILN_ID_HEX_LEN + 1];
+	json_t *o = json_object(), *outs = json_array();
+	int err = 0;
 
-	fputs("{\"event\":\"audit-step\",\"url\":", stdout);
-	cli_json_str(s->url);
-	printf(",\"verdict\":\"%s\",\"duration_ms\":%.3f", verdict_word(s->verdict),
-	       (double)s->duration_ns / 1e6);
-	if (s->verdict == KILN_AUDIT_FAILED) {
-		fputs(",\"error\":", stdout);
-		cli_json_str(s->error);
-	}
-	fputs(",\"outputs\":[", stdout);
+	err |= kiln_json_text(o, "event", "audit-step");
+	err |= kiln_json_text(o, "url", s->url);
+	err |= kiln_json_text(o, "verdict", verdict_word(s->verdict));
+	err |= kiln_json_ms(o, "duration_ms", (double)s->duration_ns / 1e6);
+	if (s->verdict == KILN_AUDIT_FAILED)
+		err |= kiln_json_text(o, "error", s->error);
 	for (size_t k = 0; k < s->noutputs; k++) {
-		const kiln_audit_output *o = &s->outputs[k];
-		printf("%s{\"name\":", k ? "," : "");
-		cli_json_str(o->name);
-		kiln_id_to_hex(&o->recorded, hex);
-		printf(",\"recorded\":\"%s\",\"recorded_size\":%" PRIu64, hex, o->recorded_size);
-		if (o->has_got) {
-			kiln_id_to_hex(&o->got, hex);
-			printf(",\"got\":\"%s\",\"got_size\":%" PRIu64 "}", hex, o->got_size);
+		const kiln_audit_output *out = &s->outputs[k];
+		json_t *it = json_object();
+		err |= kiln_json_text(it, "name", out->name);
+		kiln_id_to_hex(&out->recorded, hex);
+		err |= kiln_json_text(it, "recorded", hex);
+		err |= kiln_json_uint(it, "recorded_size", out->recorded_size);
+		if (out->has_got) {
+			kiln_id_to_hex(&out->got, hex);
+			err |= kiln_json_text(it, "got", hex);
+			err |= kiln_json_uint(it, "got_size", out->got_size);
 		} else {
-			fputs(",\"got\":null}", stdout);
+			err |= kiln_json_null(it, "got");
 		}
+		err |= kiln_json_push(outs, it);
 	}
-	fputs("]}\n", stdout);
+	err |= kiln_json_put(o, "outputs", outs);
+	if (kiln_json_print(stdout, o, err) != 0)
+		fprintf(stderr, "kiln: could not write a step's JSON\n");
 }
 
 /* Print the answer; the exit status it means. */
@@ -167,11 +171,19 @@ audit_print(const struct audit_args *args, const kiln_audit_info *a)
 			step_text(s);
 	}
 	if (args->json) {
-		fputs("{\"event\":\"audit\",\"profile\":", stdout);
-		cli_json_str(a->profile);
-		printf(",\"cached\":%u,\"not_audited\":%u,\"audited\":%zu,\"same\":%u,"
-		       "\"different\":%u,\"failed\":%u,\"seed\":%" PRIu64 "}\n", a->cached,
-		       a->not_audited, a->nsteps, same, diff, failed, a->seed);
+		json_t *o = json_object();
+		int err = 0;
+		err |= kiln_json_text(o, "event", "audit");
+		err |= kiln_json_text(o, "profile", a->profile);
+		err |= kiln_json_uint(o, "cached", a->cached);
+		err |= kiln_json_uint(o, "not_audited", a->not_audited);
+		err |= kiln_json_uint(o, "audited", a->nsteps);
+		err |= kiln_json_uint(o, "same", same);
+		err |= kiln_json_uint(o, "different", diff);
+		err |= kiln_json_uint(o, "failed", failed);
+		err |= kiln_json_uint(o, "seed", a->seed);
+		if (kiln_json_print(stdout, o, err) != 0)
+			fprintf(stderr, "kiln: could not write the audit's JSON\n");
 	} else {
 		printf("audited %zu of %u recorded steps of profile %s", a->nsteps,
 		       a->cached, a->profile);

@@ -108,55 +108,57 @@ result_word(kiln_step_result r)
 	return (unsigned)r < 6 ? words[r] : "?";
 }
 
+/* The outputs' fields: [{"name","hash","size","path"}...] */
+static json_t *
+outputs_json(const kiln_step_output *o, size_t n, int *err)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *it = json_object();
+		kiln_id_to_hex(&o[i].id, hex);
+		*err |= kiln_json_text(it, "name", o[i].name);
+		*err |= kiln_json_text(it, "hash", hex);
+		*err |= kiln_json_uint(it, "size", o[i].size);
+		*err |= kiln_json_text(it, "path", o[i].path);
+		*err |= kiln_json_push(arr, it);
+	}
+	return arr;
+}
+
 static void
 step_json(const kiln_step_event *s)
 {
 	char hex[KILN_ID_HEX_LEN + 1];
+	json_t *o = json_object();
+	int err = 0;
 
-	fputs("{\"event\":\"step\",\"url\":", stdout);
-	cli_json_str(s->url);
-	fputs(",\"profile\":", stdout);
-	cli_json_str(s->profile);
-	fputs(",\"result\":", stdout);
-	cli_json_str(s->result == KILN_STEP_FAILED ? "failed" : result_word(s->result));
-	fputs(",\"reason\":", stdout);
-	cli_json_str(s->reason);
-	printf(",\"duration_ms\":%.3f,\"done\":%u,\"total\":%u",
-	       (double)s->duration_ns / 1e6, s->done, s->total);
-	if (s->machine[0] != '\0') {
-		fputs(",\"machine\":", stdout);
-		cli_json_str(s->machine);
-	}
+	err |= kiln_json_text(o, "event", "step");
+	err |= kiln_json_text(o, "url", s->url);
+	err |= kiln_json_text(o, "profile", s->profile);
+	err |= kiln_json_text(o, "result", s->result == KILN_STEP_FAILED ? "failed"
+	                                 : result_word(s->result));
+	err |= kiln_json_text(o, "reason", s->reason);
+	err |= kiln_json_ms(o, "duration_ms", (double)s->duration_ns / 1e6);
+	err |= kiln_json_uint(o, "done", s->done);
+	err |= kiln_json_uint(o, "total", s->total);
+	if (s->machine[0] != '\0')
+		err |= kiln_json_text(o, "machine", s->machine);
 	if (s->result == KILN_STEP_FAILED) {
-		fputs(",\"error\":", stdout);
-		cli_json_str(s->error);
-		printf(",\"exit_code\":%d,\"signal\":%d", s->exit_code, s->signal);
+		err |= kiln_json_text(o, "error", s->error);
+		err |= kiln_json_int(o, "exit_code", s->exit_code);
+		err |= kiln_json_int(o, "signal", s->signal);
 	}
 	if (s->has_log) {
 		kiln_id_to_hex(&s->log, hex);
-		printf(",\"log\":\"%s\"", hex);
+		err |= kiln_json_text(o, "log", hex);
 	}
-	if (s->nwarnings > 0) {
-		fputs(",\"warnings\":[", stdout);
-		for (size_t i = 0; i < s->nwarnings; i++) {
-			if (i)
-				fputs(",", stdout);
-			cli_json_str(s->warnings[i]);
-		}
-		fputs("]", stdout);
-	}
-	fputs(",\"outputs\":[", stdout);
-	for (size_t i = 0; i < s->noutputs; i++) {
-		kiln_id_to_hex(&s->outputs[i].id, hex);
-		printf("%s{\"name\":", i ? "," : "");
-		cli_json_str(s->outputs[i].name);
-		printf(",\"hash\":\"%s\",\"size\":%llu,\"path\":", hex,
-		       (unsigned long long)s->outputs[i].size);
-		cli_json_str(s->outputs[i].path);
-		fputs("}", stdout);
-	}
-	fputs("]}\n", stdout);
-	fflush(stdout);
+	if (s->nwarnings > 0)
+		err |= kiln_json_texts(o, "warnings", s->warnings, s->nwarnings);
+	err |= kiln_json_put(o, "outputs", outputs_json(s->outputs, s->noutputs, &err));
+	if (kiln_json_print(stdout, o, err) != 0)
+		fprintf(stderr, "kiln: could not write a step's JSON\n");
 }
 
 static void
@@ -222,18 +224,24 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 		fputs("\r\033[K", stdout);
 	v->live = 0;
 	if (v->json) {
-		printf("{\"event\":\"build\",\"build\":%llu,\"profile\":",
-		       (unsigned long long)b->build);
-		cli_json_str(b->profile);
-		printf(",\"total\":%u,\"ran\":%u,\"reused\":%u,\"failed\":%u,"
-		       "\"skipped\":%u,\"cancelled\":%u,\"would_run\":%u,"
-		       "\"files_statted\":%llu,\"duration_ms\":%.3f,\"index\":", b->total,
-		       b->ran, b->reused, b->failed, b->skipped, b->cancelled, b->would_run,
-		       (unsigned long long)b->files_statted, (double)b->duration_ns / 1e6);
-		cli_json_str(b->index);
-		fputs(",\"error\":", stdout);
-		cli_json_str(b->error);
-		fputs("}\n", stdout);
+		json_t *o = json_object();
+		int err = 0;
+		err |= kiln_json_text(o, "event", "build");
+		err |= kiln_json_uint(o, "build", b->build);
+		err |= kiln_json_text(o, "profile", b->profile);
+		err |= kiln_json_uint(o, "total", b->total);
+		err |= kiln_json_uint(o, "ran", b->ran);
+		err |= kiln_json_uint(o, "reused", b->reused);
+		err |= kiln_json_uint(o, "failed", b->failed);
+		err |= kiln_json_uint(o, "skipped", b->skipped);
+		err |= kiln_json_uint(o, "cancelled", b->cancelled);
+		err |= kiln_json_uint(o, "would_run", b->would_run);
+		err |= kiln_json_uint(o, "files_statted", b->files_statted);
+		err |= kiln_json_ms(o, "duration_ms", (double)b->duration_ns / 1e6);
+		err |= kiln_json_text(o, "index", b->index);
+		err |= kiln_json_text(o, "error", b->error);
+		if (kiln_json_print(stdout, o, err) != 0)
+			fprintf(stderr, "kiln: could not write the build's JSON\n");
 	} else if (v->dry) {
 		printf("%u of %u steps of profile %s would run\n", b->would_run,
 		       b->total, b->profile);

@@ -110,56 +110,75 @@ status_print(const kiln_status *st)
 	       st->cache_skipped_uploads);
 }
 
-static void
+static json_t *
+agents_json(const kiln_status *st, int *err)
+{
+	json_t *arr = json_array();
+
+	for (uint32_t i = 0; i < st->nagents && i < 64; i++) {
+		json_t *a = json_object();
+		*err |= kiln_json_text(a, "name", st->agents[i].name);
+		*err |= kiln_json_uint(a, "slots", st->agents[i].slots);
+		*err |= kiln_json_uint(a, "running", st->agents[i].running);
+		*err |= kiln_json_uint(a, "ran", st->agents[i].ran);
+		*err |= kiln_json_uint(a, "failed", st->agents[i].failed);
+		*err |= kiln_json_uint(a, "refused", st->agents[i].refused);
+		*err |= kiln_json_uint(a, "bytes_in", st->agents[i].bytes_in);
+		*err |= kiln_json_uint(a, "bytes_out", st->agents[i].bytes_out);
+		*err |= kiln_json_push(arr, a);
+	}
+	return arr;
+}
+
+static int
 status_json(const kiln_status *st)
 {
-	printf("{\"pid\":%" PRIu32 ",\"uptime_ms\":%" PRIu64 ",\"version\":",
-	       st->pid, st->uptime_ms);
-	cli_json_str(st->version);
-	fputs(",\"project\":", stdout);
-	cli_json_str(st->project);
-	fputs(",\"store\":", stdout);
-	cli_json_str(st->store);
-	fputs(",\"listen\":[", stdout);
-	for (int i = 0; i < 2 && st->listen[i][0]; i++) {
-		if (i > 0)
-			putchar(',');
-		cli_json_str(st->listen[i]);
+	const char *listen[2];
+	char epoch[17];
+	size_t nlisten = 0;
+	json_t *o = json_object();
+	int err = 0;
+
+	while (nlisten < 2 && st->listen[nlisten][0]) {
+		listen[nlisten] = st->listen[nlisten];
+		nlisten++;
 	}
-	printf("],\"clients\":%" PRIu32 ",\"subscribers\":%" PRIu32
-	       ",\"uploads\":%" PRIu32 ",\"build_queue\":%" PRIu32
-	       ",\"event_epoch\":\"%016" PRIx64 "\",\"event_seq\":%" PRIu64
-	       ",\"events_held\":%" PRIu32 ",\"events_bytes\":%" PRIu64
-	       ",\"requests\":%" PRIu64 ",\"bad_requests\":%" PRIu64
-	       ",\"max_message\":%" PRIu64 ",\"chunk_size\":%" PRIu32
-	       ",\"event_buffer\":%" PRIu32 ",\"event_buffer_bytes\":%" PRIu64
-	       ",\"cache_url\":", st->clients, st->subscribers, st->uploads, st->build_queue,
-	       st->event_epoch, st->event_seq, st->events_held, st->events_bytes,
-	       st->requests, st->bad_requests, st->max_message, st->chunk_size,
-	       st->event_buffer, st->event_buffer_bytes);
-	cli_json_str(st->cache_url);
-	fputs(",\"cache_mode\":", stdout);
-	cli_json_str(st->cache_mode);
-	printf(",\"cache_hits\":%" PRIu64 ",\"cache_misses\":%" PRIu64
-	       ",\"cache_bytes_down\":%" PRIu64 ",\"cache_bytes_up\":%" PRIu64
-	       ",\"cache_errors\":%" PRIu64 ",\"cache_dropped\":%" PRIu64
-	       ",\"cache_breaker_open\":%s,\"cache_uploaded\":%" PRIu64
-	       ",\"cache_pending\":%" PRIu32 ",\"cache_corrupt\":%" PRIu64
-	       ",\"cache_skipped_uploads\":%" PRIu64,
-	       st->cache_hits, st->cache_misses, st->cache_bytes_down, st->cache_bytes_up,
-	       st->cache_errors, st->cache_dropped, st->cache_breaker_open ? "true" : "false",
-	       st->cache_uploaded, st->cache_pending, st->cache_corrupt, st->cache_skipped_uploads);
-	fputs(",\"agents\":[", stdout);
-	for (uint32_t i = 0; i < st->nagents && i < 64; i++) {
-		fputs(i ? ",{\"name\":" : "{\"name\":", stdout);
-		cli_json_str(st->agents[i].name);
-		printf(",\"slots\":%" PRIu32 ",\"running\":%" PRIu32 ",\"ran\":%" PRIu64
-		       ",\"failed\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"bytes_in\":%" PRIu64
-		       ",\"bytes_out\":%" PRIu64 "}", st->agents[i].slots,
-		       st->agents[i].running, st->agents[i].ran, st->agents[i].failed,
-		       st->agents[i].refused, st->agents[i].bytes_in, st->agents[i].bytes_out);
-	}
-	fputs("]}\n", stdout);
+	snprintf(epoch, sizeof epoch, "%016" PRIx64, st->event_epoch);
+	err |= kiln_json_uint(o, "pid", st->pid);
+	err |= kiln_json_uint(o, "uptime_ms", st->uptime_ms);
+	err |= kiln_json_text(o, "version", st->version);
+	err |= kiln_json_text(o, "project", st->project);
+	err |= kiln_json_text(o, "store", st->store);
+	err |= kiln_json_texts(o, "listen", listen, nlisten);
+	err |= kiln_json_uint(o, "clients", st->clients);
+	err |= kiln_json_uint(o, "subscribers", st->subscribers);
+	err |= kiln_json_uint(o, "uploads", st->uploads);
+	err |= kiln_json_uint(o, "build_queue", st->build_queue);
+	err |= kiln_json_text(o, "event_epoch", epoch);
+	err |= kiln_json_uint(o, "event_seq", st->event_seq);
+	err |= kiln_json_uint(o, "events_held", st->events_held);
+	err |= kiln_json_uint(o, "events_bytes", st->events_bytes);
+	err |= kiln_json_uint(o, "requests", st->requests);
+	err |= kiln_json_uint(o, "bad_requests", st->bad_requests);
+	err |= kiln_json_uint(o, "max_message", st->max_message);
+	err |= kiln_json_uint(o, "chunk_size", st->chunk_size);
+	err |= kiln_json_uint(o, "event_buffer", st->event_buffer);
+	err |= kiln_json_uint(o, "event_buffer_bytes", st->event_buffer_bytes);
+	err |= kiln_json_text(o, "cache_url", st->cache_url);
+	err |= kiln_json_text(o, "cache_mode", st->cache_mode);
+	err |= kiln_json_uint(o, "cache_hits", st->cache_hits);
+	err |= kiln_json_uint(o, "cache_misses", st->cache_misses);
+	err |= kiln_json_uint(o, "cache_bytes_down", st->cache_bytes_down);
+	err |= kiln_json_uint(o, "cache_bytes_up", st->cache_bytes_up);
+	err |= kiln_json_uint(o, "cache_errors", st->cache_errors);
+	err |= kiln_json_uint(o, "cache_dropped", st->cache_dropped);
+	err |= kiln_json_bool(o, "cache_breaker_open", st->cache_breaker_open);
+	err |= kiln_json_uint(o, "cache_uploaded", st->cache_uploaded);
+	err |= kiln_json_uint(o, "cache_pending", st->cache_pending);
+	err |= kiln_json_uint(o, "cache_corrupt", st->cache_corrupt);
+	err |= kiln_json_uint(o, "cache_skipped_uploads", st->cache_skipped_uploads);
+	err |= kiln_json_put(o, "agents", agents_json(st, &err));
+	return kiln_json_print(stdout, o, err);
 }
 
 int
@@ -197,10 +216,12 @@ cmd_status(const struct cli *cli, int argc, char **argv)
 		return CLI_USAGE;
 	}
 	kiln_close(c);
-	if (json)
-		status_json(&st);
-	else
+	if (!json) {
 		status_print(&st);
+	} else if ((rv = status_json(&st)) != 0) {
+		fprintf(stderr, "kiln status: writing JSON: %s\n", kiln_strerror(rv));
+		return CLI_USAGE;
+	}
 	return CLI_OK;
 }
 

@@ -181,43 +181,14 @@ cmd_check(const struct cli *cli, int argc, char **argv)
 
 /* ---- ls ---- */
 
-static void
-json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
-static void
-json_strs(const char *const *v, size_t n, const char *prefix)
-{
-	putchar('[');
-	for (size_t i = 0; i < n; i++) {
-		char buf[1024];
-		if (i)
-			putchar(',');
-		snprintf(buf, sizeof buf, "%s%s", prefix, v[i]);
-		json_str(buf);
-	}
-	putchar(']');
-}
-
-static void
-json_loc(const kiln_loc *l)
+/* obj[key] = "FILE:LINE" */
+static int
+json_loc(json_t *obj, const char *key, const kiln_loc *l)
 {
 	char buf[600];
 
 	snprintf(buf, sizeof buf, "%s:%d", l->file, l->line);
-	json_str(buf);
+	return kiln_json_text(obj, key, buf);
 }
 
 /* What the store recorded of a step's last decision. */
@@ -267,82 +238,71 @@ input_text(const kiln_plan *p, const kiln_input *it, char *buf, size_t len)
 		snprintf(buf, len, "@%s#%s", it->url, it->output);
 }
 
-static void
-ls_json_step(const kiln_plan *p, const kiln_step *s, const struct step_last *l)
+static json_t *
+ls_json_step(const kiln_plan *p, const kiln_step *s, const struct step_last *l,
+             int *err)
 {
 	char buf[PATH_MAX + 128];
+	json_t *o = json_object(), *order = json_array(), *outs = json_object();
+	int replaced = 0;
 
-	printf("{\"url\":");
-	json_str(s->url);
-	printf(",\"tool\":");
-	json_str(s->tool ? s->tool->name : "");
-	printf(",\"inputs\":");
-	json_strs(s->inputs, s->ninputs, "");
-	printf(",\"needs\":");
-	json_strs(s->needs, s->nneeds, "");
-	printf(",\"order\":[");   /* what ${in...} gives, in that order */
-	for (size_t i = 0; i < s->norder; i++) {
-		if (i)
-			putchar(',');
+	*err |= kiln_json_text(o, "url", s->url);
+	*err |= kiln_json_text(o, "tool", s->tool ? s->tool->name : "");
+	*err |= kiln_json_texts(o, "inputs", (const char *const *)s->inputs, s->ninputs);
+	*err |= kiln_json_texts(o, "needs", (const char *const *)s->needs, s->nneeds);
+	for (size_t i = 0; i < s->norder; i++) { /* what ${in...} gives, in order */
 		input_text(p, &s->order[i], buf, sizeof buf);
-		json_str(buf);
+		*err |= kiln_json_push(order, kiln_json_string(buf, &replaced));
 	}
-	putchar(']');
-	printf(",\"outputs\":{");
+	*err |= kiln_json_put(o, "order", order);
+	if (replaced)
+		*err |= kiln_json_bool(o, "order_replaced", 1);
 	for (size_t i = 0; i < s->noutputs; i++) {
-		if (i)
-			putchar(',');
-		char file[PATH_MAX];
-		json_str(s->outputs[i].name);
-		putchar(':');
 		/* a folder output as it is written: "glyphs/" */
-		snprintf(file, sizeof file, "%s%s", s->outputs[i].file,
+		snprintf(buf, sizeof buf, "%s%s", s->outputs[i].file,
 		         s->outputs[i].folder ? "/" : "");
-		json_str(file);
+		*err |= kiln_json_text(outs, s->outputs[i].name, buf);
 	}
-	printf("},\"argv\":");
-	json_strs(s->argv, s->nargv, "");
-	printf(",\"defined_at\":");
-	json_loc(&s->loc);
-	printf(",\"origin\":\"%s\",\"overrides\":",
-	       s->bundle ? "bundle" : s->from_rule ? "rule" : "asset");
+	*err |= kiln_json_put(o, "outputs", outs);
+	*err |= kiln_json_texts(o, "argv", (const char *const *)s->argv, s->nargv);
+	*err |= json_loc(o, "defined_at", &s->loc);
+	*err |= kiln_json_text(o, "origin", s->bundle ? "bundle"
+	                                    : s->from_rule ? "rule" : "asset");
 	if (s->overrides.file != NULL)
-		json_loc(&s->overrides);
+		*err |= json_loc(o, "overrides", &s->overrides);
 	else
-		printf("null");
-	printf(",\"traced\":%s", l->traced < 0 ? "null" : l->traced ? "true" : "false");
-	printf(",\"program\":");
+		*err |= kiln_json_null(o, "overrides");
+	if (l->traced < 0)
+		*err |= kiln_json_null(o, "traced");
+	else
+		*err |= kiln_json_bool(o, "traced", l->traced);
 	if (l->program[0])
-		json_str(l->program);
+		*err |= kiln_json_text(o, "program", l->program);
 	else
-		printf("null");
-	putchar('}');
+		*err |= kiln_json_null(o, "program");
+	return o;
 }
 
-static void
+static int
 ls_json(const kiln_desc *d, const kiln_plan *p, kiln_store *st)
 {
-	printf("{\"project\":");
-	json_str(kiln_desc_project(d));
-	printf(",\"profile\":");
-	json_str(p->profile);
-	printf(",\"steps\":[");
+	json_t *o = json_object(), *steps = json_array(), *bundles = json_object();
+	int err = 0;
+
+	err |= kiln_json_text(o, "project", kiln_desc_project(d));
+	err |= kiln_json_text(o, "profile", p->profile);
 	for (size_t i = 0; i < p->nsteps; i++) {
 		struct step_last l;
-		if (i)
-			putchar(',');
 		step_last_get(st, p->profile, p->steps[i].url, &l);
-		ls_json_step(p, &p->steps[i], &l);
+		err |= kiln_json_push(steps, ls_json_step(p, &p->steps[i], &l, &err));
 	}
-	printf("],\"bundles\":{");
-	for (size_t i = 0; i < p->nbundles; i++) {
-		if (i)
-			putchar(',');
-		json_str(p->bundles[i].name);
-		putchar(':');
-		json_strs(p->bundles[i].urls, p->bundles[i].nurls, "");
-	}
-	printf("}}\n");
+	err |= kiln_json_put(o, "steps", steps);
+	for (size_t i = 0; i < p->nbundles; i++)
+		err |= kiln_json_texts(bundles, p->bundles[i].name,
+		                       (const char *const *)p->bundles[i].urls,
+		                       p->bundles[i].nurls);
+	err |= kiln_json_put(o, "bundles", bundles);
+	return kiln_json_print(stdout, o, err);
 }
 
 static void
@@ -434,11 +394,12 @@ cmd_ls(const struct cli *cli, int argc, char **argv)
 		if (kiln_store_open(sdir, &o, &st) != 0)
 			st = NULL;
 	}
-	if (json)
-		ls_json(d, plan, st);
-	else
+	rv = 0;
+	if (!json)
 		ls_text(plan, st);
+	else if ((rv = ls_json(d, plan, st)) != 0)
+		fprintf(stderr, "kiln ls: writing JSON: %s\n", kiln_strerror(rv));
 	kiln_store_close(st);
 	kiln_desc_free(d);
-	return CLI_OK;
+	return rv == 0 ? CLI_OK : CLI_USAGE;
 }

@@ -285,130 +285,135 @@ event_line(const kiln_event *ev)
 	putchar('\n');
 }
 
-/* ,"NAME":[strings] */
-static void
-json_strs(const char *name, const char *const *v, size_t n)
-{
-	printf(",\"%s\":[", name);
-	for (size_t i = 0; i < n; i++) {
-		if (i > 0)
-			putchar(',');
-		cli_json_str(v[i]);
-	}
-	putchar(']');
-}
-
-/* ,"outputs":[{"name","hash","size","path"}...] */
-static void
-outputs_json(const kiln_step_output *o, size_t n)
+/* "outputs":[{"name","hash","size","path"}...] */
+static json_t *
+outputs_json(const kiln_step_output *o, size_t n, int *err)
 {
 	char hex[KILN_ID_HEX_LEN + 1];
+	json_t *arr = json_array();
 
-	fputs(",\"outputs\":[", stdout);
 	for (size_t i = 0; i < n; i++) {
+		json_t *it = json_object();
 		kiln_id_to_hex(&o[i].id, hex);
-		printf("%s{\"name\":", i > 0 ? "," : "");
-		cli_json_str(o[i].name);
-		printf(",\"hash\":\"%s\",\"size\":%" PRIu64 ",\"path\":", hex,
-		       o[i].size);
-		cli_json_str(o[i].path);
-		putchar('}');
+		*err |= kiln_json_text(it, "name", o[i].name);
+		*err |= kiln_json_text(it, "hash", hex);
+		*err |= kiln_json_uint(it, "size", o[i].size);
+		*err |= kiln_json_text(it, "path", o[i].path);
+		*err |= kiln_json_push(arr, it);
 	}
-	putchar(']');
+	return arr;
 }
 
 /* A step's fields, every one always present ("log" null without a log). */
-static void
-step_json(const kiln_step_event *s)
+static int
+step_json(json_t *o, const kiln_step_event *s)
 {
 	char hex[KILN_ID_HEX_LEN + 1];
+	json_t *builds = json_array();
+	int err = 0;
 
-	fputs(",\"builds\":[", stdout);
 	for (size_t i = 0; i < s->nbuilds; i++)
-		printf("%s%" PRIu64, i > 0 ? "," : "", s->builds[i]);
-	fputs("],\"profile\":", stdout);
-	cli_json_str(s->profile);
-	fputs(",\"url\":", stdout);
-	cli_json_str(s->url);
-	printf(",\"result\":\"%s\",\"reason\":", result_name(s->result));
-	cli_json_str(s->reason);
-	outputs_json(s->outputs, s->noutputs);
-	printf(",\"exit_code\":%d,\"signal\":%d,\"error\":", s->exit_code,
-	       s->signal);
-	cli_json_str(s->error);
+		err |= kiln_json_push(builds, json_integer((json_int_t)s->builds[i]));
+	err |= kiln_json_put(o, "builds", builds);
+	err |= kiln_json_text(o, "profile", s->profile);
+	err |= kiln_json_text(o, "url", s->url);
+	err |= kiln_json_text(o, "result", result_name(s->result));
+	err |= kiln_json_text(o, "reason", s->reason);
+	err |= kiln_json_put(o, "outputs", outputs_json(s->outputs, s->noutputs, &err));
+	err |= kiln_json_int(o, "exit_code", s->exit_code);
+	err |= kiln_json_int(o, "signal", s->signal);
+	err |= kiln_json_text(o, "error", s->error);
 	if (s->has_log) {
 		kiln_id_to_hex(&s->log, hex);
-		printf(",\"log\":\"%s\"", hex);
+		err |= kiln_json_text(o, "log", hex);
 	} else {
-		fputs(",\"log\":null", stdout);
+		err |= kiln_json_null(o, "log");
 	}
-	printf(",\"duration_ns\":%" PRIu64 ",\"done\":%" PRIu32 ",\"total\":%"
-	       PRIu32, s->duration_ns, s->done, s->total);
-	json_strs("warnings", s->warnings, s->nwarnings);
+	err |= kiln_json_uint(o, "duration_ns", s->duration_ns);
+	err |= kiln_json_uint(o, "done", s->done);
+	err |= kiln_json_uint(o, "total", s->total);
+	err |= kiln_json_texts(o, "warnings", s->warnings, s->nwarnings);
+	return err;
 }
 
 /* A build's end: its summary's fields. */
-static void
-build_json(const kiln_build_summary *b)
+static int
+build_json(json_t *o, const kiln_build_summary *b)
 {
-	printf(",\"build\":%" PRIu64 ",\"profile\":", b->build);
-	cli_json_str(b->profile);
-	printf(",\"total\":%" PRIu32 ",\"ran\":%" PRIu32 ",\"reused\":%" PRIu32
-	       ",\"failed\":%" PRIu32 ",\"skipped\":%" PRIu32 ",\"cancelled\":%"
-	       PRIu32 ",\"would_run\":%" PRIu32 ",\"duration_ns\":%" PRIu64
-	       ",\"files_statted\":%" PRIu64 ",\"index\":", b->total, b->ran,
-	       b->reused, b->failed, b->skipped, b->cancelled, b->would_run,
-	       b->duration_ns, b->files_statted);
-	cli_json_str(b->index);
-	fputs(",\"error\":", stdout);
-	cli_json_str(b->error);
+	int err = 0;
+
+	err |= kiln_json_uint(o, "build", b->build);
+	err |= kiln_json_text(o, "profile", b->profile);
+	err |= kiln_json_uint(o, "total", b->total);
+	err |= kiln_json_uint(o, "ran", b->ran);
+	err |= kiln_json_uint(o, "reused", b->reused);
+	err |= kiln_json_uint(o, "failed", b->failed);
+	err |= kiln_json_uint(o, "skipped", b->skipped);
+	err |= kiln_json_uint(o, "cancelled", b->cancelled);
+	err |= kiln_json_uint(o, "would_run", b->would_run);
+	err |= kiln_json_uint(o, "duration_ns", b->duration_ns);
+	err |= kiln_json_uint(o, "files_statted", b->files_statted);
+	err |= kiln_json_text(o, "index", b->index);
+	err |= kiln_json_text(o, "error", b->error);
+	return err;
 }
 
-static void
-event_json(const kiln_event *ev)
+/* The fields of the event types that carry few. */
+static int
+small_json(json_t *o, const kiln_event *ev)
 {
 	char hex[KILN_ID_HEX_LEN + 1];
+	int err = 0;
 
-	printf("{\"epoch\":\"%016" PRIx64 "\",\"seq\":%" PRIu64 ",\"time_ns\":%"
-	       PRId64 ",\"type\":\"%s\"", ev->at.epoch, ev->at.seq, ev->time_ns,
-	       kind_name(ev));
-	if (ev->type == KILN_EVENT_OVERFLOW)
-		printf(",\"evicted\":%s,\"new_epoch\":%s,\"first_lost\":%" PRIu64
-		       ",\"last_lost\":%" PRIu64, ev->evicted ? "true" : "false",
-		       ev->new_epoch ? "true" : "false",
-		       ev->first_lost, ev->last_lost);
-	if (ev->type == KILN_EVENT_LOG)
-		printf(",\"level\":\"%s\"", level_name(ev->level));
-	if (ev->type == KILN_EVENT_LOG || ev->type == KILN_EVENT_STOPPING) {
-		fputs(",\"text\":", stdout);
-		cli_json_str(ev->text);
+	if (ev->type == KILN_EVENT_OVERFLOW) {
+		err |= kiln_json_bool(o, "evicted", ev->evicted);
+		err |= kiln_json_bool(o, "new_epoch", ev->new_epoch);
+		err |= kiln_json_uint(o, "first_lost", ev->first_lost);
+		err |= kiln_json_uint(o, "last_lost", ev->last_lost);
 	}
+	if (ev->type == KILN_EVENT_LOG)
+		err |= kiln_json_text(o, "level", level_name(ev->level));
+	if (ev->type == KILN_EVENT_LOG || ev->type == KILN_EVENT_STOPPING)
+		err |= kiln_json_text(o, "text", ev->text);
 	if (ev->type == KILN_EVENT_BLOB_STORED) {
 		kiln_id_to_hex(&ev->id, hex);
-		printf(",\"id\":\"%s\",\"size\":%" PRIu64 ",\"profile\":", hex,
-		       ev->size);
-		cli_json_str(ev->profile);
-		fputs(",\"url\":", stdout);
-		cli_json_str(ev->url);
+		err |= kiln_json_text(o, "id", hex);
+		err |= kiln_json_uint(o, "size", ev->size);
+		err |= kiln_json_text(o, "profile", ev->profile);
+		err |= kiln_json_text(o, "url", ev->url);
 	}
-	if (ev->type == KILN_EVENT_STEP && ev->step != NULL)
-		step_json(ev->step);
-	if (ev->type == KILN_EVENT_BUILD_DONE && ev->build != NULL)
-		build_json(ev->build);
 	if (ev->type == KILN_EVENT_STEP_STARTED && ev->started != NULL) {
-		fputs(",\"profile\":", stdout);
-		cli_json_str(ev->started->profile);
-		fputs(",\"url\":", stdout);
-		cli_json_str(ev->started->url);
-		printf(",\"expected_ns\":%" PRIu64 ",\"left_ns\":%" PRIu64,
-		       ev->started->expected_ns, ev->started->left_ns);
+		err |= kiln_json_text(o, "profile", ev->started->profile);
+		err |= kiln_json_text(o, "url", ev->started->url);
+		err |= kiln_json_uint(o, "expected_ns", ev->started->expected_ns);
+		err |= kiln_json_uint(o, "left_ns", ev->started->left_ns);
 	}
 	if (ev->type == KILN_EVENT_SOURCES_CHANGED) {
-		json_strs("paths", ev->paths, ev->npaths);
-		printf(",\"more\":%" PRIu32 ",\"everything\":%s", ev->more,
-		       ev->everything ? "true" : "false");
+		err |= kiln_json_texts(o, "paths", ev->paths, ev->npaths);
+		err |= kiln_json_uint(o, "more", ev->more);
+		err |= kiln_json_bool(o, "everything", ev->everything);
 	}
-	puts("}");
+	return err;
+}
+
+static int
+event_json(const kiln_event *ev)
+{
+	char epoch[17];
+	json_t *o = json_object();
+	int err = 0;
+
+	snprintf(epoch, sizeof epoch, "%016" PRIx64, ev->at.epoch);
+	err |= kiln_json_text(o, "epoch", epoch);
+	err |= kiln_json_uint(o, "seq", ev->at.seq);
+	err |= kiln_json_int(o, "time_ns", ev->time_ns);
+	err |= kiln_json_text(o, "type", kind_name(ev));
+	err |= small_json(o, ev);
+	if (ev->type == KILN_EVENT_STEP && ev->step != NULL)
+		err |= step_json(o, ev->step);
+	if (ev->type == KILN_EVENT_BUILD_DONE && ev->build != NULL)
+		err |= build_json(o, ev->build);
+	return kiln_json_print(stdout, o, err);
 }
 
 /* Parse EPOCH:SEQ (16 hex digits at most, a colon, a decimal). Returns 0
@@ -492,9 +497,9 @@ events_loop(kiln_conn *c, const struct events_opts *o)
 			cli_daemon_error("events", "waiting for events", c, rv);
 			return CLI_USAGE;
 		}
-		if (o->json)
-			event_json(&ev);
-		else
+		if (o->json && event_json(&ev) != 0)
+			return CLI_USAGE;
+		if (!o->json)
 			event_line(&ev);
 		if (fflush(stdout) != 0)
 			return CLI_USAGE;

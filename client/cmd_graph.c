@@ -208,31 +208,33 @@ graph_dot(const struct graph *g, const char *profile)
 	puts("}");
 }
 
-static void
-json_id(const struct gnode *n)
+/* obj[key] = "step:NAME" or "file:NAME" */
+static int
+json_id(json_t *obj, const char *key, const struct gnode *n)
 {
 	char id[PATH_MAX + 8];
 
 	snprintf(id, sizeof id, "%s:%s", n->kind == GN_STEP ? "step" : "file",
 	         n->name);
-	cli_json_str(id);
+	return kiln_json_text(obj, key, id);
 }
 
-static void
-json_node(const struct gnode *n)
+static json_t *
+json_node(const struct gnode *n, int *err)
 {
-	fputs("{\"id\":", stdout);
-	json_id(n);
-	fputs(",\"name\":", stdout);
-	cli_json_str(n->name);
+	json_t *o = json_object();
+
+	*err |= json_id(o, "id", n);
+	*err |= kiln_json_text(o, "name", n->name);
 	if (n->kind == GN_STEP) {
-		fputs(",\"kind\":\"step\",\"tool\":", stdout);
-		cli_json_str(n->step->tool ? n->step->tool->name : "");
-		printf(",\"state\":\"%s\"}", states[n->state]);
+		*err |= kiln_json_text(o, "kind", "step");
+		*err |= kiln_json_text(o, "tool", n->step->tool ? n->step->tool->name : "");
+		*err |= kiln_json_text(o, "state", states[n->state]);
 	} else {
-		printf(",\"kind\":\"file\",\"missing\":%s}",
-		       n->missing ? "true" : "false");
+		*err |= kiln_json_text(o, "kind", "file");
+		*err |= kiln_json_bool(o, "missing", n->missing);
 	}
+	return o;
 }
 
 static void
@@ -241,30 +243,27 @@ graph_json(const struct graph *g, const char *profile)
 	size_t nn, ne;
 	const struct gnode *n = graph_nodes(g, &nn);
 	const struct gedge *e = graph_edges(g, &ne);
-	const char *sep = "";
+	json_t *o = json_object(), *nodes = json_array(), *edges = json_array();
+	int err = 0;
 
-	fputs("{\"profile\":", stdout);
-	cli_json_str(profile);
-	fputs(",\"nodes\":[", stdout);
+	err |= kiln_json_text(o, "profile", profile);
 	for (size_t i = 0; i < nn; i++)
-		if (n[i].keep) {
-			fputs(sep, stdout);
-			json_node(&n[i]);
-			sep = ",";
-		}
-	fputs("],\"edges\":[", stdout);
-	sep = "";
+		if (n[i].keep)
+			err |= kiln_json_push(nodes, json_node(&n[i], &err));
+	err |= kiln_json_put(o, "nodes", nodes);
 	for (size_t i = 0; i < ne; i++) {
+		json_t *it;
 		if (!n[e[i].from].keep || !n[e[i].to].keep)
 			continue;
-		printf("%s{\"from\":", sep);
-		json_id(&n[e[i].from]);
-		fputs(",\"to\":", stdout);
-		json_id(&n[e[i].to]);
-		printf(",\"kind\":\"%s\"}", edge_kinds[e[i].kind]);
-		sep = ",";
+		it = json_object();
+		err |= json_id(it, "from", &n[e[i].from]);
+		err |= json_id(it, "to", &n[e[i].to]);
+		err |= kiln_json_text(it, "kind", edge_kinds[e[i].kind]);
+		err |= kiln_json_push(edges, it);
 	}
-	puts("]}");
+	err |= kiln_json_put(o, "edges", edges);
+	if (kiln_json_print(stdout, o, err) != 0)
+		fprintf(stderr, "kiln graph: could not write JSON\n");
 }
 
 /* Fill g from the descriptions and the daemon. */

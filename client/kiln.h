@@ -400,6 +400,15 @@ int kiln_live(kiln_conn *c, const kiln_build_opts *o, const volatile int *stop,
 enum kiln_hold { KILN_HOLD, KILN_RELEASE, KILN_RELEASE_ALL };
 int kiln_changes_hold(kiln_conn *c, enum kiln_hold what);
 
+/* Have the daemon serve its web dashboard (docs/ui.md) on port (0: any
+ * free one) of listen (NULL or "": 127.0.0.1; another address needs the
+ * daemon's client token); url gets its address, secret included. A daemon
+ * serving it already answers with the URL it has. Over the ipc socket
+ * only (admin). Returns 0, KILN_EINVAL (the reason in kiln_conn_error),
+ * KILN_EBUSY (the port is taken), or a connection error. */
+int kiln_ui_start(kiln_conn *c, unsigned port, const char *listen, char *url,
+                  size_t len);
+
 /* Start a build. Its progress comes as STEP events and its end as a
  * BUILD_DONE event naming *build: subscribe before starting it. On 0,
  * *build, *nsteps and profile (the profile built, profilelen bytes) are

@@ -164,3 +164,24 @@ kiln_changes_hold(kiln_conn *c, enum kiln_hold what)
 	conn_reply_free(&r);
 	return 0;
 }
+
+int
+kiln_ui_start(kiln_conn *c, unsigned port, const char *listen, char *url,
+              size_t len)
+{
+	Kiln__Request req;
+	Kiln__UiRequest q = KILN__UI_REQUEST__INIT;
+	struct conn_reply r;
+	int rv;
+
+	q.port = port;
+	q.listen = (char *)(listen ? listen : "");
+	lk_request_init(c, &req);
+	req.body_case = KILN__REQUEST__BODY_UI;
+	req.ui = &q;
+	if ((rv = lk_call_main(c, &req, KILN__REPLY__BODY_UI_REPLY, &r)) != 0)
+		return rv;
+	snprintf(url, len, "%s", r.rep->ui_reply->url);
+	conn_reply_free(&r);
+	return 0;
+}

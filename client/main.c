@@ -31,6 +31,8 @@ static const struct command {
 	{"stop", cmd_stop, "stop the project's daemon", "kiln stop -C game/"},
 	{"events", cmd_events, "print the daemon's events as they happen",
 	 "kiln events --json"},
+	{"ui", cmd_ui, "serve a live web dashboard of the daemon, print its URL",
+	 "kiln ui --open"},
 	{"check", cmd_check, "load and validate the asset descriptions",
 	 "kiln check --programs"},
 	{"ls", cmd_ls, "list the build steps of a profile", "kiln ls -p mobile"},

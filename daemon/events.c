@@ -629,3 +629,78 @@ events_stats(struct kilnd_events *ev, struct events_stats *st)
 	st->subscribers = ev->nsubs;
 	pthread_mutex_unlock(&ev->mu);
 }
+
+/* Add one subscription's share of the block events_subs_info makes: its
+ * URL globs to *nurls, its strings' bytes to *bytes. */
+static void
+sub_info_size(const struct sub *sb, size_t *nurls, size_t *bytes)
+{
+	const char *profile;
+	char *const *urls;
+	size_t n;
+
+	evfilter_describe(sb->filter, &profile, &urls, &n);
+	*nurls += n;
+	*bytes += strlen(profile) + 1;
+	for (size_t i = 0; i < n; i++)
+		*bytes += strlen(urls[i]) + 1;
+}
+
+/* Copy s into *at; the copy. */
+static char *
+sub_info_str(char **at, const char *s)
+{
+	char *copy = *at;
+	size_t len = strlen(s) + 1;
+
+	memcpy(copy, s, len);
+	*at += len;
+	return copy;
+}
+
+int
+events_subs_info(struct kilnd_events *ev, Kiln__SubscriptionInfo ***out,
+                 size_t *n)
+{
+	Kiln__SubscriptionInfo **v, *info;
+	size_t nurls = 0, bytes = 0, k = 0;
+	char **urlv, *strs;
+
+	pthread_mutex_lock(&ev->mu);
+	for (uint32_t i = 0; i < ev->max_subs; i++)
+		if (ev->subs[i].id != 0)
+			sub_info_size(&ev->subs[i], &nurls, &bytes);
+	/* one block: the pointers, the structs, every URL array, the strings
+	 * (the aligned parts first) */
+	v = malloc(ev->nsubs * (sizeof *v + sizeof *info) + nurls * sizeof(char *) +
+	           bytes + 1);
+	if (v == NULL) {
+		pthread_mutex_unlock(&ev->mu);
+		return KILN_ENOMEM;
+	}
+	info = (Kiln__SubscriptionInfo *)(v + ev->nsubs);
+	urlv = (char **)(info + ev->nsubs);
+	strs = (char *)(urlv + nurls);
+	for (uint32_t i = 0; i < ev->max_subs; i++) {
+		const struct sub *sb = &ev->subs[i];
+		const char *profile;
+		char *const *urls;
+		size_t nu;
+		if (sb->id == 0)
+			continue;
+		evfilter_describe(sb->filter, &profile, &urls, &nu);
+		kiln__subscription_info__init(&info[k]);
+		info[k].client = sb->pipe;
+		info[k].n_urls = nu;
+		info[k].urls = urlv;
+		for (size_t j = 0; j < nu; j++)
+			*urlv++ = sub_info_str(&strs, urls[j]);
+		info[k].profile = sub_info_str(&strs, profile);
+		v[k] = &info[k];
+		k++;
+	}
+	pthread_mutex_unlock(&ev->mu);
+	*out = v;
+	*n = k;
+	return 0;
+}

@@ -96,4 +96,9 @@ void events_wake_all(struct kilnd_events *ev);
 
 void events_stats(struct kilnd_events *ev, struct events_stats *st);
 
+/* The subscriptions open now, with their filters, as one malloc'd block
+ * the caller frees with free(*out). Returns 0 or KILN_ENOMEM. */
+int events_subs_info(struct kilnd_events *ev, Kiln__SubscriptionInfo ***out,
+                     size_t *n);
+
 #endif

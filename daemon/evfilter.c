@@ -11,6 +11,7 @@
 
 struct ev_filter {
 	kiln_glob **globs; /* nglobs compiled URL globs; none: any URL */
+	char **texts;      /* the globs as subscribed (kiln status shows them) */
 	size_t nglobs;
 	char *profile;     /* NULL: any profile */
 };
@@ -20,9 +21,12 @@ evfilter_free(struct ev_filter *f)
 {
 	if (f == NULL)
 		return;
-	for (size_t i = 0; i < f->nglobs; i++)
+	for (size_t i = 0; i < f->nglobs; i++) {
 		glob_free(f->globs[i]);
+		free(f->texts[i]);
+	}
 	free(f->globs);
+	free(f->texts);
 	free(f->profile);
 	free(f);
 }
@@ -69,7 +73,8 @@ evfilter_new(const Kiln__SubscribeRequest *req, struct ev_filter **fp,
 		return KILN_ENOMEM;
 	rv = KILN_ENOMEM;
 	if (req->n_urls > 0 &&
-	    (f->globs = calloc(req->n_urls, sizeof(*f->globs))) == NULL)
+	    ((f->globs = calloc(req->n_urls, sizeof(*f->globs))) == NULL ||
+	     (f->texts = calloc(req->n_urls, sizeof(*f->texts))) == NULL))
 		goto fail;
 	if (req->profile[0] != '\0' && (f->profile = strdup(req->profile)) == NULL)
 		goto fail;
@@ -82,12 +87,26 @@ evfilter_new(const Kiln__SubscribeRequest *req, struct ev_filter **fp,
 				         req->urls[f->nglobs], bad ? bad : "malformed");
 			goto fail;
 		}
+		if ((f->texts[f->nglobs] = strdup(req->urls[f->nglobs])) == NULL) {
+			glob_free(f->globs[f->nglobs]);
+			rv = KILN_ENOMEM;
+			goto fail;
+		}
 	}
 	*fp = f;
 	return 0;
 fail:
 	evfilter_free(f);
 	return rv;
+}
+
+void
+evfilter_describe(const struct ev_filter *f, const char **profile,
+                  char *const **urls, size_t *n)
+{
+	*profile = f && f->profile ? f->profile : "";
+	*urls = f ? f->texts : NULL;
+	*n = f ? f->nglobs : 0;
 }
 
 /* Whether an event naming profile (and url, when not NULL) passes f. */

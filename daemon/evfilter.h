@@ -24,6 +24,11 @@ int evfilter_new(const Kiln__SubscribeRequest *req, struct ev_filter **fp,
 /* NULL is allowed. */
 void evfilter_free(struct ev_filter *f);
 
+/* The filter as subscribed: its profile ("": any) and its URL globs (none:
+ * any), borrowed from f. NULL f: any event. */
+void evfilter_describe(const struct ev_filter *f, const char **profile,
+                       char *const **urls, size_t *n);
+
 /* 1 when e goes to a subscriber filtered by f (NULL: every event). */
 int evfilter_pass(const struct ev_filter *f, const Kiln__Event *e);
 

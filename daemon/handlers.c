@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ui.h"
 #include "engine.h"
 #include "changes.h"
 #include "evfilter.h"
@@ -49,7 +50,42 @@ heap_alloc(struct kilnd_answer *a, size_t n, size_t size)
 	return NULL;
 }
 
+/* Keep p (one malloc'd block) for answer_release to free; when no slot is
+ * left p is freed and KILN_ENOMEM returned. */
+static int
+heap_keep(struct kilnd_answer *a, void *p)
+{
+	for (size_t i = 0; i < sizeof(a->heap) / sizeof(a->heap[0]); i++)
+		if (a->heap[i] == NULL) {
+			a->heap[i] = p;
+			return 0;
+		}
+	free(p);
+	return KILN_ENOMEM;
+}
+
 /* ---- status and stop ----------------------------------------------------- */
+
+/* Serve the dashboard (ui.c), or say where it is served already. */
+static int
+h_ui(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
+     struct ev_waiter *w)
+{
+	char *url;
+	int rv;
+
+	(void)w;
+	if ((url = heap_alloc(a, 1, 512)) == NULL)
+		return KILN_ENOMEM;
+	if ((rv = ui_start(d->ui, c->req->ui, url, 512, a->error,
+	                   sizeof a->error)) != 0)
+		return rv;
+	kiln__ui_reply__init(&a->body.ui);
+	a->body.ui.url = url;
+	a->reply.body_case = KILN__REPLY__BODY_UI_REPLY;
+	a->reply.ui_reply = &a->body.ui;
+	return 0;
+}
 
 static int
 h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
@@ -116,6 +152,18 @@ h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 				ai = NULL;
 			}
 		free(ai);
+	}
+	{
+		Kiln__SubscriptionInfo **si;
+		size_t nsi;
+		if (events_subs_info(d->events, &si, &nsi) != 0)
+			return KILN_ENOMEM;
+		for (size_t i = 0; i < nsi; i++)
+			si[i]->dashboard = si[i]->client >= UI_PIPE_BASE;
+		if (heap_keep(a, si) != 0)
+			return KILN_ENOMEM;
+		s->subscriptions = si;
+		s->n_subscriptions = nsi;
 	}
 	s->listen = (char **)urls;
 	a->reply.body_case = KILN__REPLY__BODY_STATUS_REPLY;
@@ -392,6 +440,7 @@ static const struct handler {
 } handlers[] = {
 	{KILN__REQUEST__BODY_STATUS, h_status},
 	{KILN__REQUEST__BODY_STOP, h_stop},
+	{KILN__REQUEST__BODY_UI, h_ui},
 	{KILN__REQUEST__BODY_HOLD, h_hold},
 	{KILN__REQUEST__BODY_BLOB_HAS, h_blob_has},
 	{KILN__REQUEST__BODY_BLOB_GET, h_blob_get},

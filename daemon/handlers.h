@@ -39,12 +39,13 @@ struct kilnd_answer {
 		Kiln__BuildReply build;
 		Kiln__BuildFinished build_status;
 		Kiln__AgentHelloReply agent_hello;
+		Kiln__UiReply ui;
 	} body;
 	char error[8192];     /* reply.error points here (a project's errors
 	                         can take many lines) */
 	kiln_id id;           /* an id the reply refers to */
 	struct upload_done done;
-	void *heap[3];        /* freed by answer_release */
+	void *heap[4];        /* freed by answer_release */
 	int fd;               /* blob bytes to append as Reply.data: */
 	uint64_t fd_off;      /* from this offset */
 	size_t fd_len;        /* this many (0: none) */

@@ -16,6 +16,8 @@
  *   events.c    the event ring, subscriptions and parked polls
  *   handlers_build.c  build, cancel, build status and why, on engine.h
  *   roles.c     which role a token grants, and what each role may send
+ *   ui*.c       the web dashboard: HTTP, its JSON API, events over a
+ *               websocket (ui.h)
  *
  * Threads: the main thread runs main.c and runtime.c (start, wait, stop).
  * Requests are handled on cfg.workers handler threads (jobs.c), fed by
@@ -133,6 +135,7 @@ struct kilnd {
 	struct kilnd_owners *owners;   /* own lock inside (owners.h) */
 	struct kilnd_changes *changes; /* own lock inside (changes.h) */
 	struct kilnd_agents *agents;   /* own lock inside (agents.h) */
+	struct kilnd_ui *ui;           /* the dashboard, own lock (ui.h) */
 
 	atomic_uint_fast64_t requests;     /* answered */
 	atomic_uint_fast64_t bad_requests; /* malformed, unknown, refused,

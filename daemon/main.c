@@ -23,6 +23,7 @@
 #include "kilnd.h"
 #include "owners.h"
 #include "server.h"
+#include "ui.h"
 #include "uploads.h"
 #include "verified.h"
 
@@ -620,6 +621,7 @@ start(struct kilnd *d, char *err, size_t len)
 	    (rv = engine_start(d, err, len)) != 0 ||
 	    (rv = owners_start(d)) != 0 ||
 	    (rv = agents_new(d, &d->agents)) != 0 ||
+	    (rv = ui_new(d, &d->ui)) != 0 ||
 	    (rv = server_start(d, err, len)) != 0) {
 		if (err[0] == '\0')
 			snprintf(err, len, "starting: %s", kiln_strerror(rv));
@@ -627,6 +629,7 @@ start(struct kilnd *d, char *err, size_t len)
 		return KILND_EXIT_FAIL;
 	}
 	d->start_ns = kiln_mono_ns();
+	ui_resume(d->ui);
 	kilnd_log(d, KILND_INFO, "kilnd %s serving %s on %s (pid %ld, store %s)",
 	          KILND_VERSION, d->paths.project, d->paths.url, (long)getpid(),
 	          d->store_dir);
@@ -658,6 +661,8 @@ stop(struct kilnd *d)
 	}
 	atomic_store(&d->stopping, 1);
 	server_stop(d);          /* no handler runs after this */
+	ui_free(d->ui);          /* nor a dashboard's call */
+	d->ui = NULL;
 	agents_free(d->agents);  /* no lease expires after this */
 	d->agents = NULL;
 	owners_free(d->owners);  /* no cancel after this */

@@ -17,6 +17,7 @@
 #include <pthread.h>
 
 #include "server_int.h"
+#include "ui.h"
 
 /* ---- the peer table ------------------------------------------------------ */
 
@@ -137,6 +138,8 @@ server_pipe_open(struct kilnd *d, uint32_t pipe)
 	struct kilnd_server *s = d->server;
 	int open;
 
+	if (pipe >= UI_PIPE_BASE) /* the dashboard's (ui.h) */
+		return ui_pipe_open(d->ui, pipe);
 	pthread_mutex_lock(&s->peers_mu);
 	open = peer_slot(s, pipe, pipe) != NULL;
 	pthread_mutex_unlock(&s->peers_mu);

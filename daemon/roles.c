@@ -19,6 +19,7 @@ static const struct {
 } table[] = {
 	{KILN__REQUEST__BODY_STATUS, CLIENT | AGENT},
 	{KILN__REQUEST__BODY_STOP, 0},
+	{KILN__REQUEST__BODY_UI, 0},
 	/* agents move inputs and outputs as blobs */
 	{KILN__REQUEST__BODY_BLOB_HAS, CLIENT | AGENT},
 	{KILN__REQUEST__BODY_BLOB_GET, CLIENT | AGENT},

@@ -158,4 +158,12 @@ int kiln_project_find(char *dir, size_t len);
  * bytes) or KILN_EIO. */
 int kiln_paths_init(struct kiln_paths *p, const char *project);
 
+/* m (any message of the schema) as a JSON object (proto/json.c): field
+ * names as in kiln.proto, enums by name, bytes as hex, strings under
+ * kiln_json.h's policy; a oneof member only when set. *err becomes
+ * non-zero when something could not be encoded (out of memory). The
+ * caller owns the result (json_decref). */
+struct json_t;
+struct json_t *kiln_proto_json(const ProtobufCMessage *m, int *err);
+
 #endif

@@ -85,6 +85,7 @@ kiln_proto_request_name(Kiln__Request__BodyCase body)
 	case KILN__REQUEST__BODY_DEPS: return "deps";
 	case KILN__REQUEST__BODY_RDEPS: return "rdeps";
 	case KILN__REQUEST__BODY_NEED: return "need";
+	case KILN__REQUEST__BODY_UI: return "ui";
 	default: return "unknown";
 	}
 }

@@ -20,6 +20,7 @@ who_may_send_what(void **state)
 	} cases[] = {
 		{KILN__REQUEST__BODY_STATUS, "status", 1, 1},
 		{KILN__REQUEST__BODY_STOP, "stop", 0, 0},
+		{KILN__REQUEST__BODY_UI, "ui", 0, 0},
 		{KILN__REQUEST__BODY_BLOB_HAS, "blob_has", 1, 1},
 		{KILN__REQUEST__BODY_BLOB_GET, "blob_get", 1, 1},
 		{KILN__REQUEST__BODY_BLOB_PUT, "blob_put", 1, 1},
