@@ -90,6 +90,7 @@ step_json(const kiln_step_event *s)
 	cli_json_str(s->reason);
 	printf(",\"duration_ms\":%.3f,\"done\":%u,\"total\":%u",
 	       (double)s->duration_ns / 1e6, s->done, s->total);
+	printf(",\"estimate_ms\":%.3f", (double)s->estimate_ns / 1e6);
 	if (s->machine[0] != '\0') {
 		fputs(",\"machine\":", stdout);
 		cli_json_str(s->machine);

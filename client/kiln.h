@@ -227,6 +227,9 @@ typedef struct kiln_step_event {
 	size_t nwarnings;
 	const char *machine;    /* RAN or FAILED on a build agent: its name;
 	                           "" on the daemon's machine */
+	uint64_t estimate_ns;   /* how long its tool was expected to take when
+	                           it started (0: no tool ran; docs/build.md,
+	                           "Scheduling") */
 } kiln_step_event;
 
 typedef struct kiln_build_summary {

@@ -17,6 +17,7 @@
 #include "engine_int.h"
 #include "builds.h"
 #include "glob.h"
+#include "estimate.h"
 #include "graph.h"
 #include "lost.h"
 #include "need.h"
@@ -153,6 +154,7 @@ build_end(struct engine *e, struct build *b)
 		 * and the database's */
 		malloc_trim(0);
 		kiln_store_unmap_pages(e->s);
+		est_save(e);
 	}
 }
 
@@ -503,6 +505,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 		b->total += mark[i];
 	e->active[slot] = b;
 	e->nactive++;
+	est_paths(e, g);   /* what was learnt since the graph's last build */
 	for (uint32_t i = 0; i < g->n; i++)
 		if (mark[g->topo[i]])
 			node_schedule(e, g, &g->nodes[g->topo[i]], b);

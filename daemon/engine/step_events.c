@@ -64,6 +64,7 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	if (n->w != NULL && n->w->machine[0] != '\0')
 		se.machine = n->w->machine;
 	se.duration_ns = n->duration_ns;
+	se.estimate_ns = n->est_ns;
 	if (first != NULL) {
 		se.done = first->finished;
 		se.total = first->total;
