@@ -329,8 +329,9 @@ step_json(const kiln_step_event *s)
 	} else {
 		fputs(",\"log\":null", stdout);
 	}
-	printf(",\"duration_ns\":%" PRIu64 ",\"done\":%" PRIu32 ",\"total\":%"
-	       PRIu32, s->duration_ns, s->done, s->total);
+	printf(",\"duration_ns\":%" PRIu64 ",\"estimate_ns\":%" PRIu64 ",\"done\":%"
+	       PRIu32 ",\"total\":%" PRIu32, s->duration_ns, s->estimate_ns, s->done,
+	       s->total);
 	json_strs("warnings", s->warnings, s->nwarnings);
 }
 
