@@ -705,11 +705,14 @@ local_limit(const struct engine *e)
 	return limit;
 }
 
-/* Whether a ready step, not decided yet, is more critical than every
- * runnable one (a longer path in estimated time, at the same priority):
- * deciding it first (microseconds) lets it have the free slot, which
- * would otherwise go to a short step because the long one was still on
- * the ready heap when the slot came free. e->mu held. */
+/* Whether a ready step, not decided yet, is far more critical than every
+ * runnable one (a path in estimated time more than twice as long, at the
+ * same priority): deciding it first (microseconds) lets it have the free
+ * slot, which would otherwise go to a short step because the long one was
+ * still on the ready heap when the slot came free. Only far: between
+ * paths of about the same length (most of a build of many small steps,
+ * estimated per input byte once decided and by their tool's mean before)
+ * it would hold slots empty for nothing. e->mu held. */
 static int
 ready_first(const struct engine *e)
 {
@@ -719,7 +722,7 @@ ready_first(const struct engine *e)
 		return 0;
 	r = &e->ready.v[0];
 	q = &e->runnable.v[0];
-	return r->prio == q->prio && r->cp_ns > q->cp_ns;
+	return r->prio == q->prio && r->cp_ns / 2 > q->cp_ns;
 }
 
 /* Start the most urgent runnable step that has somewhere to run (e->mu
