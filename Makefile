@@ -38,9 +38,9 @@ NNG        = $(OBJ)/nng
 NNG_LIB    = $(NNG)/lib/libnng.a
 LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
-# libcurl only for cache/ (the shared HTTP cache), and only what links it.
+# libcurl only for cache/ (the shared HTTP cache): its headers; the library
+# itself is loaded when a cache handle opens (cache/curl_lib.h), not linked.
 CURL_CFLAGS = $(shell pkg-config --cflags libcurl 2>/dev/null)
-CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null)
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # proto/*.proto are compiled by protoc-c into $(GEN) at build time.
@@ -104,7 +104,7 @@ SERVER_SRC += daemon/cache_env.c
 ENGINE_SRC += daemon/engine/remote_config.c
 # ... and its HTTP transport, in the same library: Bazel's HTTP
 # remote-cache protocol over libcurl (docs/cache-http.md).
-CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c
+CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c cache/curl_lib.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c client/live.c
@@ -189,11 +189,11 @@ $(OBJ)/$(1)/cache/%.o: BASE_CFLAGS += $(CURL_CFLAGS)
 
 $$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS) $$(CURL_LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
 $$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS) $$(CURL_LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
 # The file-access tracer kilnd preloads into tools (shim/kilntrace.c):
 # never sanitized, whichever variant it sits beside.
@@ -205,7 +205,7 @@ $(OBJ)/$(1)/daemon/engine/trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/
 
 $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS) $$(CURL_LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
 # The tests' bundle reader (tests/kpak_check.c): client/kpak.h alone, as a
 # game includes it, with zstd.
