@@ -210,7 +210,7 @@ durations_load(const char *root, durations_log_fn log, void *arg, struct duratio
 uint64_t
 durations_get(const struct durations *d, const char *profile, const char *url)
 {
-	char buf[sizeof(struct dur_entry) + DUR_KEY_MAX];
+	_Alignas(struct dur_entry) char buf[sizeof(struct dur_entry) + DUR_KEY_MAX];
 	struct dur_entry *k = (struct dur_entry *)buf, *const *at;
 
 	if (d == NULL || d->n == 0 ||
