@@ -40,9 +40,9 @@ NNG        = $(OBJ)/nng
 NNG_LIB    = $(NNG)/lib/libnng.a
 LIBS       = $(PKG_LIBS) $(NNG_LIB) -lmbedtls -lmbedx509 -lmbedcrypto -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
-# libcurl only for cache/ (the shared HTTP cache), and only what links it.
+# libcurl only for cache/ (the shared HTTP cache): its headers; the library
+# itself is loaded when a cache handle opens (cache/curl_lib.h), not linked.
 CURL_CFLAGS = $(shell pkg-config --cflags libcurl 2>/dev/null)
-CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null)
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # proto/*.proto are compiled by protoc-c into $(GEN) at build time.
@@ -90,7 +90,8 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
              action_results.c blob_watch.c run.c tool_spawn.c trace.c discover.c dep_path.c \
              depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
              scratch.c need.c need_wait.c orphans.c timeline.c audit.c materialize.c folder_out.c search_path.c edits.c \
-             remote.c remote_upload.c agent_jobs.c bundle_build.c kpak_write.c)
+             remote.c remote_upload.c agent_jobs.c bundle_build.c kpak_write.c \
+             durations.c estimate.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
@@ -109,7 +110,7 @@ SERVER_SRC += daemon/cache_env.c
 ENGINE_SRC += daemon/engine/remote_config.c
 # ... and its HTTP transport, in the same library: Bazel's HTTP
 # remote-cache protocol over libcurl (docs/cache-http.md).
-CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c
+CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c cache/curl_lib.c
 # libkiln.a: the C client API of client/kiln.h (the CLI is built on it).
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c client/live.c client/audit.c
@@ -198,11 +199,11 @@ $(OBJ)/$(1)/cache/%.o: BASE_CFLAGS += $(CURL_CFLAGS)
 
 $$($(1)_BIN)/kiln: $$(KILN_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS) $$(CURL_LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
 $$($(1)_BIN)/kilnd: $$(DAEMON_SRC:%.c=$(OBJ)/$(1)/%.o) $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB) | $$($(1)_BIN)/libkilntrace.so
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS) $$(CURL_LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(LIBS)
 
 # The file-access tracer kilnd preloads into tools (shim/kilntrace.c):
 # never sanitized, whichever variant it sits beside.
@@ -219,7 +220,7 @@ $$($(1)_BIN)/tests/test_stepgraph: $(OBJ)/$(1)/tests/unit/test_stepgraph.o $(OBJ
 
 $$($(1)_BIN)/tests/%: $(OBJ)/$(1)/tests/unit/%.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/libkilnserver.a $(OBJ)/$(1)/libkilnengine.a $(OBJ)/$(1)/libkilncache.a $(OBJ)/$(1)/libkiln.a $(OBJ)/$(1)/libkilnproto.a $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a $(NNG_LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS) $$(CURL_LIBS)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
 # The tests' bundle reader (tests/kpak_check.c): client/kpak.h alone, as a
 # game includes it, with zstd.

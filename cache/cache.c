@@ -15,17 +15,6 @@
 
 #include "cache_int.h"
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_res;
-
-/* Once per process and never undone: curl_global_cleanup must not run
- * while any other part of the process might still use libcurl. */
-static void
-curl_init(void)
-{
-	curl_init_res = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int64_t
 cache_now_ms(void)
 {
@@ -92,7 +81,7 @@ static void
 cache_free(kiln_cache *c)
 {
 	if (c->multi != NULL)
-		curl_multi_cleanup(c->multi);
+		curl_fn->multi_cleanup(c->multi);
 	cache_config_free(c);
 	free(c);
 }
@@ -129,8 +118,9 @@ kiln_cache_open(const kiln_cache_config *cfg, kiln_cache **out)
 	int rc;
 
 	*out = NULL;
-	if (pthread_once(&curl_once, curl_init) != 0 || curl_init_res != CURLE_OK)
-		return KILN_EIO;
+	/* libcurl is loaded here, not at the program's start (curl_lib.h) */
+	if ((rc = curl_lib_load(NULL, 0)) != 0)
+		return rc;
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return KILN_ENOMEM;
 	c->pending_tail = &c->pending;
@@ -138,12 +128,12 @@ kiln_cache_open(const kiln_cache_config *cfg, kiln_cache **out)
 	if ((rc = cache_config_apply(c, cfg)) != 0)
 		goto fail;
 	rc = KILN_ENOMEM;
-	if ((c->multi = curl_multi_init()) == NULL)
+	if ((c->multi = curl_fn->multi_init()) == NULL)
 		goto fail;
 	/* Keep as many idle connections as may be busy at once, so the next
 	 * transfers reuse them instead of connecting again. */
-	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)c->max_parallel);
-	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)c->max_parallel);
+	curl_fn->multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)c->max_parallel);
+	curl_fn->multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)c->max_parallel);
 	if ((rc = start_thread(c)) != 0)
 		goto fail;
 	*out = c;
@@ -171,7 +161,7 @@ kiln_cache_close(kiln_cache *c)
 		free(x);
 	}
 	pthread_mutex_unlock(&c->mu);
-	curl_multi_wakeup(c->multi);
+	curl_fn->multi_wakeup(c->multi);
 	pthread_join(c->thread, NULL);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->done_cv);
@@ -207,7 +197,7 @@ run_and_wait(kiln_cache *c, struct xfer *x)
 	*c->pending_tail = x;
 	c->pending_tail = &x->next;
 	pthread_mutex_unlock(&c->mu);
-	curl_multi_wakeup(c->multi);
+	curl_fn->multi_wakeup(c->multi);
 	pthread_mutex_lock(&c->mu);
 	while (!x->done)
 		pthread_cond_wait(&c->done_cv, &c->mu);
@@ -363,7 +353,7 @@ enqueue(kiln_cache *c, struct xfer *x)
 	c->nqueue++;
 	c->queue_bytes += bytes;
 	pthread_mutex_unlock(&c->mu);
-	curl_multi_wakeup(c->multi);
+	curl_fn->multi_wakeup(c->multi);
 	return 0;
 }
 

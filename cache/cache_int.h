@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <curl/curl.h>
 
+#include "curl_lib.h"
+
 #include "kiln_cache.h"
 
 enum xfer_op { XFER_GET, XFER_HEAD, XFER_PUT };

@@ -126,7 +126,7 @@ apply_credentials(kiln_cache *c, const kiln_cache_config *cfg)
 	if ((line = malloc(n)) == NULL)
 		goto fail;
 	snprintf(line, n, "Authorization: Bearer %s", token);
-	if ((h = curl_slist_append(c->headers, line)) == NULL)
+	if ((h = curl_fn->slist_append(c->headers, line)) == NULL)
 		goto fail;
 	c->headers = h;
 	rc = 0;
@@ -184,7 +184,7 @@ cache_config_apply(kiln_cache *c, const kiln_cache_config *cfg)
 	/* bazel-remote wants Content-Length, which curl sends for a known
 	 * size; "Expect:" stops curl waiting for a 100 Continue that some
 	 * servers never send. */
-	if ((c->headers = curl_slist_append(NULL, "Expect:")) == NULL)
+	if ((c->headers = curl_fn->slist_append(NULL, "Expect:")) == NULL)
 		return KILN_ENOMEM;
 	return apply_credentials(c, cfg);
 }
@@ -200,7 +200,7 @@ cache_config_free(kiln_cache *c)
 	/* The bearer line is in the list; curl frees it without wiping. */
 	for (struct curl_slist *h = c->headers; h != NULL; h = h->next)
 		explicit_bzero(h->data, strlen(h->data));
-	curl_slist_free_all(c->headers);
+	curl_fn->slist_free_all(c->headers);
 	c->headers = NULL;
 	free(c->ca_file);
 	c->ca_file = NULL;

@@ -49,7 +49,7 @@ on_body(char *data, size_t size, size_t n, void *arg)
 	long code = 0;
 	int rc;
 
-	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+	curl_fn->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (code != 200) {
 		x->discarded += len;
 		return x->discarded <= ERROR_PAGE_MAX ? len : CURL_WRITEFUNC_ERROR;
@@ -57,7 +57,7 @@ on_body(char *data, size_t size, size_t n, void *arg)
 	/* A declared length past the bound is refused before any byte
 	 * reaches the sink; a body without one is cut where it passes. */
 	if (x->got == 0 &&
-	    curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared) == CURLE_OK &&
+	    curl_fn->easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared) == CURLE_OK &&
 	    declared > 0 && (uint64_t)declared > x->max_bytes)
 		len = SIZE_MAX;
 	if (len == SIZE_MAX || len > x->max_bytes - x->got) {
@@ -123,27 +123,27 @@ easy_common(kiln_cache *c, struct xfer *x, CURL *e)
 	int bad = 0;
 	long stall_s = c->stall_ms < 1000 ? 1 : c->stall_ms / 1000;
 
-	bad |= curl_easy_setopt(e, CURLOPT_URL, x->url);
-	bad |= curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-	bad |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	bad |= curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	bad |= curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	bad |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	bad |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-	bad |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-	bad |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)STALL_BYTES_PER_S);
-	bad |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, stall_s);
-	bad |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
-	bad |= curl_easy_setopt(e, CURLOPT_USERAGENT, "kiln");
-	bad |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
-	bad |= curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-	bad |= curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_URL, x->url);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_PRIVATE, x);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	bad |= curl_fn->easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	bad |= curl_fn->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)STALL_BYTES_PER_S);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_LOW_SPEED_TIME, stall_s);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_USERAGENT, "kiln");
+	bad |= curl_fn->easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	bad |= curl_fn->easy_setopt(e, CURLOPT_OPENSOCKETDATA, c);
 	if (c->userpwd != NULL) {
-		bad |= curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		bad |= curl_easy_setopt(e, CURLOPT_USERPWD, c->userpwd);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_USERPWD, c->userpwd);
 	}
 	if (c->ca_file != NULL)
-		bad |= curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
 	return bad;
 }
 
@@ -154,22 +154,22 @@ easy_method(struct xfer *x, CURL *e)
 
 	switch (x->heading ? XFER_HEAD : x->op) {
 	case XFER_GET:
-		bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-		bad |= curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_WRITEDATA, x);
 		break;
 	case XFER_HEAD:
-		bad |= curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_NOBODY, 1L);
 		break;
 	case XFER_PUT:
-		bad |= curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
-		bad |= curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
-		bad |= curl_easy_setopt(e, CURLOPT_READDATA, x);
-		bad |= curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
-		bad |= curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
-		bad |= curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)x->len);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_UPLOAD, 1L);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_READDATA, x);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_SEEKDATA, x);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)x->len);
 		/* The error page of a refused PUT is read like a GET's. */
-		bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-		bad |= curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+		bad |= curl_fn->easy_setopt(e, CURLOPT_WRITEDATA, x);
 		break;
 	}
 	return bad;
@@ -294,25 +294,25 @@ xfer_finish(kiln_cache *c, struct xfer *x, CURLcode res)
 	long code = 0;
 	int failure = 0;
 
-	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+	curl_fn->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
 	x->rc = res == CURLE_OK ? status_rc(x, code, &failure) : curl_rc(x, res, code, &failure);
 	if (x->heading) {
-		if (x->rc != 0 || curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+		if (x->rc != 0 || curl_fn->easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
 		                                    &len) != CURLE_OK)
 			len = -1;
-		curl_multi_remove_handle(c->multi, x->easy);
-		curl_easy_cleanup(x->easy);
+		curl_fn->multi_remove_handle(c->multi, x->easy);
+		curl_fn->easy_cleanup(x->easy);
 		x->easy = NULL;
 		head_done(c, x, x->rc, len, failure);
 		return;
 	}
 	if (x->op == XFER_HEAD && x->rc == 0 &&
-	    curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len) == CURLE_OK && len > 0)
+	    curl_fn->easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len) == CURLE_OK && len > 0)
 		x->size = (uint64_t)len;
 	if (x->op == XFER_GET)
 		x->size = x->got;
-	curl_multi_remove_handle(c->multi, x->easy);
-	curl_easy_cleanup(x->easy);
+	curl_fn->multi_remove_handle(c->multi, x->easy);
+	curl_fn->easy_cleanup(x->easy);
 	x->easy = NULL;
 	xfer_end(c, x, failure);
 }
@@ -321,15 +321,15 @@ xfer_finish(kiln_cache *c, struct xfer *x, CURLcode res)
 static int
 xfer_easy(kiln_cache *c, struct xfer *x)
 {
-	CURL *e = curl_easy_init();
+	CURL *e = curl_fn->easy_init();
 
 	if (e != NULL && easy_common(c, x, e) == 0 && easy_method(x, e) == 0) {
 		x->easy = e;
-		if (curl_multi_add_handle(c->multi, e) == CURLM_OK)
+		if (curl_fn->multi_add_handle(c->multi, e) == CURLM_OK)
 			return 0;
 	}
 	if (e != NULL)
-		curl_easy_cleanup(e);
+		curl_fn->easy_cleanup(e);
 	x->easy = NULL;
 	return -1;
 }
@@ -410,12 +410,12 @@ drain_done(kiln_cache *c)
 	CURLMsg *m;
 	int left;
 
-	while ((m = curl_multi_info_read(c->multi, &left)) != NULL) {
+	while ((m = curl_fn->multi_info_read(c->multi, &left)) != NULL) {
 		struct xfer *x = NULL;
 
 		if (m->msg != CURLMSG_DONE)
 			continue;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		curl_fn->easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		xfer_finish(c, x, m->data.result);
 	}
 }
@@ -428,8 +428,8 @@ cut_running(kiln_cache *c)
 	while (c->running != NULL) {
 		struct xfer *x = c->running;
 
-		curl_multi_remove_handle(c->multi, x->easy);
-		curl_easy_cleanup(x->easy);
+		curl_fn->multi_remove_handle(c->multi, x->easy);
+		curl_fn->easy_cleanup(x->easy);
 		x->easy = NULL;
 		x->rc = KILN_ECANCELLED;
 		c->running = x->next;
@@ -455,9 +455,9 @@ cache_loop(void *arg)
 	while (!c->stopping) {
 		start_ready(c);
 		pthread_mutex_unlock(&c->mu);
-		curl_multi_perform(c->multi, &still);
+		curl_fn->multi_perform(c->multi, &still);
 		drain_done(c);
-		curl_multi_poll(c->multi, NULL, 0, 1000, NULL);
+		curl_fn->multi_poll(c->multi, NULL, 0, 1000, NULL);
 		pthread_mutex_lock(&c->mu);
 	}
 	cut_running(c);

@@ -143,6 +143,7 @@ step_json(const kiln_step_event *s)
 	err |= kiln_json_ms(o, "duration_ms", (double)s->duration_ns / 1e6);
 	err |= kiln_json_uint(o, "done", s->done);
 	err |= kiln_json_uint(o, "total", s->total);
+	err |= kiln_json_ms(o, "estimate_ms", (double)s->estimate_ns / 1e6);
 	if (s->machine[0] != '\0')
 		err |= kiln_json_text(o, "machine", s->machine);
 	if (s->result == KILN_STEP_FAILED) {

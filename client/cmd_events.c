@@ -330,6 +330,7 @@ step_json(json_t *o, const kiln_step_event *s)
 		err |= kiln_json_null(o, "log");
 	}
 	err |= kiln_json_uint(o, "duration_ns", s->duration_ns);
+	err |= kiln_json_uint(o, "estimate_ns", s->estimate_ns);
 	err |= kiln_json_uint(o, "done", s->done);
 	err |= kiln_json_uint(o, "total", s->total);
 	err |= kiln_json_texts(o, "warnings", s->warnings, s->nwarnings);

@@ -110,6 +110,7 @@ step_take(struct kiln_sub *s, const Kiln__StepEvent *se)
 	if (st->has_log)
 		kiln_proto_id_get(se->log, &st->log);
 	st->duration_ns = se->duration_ns;
+	st->estimate_ns = se->estimate_ns;
 	st->done = se->done;
 	st->total = se->total;
 	st->warnings = (const char *const *)se->warnings;

@@ -230,6 +230,9 @@ typedef struct kiln_step_event {
 	                           "" on the daemon's machine */
 	uint64_t left_ns;       /* builds[0]'s unfinished steps' recorded tool
 	                           time (docs/build.md, "Progress") */
+	uint64_t estimate_ns;   /* how long its tool was expected to take when
+	                           it started (0: no tool ran; docs/build.md,
+	                           "Scheduling") */
 } kiln_step_event;
 
 typedef struct kiln_step_started {

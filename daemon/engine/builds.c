@@ -17,6 +17,7 @@
 #include "engine_int.h"
 #include "builds.h"
 #include "glob.h"
+#include "estimate.h"
 #include "graph.h"
 #include "lost.h"
 #include "need.h"
@@ -94,17 +95,19 @@ build_lost_error(struct build *b)
 	         kiln_strerror(b->lost_rv), b->nlost == 1 ? "it" : "them");
 }
 
-/* Each wanted step's expected tool time: its last result's, as known. */
+/* Each wanted step's expected tool time: its last result's, else its
+ * estimate where one is known (estimate.h: .kiln/durations, its tool's
+ * learnt cost), else none (0). */
 static void
-build_expect(struct build *b, const struct graph *g, const uint8_t *mark)
+build_expect(struct engine *e, struct build *b, const struct graph *g, const uint8_t *mark)
 {
 	if ((b->expect_ms = calloc(g->n ? g->n : 1, sizeof *b->expect_ms)) == NULL)
 		return;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct node *n = &g->nodes[i];
-		if (!mark[i] || !n->have)
+		if (!mark[i])
 			continue;
-		uint64_t ms = n->duration_ns / 1000000;
+		uint64_t ms = (n->have ? n->duration_ns : step_estimate_known_ns(e, n)) / 1000000;
 		b->expect_ms[i] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 		b->left_ms += b->expect_ms[i];
 	}
@@ -200,6 +203,7 @@ build_end(struct engine *e, struct build *b)
 		 * and the database's */
 		malloc_trim(0);
 		kiln_store_unmap_pages(e->s);
+		est_save(e);
 	}
 }
 
@@ -555,9 +559,10 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	}
 	for (uint32_t i = 0; i < g->n; i++)
 		b->total += mark[i];
-	build_expect(b, g, mark);
+	build_expect(e, b, g, mark);
 	e->active[slot] = b;
 	e->nactive++;
+	est_paths(e, g);   /* what was learnt since the graph's last build */
 	for (uint32_t i = 0; i < g->n; i++)
 		if (mark[g->topo[i]])
 			node_schedule(e, g, &g->nodes[g->topo[i]], b);

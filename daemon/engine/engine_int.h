@@ -184,6 +184,14 @@ struct node {
 	uint64_t builds;         /* (e->mu) bit per build slot that wants it */
 	uint64_t duration_ns;
 	uint64_t needs_wave;     /* wave its needs were last scheduled in */
+	/* the scheduler's estimates (estimate.c; e->mu) */
+	uint64_t hist_ns;        /* its tool's last duration (0: none known) */
+	uint64_t in_bytes;       /* its inputs' size when last decided to run */
+	uint64_t cp_ns;          /* its estimate plus the longest chain of
+	                            estimates after it: the heaps' order */
+	uint64_t est_ns;         /* the estimate its running tool started
+	                            with (0: its tool did not run in this
+	                            decision), for its StepEvent */
 
 	uint32_t idx;
 	uint32_t ndeps, nrdeps;
@@ -292,9 +300,9 @@ struct build {
 	uint32_t ntargets;
 };
 
-/* A heap of node indices of one graph ordered by (prio, cp). */
+/* A heap of node indices of one graph ordered by (prio, cp_ns, cp). */
 struct heap {
-	struct heap_item { uint32_t prio, cp, idx; struct graph *g; } *v;
+	struct heap_item { uint64_t cp_ns; uint32_t prio, cp, idx; struct graph *g; } *v;
 	size_t n, cap;
 };
 
@@ -408,6 +416,11 @@ struct engine {
 	char *kiln_cli;          /* $KILN: kiln beside kilnd (NULL: unknown) */
 	char *ipc_url;           /* $KILN_SOCKET (NULL: none) */
 	struct remote *remote;   /* the shared cache (remote.h) */
+	/* estimates (estimate.c; e->mu): the steps' last durations
+	 * (.kiln/durations) and what runs taught of each tool */
+	struct durations *durs;
+	struct tool_cost *costs;
+	size_t ncosts, capcosts;
 
 	pthread_mutex_t batch_mu;
 	kiln_batch *batch;

@@ -18,6 +18,7 @@
 #include "graph.h"
 #include "remote.h"
 #include "discover.h"
+#include "estimate.h"
 #include "need.h"
 #include "step.h"
 
@@ -552,6 +553,7 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 
 		e->desc = d;
 		e->graphs = NULL;
+		est_tools_forget(e);   /* kiln_tool objects of old_desc */
 		/* each profile built before, built again now from the new
 		 * descriptions, keeping what was known of its steps */
 		if (!kiln_desc_nerrors(d))
@@ -600,6 +602,7 @@ graph_get(struct engine *e, const char *profile, struct graph **gp)
 	 * (plan_graph.c's plan_outputs), as `kiln check` shows */
 	if ((rv = graph_new(plan, &g)) != 0)
 		return rv;
+	est_graph_init(e, g);
 	g->next = e->graphs;
 	e->graphs = g;
 	*gp = g;

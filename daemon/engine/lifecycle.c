@@ -21,6 +21,7 @@
 #include "decide.h"
 #include "discover.h"
 #include "edits.h"
+#include "estimate.h"
 #include "graph.h"
 #include "need.h"
 #include "record_batch.h"
@@ -149,7 +150,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	    kiln_batch_new(&e->batch) != 0 ||
 	    (e->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    filestate_new(e->s, e->root, &e->fs) != 0 || need_init(e) != 0 ||
-	    engine_path_init(e) != 0)
+	    engine_path_init(e) != 0 || est_open(e) != 0)
 		goto fail;
 	if ((rv = remote_new(e)) != 0)
 		goto fail;
@@ -248,6 +249,8 @@ engine_free(struct engine *e)
 		free(b);
 	}
 	graphs_free(e);
+	est_save(e);
+	est_close(e);
 	kiln_desc_free(e->desc);
 	stamps_free(e);
 	filestate_free(e->fs);

@@ -15,10 +15,10 @@
  * prerequisites and goes onto the ready heap when the last one finishes;
  * workers decide ready steps (key, cache), and those out of date wait on
  * the runnable heap for one of the -j slots. Both heaps order by the
- * build's priority, then the longest path from the step to an end
- * (critical path first). A running tool holds no worker: the spawner's
- * reaper hands its end back as a completion (engine_tool_done, on the
- * reaper thread).
+ * build's priority, then the longest path from the step to an end in
+ * estimated seconds (critical path first; estimate.c), then in steps.
+ * A running tool holds no worker: the spawner's reaper hands its end back
+ * as a completion (engine_tool_done, on the reaper thread).
  *
  * Threads: e->mu guards the heaps, the completions and every node's
  * scheduling fields (engine_int.h); a worker drops it while it decides,
@@ -37,6 +37,7 @@
 #include "builds.h"
 #include "decide.h"
 #include "edits.h"
+#include "estimate.h"
 #include "lost.h"
 #include "need.h"
 #include "publish.h"
@@ -54,6 +55,8 @@ item_before(const struct heap_item *a, const struct heap_item *b)
 {
 	if (a->prio != b->prio)
 		return a->prio > b->prio;
+	if (a->cp_ns != b->cp_ns)
+		return a->cp_ns > b->cp_ns;
 	if (a->cp != b->cp)
 		return a->cp > b->cp;
 	return a->idx < b->idx;
@@ -74,7 +77,7 @@ heap_push(struct heap *h, struct graph *g, struct node *n)
 	}
 	n->heap_prio = n->prio;
 	i = h->n++;
-	h->v[i] = (struct heap_item){n->prio, n->cp, n->idx, g};
+	h->v[i] = (struct heap_item){n->cp_ns, n->prio, n->cp, n->idx, g};
 	while (i > 0 && item_before(&h->v[i], &h->v[(i - 1) / 2])) {
 		struct heap_item t = h->v[i];
 		h->v[i] = h->v[(i - 1) / 2];
@@ -84,15 +87,9 @@ heap_push(struct heap *h, struct graph *g, struct node *n)
 	return 0;
 }
 
-static int
-heap_pop(struct heap *h, struct heap_item *out)
+static void
+sift_down(struct heap *h, size_t i)
 {
-	size_t i = 0;
-
-	if (h->n == 0)
-		return 0;
-	*out = h->v[0];
-	h->v[0] = h->v[--h->n];
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, m = i;
 		if (l < h->n && item_before(&h->v[l], &h->v[m]))
@@ -106,7 +103,26 @@ heap_pop(struct heap *h, struct heap_item *out)
 		h->v[m] = t;
 		i = m;
 	}
+}
+
+static int
+heap_pop(struct heap *h, struct heap_item *out)
+{
+	if (h->n == 0)
+		return 0;
+	*out = h->v[0];
+	h->v[0] = h->v[--h->n];
+	sift_down(h, 0);
 	return 1;
+}
+
+void
+heap_reorder(struct heap *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		h->v[i].cp_ns = h->v[i].g->nodes[h->v[i].idx].cp_ns;
+	for (size_t i = h->n / 2; i-- > 0;)
+		sift_down(h, i);
 }
 
 /* ---- finishing nodes ------------------------------------------------------ */
@@ -237,6 +253,10 @@ completed_push(struct engine *e, struct run_ctx *rc, const struct spawn_result *
 	struct node *n = rc->n;
 
 	n->w->res = *r;
+	/* learnt before its slot is given again (a worker fills a free slot
+	 * before it finishes the step that freed it) */
+	if (r->exited && r->status == 0 && r->wall_ns > 0)
+		est_learn(e, rc->g, n, (uint64_t)r->wall_ns);
 	if (e->ncompleted == e->capcompleted) {
 		size_t ncap = e->capcompleted ? e->capcompleted * 2 : 64;
 		struct run_ctx **nv = realloc(e->completed, ncap * sizeof *nv);
@@ -413,6 +433,7 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	int rv;
 
 	n->st = N_RUNNING;
+	n->est_ns = step_estimate_ns(e, n);
 	e->running++;
 	e->starting++;
 	n->w->run = (struct run_ctx){e, g, n};
@@ -450,6 +471,7 @@ work_start_remote(struct engine *e, struct graph *g, struct node *n)
 	int rv;
 
 	n->st = N_RUNNING;
+	n->est_ns = step_estimate_ns(e, n);
 	e->starting++;
 	n->w->run = (struct run_ctx){e, g, n};
 	if ((rv = agent_lease_new(e, g, n)) != 0 || (rv = need_token_add(e, g, n)) != 0)
@@ -515,6 +537,7 @@ eval_before(struct engine *e, struct graph *g, struct node *n)
 	int dep_would = 0;
 
 	n->st = N_EVAL;
+	n->est_ns = 0;
 	n->decided_pass = e->pass_seq;
 	for (uint32_t k = 0; k < n->ndeps; k++)
 		if (g->nodes[n->deps[k]].st == N_WOULD_RUN)
@@ -559,6 +582,7 @@ eval_after(struct engine *e, struct graph *g, struct node *n, enum eval_result r
 		node_finish(e, g, n, N_WOULD_RUN);
 	} else {
 		n->st = N_RUNNABLE;
+		est_decided(e, g, n);
 		/* a step with folder outputs, or given one, runs on this
 		 * machine: an agent would get its tree record as a file */
 		if (heap_push(n->folders ? &e->runnable_local : &e->runnable, g, n) != 0)
@@ -691,6 +715,26 @@ local_limit(const struct engine *e)
 	return limit;
 }
 
+/* Whether a ready step, not decided yet, is far more critical than every
+ * runnable one (a path in estimated time more than twice as long, at the
+ * same priority): deciding it first (microseconds) lets it have the free
+ * slot, which would otherwise go to a short step because the long one was
+ * still on the ready heap when the slot came free. Only far: between
+ * paths of about the same length (most of a build of many small steps,
+ * estimated per input byte once decided and by their tool's mean before)
+ * it would hold slots empty for nothing. e->mu held. */
+static int
+ready_first(const struct engine *e)
+{
+	const struct heap_item *r, *q;
+
+	if (e->ready.n == 0 || e->runnable.n == 0 || !eval_room(e))
+		return 0;
+	r = &e->ready.v[0];
+	q = &e->runnable.v[0];
+	return r->prio == q->prio && r->cp_ns / 2 > q->cp_ns;
+}
+
 /* Start the most urgent runnable step that has somewhere to run (e->mu
  * held, dropped for the work); 0 when none can start now. Steps an agent
  * refused (runnable_local) run here, on one slot even when local_jobs is
@@ -705,7 +749,7 @@ runnable_start(struct engine *e)
 	struct graph *g;
 	struct node *n;
 
-	if (e->quit || slot_held(e))
+	if (e->quit || slot_held(e) || ready_first(e))
 		return 0;
 	if ((local || remote) && e->runnable.n > 0)
 		h = &e->runnable;

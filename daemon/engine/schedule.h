@@ -10,6 +10,9 @@
  * KILN_ENOMEM. */
 int heap_push(struct heap *h, struct graph *g, struct node *n);
 
+/* h's entries in their order again after the nodes' cp_ns changed. */
+void heap_reorder(struct heap *h);
+
 /* Finish n with state st: count it into its builds, publish its event,
  * and release or skip its dependents. */
 void node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state st);

@@ -8,6 +8,7 @@
 
 #include "engine_int.h"
 #include "discover.h"
+#include "estimate.h"
 #include "step.h"
 #include "step_events.h"
 
@@ -64,6 +65,7 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	if (n->w != NULL && n->w->machine[0] != '\0')
 		se.machine = n->w->machine;
 	se.duration_ns = n->duration_ns;
+	se.estimate_ns = n->est_ns;
 	if (first != NULL) {
 		se.done = first->finished;
 		se.total = first->total;
@@ -82,8 +84,10 @@ publish_step_started(struct engine *e, struct graph *g, struct node *n)
 	Kiln__StepStarted ss = KILN__STEP_STARTED__INIT;
 	uint64_t ids[ENGINE_MAX_BUILDS];
 	const struct build *first = NULL;
+	/* its last recorded run's; else the scheduler's estimate when it is
+	 * more than a default guess (estimate.h) */
 	uint64_t expected = n->w != NULL && n->w->prev != NULL ? n->w->prev->duration_ns
-	                  : n->have ? n->duration_ns : 0;
+	                  : n->have ? n->duration_ns : step_estimate_known_ns(e, n);
 	uint64_t ms = expected / 1000000;
 
 	for (uint64_t m = n->builds; m != 0; m &= m - 1) {

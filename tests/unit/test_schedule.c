@@ -52,6 +52,7 @@ struct run {
 	spawn_done_fn done;
 	void *done_arg;
 	int running, killed;
+	uint64_t wall_ns;      /* what its end reports (0: 1 ms) */
 	unsigned at_start;     /* fake tools running when it started, itself too */
 	unsigned seq_start, seq_end;  /* the order of starts and ends */
 };
@@ -59,6 +60,7 @@ struct run {
 struct step_ev {
 	char url[128];
 	Kiln__StepEvent__Result result;
+	uint64_t estimate_ns;
 	unsigned seq;
 };
 
@@ -81,7 +83,9 @@ struct sched {
 	struct spawner_ops ops;
 	kiln_store *store;
 	struct engine *e;
+	struct engine_config cfg;
 	char root[PATH_MAX];
+	char logged[2048];     /* the engine's log lines naming durations */
 };
 
 /* ---- the fake spawner ---------------------------------------------------- */
@@ -165,7 +169,8 @@ static void
 run_end(struct sched *sc, struct run *r, int how)
 {
 	struct spawn_result res = {.exited = how >= 0, .status = how >= 0 ? how : -how,
-	                           .wall_ns = 1000000, .cpu_ns = 1000, .maxrss_kb = 1024};
+	                           .wall_ns = r->wall_ns ? (int64_t)r->wall_ns : 1000000,
+	                           .cpu_ns = 1000, .maxrss_kb = 1024};
 	spawn_done_fn done = r->done;
 	void *done_arg = r->done_arg;
 
@@ -208,6 +213,7 @@ on_publish(void *arg, Kiln__Event *ev)
 		struct step_ev *s = &sc->steps[sc->nsteps++];
 		snprintf(s->url, sizeof s->url, "%s", ev->step->url);
 		s->result = ev->step->result;
+		s->estimate_ns = ev->step->estimate_ns;
 		s->seq = ++sc->seq;
 	} else if (ev->kind_case == KILN__EVENT__KIND_BUILD_FINISHED && sc->nends < MAX_ENDS) {
 		const Kiln__BuildFinished *bf = ev->build_finished;
@@ -223,7 +229,14 @@ on_publish(void *arg, Kiln__Event *ev)
 static void
 on_log(void *arg, int error, const char *msg)
 {
-	(void)arg;
+	struct sched *sc = arg;
+
+	if (strstr(msg, "durations") != NULL) {
+		pthread_mutex_lock(&sc->mu);
+		size_t at = strlen(sc->logged);
+		snprintf(sc->logged + at, sizeof sc->logged - at, "%s\n", msg);
+		pthread_mutex_unlock(&sc->mu);
+	}
 	/* the fake runs nothing: no tracer is expected */
 	if (error && strstr(msg, "libkilntrace.so") == NULL)
 		fprintf(stderr, "# engine: %s\n", msg);
@@ -232,7 +245,9 @@ on_log(void *arg, int error, const char *msg)
 /* ---- the case's project and engine --------------------------------------- */
 
 /* Write the project: steps[] are "url" or "url:dep1,dep2" (prerequisites
- * by URL), each built by the fake tool from src/in.txt or its deps. */
+ * by URL), each built by the fake tool t from src/in.txt or its deps; a
+ * "long=" before the URL builds it with the tool long instead (the same
+ * fake: the case says how long each run takes). */
 static void
 project_write(struct sched *sc, const char *const *steps, size_t nsteps)
 {
@@ -243,12 +258,16 @@ project_write(struct sched *sc, const char *const *steps, size_t nsteps)
 	                       "kiln: 1\nproject: t\nsources: [src]\n"
 	                       "profiles:\n  default: {}\n"
 	                       "tools:\n  t: { run: [true, \"${out}\"], trace: false }\n"
+	                       "  long: { run: [true, \"${out}\"], trace: false }\n"
 	                       "assets:\n");
 	for (size_t i = 0; i < nsteps; i++) {
-		const char *colon = strchr(steps[i], ':');
-		int ulen = colon ? (int)(colon - steps[i]) : (int)strlen(steps[i]);
+		int is_long = strncmp(steps[i], "long=", 5) == 0;
+		const char *spec = steps[i] + (is_long ? 5 : 0);
+		const char *colon = strchr(spec, ':');
+		int ulen = colon ? (int)(colon - spec) : (int)strlen(spec);
 		at += (size_t)snprintf(yaml + at, sizeof yaml - at,
-		                       "  - url: %.*s\n    tool: t\n    inputs: [", ulen, steps[i]);
+		                       "  - url: %.*s\n    tool: %s\n    inputs: [", ulen, spec,
+		                       is_long ? "long" : "t");
 		if (colon == NULL) {
 			at += (size_t)snprintf(yaml + at, sizeof yaml - at, "src/in.txt]\n");
 			continue;
@@ -275,7 +294,7 @@ static struct sched *
 sched_new(void **state, const char *const *steps, size_t nsteps, unsigned workers)
 {
 	struct sched *sc = calloc(1, sizeof *sc);
-	struct engine_config cfg = {0};
+	struct engine_config *cfg;
 
 	assert_non_null(sc);
 	pthread_mutex_init(&sc->mu, NULL);
@@ -286,19 +305,33 @@ sched_new(void **state, const char *const *steps, size_t nsteps, unsigned worker
 	tu_sh("mkdir '%s/.kiln'", sc->root);   /* kilnd makes it (kiln_paths) */
 	sc->store = tu_open_store(state, KILN_DURABLE_NONE);
 	sc->ops = (struct spawner_ops){fake_start, fake_kill, fake_stop, sc};
-	cfg.root = sc->root;
-	cfg.store = sc->store;
-	cfg.workers = workers;
-	cfg.default_jobs = 1;
-	cfg.no_watch = 1;
+	cfg = &sc->cfg;
+	cfg->root = sc->root;
+	cfg->store = sc->store;
+	cfg->workers = workers;
+	cfg->default_jobs = 1;
+	cfg->no_watch = 1;
 	/* tools get a KILN_STEP_TOKEN (kiln need); nobody listens here */
-	cfg.ipc_url = "ipc:///nonexistent/kiln-test.sock";
-	cfg.publish = on_publish;
-	cfg.log = on_log;
-	cfg.arg = sc;
-	cfg.spawner = &sc->ops;
-	assert_kiln(0, engine_new(&cfg, &sc->e));
+	cfg->ipc_url = "ipc:///nonexistent/kiln-test.sock";
+	cfg->publish = on_publish;
+	cfg->log = on_log;
+	cfg->arg = sc;
+	cfg->spawner = &sc->ops;
+	assert_kiln(0, engine_new(cfg, &sc->e));
 	return sc;
+}
+
+/* A new engine on the same project and store, as a restarted daemon's
+ * (nothing may be running). */
+static void
+sched_restart(struct sched *sc)
+{
+	engine_free(sc->e);
+	sc->e = NULL;
+	pthread_mutex_lock(&sc->mu);
+	sc->nends = 0;   /* the new engine numbers its builds from 1 again */
+	pthread_mutex_unlock(&sc->mu);
+	assert_kiln(0, engine_new(&sc->cfg, &sc->e));
 }
 
 static void
@@ -929,6 +962,176 @@ a_step_the_build_finished_is_decided_again_when_its_input_is_edited(void **state
 	sched_free(sc);
 }
 
+/* ---- estimates: the critical path in time (estimate.c) ------------------ */
+
+/* End url's running tool with success after a run of wall_ns. */
+static void
+tool_end_took(struct sched *sc, const char *url, uint64_t wall_ns)
+{
+	pthread_mutex_lock(&sc->mu);
+	for (size_t i = 0; i < sc->nruns; i++)
+		if (strcmp(sc->runs[i].url, url) == 0 && sc->runs[i].running)
+			sc->runs[i].wall_ns = wall_ns;
+	pthread_mutex_unlock(&sc->mu);
+	tool_end(sc, url, 0);
+}
+
+/* The estimate of url's last StepEvent (its first is waited for). */
+static uint64_t
+last_estimate(struct sched *sc, const char *url)
+{
+	uint64_t ns = 0;
+
+	wait_step_event(sc, url);
+	pthread_mutex_lock(&sc->mu);
+	for (size_t i = 0; i < sc->nsteps; i++)
+		if (strcmp(sc->steps[i].url, url) == 0)
+			ns = sc->steps[i].estimate_ns;
+	pthread_mutex_unlock(&sc->mu);
+	return ns;
+}
+
+#define SEC 1000000000ULL
+
+/* -j 1, nothing known yet: l1 (tool long) sorts first and runs first,
+ * taking 10 s. x (tool long too, nothing depends on it) sorts after the
+ * six short steps of tool t; with its tool's cost known it must start
+ * next, not be left to run alone at the end. */
+static void
+a_long_step_starts_before_short_ones_once_its_tools_cost_is_known(void **state)
+{
+	const char *steps[] = {"long=l1.txt", "s1.txt", "s2.txt", "s3.txt", "s4.txt",
+	                       "s5.txt", "s6.txt", "long=x.txt"};
+	struct sched *sc = sched_new(state, steps, 8, 1);
+	uint64_t b = build(sc, NULL, 1, 0, 0);
+
+	wait_starts(sc, 1);
+	assert_started(sc, 0, "l1.txt");
+	tool_end_took(sc, "l1.txt", 10 * SEC);
+	wait_starts(sc, 2);
+	assert_started(sc, 1, "x.txt");
+	tool_end_took(sc, "x.txt", 10 * SEC);
+	for (size_t i = 2; i < 8; i++) {
+		wait_starts(sc, i + 1);
+		tool_end(sc, started(sc, i), 0);
+	}
+	struct build_end e = wait_build_end(sc, b);
+	assert_counts(&e, 8, 0, 0, 0);
+	/* what it was expected to take when it started: l1's 10 s for the
+	 * same input size */
+	if (last_estimate(sc, "x.txt") != 10 * SEC)
+		fail_msg("x.txt started with an estimate of %" PRIu64 " ns, expected 10 s",
+		         last_estimate(sc, "x.txt"));
+	sched_free(sc);
+}
+
+/* A build of a (1 ms) then b (10 s), same tool and input size; the
+ * input is edited and both run again: b, its own last run the longer,
+ * starts first though a sorts first. With restart, the second build is
+ * a new engine's (what a restarted daemon reads from .kiln/durations). */
+static void
+recorded_duration_case(void **state, int restart)
+{
+	const char *steps[] = {"a.txt", "b.txt"};
+	struct sched *sc = sched_new(state, steps, 2, 1);
+	uint64_t b = build(sc, NULL, 1, 0, 0);
+
+	wait_starts(sc, 1);
+	assert_started(sc, 0, "a.txt");
+	tool_end_took(sc, "a.txt", 1000000);
+	wait_starts(sc, 2);
+	tool_end_took(sc, "b.txt", 10 * SEC);
+	wait_build_end(sc, b);
+	if (restart)
+		sched_restart(sc);
+	edit_input(sc, "edited\n");
+	b = build(sc, NULL, 1, 0, 0);
+	wait_starts(sc, 3);
+	assert_started(sc, 2, "b.txt");
+	tool_end(sc, "b.txt", 0);
+	wait_starts(sc, 4);
+	tool_end(sc, "a.txt", 0);
+	struct build_end e = wait_build_end(sc, b);
+	/* (both ran: the fake writes the same bytes, which a build may
+	 * count as reused) */
+	assert_int_equal(e.ran + e.reused, 2);
+	assert_int_equal(e.failed + e.skipped + e.cancelled, 0);
+	if (last_estimate(sc, "b.txt") != 10 * SEC || last_estimate(sc, "a.txt") != 1000000)
+		fail_msg("the second build's estimates: a %" PRIu64 " ns, b %" PRIu64
+		         " ns; expected their first runs' 1 ms and 10 s",
+		         last_estimate(sc, "a.txt"), last_estimate(sc, "b.txt"));
+	sched_free(sc);
+}
+
+static void
+a_recorded_duration_orders_the_next_build(void **state)
+{
+	recorded_duration_case(state, 0);
+}
+
+static void
+a_new_engine_orders_its_first_build_by_the_history_file(void **state)
+{
+	recorded_duration_case(state, 1);
+}
+
+/* .kiln/durations with b's 10 s on line 2 and a damaged line 3: the
+ * engine starts, says which line it ignored, and uses line 2 (b first). */
+static void
+a_damaged_history_line_is_ignored_with_a_log_line(void **state)
+{
+	const char *steps[] = {"a.txt", "b.txt"};
+	const char *hist = "# kiln durations 1\n"
+	                   "10000000000 3 default\tb.txt\n"
+	                   "12x garbage\n";
+	struct sched *sc = sched_new(state, steps, 2, 1);
+	char path[PATH_MAX + 32];
+	uint64_t b;
+
+	snprintf(path, sizeof path, "%s/.kiln/durations", sc->root);
+	tu_write_file(path, hist, strlen(hist));
+	sched_restart(sc);
+	b = build(sc, NULL, 1, 0, 0);
+	wait_starts(sc, 1);
+	assert_started(sc, 0, "b.txt");
+	tool_end(sc, "b.txt", 0);
+	wait_starts(sc, 2);
+	tool_end(sc, "a.txt", 0);
+	struct build_end e = wait_build_end(sc, b);
+	assert_counts(&e, 2, 0, 0, 0);
+	pthread_mutex_lock(&sc->mu);
+	int said = strstr(sc->logged, "/.kiln/durations:3: damaged line ignored") != NULL;
+	pthread_mutex_unlock(&sc->mu);
+	if (!said)
+		fail_msg("the engine's log did not name line 3: '%s'", sc->logged);
+	sched_free(sc);
+}
+
+/* A file that is not a history at all: ignored, said, not fatal. */
+static void
+a_history_file_of_another_format_is_ignored_with_a_log_line(void **state)
+{
+	const char *steps[] = {"a.txt"};
+	struct sched *sc = sched_new(state, steps, 1, 1);
+	char path[PATH_MAX + 32];
+	uint64_t b;
+
+	snprintf(path, sizeof path, "%s/.kiln/durations", sc->root);
+	tu_write_file(path, "\x7f" "ELF\1\1\n", 7);
+	sched_restart(sc);
+	b = build(sc, NULL, 1, 0, 0);
+	wait_starts(sc, 1);
+	tool_end(sc, "a.txt", 0);
+	struct build_end e = wait_build_end(sc, b);
+	assert_counts(&e, 1, 0, 0, 0);
+	pthread_mutex_lock(&sc->mu);
+	int said = strstr(sc->logged, "/.kiln/durations:1: not a kiln durations file") != NULL;
+	pthread_mutex_unlock(&sc->mu);
+	if (!said)
+		fail_msg("the engine's log did not say the file was ignored: '%s'", sc->logged);
+	sched_free(sc);
+}
+
 int
 main(void)
 {
@@ -945,6 +1148,11 @@ main(void)
 		T(cancel_kills_running_tools_and_drops_queued_steps),
 		T(an_edit_cancels_a_running_step_that_reads_it_and_runs_it_again),
 		T(a_step_the_build_finished_is_decided_again_when_its_input_is_edited),
+		T(a_long_step_starts_before_short_ones_once_its_tools_cost_is_known),
+		T(a_recorded_duration_orders_the_next_build),
+		T(a_new_engine_orders_its_first_build_by_the_history_file),
+		T(a_damaged_history_line_is_ignored_with_a_log_line),
+		T(a_history_file_of_another_format_is_ignored_with_a_log_line),
 	};
 	return tu_skip_leak_report_if_failed(
 		cmocka_run_group_tests(tests, NULL, NULL));
