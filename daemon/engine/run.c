@@ -456,16 +456,18 @@ prep_make(struct engine *e, struct graph *g, struct node *n, struct run_prep *rp
 	return rv;
 }
 
-int
-step_start(struct engine *e, struct graph *g, struct node *n)
+/* Start n's tool with done(arg, result) called when it ends: the one
+ * spawn of a build's step and an audit's. On failure nothing ran and the
+ * scratch folder is given back. */
+static int
+spawn_step(struct engine *e, struct graph *g, struct node *n, spawn_done_fn done,
+           void *arg, pid_t *pid)
 {
 	struct run_prep rp;
 	struct argvec env = {0};
 	struct spawn_req rq;
 	int rv;
 
-	if (n->ks->tool->builtin)   /* a bundle: packed here, no process */
-		return bundle_start(e, g, n);
 	if ((rv = prep_make(e, g, n, &rp)) != 0)
 		return rv;
 	if ((rv = env_make(e, g, n, &rp.p, &env)) != 0) {
@@ -480,7 +482,7 @@ step_start(struct engine *e, struct graph *g, struct node *n)
 	rq.timeout_ms = n->w->timeout ? n->w->timeout->s * 1000u : 0;
 	n->w->start_ns = kiln_mono_ns();
 	n->w->start_wall_ns = kiln_coarse_wall_ns();
-	if ((rv = spawner_start(e->sp, &rq, engine_tool_done, &n->w->run, &n->w->pid)) != 0)
+	if ((rv = spawner_start(e->sp, &rq, done, arg, pid)) != 0)
 		set_error(n, "cannot start '%s' for %s: %s", rp.exe, n->ks->url, kiln_strerror(rv));
 fail:
 	prep_free(&rp);
@@ -490,6 +492,14 @@ fail:
 		n->w->log_fd = -1;
 	}
 	return rv;
+}
+
+int
+step_start(struct engine *e, struct graph *g, struct node *n)
+{
+	if (n->ks->tool->builtin)   /* a bundle: packed here, no process */
+		return bundle_start(e, g, n);
+	return spawn_step(e, g, n, engine_tool_done, &n->w->run, &n->w->pid);
 }
 
 /* ---- a run waited for (kiln audit) ----------------------------------------- */
@@ -520,42 +530,18 @@ step_run_wait(struct engine *e, struct graph *g, struct node *n,
 {
 	struct run_wait w = {.mu = PTHREAD_MUTEX_INITIALIZER,
 	                     .cv = PTHREAD_COND_INITIALIZER};
-	struct run_prep rp;
-	struct argvec env = {0};
-	struct spawn_req rq;
 	pid_t pid;
-	int rv;
+	int rv = spawn_step(e, g, n, run_wait_done, &w, &pid);
 
-	if ((rv = prep_make(e, g, n, &rp)) != 0)
-		return rv;
-	if ((rv = env_make(e, g, n, &rp.p, &env)) != 0) {
-		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
-		goto fail;
+	if (rv == 0) {
+		pthread_mutex_lock(&w.mu);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.mu);
+		pthread_mutex_unlock(&w.mu);
+		*res = w.r;
 	}
-	rq.path = rp.exe;
-	rq.argv = (const char *const *)rp.av.v;
-	rq.envp = (const char *const *)env.v;
-	rq.cwd = e->root;
-	rq.log_fd = n->w->log_fd;
-	rq.timeout_ms = n->w->timeout ? n->w->timeout->s * 1000u : 0;
-	if ((rv = spawner_start(e->sp, &rq, run_wait_done, &w, &pid)) != 0) {
-		set_error(n, "cannot start '%s' for %s: %s", rp.exe, n->ks->url, kiln_strerror(rv));
-		goto fail;
-	}
-	pthread_mutex_lock(&w.mu);
-	while (!w.done)
-		pthread_cond_wait(&w.cv, &w.mu);
-	pthread_mutex_unlock(&w.mu);
-	*res = w.r;
-fail:
 	pthread_cond_destroy(&w.cv);
 	pthread_mutex_destroy(&w.mu);
-	prep_free(&rp);
-	av_free(&env);
-	if (rv != 0) {
-		scratch_give(e, n->w->scratch, n->w->log_fd);
-		n->w->log_fd = -1;
-	}
 	return rv;
 }
 
