@@ -64,7 +64,7 @@ asan_BIN     = $(BIN)/asan
 COMMON_SRC = common/error.c common/hex.c common/rmtree.c common/json.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
-            store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c \
+            store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c store/blobstat.c \
             store/tree.c
 # The wire schema's generated code plus its helpers (libkilnproto.a), and
 # the remote cache's messages: proto/reapi.proto (a subset of Bazel's

@@ -308,6 +308,8 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 		db_set_mapped_max(s->db, opts->mapped_max);
 	if (fresh && (rv = marker_write(dir, opts->durability != KILN_DURABLE_NONE)) != 0)
 		goto fail;
+	if ((rv = blobstat_init(s)) != 0)
+		goto fail;
 	if (!(s->flags & KILN_STORE_RDONLY))
 		tmp_sweep(s->tmp);
 	free(dbdir);
