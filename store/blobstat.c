@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -341,10 +342,76 @@ gc_running(const kiln_store *s)
 	return busy;
 }
 
+/* A stats read: the figures, and this handle's puts whose use records
+ * wait for the next commit (KILN_DURABLE_BATCH), copied before the read
+ * transaction begins: one committed meanwhile is then either in its
+ * snapshot (found there, not counted twice) or not yet (counted here). */
+struct stats_read {
+	kiln_store *s;
+	kiln_store_stats *st;
+	struct pending_use *uses;
+	size_t nuses;
+};
+
+static int
+by_id(const void *a, const void *b)
+{
+	return kiln_id_cmp(&((const struct pending_use *)a)->id,
+	                   &((const struct pending_use *)b)->id);
+}
+
+static int
+pending_copy(struct stats_read *r)
+{
+	kiln_store *s = r->s;
+	int rv = 0;
+
+	pthread_mutex_lock(&s->uses_mu);
+	if (s->nuses > 0) {
+		r->uses = malloc(s->nuses * sizeof *r->uses);
+		if (r->uses == NULL) {
+			rv = KILN_ENOMEM;
+		} else {
+			memcpy(r->uses, s->uses, s->nuses * sizeof *r->uses);
+			r->nuses = s->nuses;
+		}
+	}
+	pthread_mutex_unlock(&s->uses_mu);
+	if (r->nuses > 1)
+		qsort(r->uses, r->nuses, sizeof *r->uses, by_id);
+	return rv;
+}
+
+/* Count each pending put once, unless its record is in the snapshot or
+ * its file is gone (gc judged it by its mtime). */
+static int
+pending_count(db_txn *t, struct stats_read *r)
+{
+	for (size_t i = 0; i < r->nuses; i++) {
+		const struct pending_use *u = &r->uses[i];
+		const void *v;
+		size_t vlen;
+		int rv;
+		if (i > 0 && kiln_id_cmp(&u->id, &r->uses[i - 1].id) == 0)
+			continue;
+		rv = db_get(t, DB_BLOBS, u->id.b, sizeof u->id.b, &v, &vlen);
+		if (rv == 0)
+			continue;
+		if (rv != KILN_ENOTFOUND)
+			return rv;
+		if (kiln_store_has(r->s, &u->id, NULL) != 0)
+			continue;
+		r->st->blobs++;
+		r->st->bytes += u->size;
+	}
+	return 0;
+}
+
 static int
 stats_txn(db_txn *t, void *arg)
 {
-	kiln_store_stats *st = arg;
+	struct stats_read *r = arg;
+	kiln_store_stats *st = r->st;
 	struct blobstat bs;
 	struct gcrec g;
 	uint64_t n;
@@ -367,6 +434,8 @@ stats_txn(db_txn *t, void *arg)
 	} else {
 		return rv;
 	}
+	if ((rv = pending_count(t, r)) != 0)
+		return rv;
 	gc_get(t, &g);
 	st->gc_started_ns = g.running_since;
 	st->last_gc_start_ns = g.last_start;
@@ -381,12 +450,16 @@ stats_txn(db_txn *t, void *arg)
 int
 kiln_store_stats_get(kiln_store *s, kiln_store_stats *st)
 {
+	struct stats_read r = {s, st, NULL, 0};
 	int rv;
 
 	if (s == NULL || st == NULL)
 		return KILN_EINVAL;
 	memset(st, 0, sizeof *st);
-	if ((rv = db_read(s->db, stats_txn, st)) != 0)
+	if ((rv = pending_copy(&r)) == 0)
+		rv = db_read(s->db, stats_txn, &r);
+	free(r.uses);
+	if (rv != 0)
 		return rv;
 	st->gc_running = gc_running(s);
 	if (!st->gc_running)
