@@ -20,6 +20,8 @@
  *              OpenSSL header)
  *   blobsha.c  blobs' SHA-256s: the sha256 map, lookups, filling in the
  *              SHA-256 of a record made before them
+ *   blobstat.c the store's running figures (blob count, bytes) and gc's
+ *              state, in the meta database
  *   names.c    URL/path/profile validation
  *   error.c    kiln_strerror */
 #ifndef KILN_STORE_INT_H
