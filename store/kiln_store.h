@@ -571,8 +571,10 @@ typedef struct kiln_store_stats {
 } kiln_store_stats;
 
 /* Fill *st: one read transaction and a probe of gc.lock, whatever the
- * store's size (a store never opened writable by this kiln is summed by
- * scan once per call). Returns 0 or a KILN_E* code. */
+ * store's size (only a store no writable open of this kiln could sum yet
+ * is summed by a scan, per call). Puts of this handle whose use records
+ * wait for the next commit (KILN_DURABLE_BATCH) are counted too, once
+ * each. Returns 0 or a KILN_E* code. */
 int kiln_store_stats_get(kiln_store *s, kiln_store_stats *st);
 
 #ifdef __cplusplus
