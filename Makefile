@@ -64,7 +64,7 @@ asan_BIN     = $(BIN)/asan
 COMMON_SRC = common/error.c common/hex.c common/rmtree.c common/json.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
-            store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c \
+            store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c store/blobstat.c \
             store/tree.c
 # The wire schema's generated code plus its helpers (libkilnproto.a), and
 # the remote cache's messages: proto/reapi.proto (a subset of Bazel's
@@ -119,7 +119,7 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c cl
             client/cmd_agent.c client/agent.c client/agent_job.c client/agent_need.c \
             client/check_programs.c client/cmd_graph.c client/stepgraph.c client/cmd_complete.c daemon/engine/tool_spawn.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
-             test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
+             test_blobstat test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
              test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph test_json
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents

@@ -38,8 +38,9 @@ static const char status_help[] =
 	"addresses, connected clients and subscribers, queues, events held,\n"
 	"requests answered, and the shared cache's counters (steps downloaded\n"
 	"and missed, bytes down and up, results uploaded, pending and dropped\n"
-	"uploads, errors, corrupt entries, the breaker). Starts the daemon when\n"
-	"none runs.\n"
+	"uploads, errors, corrupt entries, the breaker), and the store: its\n"
+	"blobs and bytes, whether a gc runs, and what the last gc removed.\n"
+	"Starts the daemon when none runs.\n"
 	"\n"
 	"options:\n"
 	"  --json               one JSON object instead of lines (the event\n"
@@ -71,6 +72,47 @@ agents_print(const kiln_status *st)
 		printf("          and %" PRIu32 " more\n", st->nagents - 64);
 }
 
+/* "2026-11-26 05:10:03 UTC" */
+static const char *
+utc_time(int64_t ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL || strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+		snprintf(buf, len, "%" PRId64 " ns", ns);
+	return buf;
+}
+
+static void
+store_print(const kiln_status *st)
+{
+	char size[32], when[40];
+
+	if (!st->store_stats_known) {
+		printf("store     figures unknown%s%s\n", st->store_error[0] ? ": " : "",
+		       st->store_error);
+		return;
+	}
+	printf("store     %" PRIu64 " blobs, %s (%" PRIu64 " bytes)%s\n",
+	       st->store_blobs, cli_format_size(st->store_bytes, size, sizeof size),
+	       st->store_bytes, st->store_exact ? "" : ", not counting an older kiln's puts");
+	if (st->gc_running)
+		printf("gc        running since %s\n", utc_time(st->gc_started_ns, when, sizeof when));
+	if (st->last_gc_end_ns == 0) {
+		if (!st->gc_running)
+			printf("gc        none finished yet\n");
+		return;
+	}
+	printf("%s %s: removed %" PRIu64 " blobs (%s), %" PRIu64 " action results; "
+	       "took %.2f s\n", st->gc_running ? "          last gc" : "gc        last",
+	       utc_time(st->last_gc_end_ns, when, sizeof when),
+	       st->last_gc_removed_blobs,
+	       cli_format_size(st->last_gc_removed_bytes, size, sizeof size),
+	       st->last_gc_removed_actions,
+	       (double)(st->last_gc_end_ns - st->last_gc_start_ns) / 1e9);
+}
+
 static void
 status_print(const kiln_status *st)
 {
@@ -93,6 +135,7 @@ status_print(const kiln_status *st)
 	printf("requests  %" PRIu64 " answered, %" PRIu64 " refused\n",
 	       st->requests, st->bad_requests);
 	agents_print(st);
+	store_print(st);
 	if (st->cache_url[0] == '\0') {
 		printf("cache     none\n");
 		return;
@@ -128,6 +171,29 @@ agents_json(const kiln_status *st, int *err)
 		*err |= kiln_json_push(arr, a);
 	}
 	return arr;
+}
+
+/* Flat fields after the others; absent when the figures are unknown
+ * (store_error says why, when the daemon said). */
+static void
+store_json(json_t *o, const kiln_status *st, int *err)
+{
+	if (!st->store_stats_known) {
+		if (st->store_error[0])
+			*err |= kiln_json_text(o, "store_error", st->store_error);
+		return;
+	}
+	*err |= kiln_json_uint(o, "store_blobs", st->store_blobs);
+	*err |= kiln_json_uint(o, "store_bytes", st->store_bytes);
+	*err |= kiln_json_bool(o, "store_exact", st->store_exact);
+	*err |= kiln_json_bool(o, "gc_running", st->gc_running);
+	*err |= kiln_json_int(o, "gc_started_ns", st->gc_started_ns);
+	*err |= kiln_json_int(o, "last_gc_start_ns", st->last_gc_start_ns);
+	*err |= kiln_json_int(o, "last_gc_end_ns", st->last_gc_end_ns);
+	*err |= kiln_json_uint(o, "last_gc_removed_blobs", st->last_gc_removed_blobs);
+	*err |= kiln_json_uint(o, "last_gc_removed_bytes", st->last_gc_removed_bytes);
+	*err |= kiln_json_uint(o, "last_gc_removed_actions", st->last_gc_removed_actions);
+	*err |= kiln_json_uint(o, "last_gc_max_size", st->last_gc_max_size);
 }
 
 static int
@@ -178,6 +244,7 @@ status_json(const kiln_status *st)
 	err |= kiln_json_uint(o, "cache_corrupt", st->cache_corrupt);
 	err |= kiln_json_uint(o, "cache_skipped_uploads", st->cache_skipped_uploads);
 	err |= kiln_json_put(o, "agents", agents_json(st, &err));
+	store_json(o, st, &err);
 	return kiln_json_print(stdout, o, err);
 }
 

@@ -120,6 +120,18 @@ typedef struct kiln_status {
 		uint64_t ran, failed, refused;
 		uint64_t bytes_in, bytes_out; /* blob bytes fetched and sent */
 	} agents[64];
+	/* the store (docs/store.md, "Figures"); added after the fields
+	 * above, which keep their offsets */
+	uint64_t store_blobs, store_bytes;
+	int store_exact;           /* 0: bytes misses an older kiln's puts */
+	int store_stats_known;     /* 0: an older daemon, or store_error */
+	char store_error[128];     /* why the daemon could not read them */
+	int gc_running;            /* a gc (any process's) runs now */
+	int64_t gc_started_ns;     /* its start, wall clock; 0 when none */
+	int64_t last_gc_start_ns, last_gc_end_ns; /* 0: none finished yet */
+	uint64_t last_gc_removed_blobs, last_gc_removed_bytes;
+	uint64_t last_gc_removed_actions;
+	uint64_t last_gc_max_size; /* its size budget (0: none) */
 } kiln_status;
 
 int kiln_status_get(kiln_conn *c, kiln_status *st);

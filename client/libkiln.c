@@ -138,6 +138,29 @@ kiln_conn_error(const kiln_conn *c)
 /* ---- the daemon ---------------------------------------------------------- */
 
 static void
+status_copy_store(const Kiln__StoreStats *ss, kiln_status *st)
+{
+	if (ss == NULL)
+		return;   /* a daemon from before these figures */
+	if (ss->error != NULL && ss->error[0] != '\0') {
+		snprintf(st->store_error, sizeof st->store_error, "%s", ss->error);
+		return;
+	}
+	st->store_stats_known = 1;
+	st->store_blobs = ss->blobs;
+	st->store_bytes = ss->bytes;
+	st->store_exact = ss->exact;
+	st->gc_running = ss->gc_running;
+	st->gc_started_ns = ss->gc_started_ns;
+	st->last_gc_start_ns = ss->last_gc_start_ns;
+	st->last_gc_end_ns = ss->last_gc_end_ns;
+	st->last_gc_removed_blobs = ss->last_gc_removed_blobs;
+	st->last_gc_removed_bytes = ss->last_gc_removed_bytes;
+	st->last_gc_removed_actions = ss->last_gc_removed_actions;
+	st->last_gc_max_size = ss->last_gc_max_size;
+}
+
+static void
 status_copy(const Kiln__StatusReply *s, kiln_status *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -189,6 +212,7 @@ status_copy(const Kiln__StatusReply *s, kiln_status *st)
 		st->agents[i].bytes_in = ai->bytes_in;
 		st->agents[i].bytes_out = ai->bytes_out;
 	}
+	status_copy_store(s->store_stats, st);
 }
 
 int

@@ -45,7 +45,7 @@ struct kilnd_answer {
 	                         can take many lines) */
 	kiln_id id;           /* an id the reply refers to */
 	struct upload_done done;
-	void *heap[4];        /* freed by answer_release */
+	void *heap[6];        /* freed by answer_release (a status takes 5) */
 	int fd;               /* blob bytes to append as Reply.data: */
 	uint64_t fd_off;      /* from this offset */
 	size_t fd_len;        /* this many (0: none) */

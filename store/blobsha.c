@@ -49,14 +49,20 @@ blobrec_del(db_txn *t, const kiln_id *id)
 	struct rec_blob r;
 	const void *v;
 	size_t vlen;
+	uint64_t size;
 	int rv;
 
 	if ((rv = db_get(t, DB_BLOBS, id->b, sizeof id->b, &v, &vlen)) != 0)
 		return rv;
-	if (rec_blob_decode(v, vlen, &r) == 0 && r.has_sha &&
-	    (rv = shamap_del(t, r.sha, id)) != 0)
+	/* v is LMDB's until the next write: decoded before shamap_del */
+	if (rec_blob_decode(v, vlen, &r) != 0) {
+		r.has_sha = 0;
+		r.size = 0;   /* what the store's figures count it as */
+	}
+	size = r.size;
+	if (r.has_sha && (rv = shamap_del(t, r.sha, id)) != 0)
 		return rv;
-	return db_del(t, DB_BLOBS, id->b, sizeof id->b);
+	return blobrec_del_sized(t, id, size);
 }
 
 /* ---- asking ---- */
@@ -139,7 +145,7 @@ fill_txn(db_txn *t, void *arg)
 	len = rec_blob_encode(&r, v);
 	if ((rv = shamap_set(t, a->sha, &a->id)) != 0)
 		return rv;
-	return db_put(t, DB_BLOBS, a->id.b, sizeof a->id.b, v, len);
+	return blobrec_write(t, &a->id, v, len);
 }
 
 /* Read the blob once, for both hashes: its SHA-256 is believed only when

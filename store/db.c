@@ -547,6 +547,21 @@ db_del(db_txn *t, enum db_name d, const void *k, size_t klen)
 }
 
 int
+db_entries(db_txn *t, enum db_name d, uint64_t *n)
+{
+	MDB_stat st;
+	int rc;
+
+	*n = 0;
+	if (!t->db->have[d])
+		return 0;
+	if ((rc = mdb_stat(t->txn, t->db->dbi[d], &st)) != 0)
+		return db_err(rc);
+	*n = st.ms_entries;
+	return 0;
+}
+
+int
 db_each(db_txn *t, enum db_name d, const void *prefix, size_t plen,
         db_each_fn fn, void *arg)
 {

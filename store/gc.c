@@ -352,9 +352,10 @@ read_clock(struct gc *g)
 static int
 now_txn(db_txn *t, void *arg)
 {
-	(void)t;
-	read_clock(arg);
-	return 0;
+	struct gc *g = arg;
+
+	read_clock(g);
+	return gcstate_begin(t, g->now);
 }
 
 /* now - age seconds, saturating: an age beyond the epoch keeps everything. */
@@ -371,7 +372,7 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 {
 	kiln_gc_stats local;
 	struct gc g = {.s = s, .o = o};
-	int rv;
+	int lockfd = -1, rv;
 
 	if (o == NULL || o->action_max_age_s < 0 || o->grace_s < 0)
 		return KILN_EINVAL;
@@ -381,8 +382,9 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 	if (!o->dry_run && (rv = store_writable(s)) != 0)
 		return rv;
 	read_clock(&g);
-	if (!o->dry_run && (rv = db_write(s->db, now_txn, &g)) != 0)
-		return rv;
+	if (!o->dry_run && ((rv = gclock_open(s, &lockfd)) != 0 ||
+	                    (rv = db_write(s->db, now_txn, &g)) != 0))
+		goto fail;
 	g.st = st;
 	g.action_cut = cutoff(g.now, o->action_max_age_s);
 	g.grace_cut = cutoff(g.now, o->grace_s);
@@ -410,8 +412,12 @@ kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st)
 		idset_sort(&g.present);
 		if ((rv = gc_remove(&g)) == 0)
 			rv = db_write(s->db, drop_stale_txn, &g);
+		if (rv == 0)
+			rv = gcstate_end(s, g.now, o->max_size, st);
 	}
 fail:
+	if (lockfd >= 0)
+		close(lockfd);
 	idset_free(&g.roots);
 	idset_free(&g.old_actions);
 	idset_free(&g.present);

@@ -53,7 +53,7 @@ blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, const uint8_t *sha,
 		memcpy(r.sha, old.sha, sizeof r.sha);
 	}
 	len = rec_blob_encode(&r, v);
-	return db_put(t, DB_BLOBS, id->b, sizeof id->b, v, len);
+	return blobrec_write(t, id, v, len);
 }
 
 /* Check that each blob exists and mark it used; KILN_ENOTFOUND if not,

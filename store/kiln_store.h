@@ -555,6 +555,28 @@ typedef struct kiln_gc_stats {
  * short batches. */
 int kiln_store_gc(kiln_store *s, const kiln_gc_opts *o, kiln_gc_stats *st);
 
+/* The store's figures, read without scanning (store/blobstat.c). */
+typedef struct kiln_store_stats {
+	uint64_t blobs;  /* use records in the blobs database (one per blob) */
+	uint64_t bytes;  /* the sum of their sizes */
+	int exact;       /* 0: a kiln from before these figures wrote blob
+	                  * records since this store was last opened
+	                  * writable; bytes misses them until the next open */
+	int gc_running;  /* a gc holds <store>/gc.lock now */
+	int64_t gc_started_ns;          /* the running gc's start, or 0 */
+	int64_t last_gc_start_ns, last_gc_end_ns; /* 0: no gc finished yet */
+	uint64_t last_gc_removed_blobs, last_gc_removed_bytes;
+	uint64_t last_gc_removed_actions;
+	uint64_t last_gc_max_size;      /* the budget it was given */
+} kiln_store_stats;
+
+/* Fill *st: one read transaction and a probe of gc.lock, whatever the
+ * store's size (only a store no writable open of this kiln could sum yet
+ * is summed by a scan, per call). Puts of this handle whose use records
+ * wait for the next commit (KILN_DURABLE_BATCH) are counted too, once
+ * each. Returns 0 or a KILN_E* code. */
+int kiln_store_stats_get(kiln_store *s, kiln_store_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

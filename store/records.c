@@ -34,6 +34,7 @@
  *           The payload is the build engine's own record, opaque here
  *           and versioned by the engine; it names no blobs the store
  *           knows of (gc and fsck's blob checks ignore steps).
+ *   meta    the store's figures and gc's state: layouts in blobstat.c
  *
  * Changing a layout: give the new one the next version number, keep the
  * decoder of every older version (or have store.c upgrade stores on open

@@ -308,6 +308,10 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 		db_set_mapped_max(s->db, opts->mapped_max);
 	if (fresh && (rv = marker_write(dir, opts->durability != KILN_DURABLE_NONE)) != 0)
 		goto fail;
+	/* The figures are for status only: a store that cannot sum them
+	 * now (a full disk refusing the write) still opens, and shows
+	 * them as not exact until an open that can. */
+	(void)blobstat_init(s);
 	if (!(s->flags & KILN_STORE_RDONLY))
 		tmp_sweep(s->tmp);
 	free(dbdir);

@@ -20,6 +20,8 @@
  *              OpenSSL header)
  *   blobsha.c  blobs' SHA-256s: the sha256 map, lookups, filling in the
  *              SHA-256 of a record made before them
+ *   blobstat.c the store's running figures (blob count, bytes) and gc's
+ *              state, in the meta database
  *   names.c    URL/path/profile validation
  *   error.c    kiln_strerror */
 #ifndef KILN_STORE_INT_H
@@ -219,6 +221,9 @@ int db_put(db_txn *t, enum db_name d, const void *k, size_t klen,
 /* KILN_ENOTFOUND when absent. */
 int db_del(db_txn *t, enum db_name d, const void *k, size_t klen);
 
+/* The number of records in database d (LMDB keeps it: no scan). */
+int db_entries(db_txn *t, enum db_name d, uint64_t *n);
+
 /* Called per key starting with prefix, in key order. Non-zero stops and is
  * returned. The callback must not modify database d (collect keys and
  * delete them after the walk). */
@@ -296,6 +301,29 @@ int index_key(const char *profile, const char *url, char out[INDEX_KEY_MAX]);
  * record keeps the SHA-256 it had. */
 int blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size,
                   const uint8_t *sha, int64_t now);
+
+/* ---- blobstat.c: the running figures of the blobs database and gc's
+ * state, in the meta database ---- */
+
+/* In a write txn: write blob id's record (value v, vlen bytes) and move the
+ * store's blob figures by what it adds. Every write of the blobs database
+ * goes through here or blobrec_del_sized. */
+int blobrec_write(db_txn *t, const kiln_id *id, const void *v, size_t vlen);
+/* In a write txn: delete blob id's record, of size bytes (0 when it could
+ * not be decoded), and take it from the figures. KILN_ENOTFOUND when
+ * absent. */
+int blobrec_del_sized(db_txn *t, const kiln_id *id, uint64_t size);
+/* At a writable open: sum the figures when they are missing or do not
+ * cover every record (a kiln from before them wrote some): one scan. */
+int blobstat_init(kiln_store *s);
+/* In gc's first write txn: gc started at t0. */
+int gcstate_begin(db_txn *t, int64_t t0);
+/* After a gc (not a dry run) finished: record what it did. */
+int gcstate_end(kiln_store *s, int64_t t0, uint64_t max_size,
+                const kiln_gc_stats *st);
+/* Hold <store>/gc.lock shared while gc runs (close *fd to release), so a
+ * status can tell a running gc from a crashed one. */
+int gclock_open(kiln_store *s, int *fd);
 
 /* ---- blobsha.c ---- */
 

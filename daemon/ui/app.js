@@ -28,6 +28,20 @@ function el(tag, cls, text) {
   return e;
 }
 
+// 1536 -> "1.5 KiB" (as kiln status prints sizes)
+function size(n) {
+  n = Number(n || 0);
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : String(n)) + " " + units[i];
+}
+
+// a wall-clock time in ns (a decimal string past 2^53) -> local "HH:MM:SS"
+function clock(ns) {
+  return new Date(Number(BigInt(ns) / 1000000n)).toLocaleTimeString();
+}
+
 function secs(ns) { return (Number(ns) / 1e9).toFixed(ns >= 1e10 ? 0 : 1) + " s"; }
 
 async function api(path, post) {
@@ -178,10 +192,35 @@ async function status() {
   agents = s.agents || [];
   subs = s.subscriptions || [];
   drawSubs();
+  drawStore(s.store_stats);
   return s;
 }
 
 // ---- drawing ----
+
+// The store panel: StatusReply.store_stats (absent from an older daemon).
+function drawStore(st) {
+  const gc = $("store-gc");
+  if (!st || st.error) {
+    $("store-blobs").textContent = "?";
+    $("store-size").textContent = st && st.error ? "unknown: " + st.error : "unknown";
+    gc.textContent = "";
+    return;
+  }
+  $("store-blobs").textContent = String(st.blobs || 0);
+  const bytes = BigInt(st.bytes || 0);
+  $("store-size").textContent = size(st.bytes) + " (" + bytes + " bytes)" +
+    (st.exact === false ? ", without an older kiln's puts" : "");
+  gc.className = "figure" + (st.gc_running ? " running" : "");
+  let t = st.gc_running ? "gc running since " + clock(st.gc_started_ns) + ". " : "";
+  if (BigInt(st.last_gc_end_ns || 0) > 0n)
+    t += "last gc " + clock(st.last_gc_end_ns) + ": removed " + (st.last_gc_removed_blobs || 0) +
+      " blobs (" + size(st.last_gc_removed_bytes) + "), " + (st.last_gc_removed_actions || 0) +
+      " action results";
+  else if (!st.gc_running)
+    t += "no gc finished yet";
+  gc.textContent = t;
+}
 
 function globRe(g) {
   let re = "";

@@ -253,3 +253,24 @@ YAML
 subscribed_ui() {
 	[ "$(status_field subscribers)" = "$1" ]
 }
+
+@test "the store panel shows the store's blobs and size, and the last gc, as objects/ holds them" {
+	need_chromium
+	write_project
+	"$KILN" build ok slow >/dev/null
+	printf 'c\n' >src/ok.txt
+	"$KILN" build ok >/dev/null
+	"$KILN" gc --grace 0s --max-age 0s >/dev/null
+	n=$(find .kiln/store/objects -type f | wc -l)
+	bytes=$(find .kiln/store/objects -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+	removed=$("$KILN" status --json | jq -r .last_gc_removed_blobs)
+	[ "$removed" -ge 1 ] || { echo "gc removed nothing"; false; }
+	url=$("$KILN" ui)
+	run $BROWSER "$url" \
+		"wait:document.getElementById(\"store-blobs\").textContent === \"$n\"" \
+		"wait:document.getElementById(\"store-size\").textContent.includes(\"($bytes bytes)\")" \
+		"wait:document.getElementById(\"store-gc\").textContent.includes(\"removed $removed blobs\")" \
+		"shot:$(shot store)"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	echo "screenshot: $(shot store)"
+}
