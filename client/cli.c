@@ -469,3 +469,21 @@ cli_daemon_error(const char *cmd, const char *what, kiln_conn *c, int rv)
 	else
 		cli_error(cmd, what, rv);
 }
+
+json_t *
+cli_outputs_json(const kiln_step_output *o, size_t n, int *err)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *it = json_object();
+		kiln_id_to_hex(&o[i].id, hex);
+		*err |= kiln_json_text(it, "name", o[i].name);
+		*err |= kiln_json_text(it, "hash", hex);
+		*err |= kiln_json_uint(it, "size", o[i].size);
+		*err |= kiln_json_text(it, "path", o[i].path);
+		*err |= kiln_json_push(arr, it);
+	}
+	return arr;
+}

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "kiln.h"
+#include "kiln_json.h"
 #include "kiln_store.h"
 #include "kiln_desc.h"
 #include "kiln_json.h"
@@ -218,5 +219,9 @@ int cli_chdir(const char *cmd, const char *dir);
 /* Say on stderr why a request to the daemon failed, with the daemon's own
  * words when it gave any. */
 void cli_daemon_error(const char *cmd, const char *what, kiln_conn *c, int rv);
+
+/* A step event's outputs for --json (build and events print the same):
+ * [{"name","hash","size","path"}...]; *err |= KILN_ENOMEM on failure. */
+json_t *cli_outputs_json(const kiln_step_output *o, size_t n, int *err);
 
 #endif

@@ -108,25 +108,6 @@ result_word(kiln_step_result r)
 	return (unsigned)r < 6 ? words[r] : "?";
 }
 
-/* The outputs' fields: [{"name","hash","size","path"}...] */
-static json_t *
-outputs_json(const kiln_step_output *o, size_t n, int *err)
-{
-	char hex[KILN_ID_HEX_LEN + 1];
-	json_t *arr = json_array();
-
-	for (size_t i = 0; i < n; i++) {
-		json_t *it = json_object();
-		kiln_id_to_hex(&o[i].id, hex);
-		*err |= kiln_json_text(it, "name", o[i].name);
-		*err |= kiln_json_text(it, "hash", hex);
-		*err |= kiln_json_uint(it, "size", o[i].size);
-		*err |= kiln_json_text(it, "path", o[i].path);
-		*err |= kiln_json_push(arr, it);
-	}
-	return arr;
-}
-
 static void
 step_json(const kiln_step_event *s)
 {
@@ -157,7 +138,7 @@ step_json(const kiln_step_event *s)
 	}
 	if (s->nwarnings > 0)
 		err |= kiln_json_texts(o, "warnings", s->warnings, s->nwarnings);
-	err |= kiln_json_put(o, "outputs", outputs_json(s->outputs, s->noutputs, &err));
+	err |= kiln_json_put(o, "outputs", cli_outputs_json(s->outputs, s->noutputs, &err));
 	if (kiln_json_print(stdout, o, err) != 0)
 		fprintf(stderr, "kiln: could not write a step's JSON\n");
 }

@@ -285,25 +285,6 @@ event_line(const kiln_event *ev)
 	putchar('\n');
 }
 
-/* "outputs":[{"name","hash","size","path"}...] */
-static json_t *
-outputs_json(const kiln_step_output *o, size_t n, int *err)
-{
-	char hex[KILN_ID_HEX_LEN + 1];
-	json_t *arr = json_array();
-
-	for (size_t i = 0; i < n; i++) {
-		json_t *it = json_object();
-		kiln_id_to_hex(&o[i].id, hex);
-		*err |= kiln_json_text(it, "name", o[i].name);
-		*err |= kiln_json_text(it, "hash", hex);
-		*err |= kiln_json_uint(it, "size", o[i].size);
-		*err |= kiln_json_text(it, "path", o[i].path);
-		*err |= kiln_json_push(arr, it);
-	}
-	return arr;
-}
-
 /* A step's fields, every one always present ("log" null without a log). */
 static int
 step_json(json_t *o, const kiln_step_event *s)
@@ -319,7 +300,7 @@ step_json(json_t *o, const kiln_step_event *s)
 	err |= kiln_json_text(o, "url", s->url);
 	err |= kiln_json_text(o, "result", result_name(s->result));
 	err |= kiln_json_text(o, "reason", s->reason);
-	err |= kiln_json_put(o, "outputs", outputs_json(s->outputs, s->noutputs, &err));
+	err |= kiln_json_put(o, "outputs", cli_outputs_json(s->outputs, s->noutputs, &err));
 	err |= kiln_json_int(o, "exit_code", s->exit_code);
 	err |= kiln_json_int(o, "signal", s->signal);
 	err |= kiln_json_text(o, "error", s->error);

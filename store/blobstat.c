@@ -137,7 +137,16 @@ blobrec_write(db_txn *t, const kiln_id *id, const void *v, size_t vlen)
 	had = rv == 0;
 	if (had)
 		old = rec_size(ov, ovlen);
-	if ((rv = stat_add(t, had ? 0 : 1, rec_size(v, vlen), old)) != 0)
+	return blobrec_replace(t, id, v, vlen, had, old);
+}
+
+int
+blobrec_replace(db_txn *t, const kiln_id *id, const void *v, size_t vlen, int had,
+                uint64_t old_size)
+{
+	int rv;
+
+	if ((rv = stat_add(t, had ? 0 : 1, rec_size(v, vlen), old_size)) != 0)
 		return rv;
 	return db_put(t, DB_BLOBS, id->b, sizeof id->b, v, vlen);
 }

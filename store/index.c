@@ -28,12 +28,16 @@ blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, const uint8_t *sha,
 	uint8_t v[REC_BLOB_LEN];
 	const void *ov;
 	size_t ovlen, len;
-	int rv;
+	int had, decoded, rv;
 
 	/* The record's SHA-256 outlives touches: read it back (the lookup
 	 * finds the leaf the put then writes, so it costs little more). */
-	if (db_get(t, DB_BLOBS, id->b, sizeof id->b, &ov, &ovlen) != 0 ||
-	    rec_blob_decode(ov, ovlen, &old) != 0)
+	rv = db_get(t, DB_BLOBS, id->b, sizeof id->b, &ov, &ovlen);
+	if (rv != 0 && rv != KILN_ENOTFOUND)
+		return rv;
+	had = rv == 0;
+	decoded = had && rec_blob_decode(ov, ovlen, &old) == 0;
+	if (!decoded)
 		old.has_sha = 0;
 	if (sha != NULL) {
 		r.has_sha = 1;
@@ -53,7 +57,7 @@ blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size, const uint8_t *sha,
 		memcpy(r.sha, old.sha, sizeof r.sha);
 	}
 	len = rec_blob_encode(&r, v);
-	return blobrec_write(t, id, v, len);
+	return blobrec_replace(t, id, v, len, had, decoded ? old.size : 0);
 }
 
 /* Check that each blob exists and mark it used; KILN_ENOTFOUND if not,

@@ -309,6 +309,11 @@ int blobrec_touch(db_txn *t, const kiln_id *id, uint64_t size,
  * store's blob figures by what it adds. Every write of the blobs database
  * goes through here or blobrec_del_sized. */
 int blobrec_write(db_txn *t, const kiln_id *id, const void *v, size_t vlen);
+/* The same when the caller has just read what was there: had (a record
+ * was), and the size it recorded (0 when it could not be decoded). Saves
+ * the second lookup on the touch path (every output of every step). */
+int blobrec_replace(db_txn *t, const kiln_id *id, const void *v, size_t vlen, int had,
+                    uint64_t old_size);
 /* In a write txn: delete blob id's record, of size bytes (0 when it could
  * not be decoded), and take it from the figures. KILN_ENOTFOUND when
  * absent. */
