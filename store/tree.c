@@ -184,7 +184,11 @@ kiln_tree_put_dir(kiln_store *s, const char *path, kiln_id *id, uint64_t *size,
 		if (w.v[i].dir)
 			continue;
 		snprintf(file, sizeof file, "%s/%s", path, w.v[i].path);
-		if ((rv = kiln_store_put_move(s, file, &w.v[i].id)) != 0)
+		/* the size of what was stored, not of the walk's lstat: a
+		 * file still written meanwhile would leave a record that no
+		 * copy in build/ ever matches */
+		if ((rv = kiln_store_put_move(s, file, &w.v[i].id)) != 0 ||
+		    (rv = kiln_store_has(s, &w.v[i].id, &w.v[i].size)) != 0)
 			goto fail;
 	}
 	if ((rv = tree_text(&w, &text, &tlen)) != 0 ||

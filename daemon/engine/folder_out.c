@@ -109,7 +109,10 @@ file_same(int dfd, const char *name, const struct stat *st, const kiln_tree_entr
 	kiln_id h;
 	int fd, ok;
 
-	if ((uint64_t)st->st_size != x->size)
+	/* the mode too: the tree records the owner's execute bit, and a
+	 * script that lost it in build/ is not the output */
+	if ((uint64_t)st->st_size != x->size ||
+	    ((st->st_mode & S_IXUSR) != 0) != ((x->mode & 0100) != 0))
 		return 0;
 	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return 0;
@@ -244,6 +247,10 @@ folder_materialize(struct engine *e, const char *relpath, const kiln_id *id)
 		else
 			rv = materialize_output(e->s, e->root, e->rootfd, path, &x->id,
 			                        KILN_MAT_COPY, e->cfg.build_umask, NULL);
+		/* a copy is 0666 less the mask: an executable gets its bits */
+		if (rv == 0 && (x->mode & 0100) != 0 &&
+		    fchmodat(fd, x->path, 0777 & ~e->cfg.build_umask, 0) != 0)
+			rv = kiln_err_from_errno(errno);
 	}
 done:
 	if (fd >= 0)

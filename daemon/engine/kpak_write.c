@@ -263,6 +263,19 @@ write_kpak(kiln_store *s, const struct kpak_opts *o, const struct kpak_in *v, si
 	return rv;
 }
 
+/* s inside a C comment: a name holding a star then a slash would end
+ * it and put the rest of the name in the header as code; a backslash goes
+ * between them. */
+static void
+comment_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		fputc(*s, f);
+		if (*s == '*' && s[1] == '/')
+			fputc('\\', f);
+	}
+}
+
 static int
 write_header(const struct kpak_opts *o, const struct kpak_in *v, size_t n,
              const char *path)
@@ -282,8 +295,9 @@ write_header(const struct kpak_opts *o, const struct kpak_in *v, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		char name[1024];
 		c_name(o->bundle, v[i].name, name, sizeof name);
-		fprintf(f, "#define %-40s 0x%08xu  /* %s, %llu bytes */\n", name, v[i].id,
-		        v[i].name, (unsigned long long)v[i].size);
+		fprintf(f, "#define %-40s 0x%08xu  /* ", name, v[i].id);
+		comment_text(f, v[i].name);
+		fprintf(f, ", %llu bytes */\n", (unsigned long long)v[i].size);
 	}
 	fprintf(f, "#define %s %zuu\n\n#endif\n", cn, n);
 	ok = !ferror(f);

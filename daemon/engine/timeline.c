@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "kiln_json.h"
 #include "timeline.h"
 
 struct tl_slice {
@@ -226,19 +227,19 @@ lanes_assign(struct timeline *t, size_t **order)
 
 /* ---- JSON ----------------------------------------------------------------- */
 
+/* s as a JSON string under kiln's one policy (kiln_json.h): a URL, reason
+ * or tool message that is not UTF-8 (or was cut inside a character at 240
+ * bytes) gets U+FFFD, so the trace always parses. */
 static void
 json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
+	int replaced = 0;
+	json_t *j = kiln_json_string(s, &replaced);
+	char *text = j != NULL ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+
+	fputs(text != NULL ? text : "\"\"", f);   /* no memory: an empty name */
+	free(text);
+	json_decref(j);
 }
 
 static double

@@ -255,3 +255,16 @@ YAML
 	[[ "$stderr" == *"bundles.x[1]: bundle 'x': 'dir': output 'd' of step 'dir' is a folder; a bundle takes files"* ]] ||
 		{ echo "$stderr"; false; }
 }
+
+@test "an entry name holding a star and a slash cannot end the header's comment: the header compiles" {
+	write_project
+	sed -i '/^bundles:/,$d' kiln.yaml
+	cat >>kiln.yaml <<'YAML'
+  - { url: "c/x*/z", tool: copy, inputs: [src/u.txt], outputs: "y.txt" }
+bundles:
+  star: ["c/x*/z"]
+YAML
+	build bundles/star
+	grep -q 'c/x\*\\/y.txt' build/default/bundles/star.h || { cat build/default/bundles/star.h; false; }
+	gcc -fsyntax-only -x c build/default/bundles/star.h
+}

@@ -159,3 +159,19 @@ runs() { wc -l <"$BATS_TEST_TMPDIR/runs.txt"; }
 		{ echo "$output"; false; }
 	[ ! -e "$BATS_TEST_TMPDIR/runs.txt" ]
 }
+
+@test "an executable in a folder output stays executable in build/; its bit lost there is caught and restored" {
+	folder_project
+	sed -i 's|echo deep >"${out.pages}/sub/deep.page";|echo deep >"${out.pages}/sub/deep.page"; printf "\\043!/bin/sh\\necho hi\\n" >"${out.pages}/run.sh"; chmod 755 "${out.pages}/run.sh";|' kiln.yaml
+	grep -q 'chmod 755' kiln.yaml || { cat kiln.yaml; false; }
+	run bash -c 'umask 022 && exec "$KILN" build'
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(stat -c %a build/pc/fonts/glyphs/run.sh build/pc/fonts/glyphs/a.page | tr '\n' ' ')" = "755 644 " ] ||
+		{ ls -l build/pc/fonts/glyphs; false; }
+	[ "$(build/pc/fonts/glyphs/run.sh)" = hi ]
+	chmod -x build/pc/fonts/glyphs/run.sh
+	run "$KILN" build
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(runs)" -eq 1 ]   # restored from the store, not run again
+	[ -x build/pc/fonts/glyphs/run.sh ] || { ls -l build/pc/fonts/glyphs; false; }
+}

@@ -198,3 +198,24 @@ s = [e for e in d["traceEvents"] if e["ph"] == "X" and e.get("cat") == "step"][0
 assert "exit" in s["args"]["error"] or "3" in s["args"]["error"], s
 PY
 }
+
+@test "a URL and a tool message that are not UTF-8 still make a trace that parses (U+FFFD, kiln's JSON policy)" {
+	mkdir -p src
+	printf 'y\n' >"$(printf 'src/b\377d.txt')"
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: tl8
+sources: [src]
+profiles:
+  pc:
+tools:
+  copy: { run: [sh, -c, 'printf "caf\351 \342\200" >&2; exit 3', "${in}", "${out}"] }
+rules:
+  - { match: "src/*.txt", url: "c/${match.name}", outputs: "${match.name}.txt", tool: copy }
+YAML
+	run "$KILN" build
+	[ "$status" -eq 1 ] || { echo "$output"; false; }
+	run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(ascii(sorted(e["args"]["url"] for e in d["traceEvents"] if e["ph"]=="X" and e.get("cat")=="step")))' .kiln/traces/last
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$output" = "['c/b\ufffdd']" ] || { echo "$output"; false; }
+}
