@@ -177,7 +177,15 @@ log_body(struct kilnd_ui *u, const char *query, char **body, size_t *len,
 	if (ui_query_get(query, "id", hex, sizeof hex) != 0 ||
 	    kiln_id_from_hex(hex, &id) != 0)
 		return error_body(400, "log?id=HASH: 32 hex digits", body);
-	if ((rv = kiln_store_read(u->d->store, &id, &buf, &n)) != 0)
+	/* the size first: any blob's id is accepted here, and reading a
+	 * large one whole only to refuse it would cost its size in memory */
+	uint64_t size;
+	if ((rv = kiln_store_has(u->d->store, &id, &size)) == 0 && size > UI_MAX_LOG)
+		return error_body(413, "the log is larger than the dashboard shows "
+		                  "(kiln cat it)", body);
+	if (rv == 0)
+		rv = kiln_store_read(u->d->store, &id, &buf, &n);
+	if (rv != 0)
 		return error_body(rv == KILN_ENOTFOUND ? 404 : 500,
 		                  kiln_strerror(rv), body);
 	if (n > UI_MAX_LOG) {

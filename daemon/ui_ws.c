@@ -148,15 +148,39 @@ conn_forward(struct ui_conn *c, struct kilnd_answer *a, uint64_t *epoch,
 	*epoch = pr->epoch;
 	*after = pr->through ? pr->through : pr->events[pr->n_events - 1]->seq;
 	snprintf(hex, sizeof hex, "%016" PRIx64, pr->epoch);
-	o = json_object();
-	evs = json_array();
-	err |= kiln_json_text(o, "epoch", hex);
-	err |= kiln_json_uint(o, "through", *after);
-	for (size_t i = 0; i < pr->n_events; i++)
-		err |= kiln_json_push(evs, kiln_proto_json(&pr->events[i]->base, &err));
-	err |= kiln_json_put(o, "events", evs);
+	/* One message per run of events, halved while its JSON is over
+	 * UI_MAX_FRAME (hashes in hex, names spelled out: JSON is larger than
+	 * the poll's protobuf). Sent whole, a too large answer closed the
+	 * page, which asked again from the same cursor, for ever. An event
+	 * too large alone is passed over: its seq moves the cursor. */
+	rv = 0;
+	for (size_t at = 0, run = pr->n_events; at < pr->n_events && rv == 0;) {
+		size_t end = at + run < pr->n_events ? at + run : pr->n_events;
+		uint64_t through = end == pr->n_events ? *after : pr->events[end - 1]->seq;
+		o = json_object();
+		evs = json_array();
+		err = kiln_json_text(o, "epoch", hex);
+		err |= kiln_json_uint(o, "through", through);
+		for (size_t i = at; i < end; i++)
+			err |= kiln_json_push(evs, kiln_proto_json(&pr->events[i]->base, &err));
+		err |= kiln_json_put(o, "events", evs);
+		rv = ws_send_json(c, o, err);
+		if (rv == NNG_EMSGSIZE && end - at > 1) {
+			run = (end - at) / 2;
+			rv = 0;
+			continue;
+		}
+		if (rv == NNG_EMSGSIZE) {   /* one event over the limit */
+			o = json_object();
+			err = kiln_json_text(o, "epoch", hex);
+			err |= kiln_json_uint(o, "through", through);
+			err |= kiln_json_put(o, "events", json_array());
+			err |= kiln_json_uint(o, "too_large", 1);
+			rv = ws_send_json(c, o, err);
+		}
+		at = end;
+	}
 	kiln__reply__free_unpacked(rep, NULL);
-	rv = ws_send_json(c, o, err);
 	return rv;
 }
 
