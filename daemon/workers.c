@@ -143,12 +143,18 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 		return;
 	}
 	if (a->kind == ANSWER_PARK) {
+		/* Read before the sleep starts: from then on the worker belongs
+		 * to its wake job on another thread, which may answer and drop
+		 * the request before this line runs (an ASan heap-use-after-free
+		 * on a busy machine read w->call.req here). */
+		int take = worker_parks_take(w);
+
 		w->state = W_PARK;
 		nng_sleep_aio((nng_duration)a->wait_ms, w->sleep);
 		/* An event published before the sleep began found nothing to
 		 * cancel; cancel now. (Cancelling a sleep that already ended is
 		 * harmless: only w->sleep is touched.) */
-		if (worker_parks_take(w))
+		if (take)
 			agents_rewake(w->d->agents, &w->waiter);
 		else
 			events_rewake(w->d->events, &w->waiter);
