@@ -151,7 +151,8 @@ rule_steps(struct rs *r, const struct desc_rule *ru, kiln_glob *g)
 		/* the matched file is ${in}: first, before any of inputs: */
 		vec_push(r->tmp, &s->inputs, &files[i]);
 		vec_push(r->tmp, &s->order, &(kiln_input){files[i], NULL, NULL});
-		strmap_put(&r->urls, url, r->steps.n - 1);
+		if (strmap_put(&r->urls, url, r->steps.n - 1) != 0)
+			return; /* r->tmp is marked failed */
 		step_outputs(r, s, ru->outputs_loc.line ? ru->outputs_loc : ru->loc, "outputs");
 	}
 	if (nmatched == 0)
@@ -190,7 +191,8 @@ asset_step(struct rs *r, const struct desc_asset *as)
 	s->tool_loc = as->tool_loc;
 	s->decl_inputs = &as->inputs;
 	s->decl_outputs = &as->outputs;
-	strmap_put(&r->urls, as->url, r->steps.n - 1);
+	if (strmap_put(&r->urls, as->url, r->steps.n - 1) != 0)
+		return; /* r->tmp is marked failed */
 	step_outputs(r, s, as->outputs_loc.line ? as->outputs_loc : as->loc, "outputs");
 }
 
@@ -325,7 +327,8 @@ resolve_profile(struct rs *r, const struct desc_file *root, const struct desc_pr
 	if (profile_vars(r, root, p) != 0)
 		return 0;
 	vec_init(&r->steps, sizeof(struct sb));
-	if (strmap_init(r->tmp, &r->urls, r->src->files.n + 1024) != 0 ||
+	/* a hint: each rule may make a step of every file; the map grows */
+	if (strmap_init(r->tmp, &r->urls, r->src->files.n + r->nassets) != 0 ||
 	    vec_reserve(r->tmp, &r->steps, r->src->files.n + r->nassets + 16) != 0)
 		return KILN_ENOMEM;
 	for (size_t f = 0; f < r->nfiles; f++) {
@@ -367,7 +370,8 @@ tools_index(struct rs *r)
 				continue;
 			}
 			const kiln_tool *tp = &t[i];
-			strmap_put(&r->tools, t[i].name, r->toolv.n);
+			if (strmap_put(&r->tools, t[i].name, r->toolv.n) != 0)
+				return KILN_ENOMEM;
 			vec_push(r->a, &r->toolv, &tp);
 			vec_push(r->a, &r->toolnames, &t[i].name);
 		}

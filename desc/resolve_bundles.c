@@ -56,9 +56,9 @@ entry_add(struct rs *r, struct entries *es, const kiln_step *st, size_t k)
 	kiln_input in = {NULL, st->url, st->outputs[k].name};
 	size_t v;
 
-	if (key == NULL || strmap_get(&es->seen, key, &v))
-		return;
-	strmap_put(&es->seen, key, es->order.n);
+	if (key == NULL || strmap_get(&es->seen, key, &v) ||
+	    strmap_put(&es->seen, key, es->order.n) != 0)
+		return; /* out of memory: r->tmp is marked failed */
 	vec_push(r->a, &es->order, &in);
 	vec_push(r->tmp, &es->urls, &st->url);
 }
@@ -202,14 +202,12 @@ bundle_url_free(struct rs *r, const struct desc_bundle *b, const kiln_step *step
 int
 resolve_bundles(struct rs *r, kiln_plan *plan, kiln_step **steps, size_t *n)
 {
-	size_t nouts = 0, nall;
+	size_t nall;
 	vec made, ents;
 	kiln_step *all;
 
 	vec_init(&made, sizeof(kiln_bundle_plan));
 	vec_init(&ents, sizeof(struct entries));
-	for (size_t i = 0; i < *n; i++)
-		nouts += (*steps)[i].noutputs;
 	for (size_t f = 0; f < r->nfiles; f++) {
 		const struct desc_bundle *b = r->files[f]->bundles.items;
 		for (size_t i = 0; i < r->files[f]->bundles.n; i++) {
@@ -220,7 +218,9 @@ resolve_bundles(struct rs *r, kiln_plan *plan, kiln_step **steps, size_t *n)
 				continue;
 			vec_init(&es.order, sizeof(kiln_input));
 			vec_init(&es.urls, sizeof(const char *));
-			if (strmap_init(r->tmp, &es.seen, nouts + 1) != 0)
+			/* grows with the entries (sized for all the plan's
+			 * outputs, n bundles cost n times the plan) */
+			if (strmap_init(r->tmp, &es.seen, 64) != 0)
 				return KILN_ENOMEM;
 			for (size_t j = 0; j < b[i].patterns.n; j++)
 				entry_pattern(r, &b[i], (const struct desc_input *)b[i].patterns.items + j,

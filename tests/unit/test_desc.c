@@ -1,6 +1,7 @@
 /* test_desc — the description loader through its API: reloading one file
  * replaces exactly what it defined; errors and recovery on reload. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -649,6 +650,74 @@ a_bundle_is_a_step_of_the_built_in_tool_with_its_entries_in_written_order(void *
 	kiln_desc_free(d);
 }
 
+/* More steps than the URL map was once sized for (source files + 1024,
+ * never grown: it probed a full table for ever, issue 36): three rules
+ * over the same 3,000 files. */
+static void
+three_rules_over_3000_files_make_9000_steps(void **state)
+{
+	static const char yaml[] =
+		"kiln: 1\n"
+		"project: t\n"
+		"sources: [art]\n"
+		"profiles: { pc: }\n"
+		"tools:\n"
+		"  copy: { run: [cp, \"${in}\", \"${out}\"] }\n"
+		"rules:\n"
+		"  - { match: \"art/*.png\", url: \"a/${match.name}\", tool: copy }\n"
+		"  - { match: \"art/*.png\", url: \"b/${match.name}\", tool: copy }\n"
+		"  - { match: \"art/*.png\", url: \"c/${match.name}\", tool: copy }\n";
+	const kiln_plan *p;
+	kiln_desc *d;
+
+	assert_int_equal(mkdir(tu_path(state, "art"), 0755), 0);
+	for (int i = 0; i < 3000; i++)
+		tu_write_file(tu_path(state, "art/f%d.png", i), "x", 1);
+	tu_write_file(tu_path(state, "kiln.yaml"), yaml, strlen(yaml));
+	if (kiln_desc_load(tu_dir(state), &d) != 0)
+		print_diags(d);
+	assert_non_null(p = kiln_desc_plan(d, "pc"));
+	assert_int_equal(p->nsteps, 9000);
+	assert_non_null(step(p, "a/f0"));
+	assert_non_null(step(p, "c/f2999"));
+	kiln_desc_free(d);
+}
+
+/* The same with explicit assets: 4,097 of them over one source file hung
+ * the old map (4,096 did not); 20,000 each make a step. */
+static void
+twenty_thousand_assets_over_one_file_make_a_step_each(void **state)
+{
+	static const char head[] =
+		"kiln: 1\n"
+		"project: t\n"
+		"sources: [art]\n"
+		"profiles: { pc: }\n"
+		"tools:\n"
+		"  c: { run: [cp, \"${in}\", \"${out}\"] }\n"
+		"assets:\n";   /* short lines: a file is at most 1 MiB */
+	size_t cap = sizeof head + 20000 * 64, len = strlen(head);
+	char *yaml = malloc(cap);
+	const kiln_plan *p;
+	kiln_desc *d;
+
+	assert_non_null(yaml);
+	memcpy(yaml, head, len);
+	for (int i = 0; i < 20000; i++)
+		len += (size_t)snprintf(yaml + len, cap - len, "- {url: x/%d, tool: c, "
+		                        "inputs: [art/one.png]}\n", i);
+	assert_int_equal(mkdir(tu_path(state, "art"), 0755), 0);
+	tu_write_file(tu_path(state, "art/one.png"), "x", 1);
+	tu_write_file(tu_path(state, "kiln.yaml"), yaml, len);
+	free(yaml);
+	if (kiln_desc_load(tu_dir(state), &d) != 0)
+		print_diags(d);
+	assert_non_null(p = kiln_desc_plan(d, "pc"));
+	assert_int_equal(p->nsteps, 20000);
+	assert_non_null(step(p, "x/19999"));
+	kiln_desc_free(d);
+}
+
 int
 main(void)
 {
@@ -670,6 +739,10 @@ main(void)
 		T(durations_parse_as_kiln_yaml_writes_them),
 		T(inputs_keep_their_written_order_and_url_hash_name_picks_one_output),
 		T(a_bundle_is_a_step_of_the_built_in_tool_with_its_entries_in_written_order),
+		T(three_rules_over_3000_files_make_9000_steps),
+		T(twenty_thousand_assets_over_one_file_make_a_step_each),
 	};
+
+	alarm(600);   /* a loader that never ends: killed, counted as failed */
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
