@@ -93,6 +93,7 @@ blob_seen_init(struct blob_seen *b, size_t n)
 		cap *= 2;
 	b->v = calloc(cap, sizeof *b->v);
 	b->cap = b->v != NULL ? cap : 0;
+	b->n = 0;
 }
 
 void
@@ -100,7 +101,7 @@ blob_seen_free(struct blob_seen *b)
 {
 	free(b->v);
 	b->v = NULL;
-	b->cap = 0;
+	b->cap = b->n = 0;
 }
 
 /* The slot of id, or the empty one where it would go; NULL when full. */
@@ -125,13 +126,34 @@ blob_seen_find(const struct blob_seen *b, const kiln_id *id)
 	return b != NULL && b->cap != 0 && (sl = seen_slot(b, id)) != NULL && sl->used;
 }
 
+/* Double b's table; 0, or -1 (b unchanged) when out of memory. The count
+ * of ids a commit names is a guess (a touched record's outputs count one),
+ * and a full table would make every miss a walk over all of it. */
+static int
+blob_seen_grow(struct blob_seen *b)
+{
+	struct blob_seen n = {NULL, b->cap * 2, b->n};
+
+	if (b->cap >= ((size_t)1 << 30) || (n.v = calloc(n.cap, sizeof *n.v)) == NULL)
+		return -1;
+	for (size_t i = 0; i < b->cap; i++)
+		if (b->v[i].used)
+			*seen_slot(&n, &b->v[i].id) = b->v[i];
+	free(b->v);
+	*b = n;
+	return 0;
+}
+
 void
 blob_seen_add(struct blob_seen *b, const kiln_id *id)
 {
 	struct seen_slot *sl;
 
-	if (b == NULL || b->cap == 0 || (sl = seen_slot(b, id)) == NULL)
+	if (b == NULL || b->cap == 0 || ((b->n + 1) * 2 > b->cap && blob_seen_grow(b) != 0) ||
+	    (sl = seen_slot(b, id)) == NULL)
 		return;
+	if (!sl->used)
+		b->n++;
 	*sl = (struct seen_slot){*id, 1};
 }
 

@@ -417,9 +417,11 @@ int rop_names_blobs(const struct rec_op *op);
 struct blob_seen {
 	struct seen_slot { kiln_id id; int used; } *v;
 	size_t cap;              /* a power of two, or 0: remembers nothing */
+	size_t n;                /* at most cap / 2: it doubles, or stops adding */
 };
 
-/* Room for at least n blobs (an empty table on no memory: still correct). */
+/* Room for about n blobs; it grows past n (an empty table on no memory,
+ * and one that stops remembering when it cannot grow: still correct). */
 void blob_seen_init(struct blob_seen *b, size_t n);
 void blob_seen_free(struct blob_seen *b);
 /* 1 when id was seen (and touched) in this transaction; b may be NULL.

@@ -942,6 +942,35 @@ timing_single_commits_against_one_batch(void **state)
 	kiln_store_close(s);
 }
 
+/* The table of blobs a commit has touched is sized from a guess (a
+ * touched record's outputs count one); past it, it grows instead of
+ * filling, when every miss would walk all of it. */
+static void
+the_seen_blobs_table_grows_past_its_guess_and_forgets_none(void **state)
+{
+	struct blob_seen seen;
+	kiln_id id;
+
+	(void)state;
+	blob_seen_init(&seen, 1);
+	for (uint32_t i = 0; i < 100000; i++) {
+		kiln_id_of_buf(&i, sizeof i, &id);
+		blob_seen_add(&seen, &id);
+	}
+	assert_int_equal(seen.n, 100000);
+	assert_true(seen.n * 2 <= seen.cap);
+	for (uint32_t i = 0; i < 100000; i++) {
+		kiln_id_of_buf(&i, sizeof i, &id);
+		if (!blob_seen_find(&seen, &id))
+			fail_msg("blob %u of 100000 forgotten", i);
+	}
+	for (uint32_t i = 100000; i < 101000; i++) {
+		kiln_id_of_buf(&i, sizeof i, &id);
+		assert_false(blob_seen_find(&seen, &id));
+	}
+	blob_seen_free(&seen);
+}
+
 int
 main(void)
 {
@@ -962,6 +991,7 @@ main(void)
 		T(a_commit_looks_at_each_blob_once_however_many_records_name_it),
 		T(gc_keeps_blobs_named_by_committed_batch_records),
 		T(timing_single_commits_against_one_batch),
+		T(the_seen_blobs_table_grows_past_its_guess_and_forgets_none),
 	};
 	return tu_skip_leak_report_if_failed(cmocka_run_group_tests(tests, NULL, NULL));
 }
