@@ -10,8 +10,8 @@
 #
 # Each project is checked, dry-run (kilnd loads it and decides every
 # step), built in full, built again (nothing runs), and asked for its
-# status; then the daemon stops. A full build of the 30,000 cp steps takes
-# about 50 s under the ASan build on a loaded 2-core machine.
+# status; then the daemon stops. A full build of the 33,000 cp steps takes
+# about a minute under the ASan build on a loaded 2-core machine.
 
 bats_require_minimum_version 1.5.0
 
@@ -75,10 +75,12 @@ want_of() {
 	esac
 }
 
-# Three tools that copy alike but differ in argv: 30,000 different action
-# keys, so every step runs.
-@test "three rules over 10,000 files make 30,000 steps that check, dry-run and build" {
-	sources 10000
+# Three tools that copy alike but differ in argv: 33,000 different action
+# keys, so every step runs. 11,000 files, not 10,000: the old URL map had
+# 2 x (files + 1024) slots rounded up to a power of 2, 32,768 for 10,000
+# files, which 30,000 URLs did not fill; 33,000 did.
+@test "three rules over 11,000 files make 33,000 steps that check, dry-run and build" {
+	sources 11000
 	cat >kiln.yaml <<'YAML'
 kiln: 1
 project: sizes
@@ -93,10 +95,10 @@ rules:
   - { match: "src/*.txt", url: "b/${match.name}", tool: copy_b }
   - { match: "src/*.txt", url: "c/${match.name}", tool: copy_c }
 YAML
-	check_steps 30000
-	dry_run_all 30000
-	build_all 30000 a/f00000 a/f05000 a/f09999 b/f00000 b/f04321 b/f09999 \
-	          c/f00000 c/f07777 c/f09999
+	check_steps 33000
+	dry_run_all 33000
+	build_all 33000 a/f00000 a/f05500 a/f10999 b/f00000 b/f04321 b/f10999 \
+	          c/f00000 c/f07777 c/f10999
 	status_and_stop
 }
 
