@@ -1,7 +1,10 @@
 #!/bin/sh
-# bench/engine/run.sh BIN_DIR [-j JOBS] [-n N[,N...]] [--big] — run the build
-# engine benchmark ($BIN_DIR/bench/bench_engine): `$BIN_DIR/kiln build`
-# against ninja, GNU make and a floor on the same generated graph.
+# bench/engine/run.sh BIN_DIR [-j JOBS] [-n N[,N...]] [--big] [--rules R]
+# [--rules-n STEPS] [--rules-only] — run the build engine benchmark
+# ($BIN_DIR/bench/bench_engine): `$BIN_DIR/kiln build` against ninja, GNU
+# make and a floor on the same generated graph; then the rules × files
+# case: R rules over the same files, `kiln check` and `kiln build -n`
+# against ninja and make loading the same graph.
 #
 # `make bench` calls it as `bench/engine/run.sh bin`. The generated projects
 # go to a fresh folder under $KILN_BENCH_DIR (default ${TMPDIR:-/tmp}),
@@ -22,6 +25,10 @@
 #                                                 or hardlink (none: kiln's
 #                                                 default, copy)
 #                  KILN_BENCH_ENGINE_BIG_N [100000] --big's N (to try --big fast)
+#   --rules R      KILN_BENCH_ENGINE_RULES [4]    rules × files: rules over the
+#                                                 same files
+#   --rules-n S    KILN_BENCH_ENGINE_RULES_N [100000] ... and their steps
+#   --rules-only                                  that case alone (~1 minute)
 # The default run takes 2-3 minutes on 2 cores; a quick one:
 #   bench/engine/run.sh bin -n 1000
 # To look at the generated projects (kiln.yaml, build.ninja, Makefile):
