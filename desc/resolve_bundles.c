@@ -218,8 +218,9 @@ resolve_bundles(struct rs *r, kiln_plan *plan, kiln_step **steps, size_t *n)
 				continue;
 			vec_init(&es.order, sizeof(kiln_input));
 			vec_init(&es.urls, sizeof(const char *));
-			/* grows with the entries (sized for all the plan's
-			 * outputs, n bundles cost n times the plan) */
+			/* starts small and grows with the entries (sized
+			 * for all the plan's outputs, as it once was, n
+			 * bundles cost n times the plan's outputs) */
 			if (strmap_init(r->tmp, &es.seen, 64) != 0)
 				return KILN_ENOMEM;
 			for (size_t j = 0; j < b[i].patterns.n; j++)

@@ -40,8 +40,8 @@ strmap_init(arena *a, struct strmap *m, size_t n)
 	return table_alloc(m, cap, m);
 }
 
-/* The slot of key: its own, or the empty one where it would go. Ends:
- * fewer than half the slots are taken. */
+/* The slot of key: its own, or the empty one where it would go. Ends: at
+ * most half the slots are taken. */
 static size_t
 strmap_slot(const struct strmap *m, const char *key, uint64_t h)
 {
