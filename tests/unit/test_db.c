@@ -576,6 +576,111 @@ a_damaged_page_header_is_refused(void **state)
 	kiln_store_close(s);
 }
 
+/* The data file cut short while a store has it open (truncate under a
+ * running daemon, issue 36): every read and write after is refused with
+ * KILN_EDBCHANGED instead of dying of SIGBUS, nothing is written into the
+ * file, and after the store is closed the file is set aside as one found
+ * damaged at open. Cut to the two meta pages, to half, to less than a
+ * page, and to nothing. */
+static void
+a_database_cut_short_while_open_is_refused(void **state)
+{
+	char file[PATH_MAX], moved[PATH_MAX];
+	kiln_id got;
+	struct stat st;
+
+	for (int i = 0; i < 4; i++) {
+		kiln_id id = damage_fixture(state, 2000, file);
+		kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+		off_t to;
+		assert_int_equal(stat(file, &st), 0);
+		to = i == 0 ? 8192 : i == 1 ? st.st_size / 2 : i == 2 ? 100 : 0;
+		assert_kiln(0, kiln_store_damaged(s));
+		assert_int_equal(truncate(file, to), 0);
+		assert_kiln(KILN_EDBCHANGED, kiln_store_index_get(s, "pc", "u/1999", &got));
+		assert_kiln(KILN_EDBCHANGED, kiln_store_damaged(s));
+		assert_kiln(KILN_EDBCHANGED, kiln_store_index_set(s, "pc", "new", &id));
+		assert_kiln(KILN_EDBCHANGED, kiln_store_index_get(s, "pc", "u/0000", &got));
+		kiln_store_close(s);
+		assert_int_equal(stat(file, &st), 0);
+		if (st.st_size != to)
+			fail_msg("cut to %lld bytes, the file has %lld after the store "
+			         "was used and closed", (long long)to, (long long)st.st_size);
+		assert_kiln(0, kiln_store_db_set_aside(tu_path(state, "store"), moved,
+		                                       sizeof moved));
+	}
+}
+
+struct cut {
+	const char *file;
+	off_t to;
+	int seen;
+	int put;     /* also write a record after the cut */
+};
+
+static int
+count_entry(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
+            void *arg)
+{
+	(void)t, (void)k, (void)klen, (void)v, (void)vlen;
+	((struct cut *)arg)->seen++;
+	return 0;
+}
+
+/* Inside the transaction, after its size check: cut the file, then walk
+ * (and maybe write) the index through the map. */
+static int
+cut_then_read(db_txn *t, void *arg)
+{
+	struct cut *c = arg;
+	const void *v;
+	size_t vlen;
+	int rv;
+
+	assert_int_equal(truncate(c->file, c->to), 0);
+	rv = db_each(t, DB_INDEX, NULL, 0, count_entry, c);
+	if (rv == 0)
+		fail_msg("a walk through a map cut short answered 0 (%d entries)", c->seen);
+	(void)db_get(t, DB_INDEX, "pc", 3, &v, &vlen);
+	if (c->put)
+		return db_put(t, DB_INDEX, "zz", 2, "v", 1);
+	return rv;
+}
+
+/* The race the size check cannot close: the file cut between the check
+ * and the reads of the same transaction. With guard.c's handler (what
+ * kilnd installs) the reads past the end get a filler page that LMDB
+ * takes as an error or an empty record (not an assert), the transaction
+ * answers KILN_EDBCHANGED, and a write transaction commits nothing. */
+static void
+a_cut_racing_a_transaction_is_caught_by_the_guard(void **state)
+{
+	char file[PATH_MAX], moved[PATH_MAX];
+	struct stat st;
+
+	assert_kiln(0, kiln_store_guard_install());
+	for (int i = 0; i < 4; i++) {
+		kiln_store *s;
+		struct cut c = {file, 0, 0, i >= 2};
+		damage_fixture(state, 3000, file);
+		s = tu_open_store(state, KILN_DURABLE_NONE);
+		assert_int_equal(stat(file, &st), 0);
+		c.to = i % 2 == 0 ? 8192 : st.st_size / 2;
+		if (c.put)
+			assert_kiln(KILN_EDBCHANGED, db_write(s->db, cut_then_read, &c));
+		else
+			assert_kiln(KILN_EDBCHANGED, db_read(s->db, cut_then_read, &c));
+		assert_kiln(KILN_EDBCHANGED, kiln_store_damaged(s));
+		kiln_store_close(s);
+		assert_int_equal(stat(file, &st), 0);
+		if (st.st_size != c.to)
+			fail_msg("case %d: cut to %lld bytes, the file has %lld after",
+			         i, (long long)c.to, (long long)st.st_size);
+		assert_kiln(0, kiln_store_db_set_aside(tu_path(state, "store"), moved,
+		                                       sizeof moved));
+	}
+}
+
 /* Make the store at dir look like one written before the steps database
  * existed, by dropping it below the store (LMDB directly). */
 static void
@@ -826,6 +931,8 @@ main(void)
 		T(a_truncated_database_is_refused_then_set_aside),
 		T(a_database_shorter_than_its_meta_pages_is_refused),
 		T(a_damaged_page_header_is_refused),
+		T(a_database_cut_short_while_open_is_refused),
+		T(a_cut_racing_a_transaction_is_caught_by_the_guard),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
