@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -681,6 +682,54 @@ a_cut_racing_a_transaction_is_caught_by_the_guard(void **state)
 	}
 }
 
+/* guard.c on a plain file: a guarded map of a file cut short reads zeros
+ * past the new end and says it faulted; an unguarded one still dies of
+ * SIGBUS (in a child), as the default action would have it. */
+static void
+the_guard_catches_only_its_own_maps(void **state)
+{
+	const char *file = tu_path(state, "f");
+	size_t len = 64 << 10;
+	char *buf = malloc(len);
+	volatile unsigned char *map;
+	unsigned sum = 0;
+	int fd, g, wst;
+	pid_t pid;
+
+	assert_non_null(buf);
+	memset(buf, 'x', len);
+	assert_kiln(0, kiln_store_guard_install());
+	assert_true((fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644)) >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	free(buf);
+	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_true((g = guard_add((const void *)map, len, 0)) >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	assert_int_equal(map[100], 'x');
+	assert_false(guard_faulted(g));
+	for (size_t i = 4096; i < len; i += 1024)
+		sum += map[i];
+	assert_int_equal(sum, 0);
+	assert_true(guard_faulted(g));
+	guard_remove(g);
+	munmap((void *)map, len);
+	/* no slot: the handler hands the fault to the action before it */
+	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	if ((pid = fork()) == 0) {
+		signal(SIGBUS, SIG_DFL);  /* cmocka's own catcher is not the test */
+		kiln_store_guard_install();
+		_exit(map[8192] == 0 ? 10 : 11);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &wst, 0), pid);
+	if (!WIFSIGNALED(wst) || WTERMSIG(wst) != SIGBUS)
+		fail_msg("an unguarded read past the end: status %#x, not SIGBUS", wst);
+	munmap((void *)map, len);
+	close(fd);
+}
+
 /* Make the store at dir look like one written before the steps database
  * existed, by dropping it below the store (LMDB directly). */
 static void
@@ -933,6 +982,7 @@ main(void)
 		T(a_damaged_page_header_is_refused),
 		T(a_database_cut_short_while_open_is_refused),
 		T(a_cut_racing_a_transaction_is_caught_by_the_guard),
+		T(the_guard_catches_only_its_own_maps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
