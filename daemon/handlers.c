@@ -630,8 +630,9 @@ handle_request(struct kilnd *d, const struct kilnd_call *c,
 	if ((rv = store_damaged(d, c, a)) == 0 && (rv = route(d, c, a, &fn)) == 0)
 		rv = fn(d, c, a, w);
 	/* found while this request was handled: its answer may rest on what
-	 * the store could no longer read */
-	if (rv == 0 || rv == KILN_EDBCHANGED) {
+	 * the store could no longer read (a parked poll stays parked: its
+	 * waiter is registered, and handle_poll_again refuses it) */
+	if ((rv == 0 && a->kind != ANSWER_PARK) || rv == KILN_EDBCHANGED) {
 		int dmg = store_damaged(d, c, a);
 		rv = dmg != 0 ? dmg : rv;
 	}
@@ -651,14 +652,13 @@ handle_poll_again(struct kilnd *d, const struct kilnd_call *c,
 	a->fd = -1;
 	a->kind = ANSWER_REPLY;
 	kiln_proto_reply_init(&a->reply);
-	if ((rv = store_damaged(d, c, a)) != 0)
-		;
-	else if (c->req->body_case == KILN__REQUEST__BODY_AGENT_TAKE)
-		rv = take_answer(d, c, a, NULL);
-	else
-		rv = poll_answer(d, c, a, NULL);
-	if (rv == 0 && (rv = store_damaged(d, c, a)) != 0)
+	if ((rv = store_damaged(d, c, a)) == 0)
+		rv = c->req->body_case == KILN__REQUEST__BODY_AGENT_TAKE ?
+		     take_answer(d, c, a, NULL) : poll_answer(d, c, a, NULL);
+	if (rv == 0 && (rv = store_damaged(d, c, a)) != 0) {
 		answer_release(a);
+		a->kind = ANSWER_REPLY;
+	}
 	reply_status(d, c, a, rv);
 }
 
