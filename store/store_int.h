@@ -5,6 +5,8 @@
  *   db.c       the LMDB environment (the only file including lmdb.h):
  *              transactions, map growth, reader pool
  *   dbcheck.c  checking LMDB's data file with pread before it is mapped
+ *   guard.c    the SIGBUS handler (kilnd's choice) under the store's maps
+ *              of files someone may cut short
  *   records.c  versioned binary encodings of database values
  *   blob.c     writing, publishing and reading blobs
  *   index.c    index, action, file, step and blob-use records: each
