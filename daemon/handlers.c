@@ -627,14 +627,18 @@ handle_request(struct kilnd *d, const struct kilnd_call *c,
 	a->kind = ANSWER_REPLY;
 	kiln_proto_reply_init(&a->reply);
 	atomic_fetch_add(&d->requests, 1);
-	if ((rv = store_damaged(d, c, a)) == 0 && (rv = route(d, c, a, &fn)) == 0)
+	/* routed first: a request without a role's token hears nothing of
+	 * the store */
+	if ((rv = route(d, c, a, &fn)) == 0 && (rv = store_damaged(d, c, a)) == 0) {
 		rv = fn(d, c, a, w);
-	/* found while this request was handled: its answer may rest on what
-	 * the store could no longer read (a parked poll stays parked: its
-	 * waiter is registered, and handle_poll_again refuses it) */
-	if ((rv == 0 && a->kind != ANSWER_PARK) || rv == KILN_EDBCHANGED) {
-		int dmg = store_damaged(d, c, a);
-		rv = dmg != 0 ? dmg : rv;
+		/* found while this request was handled: its answer may rest on
+		 * what the store could no longer read (a parked poll stays
+		 * parked: its waiter is registered, and handle_poll_again
+		 * refuses it) */
+		if ((rv == 0 && a->kind != ANSWER_PARK) || rv == KILN_EDBCHANGED) {
+			int dmg = store_damaged(d, c, a);
+			rv = dmg != 0 ? dmg : rv;
+		}
 	}
 	if (rv != 0) {
 		answer_release(a);
