@@ -65,7 +65,7 @@ COMMON_SRC = common/error.c common/hex.c common/rmtree.c common/json.c
 STORE_SRC = store/hash.c store/names.c store/fileio.c \
             store/blob.c store/records.c store/db.c store/dbcheck.c store/index.c store/deps.c store/batch.c \
             store/scan.c store/fsck.c store/gc.c store/store.c store/sha256.c store/blobsha.c store/blobstat.c \
-            store/tree.c
+            store/tree.c store/guard.c
 # The wire schema's generated code plus its helpers (libkilnproto.a), and
 # the remote cache's messages: proto/reapi.proto (a subset of Bazel's
 # REAPI) and proto/kiln_cache.proto (docs/cache.md).

@@ -363,7 +363,11 @@ cmd_stop(const struct cli *cli, int argc, char **argv)
 		cli_errorf("stop", "no daemon is running for this project");
 		return CLI_OK;
 	}
-	if ((rv = kiln_status_get(c, &st)) != 0 || (rv = kiln_stop(c)) != 0) {
+	/* the pid is only for the messages: a daemon that refuses status
+	 * (its store's database was cut short under it) still takes stop */
+	if (kiln_status_get(c, &st) != 0)
+		st.pid = 0;
+	if ((rv = kiln_stop(c)) != 0) {
 		cli_daemon_error("stop", "asking the daemon to stop", c, rv);
 		kiln_close(c);
 		return CLI_USAGE;
@@ -374,7 +378,10 @@ cmd_stop(const struct cli *cli, int argc, char **argv)
 		           "stopped after 10 seconds", st.pid);
 		return CLI_USAGE;
 	}
-	printf("stopped kilnd (pid %" PRIu32 ")\n", st.pid);
+	if (st.pid != 0)
+		printf("stopped kilnd (pid %" PRIu32 ")\n", st.pid);
+	else
+		printf("stopped kilnd\n");
 	return CLI_OK;
 }
 

@@ -313,8 +313,12 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 			if ((rv = subscribe_send(c, &cur)) == 0)
 				rv = poll_once(c, wait);
 		}
-		if (rv != 0)
+		if (rv != 0) {
+			/* on the caller's thread: kiln_conn_error may say why */
+			if (!s->threaded)
+				snprintf(c->error, sizeof(c->error), "%s", s->error);
 			return rv;
+		}
 		if (s->batch.rep->poll_reply->n_events > 0)
 			break;
 		through_take(s, s->batch.rep->poll_reply);

@@ -26,7 +26,7 @@ struct kiln_sub {
 	atomic_int quit;
 	kiln_event_fn fn;
 	void *arg;
-	char error[256];          /* the events slot's own error text */
+	char error[1024];         /* the events slot's own error text */
 	/* the event handed out last points here */
 	kiln_step_event step;
 	kiln_step_output outs[16];

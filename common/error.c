@@ -38,6 +38,8 @@ static const struct {
 	            "verify against --tls-ca, or does not name the address connected to; "
 	            "or the daemon asks for a client certificate (--tls-cert/--tls-key) "
 	            "signed by a CA it trusts"},
+	{KILN_EDBCHANGED, "the store's database file changed under the process that "
+	                  "has it open (cut short); run 'kiln fsck --repair'"},
 };
 
 const char *

@@ -41,6 +41,8 @@ enum kiln_err {
 	KILN_EOUTSIDE = -20024,  /* a path leads out of its root (a symlink) */
 	KILN_ETLS = -20025,      /* the TLS handshake failed (a certificate,
 	                          * the daemon's or ours) */
+	KILN_EDBCHANGED = -20026, /* the store's database file was cut short
+	                           * (or replaced) while the store had it open */
 };
 
 /* A static, human-readable message for a code (0 or KILN_E*); never NULL. */

@@ -566,6 +566,34 @@ route(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	return refuse(a, KILN_ENOTSUP, "no request in the envelope");
 }
 
+/* The store found its database file cut short under the daemon
+ * (kiln_store_damaged: the file was truncated or copied over while open).
+ * The store refuses every read and write of it from then on, so that
+ * nothing more is read from a file that no longer holds the records nor
+ * written into one whose tree now points past its end; the daemon stops
+ * serving: every request but stop is answered with this (a build running
+ * fails as its steps meet the store), the log says it once, and the
+ * daemon goes on refusing until told to stop. Staying up rather than
+ * exiting lets `kiln status` and every other command say what happened
+ * (a daemon started on the file after this refuses to start, with the
+ * same advice: main.c store_open). Returns 0, or KILN_EDBCHANGED with
+ * a->error set. */
+static int
+store_damaged(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a)
+{
+	int expected = 0, rv = kiln_store_damaged(d->store);
+
+	if (rv == 0 || c->req->body_case == KILN__REQUEST__BODY_STOP)
+		return 0;
+	snprintf(a->error, sizeof a->error, "%s/db/data.mdb was cut short while "
+	         "kilnd had it open: the daemon stopped using it and refuses every "
+	         "request; run 'kiln stop', then 'kiln fsck --repair' to set it "
+	         "aside and start a new database", d->store_dir);
+	if (atomic_compare_exchange_strong(&d->damage_logged, &expected, 1))
+		kilnd_log(d, KILND_ERROR, "%s", a->error);
+	return rv;
+}
+
 /* Fill the reply's status from rv (and a->error). */
 static void
 reply_status(struct kilnd *d, const struct kilnd_call *c,
@@ -599,8 +627,19 @@ handle_request(struct kilnd *d, const struct kilnd_call *c,
 	a->kind = ANSWER_REPLY;
 	kiln_proto_reply_init(&a->reply);
 	atomic_fetch_add(&d->requests, 1);
-	if ((rv = route(d, c, a, &fn)) == 0)
+	/* routed first: a request without a role's token hears nothing of
+	 * the store */
+	if ((rv = route(d, c, a, &fn)) == 0 && (rv = store_damaged(d, c, a)) == 0) {
 		rv = fn(d, c, a, w);
+		/* found while this request was handled: its answer may rest on
+		 * what the store could no longer read (a parked poll stays
+		 * parked: its waiter is registered, and handle_poll_again
+		 * refuses it) */
+		if ((rv == 0 && a->kind != ANSWER_PARK) || rv == KILN_EDBCHANGED) {
+			int dmg = store_damaged(d, c, a);
+			rv = dmg != 0 ? dmg : rv;
+		}
+	}
 	if (rv != 0) {
 		answer_release(a);
 		a->kind = ANSWER_REPLY;
@@ -617,10 +656,13 @@ handle_poll_again(struct kilnd *d, const struct kilnd_call *c,
 	a->fd = -1;
 	a->kind = ANSWER_REPLY;
 	kiln_proto_reply_init(&a->reply);
-	if (c->req->body_case == KILN__REQUEST__BODY_AGENT_TAKE)
-		rv = take_answer(d, c, a, NULL);
-	else
-		rv = poll_answer(d, c, a, NULL);
+	if ((rv = store_damaged(d, c, a)) == 0)
+		rv = c->req->body_case == KILN__REQUEST__BODY_AGENT_TAKE ?
+		     take_answer(d, c, a, NULL) : poll_answer(d, c, a, NULL);
+	if (rv == 0 && (rv = store_damaged(d, c, a)) != 0) {
+		answer_release(a);
+		a->kind = ANSWER_REPLY;
+	}
 	reply_status(d, c, a, rv);
 }
 

@@ -143,6 +143,8 @@ struct kilnd {
 	atomic_uint clients;               /* pipes admitted and open now */
 	atomic_int stopping;               /* set once shutdown begins */
 	atomic_int stop_asked;             /* a stop request is on its way */
+	atomic_int damage_logged;          /* the store's database was found
+	                                      cut short, and the log says so */
 	char stop_reason[64];              /* written by the first asker */
 };
 

@@ -606,7 +606,10 @@ start(struct kilnd *d, char *err, size_t len)
 		snprintf(err, len, "kilnd: %s: %s", d->paths.dir, kiln_strerror(rv));
 		return KILND_EXIT_FAIL;
 	}
+	/* The store's maps survive a file cut short under them (guard.c):
+	 * taken before any thread exists. */
 	if ((rv = kilnd_signals_init(d)) != 0 ||
+	    (rv = kiln_store_guard_install()) != 0 ||
 	    (rv = events_new(d->cfg.event_buffer, d->cfg.event_buffer_bytes,
 	                     d->cfg.max_subscribers, &d->events)) != 0) {
 		snprintf(err, len, "kilnd: starting: %s", kiln_strerror(rv));

@@ -36,7 +36,10 @@ kiln_proto_status_of(int code)
 	case KILN_ENOTSUP: return KILN__STATUS__STATUS_UNSUPPORTED;
 	case KILN_EAUTH: return KILN__STATUS__STATUS_UNAUTHENTICATED;
 	case KILN_ENOTFOUND: return KILN__STATUS__STATUS_NOT_FOUND;
-	case KILN_ECORRUPT: return KILN__STATUS__STATUS_CORRUPT;
+	/* A database cut short under the daemon is damage too: clients are
+	 * told what and where in Reply.error (daemon/handlers.c). */
+	case KILN_ECORRUPT:
+	case KILN_EDBCHANGED: return KILN__STATUS__STATUS_CORRUPT;
 	case KILN_ENOSPC: return KILN__STATUS__STATUS_NO_SPACE;
 	case KILN_EIO: return KILN__STATUS__STATUS_IO;
 	case KILN_EBUSY: return KILN__STATUS__STATUS_BUSY;

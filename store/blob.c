@@ -407,25 +407,32 @@ kiln_store_put_fd(kiln_store *s, int fd, kiln_id *id)
 }
 
 /* Copy a regular file through a read-only map: the bytes go from the
- * page cache to the hash and to the temp file without a user buffer. */
+ * page cache to the hash and to the temp file without a user buffer.
+ * A file cut short as it is read (an editor rewriting a source) would be
+ * a SIGBUS; with guard.c's handler the pages past its end read as zeros
+ * instead, nothing is published, and the file is put again with read(2),
+ * as it is now (fd's offset is still 0: a map does not move it). */
 static int
 put_mapped(kiln_store *s, int fd, size_t size, kiln_id *id)
 {
 	kiln_blob_writer *w;
 	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-	int rv;
+	int rv, g, cut;
 
 	if (map == MAP_FAILED)
 		return kiln_store_put_fd(s, fd, id);
+	g = guard_add(map, size, 0);
 	madvise(map, size, MADV_SEQUENTIAL);
 	if ((rv = kiln_blob_writer_open(s, &w)) == 0) {
-		if ((rv = kiln_blob_writer_write(w, map, size)) == 0)
+		if ((rv = kiln_blob_writer_write(w, map, size)) == 0 && !guard_faulted(g))
 			rv = kiln_blob_writer_commit(w, NULL, id);
 		else
 			kiln_blob_writer_abort(w);
 	}
+	cut = guard_faulted(g);
+	guard_remove(g);
 	munmap(map, size);
-	return rv;
+	return cut ? kiln_store_put_fd(s, fd, id) : rv;
 }
 
 int
@@ -787,7 +794,7 @@ kiln_store_copy_out(kiln_store *s, const kiln_id *id, int out)
 	struct stat st;
 	kiln_id got;
 	void *map;
-	int fd, rv;
+	int fd, rv, g;
 
 	if ((rv = kiln_store_open_blob(s, id, &fd)) != 0)
 		return rv;
@@ -807,12 +814,18 @@ kiln_store_copy_out(kiln_store *s, const kiln_id *id, int out)
 	close(fd);
 	if (map == MAP_FAILED)
 		return kiln_err_from_errno(errno);
+	/* a blob cut short as it is read (guard.c) no longer holds its
+	 * content: damage, like one that does not hash to its name */
+	g = guard_add(map, (size_t)st.st_size, 0);
 	madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
 	kiln_id_of_buf(map, (size_t)st.st_size, &got);
-	if (kiln_id_cmp(&got, id) != 0)
+	if (kiln_id_cmp(&got, id) != 0 || guard_faulted(g))
 		rv = KILN_ECORRUPT;
 	else
 		rv = kiln_write_all(out, map, (size_t)st.st_size);
+	if (guard_faulted(g))
+		rv = KILN_ECORRUPT;
+	guard_remove(g);
 	munmap(map, (size_t)st.st_size);
 	return rv;
 }

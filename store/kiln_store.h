@@ -201,6 +201,25 @@ void kiln_store_close(kiln_store *s);
 /* The store's folder as given to open; valid until close. */
 const char *kiln_store_dir(const kiln_store *s);
 
+/* KILN_EDBCHANGED once s found its database file cut short under it (by
+ * the size check before each transaction, or by a read through the map
+ * that faulted past the file's end, with kiln_store_guard_install): from
+ * then on every call that would read or write the database returns
+ * KILN_EDBCHANGED, so that nothing more is read from a file that no
+ * longer holds it nor written into it. The file is for
+ * kiln_store_db_set_aside (kiln fsck --repair) once s is closed. Else 0.
+ * Any thread; cheap (one atomic load). */
+int kiln_store_damaged(const kiln_store *s);
+
+/* For a process that keeps stores open while others may touch their
+ * files (kilnd): take SIGBUS over, so that a read through one of the
+ * store's maps of a file cut short (its database file; a blob or a file
+ * put by path) fails the call reading it instead of killing the
+ * process. A SIGBUS anywhere else gets the action set before. Process-
+ * wide, once, before threads are made; idempotent. Returns 0 or the
+ * errno-mapped KILN_E* of sigaction. */
+int kiln_store_guard_install(void);
+
 /* Unmap the database pages this process has read or written. The database
  * is a shared mapping of its file: every page a long-running process ever
  * looked at stays in its resident set (all of a large project's database,

@@ -375,6 +375,12 @@ kiln_store_db_set_aside(const char *dir, char *moved, size_t len)
 	return fio_fsync_dir(corrupt);
 }
 
+int
+kiln_store_damaged(const kiln_store *s)
+{
+	return db_damaged(s->db);
+}
+
 void
 kiln_store_unmap_pages(kiln_store *s)
 {

@@ -5,6 +5,8 @@
  *   db.c       the LMDB environment (the only file including lmdb.h):
  *              transactions, map growth, reader pool
  *   dbcheck.c  checking LMDB's data file with pread before it is mapped
+ *   guard.c    the SIGBUS handler (kilnd's choice) under the store's maps
+ *              of files someone may cut short
  *   records.c  versioned binary encodings of database values
  *   blob.c     writing, publishing and reading blobs
  *   index.c    index, action, file, step and blob-use records: each
@@ -207,6 +209,27 @@ int dbfile_check_size(int fd, struct db_meta *m);
  * KILN_ENOMEM. The caller holds a read transaction, so that no page of
  * that snapshot (or a newer one) is reused meanwhile. */
 int dbfile_walk(int fd, const struct db_meta *m);
+
+/* KILN_EDBCHANGED once the data file was found cut short under the handle
+ * (every transaction is refused from then on), else 0. Any thread. */
+int db_damaged(const kiln_db *db);
+
+/* ---- guard.c: a SIGBUS in a mapped file that was cut short ---- */
+
+/* Watch [base, base + len), a map of a file that someone may cut short:
+ * psize is LMDB's page size for its data file, 0 for any other file.
+ * Returns the slot (for the calls below), or -1 when no handler is
+ * installed (kiln_store_guard_install) or every slot is taken: then the
+ * map is read unguarded, as before. Any thread. */
+int guard_add(const void *base, size_t len, unsigned psize);
+/* The map of slot i moved (or, base NULL, is gone for now). Only while
+ * nothing reads through it. i may be -1. */
+void guard_move(int i, const void *base, size_t len, unsigned psize);
+/* 1 when a read of slot i's map faulted past the file's end since
+ * guard_add (it read a page put there instead), else 0. i may be -1. */
+int guard_faulted(int i);
+/* Give slot i back (before the map is unmapped). i may be -1. */
+void guard_remove(int i);
 
 /* Run fn in a read snapshot. */
 int db_read(kiln_db *db, db_fn fn, void *arg);

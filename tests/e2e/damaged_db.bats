@@ -3,7 +3,11 @@
 # crash kilnd or kiln fsck (before issue 21 both died with SIGBUS): a build
 # refuses with a message naming the file and `kiln fsck --repair`, fsck
 # reports it (exit 1), fsck --repair rebuilds a working database and the
-# next build restores every output. The helpers' teardown fails a case
+# next build restores every output.
+# The same file cut short under a running kilnd (issue 36: it died of
+# SIGBUS, the client said "connection closed"): the daemon lives, refuses
+# every request but stop naming the file and the repair, writes nothing
+# more into the file, and stops cleanly. The helpers' teardown fails a case
 # whose daemon log holds a sanitizer report.
 
 bats_require_minimum_version 1.5.0
@@ -125,4 +129,118 @@ repair_and_rebuild() {
 	run --separate-stderr "$KILN" build
 	not_a_crash "$status" "kiln build"
 	repair_and_rebuild
+}
+
+# cut_under_daemon SIZE: build, then cut the database to SIZE bytes under
+# the running daemon (issue 36: kilnd died of SIGBUS, the client said
+# "connection closed"), change a source and build again.
+cut_under_daemon() {
+	write_project
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 0 ] || { echo "first build: status $status: $stderr"; false; }
+	pid=$(daemon_pid)
+	truncate -s "$1" "$DB"
+	printf 'changed\n' >src/a.txt
+	run --separate-stderr "$KILN" build
+	not_a_crash "$status" "kiln build"
+	running "$pid" || { echo "kilnd died: $(tail -3 .kiln/kilnd.log)"; false; }
+	[ "$status" -ne 0 ] || { echo "build succeeded on a database cut short"; false; }
+	says_cut_short "kiln build" "$stderr"
+	# nothing more was written into it (a commit would have made it
+	# longer, pages past a hole its tree points into)
+	[ "$(stat -c %s "$DB")" -eq "$1" ] ||
+		{ echo "cut to $1 bytes, now $(stat -c %s "$DB")"; false; }
+}
+
+# says_cut_short WHAT TEXT: TEXT names the database file and the repair.
+says_cut_short() {
+	grep -q 'store/db/data.mdb' <<<"$2" || { echo "$1 names no file: $2"; false; }
+	grep -q "kiln fsck --repair" <<<"$2" || { echo "$1 gives no hint to run fsck --repair: $2"; false; }
+}
+
+# then_stop: kiln status says the same and fails, the log said it once,
+# and kiln stop stops the daemon cleanly (not a signal: its log ends with
+# "stopped").
+then_stop() {
+	run --separate-stderr "$KILN" status
+	not_a_crash "$status" "kiln status"
+	[ "$status" -ne 0 ] || { echo "kiln status: 0: $output"; false; }
+	says_cut_short "kiln status" "$stderr"
+	n=$(grep -c 'was cut short while kilnd had it open' .kiln/kilnd.log || true)
+	[ "$n" -eq 1 ] || { echo "the log says it $n times:"; cat .kiln/kilnd.log; false; }
+	run --separate-stderr "$KILN" stop
+	[ "$status" -eq 0 ] || { echo "kiln stop: $status: $output / $stderr"; false; }
+	wait_for test ! -e .kiln/kilnd.pid
+	for _ in $(seq 1 100); do running "$pid" || break; sleep 0.05; done
+	! running "$pid" || { echo "kilnd $pid still runs after kiln stop"; false; }
+	[ "$(tail -1 .kiln/kilnd.log | sed 's/.*: //')" = stopped ] ||
+		{ echo "kilnd did not stop cleanly:"; tail -5 .kiln/kilnd.log; false; }
+}
+
+# then_stop_and_repair: then_stop, and fsck --repair makes the next build
+# work.
+then_stop_and_repair() {
+	then_stop
+	repair_and_rebuild
+}
+
+@test "a database cut to its meta pages under a running daemon: no bus error, every command says so, repair makes it build again" {
+	cut_under_daemon 8192
+	then_stop_and_repair
+}
+
+@test "a database cut to nothing under a running daemon: no bus error, every command says so, after a stop it builds again" {
+	cut_under_daemon 0
+	then_stop
+	# an empty file is what a crash at creation leaves: fsck --repair (as
+	# the message says) has nothing to set aside, and a new database
+	# starts in it
+	run --separate-stderr "$KILN" fsck --repair
+	[ "$status" -eq 0 ] || { echo "fsck --repair: $status: $output / $stderr"; false; }
+	rm -rf build
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 0 ] || { echo "build after stop: $status: $output / $stderr"; false; }
+	outputs_ok
+}
+
+@test "a database cut to half under a running daemon: no bus error, every command says so, repair makes it build again" {
+	write_project
+	"$KILN" build >/dev/null
+	half=$(($(stat -c %s "$DB") / 2))
+	"$KILN" stop >/dev/null
+	wait_for test ! -e .kiln/kilnd.pid
+	cut_under_daemon "$half"
+	then_stop_and_repair
+}
+
+@test "a database cut short while a build runs: the build fails saying so, the daemon lives, repair makes it build again" {
+	write_project
+	run --separate-stderr "$KILN" build
+	[ "$status" -eq 0 ] || { echo "first build: status $status: $stderr"; false; }
+	pid=$(daemon_pid)
+	# a slow step, found running by its unusual sleep
+	cat >kiln.yaml <<YAML
+kiln: 1
+project: t
+sources: [src]
+profiles:
+  default: {}
+tools:
+  slow: { run: [sh, -c, 'sleep 1.37; cp "\$0" "\$1"', "\${in}", "\${out}"] }
+rules:
+  - match: "src/*.txt"
+    url: "copy/\${match.name}.txt"
+    tool: slow
+YAML
+	"$KILN" build >build.out 2>build.err &
+	client=$!
+	wait_for pgrep -f 'sleep 1[.]37' >/dev/null
+	truncate -s 8192 "$DB"
+	wait "$client" && st=0 || st=$?
+	not_a_crash "$st" "kiln build"
+	running "$pid" || { echo "kilnd died: $(tail -3 .kiln/kilnd.log)"; false; }
+	[ "$st" -ne 0 ] || { echo "the build succeeded: $(cat build.out build.err)"; false; }
+	says_cut_short "kiln build" "$(cat build.err)"
+	write_project
+	then_stop_and_repair
 }

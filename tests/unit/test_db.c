@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -576,6 +577,161 @@ a_damaged_page_header_is_refused(void **state)
 	kiln_store_close(s);
 }
 
+/* The data file cut short while a store has it open (truncate under a
+ * running daemon, issue 36): every read and write after is refused with
+ * KILN_EDBCHANGED instead of dying of SIGBUS, nothing is written into the
+ * file, and after the store is closed the file is set aside as one found
+ * damaged at open. Cut to the two meta pages, to half, to less than a
+ * page, and to nothing. */
+static void
+a_database_cut_short_while_open_is_refused(void **state)
+{
+	char file[PATH_MAX], moved[PATH_MAX];
+	kiln_id got;
+	struct stat st;
+
+	for (int i = 0; i < 4; i++) {
+		kiln_id id = damage_fixture(state, 2000, file);
+		kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
+		off_t to;
+		assert_int_equal(stat(file, &st), 0);
+		to = i == 0 ? 8192 : i == 1 ? st.st_size / 2 : i == 2 ? 100 : 0;
+		assert_kiln(0, kiln_store_damaged(s));
+		assert_int_equal(truncate(file, to), 0);
+		assert_kiln(KILN_EDBCHANGED, kiln_store_index_get(s, "pc", "u/1999", &got));
+		assert_kiln(KILN_EDBCHANGED, kiln_store_damaged(s));
+		assert_kiln(KILN_EDBCHANGED, kiln_store_index_set(s, "pc", "new", &id));
+		assert_kiln(KILN_EDBCHANGED, kiln_store_index_get(s, "pc", "u/0000", &got));
+		kiln_store_close(s);
+		assert_int_equal(stat(file, &st), 0);
+		if (st.st_size != to)
+			fail_msg("cut to %lld bytes, the file has %lld after the store "
+			         "was used and closed", (long long)to, (long long)st.st_size);
+		assert_kiln(0, kiln_store_db_set_aside(tu_path(state, "store"), moved,
+		                                       sizeof moved));
+	}
+}
+
+struct cut {
+	const char *file;
+	off_t to;
+	int seen;
+	int put;     /* also write a record after the cut */
+};
+
+static int
+count_entry(db_txn *t, const void *k, size_t klen, const void *v, size_t vlen,
+            void *arg)
+{
+	(void)t, (void)k, (void)klen, (void)v, (void)vlen;
+	((struct cut *)arg)->seen++;
+	return 0;
+}
+
+/* Inside the transaction, after its size check: cut the file, then walk
+ * (and maybe write) the index through the map. */
+static int
+cut_then_read(db_txn *t, void *arg)
+{
+	struct cut *c = arg;
+	const void *v;
+	size_t vlen;
+	int rv;
+
+	assert_int_equal(truncate(c->file, c->to), 0);
+	rv = db_each(t, DB_INDEX, NULL, 0, count_entry, c);
+	if (rv == 0)
+		fail_msg("a walk through a map cut short answered 0 (%d entries)", c->seen);
+	(void)db_get(t, DB_INDEX, "pc", 3, &v, &vlen);
+	if (c->put)
+		return db_put(t, DB_INDEX, "zz", 2, "v", 1);
+	return rv;
+}
+
+/* The race the size check cannot close: the file cut between the check
+ * and the reads of the same transaction. With guard.c's handler (what
+ * kilnd installs) the reads past the end get a filler page that LMDB
+ * takes as an error or an empty record (not an assert), the transaction
+ * answers KILN_EDBCHANGED, and a write transaction commits nothing. Cut
+ * to the meta pages, to half, and to nothing (its meta pages are then
+ * fillers too, read by LMDB as a tree past the map). */
+static void
+a_cut_racing_a_transaction_is_caught_by_the_guard(void **state)
+{
+	char file[PATH_MAX], moved[PATH_MAX];
+	struct stat st;
+
+	assert_kiln(0, kiln_store_guard_install());
+	for (int i = 0; i < 6; i++) {
+		kiln_store *s;
+		struct cut c = {file, 0, 0, i >= 3};
+		damage_fixture(state, 3000, file);
+		s = tu_open_store(state, KILN_DURABLE_NONE);
+		assert_int_equal(stat(file, &st), 0);
+		c.to = i % 3 == 0 ? 8192 : i % 3 == 1 ? st.st_size / 2 : 0;
+		if (c.put)
+			assert_kiln(KILN_EDBCHANGED, db_write(s->db, cut_then_read, &c));
+		else
+			assert_kiln(KILN_EDBCHANGED, db_read(s->db, cut_then_read, &c));
+		assert_kiln(KILN_EDBCHANGED, kiln_store_damaged(s));
+		kiln_store_close(s);
+		assert_int_equal(stat(file, &st), 0);
+		if (st.st_size != c.to)
+			fail_msg("case %d: cut to %lld bytes, the file has %lld after",
+			         i, (long long)c.to, (long long)st.st_size);
+		assert_kiln(0, kiln_store_db_set_aside(tu_path(state, "store"), moved,
+		                                       sizeof moved));
+	}
+}
+
+/* guard.c on a plain file: a guarded map of a file cut short reads zeros
+ * past the new end and says it faulted; an unguarded one still dies of
+ * SIGBUS (in a child), as the default action would have it. */
+static void
+the_guard_catches_only_its_own_maps(void **state)
+{
+	const char *file = tu_path(state, "f");
+	size_t len = 64 << 10;
+	char *buf = malloc(len);
+	volatile unsigned char *map;
+	unsigned sum = 0;
+	int fd, g, wst;
+	pid_t pid;
+
+	assert_non_null(buf);
+	memset(buf, 'x', len);
+	assert_kiln(0, kiln_store_guard_install());
+	assert_true((fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644)) >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	free(buf);
+	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_true((g = guard_add((const void *)map, len, 0)) >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	assert_int_equal(map[100], 'x');
+	assert_false(guard_faulted(g));
+	for (size_t i = 4096; i < len; i += 1024)
+		sum += map[i];
+	assert_int_equal(sum, 0);
+	assert_true(guard_faulted(g));
+	guard_remove(g);
+	munmap((void *)map, len);
+	/* no slot: the handler hands the fault to the action before it */
+	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	if ((pid = fork()) == 0) {
+		signal(SIGBUS, SIG_DFL);  /* cmocka's own catcher is not the test */
+		kiln_store_guard_install();
+		_exit(map[8192] == 0 ? 10 : 11);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &wst, 0), pid);
+	if (!WIFSIGNALED(wst) || WTERMSIG(wst) != SIGBUS)
+		fail_msg("an unguarded read past the end: status %#x, not SIGBUS", wst);
+	munmap((void *)map, len);
+	close(fd);
+}
+
 /* Make the store at dir look like one written before the steps database
  * existed, by dropping it below the store (LMDB directly). */
 static void
@@ -826,6 +982,9 @@ main(void)
 		T(a_truncated_database_is_refused_then_set_aside),
 		T(a_database_shorter_than_its_meta_pages_is_refused),
 		T(a_damaged_page_header_is_refused),
+		T(a_database_cut_short_while_open_is_refused),
+		T(a_cut_racing_a_transaction_is_caught_by_the_guard),
+		T(the_guard_catches_only_its_own_maps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
