@@ -3,6 +3,13 @@
 #   make            build bin/kiln and bin/kilnd (release, -O2)
 #   make test       install missing Debian packages (as root), build the
 #                   ASan+UBSan variant, run every unit and end-to-end test
+#   make tsan       build the ThreadSanitizer variant (bin/tsan/) and run
+#                   every unit test and the end-to-end suites that drive
+#                   kilnd's threads ($(TSAN_E2E) below); a TSan report
+#                   from any test, kiln or kilnd fails the suite it came
+#                   in (tests/run.sh with KILN_TSAN=1; the reports are
+#                   shown, and kept in KILN_TSAN_KEEP=DIR when set).
+#                   One suite: KILN_TSAN=1 TESTS='e2e/events' tests/run.sh bin/tsan
 #   make demo       the main job on the sample game project assets-sample/:
 #                   install missing Debian packages (as root), build kiln
 #                   (release) and the sample's C tools, build every asset
@@ -18,8 +25,10 @@
 # Debian's nng 1.5.2 source with kiln's fix for its listener wedge).
 #   make valgrind   unit tests of the release variant under valgrind
 #
-# Two variants share one set of rules: "release" (obj/release, bin/) and
-# "asan" (obj/asan, bin/asan/), the latter used by every test.
+# Three variants share one set of rules: "release" (obj/release, bin/),
+# "asan" (obj/asan, bin/asan/), used by every test, and "tsan" (obj/tsan,
+# bin/tsan/: -fsanitize=thread, make tsan). Under TSan a tool is started
+# with fork, not a clone sharing memory (daemon/engine/tool_spawn.c).
 
 CC      = gcc
 OBJ    ?= obj
