@@ -38,7 +38,7 @@ tsan_check() {
 	[ -n "$reports" ] || return 0
 	n=$(echo "$reports" | wc -l)
 	failed=$((failed + 1))
-	failures="$failures $1"
+	case " $failures " in *" $1 "*) ;; *) failures="$failures $1" ;; esac
 	echo "  FAIL $1: $n ThreadSanitizer report file(s):"
 	for r in $reports; do
 		echo "    == $r"
