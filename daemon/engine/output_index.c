@@ -117,13 +117,13 @@ iorder_make(struct graph *g)
 }
 
 /* Whether nd's result is the map's to read: not while a worker holds it
- * (N_EVAL, N_RUNNING: its have and outs are that worker's, engine_int.h).
- * A build cancelled while its steps are decided ends at once, and read the
- * have a worker was writing (ThreadSanitizer, test_schedule). */
+ * (node_result_held). A build cancelled while its steps are decided ends
+ * at once, and read the have a worker was writing (ThreadSanitizer,
+ * test_schedule). */
 static int
 index_has(const struct node *nd, int *held)
 {
-	if (nd->st == N_EVAL || nd->st == N_RUNNING) {
+	if (node_result_held(nd)) {
 		*held = 1;
 		return 0;
 	}
