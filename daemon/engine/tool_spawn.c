@@ -488,6 +488,11 @@ spawn_one(struct kilnd_spawner *sp, const struct spawn_req *rq, pid_t *pid)
 			gate[0] = gate[1] = -1;
 		if ((p = fork()) == 0)
 			child_main(&a);
+		/* its group now, as the child's own setpgid would make it
+		 * (a kill of the group must not miss a child not yet there,
+		 * when the gate could not be made) */
+		if (p > 0)
+			setpgid(p, p);
 		if (gate[1] >= 0)
 			close(gate[1]);
 		while (gate[0] >= 0 && p > 0 && read(gate[0], &one, sizeof one) < 0 &&
