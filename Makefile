@@ -3,6 +3,13 @@
 #   make            build bin/kiln and bin/kilnd (release, -O2)
 #   make test       install missing Debian packages (as root), build the
 #                   ASan+UBSan variant, run every unit and end-to-end test
+#   make tsan       build the ThreadSanitizer variant (bin/tsan/) and run
+#                   every unit test and the end-to-end suites that drive
+#                   kilnd's threads ($(TSAN_E2E) below); a TSan report
+#                   from any test, kiln or kilnd fails the suite it came
+#                   in (tests/run.sh with KILN_TSAN=1; the reports are
+#                   shown, and kept in KILN_TSAN_KEEP=DIR when set).
+#                   One suite: KILN_TSAN=1 TESTS='e2e/events' tests/run.sh bin/tsan
 #   make demo       the main job on the sample game project assets-sample/:
 #                   install missing Debian packages (as root), build kiln
 #                   (release) and the sample's C tools, build every asset
@@ -18,8 +25,10 @@
 # Debian's nng 1.5.2 source with kiln's fix for its listener wedge).
 #   make valgrind   unit tests of the release variant under valgrind
 #
-# Two variants share one set of rules: "release" (obj/release, bin/) and
-# "asan" (obj/asan, bin/asan/), the latter used by every test.
+# Three variants share one set of rules: "release" (obj/release, bin/),
+# "asan" (obj/asan, bin/asan/), used by every test, and "tsan" (obj/tsan,
+# bin/tsan/: -fsanitize=thread, make tsan). Under TSan a tool is started
+# with fork, not a clone sharing memory (daemon/engine/tool_spawn.c).
 
 CC      = gcc
 OBJ    ?= obj
@@ -59,6 +68,12 @@ release_BIN     = $(BIN)
 asan_CFLAGS  = -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 asan_LDFLAGS = -fsanitize=address,undefined
 asan_BIN     = $(BIN)/asan
+# ThreadSanitizer (make tsan): kiln's own code instrumented; nng stays the
+# one uninstrumented build (TSan still sees its pthread locks and condition
+# variables, through which every aio hands work between threads).
+tsan_CFLAGS  = -O1 -fno-omit-frame-pointer -fsanitize=thread
+tsan_LDFLAGS = -fsanitize=thread
+tsan_BIN     = $(BIN)/tsan
 
 # What every part shares: the error codes (kiln_error.h, kiln_strerror).
 COMMON_SRC = common/error.c common/hex.c common/rmtree.c common/json.c
@@ -125,12 +140,12 @@ UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency 
              test_strmap
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents
 
-VARIANTS = release asan
+VARIANTS = release asan tsan
 # bench/<name>/bench_<name>.c: the stem is used twice in a prerequisite,
 # which needs a second expansion ($$* there).
 .SECONDEXPANSION:
 
-.PHONY: all deps deps-test test check demo bench install valgrind clean fuzz torture
+.PHONY: all deps deps-test test check tsan demo bench install valgrind clean fuzz torture
 all: deps
 	@$(MAKE) --no-print-directory $(BIN)/kiln $(BIN)/kilnd $(BIN)/libkilntrace.so $(BIN)/examples/hot-reload \
 	        $(OBJ)/release/libkilncache.a
@@ -275,6 +290,19 @@ test check: deps-test
 	        $(BENCHES:%=$(BIN)/asan/bench/%) $(BIN)/asan/examples/hot-reload $(BIN)/asan/tools/kpak-check \
 	        sample-tools
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_QUICK=$(FUZZ_QUICK) tests/run.sh $(BIN)/asan
+
+# ThreadSanitizer: the unit tests and the end-to-end suites that drive
+# kilnd's threads (nng's aio callbacks, workers, the build engine, the
+# dashboard), all built with -fsanitize=thread. Any TSan report, from a
+# test or from a kilnd it started, fails the suite it appeared in
+# (tests/run.sh, KILN_TSAN=1); tests/tsan.supp may only name third-party
+# code, each with its reason.
+TSAN_E2E   = build live edits events agents cache ui limits client_death gc_race store_stats
+TSAN_TESTS = $(UNIT_TESTS:%=$(BIN)/tsan/tests/%)
+tsan: deps-test
+	@$(MAKE) --no-print-directory $(BIN)/tsan/kiln $(BIN)/tsan/kilnd $(TSAN_TESTS) \
+	        $(BIN)/tsan/examples/hot-reload $(BIN)/tsan/tools/kpak-check sample-tools
+	@KILN_TSAN=1 TESTS="unit/* $(TSAN_E2E:%=e2e/%)" tests/run.sh $(BIN)/tsan
 
 # The torture suite (not part of `make test`): N rounds of kill -9 against
 # real builds of the release kiln/kilnd, an ENOSPC run as root, gc loops,

@@ -266,6 +266,16 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 	return 0;
 }
 
+/* Kill the tool slot t runs now, if any (the slot's thread sets its pid). */
+static void
+slot_kill(struct agent *ag, struct slot_thread *t)
+{
+	pid_t pid = __atomic_load_n(&t->s.pid, __ATOMIC_ACQUIRE);
+
+	if (pid > 0)
+		spawner_kill(ag->sp, pid, 1000);
+}
+
 static void
 agent_close(struct agent *ag)
 {
@@ -273,8 +283,7 @@ agent_close(struct agent *ag)
 	ag->quit = 1;
 	for (unsigned i = 0; i < ag->nslots; i++) {
 		ag->slots[i].s.cancelled = 1;
-		if (ag->slots[i].s.pid > 0)
-			spawner_kill(ag->sp, ag->slots[i].s.pid, 1000);
+		slot_kill(ag, &ag->slots[i]);
 	}
 	pthread_cond_broadcast(&ag->cv);
 	pthread_mutex_unlock(&ag->mu);
@@ -340,8 +349,7 @@ dispatch(struct agent *ag, const Kiln__AgentTakeReply *tr)
 			if (t->lease != tr->cancel[k])
 				continue;
 			t->s.cancelled = 1;
-			if (t->s.pid > 0)
-				spawner_kill(ag->sp, t->s.pid, 1000);
+			slot_kill(ag, t);
 		}
 	for (size_t k = 0; k < tr->n_jobs; k++) {
 		uint8_t *buf;
@@ -380,8 +388,7 @@ abandon_all(struct agent *ag)
 		if (t->job == NULL)
 			continue;
 		t->s.cancelled = 1;
-		if (t->s.pid > 0)
-			spawner_kill(ag->sp, t->s.pid, 1000);
+		slot_kill(ag, t);
 	}
 	for (unsigned i = 0; i < ag->nslots; i++)
 		while (ag->slots[i].job != NULL)

@@ -53,11 +53,13 @@ struct agent_slot {
 	char kiln_exe[4096];    /* this program, the tools' $KILN */
 	uint64_t agent;         /* its id at the daemon */
 	kiln_conn *conn;        /* this slot's own connection (NULL: make one) */
-	pid_t pid;              /* the tool running now (0: none) */
+	pid_t pid;              /* the tool running now (0: none; __atomic: the loop reads it) */
 	struct agent_gc *gc;    /* shared by the slots */
 	struct kiln_cache *shared; /* the shared cache (NULL: none) */
 	_Atomic uint64_t *bytes_in, *bytes_out; /* the agent's, for its takes */
-	volatile int cancelled; /* the daemon no longer wants this job */
+	atomic_int cancelled;   /* the daemon no longer wants this job (set by
+	                           the loop while the slot's thread reads it:
+	                           volatile was a data race, ThreadSanitizer) */
 };
 
 /* When the cache has grown by an eighth of its bound since the last

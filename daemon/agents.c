@@ -84,7 +84,7 @@ agents_new(struct kilnd *d, struct kilnd_agents **ap)
 }
 
 void
-agents_free(struct kilnd_agents *ag)
+agents_stop(struct kilnd_agents *ag)
 {
 	if (ag == NULL)
 		return;
@@ -94,6 +94,15 @@ agents_free(struct kilnd_agents *ag)
 	pthread_mutex_unlock(&ag->mu);
 	if (ag->timer_started)
 		pthread_join(ag->timer, NULL);
+	ag->timer_started = 0;
+}
+
+void
+agents_free(struct kilnd_agents *ag)
+{
+	if (ag == NULL)
+		return;
+	agents_stop(ag);
 	pthread_cond_destroy(&ag->cv);
 	pthread_mutex_destroy(&ag->mu);
 	free(ag);

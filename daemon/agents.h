@@ -13,7 +13,12 @@ struct kilnd_agents;
 /* Start the lease timer (it calls engine_agents_expire on d->engine).
  * 0 or KILN_ENOMEM/KILN_EIO. */
 int agents_new(struct kilnd *d, struct kilnd_agents **ap);
-/* Stop the timer; every waiter must have been unparked. NULL allowed. */
+/* Stop the timer: no lease expires after this. The parked list stays, for
+ * the engine's wakes until the engine is freed. NULL allowed. */
+void agents_stop(struct kilnd_agents *ag);
+/* Stop the timer if it runs, and free; every waiter must have been
+ * unparked, and nothing may wake after (free the engine first). NULL
+ * allowed. */
 void agents_free(struct kilnd_agents *ag);
 
 /* Park w (an AgentTake with no job for it yet). */

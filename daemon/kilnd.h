@@ -142,7 +142,7 @@ struct kilnd {
 	                                      dropped unanswered */
 	atomic_uint clients;               /* pipes admitted and open now */
 	atomic_int stopping;               /* set once shutdown begins */
-	atomic_int stop_asked;             /* a stop request is on its way */
+	atomic_int stop_asked;             /* 1: a stop request is on its way; 2: its reason is written */
 	atomic_int damage_logged;          /* the store's database was found
 	                                      cut short, and the log says so */
 	char stop_reason[64];              /* written by the first asker */

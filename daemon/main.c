@@ -666,12 +666,15 @@ stop(struct kilnd *d)
 	server_stop(d);          /* no handler runs after this */
 	ui_free(d->ui);          /* nor a dashboard's call */
 	d->ui = NULL;
-	agents_free(d->agents);  /* no lease expires after this */
-	d->agents = NULL;
+	agents_stop(d->agents);  /* no lease expires after this */
 	owners_free(d->owners);  /* no cancel after this */
 	d->owners = NULL;
 	engine_free(d->engine);  /* running tools killed, finished work kept */
 	d->engine = NULL;
+	/* only now: until engine_free the engine's threads may wake takes
+	 * (engine_agent_wake reads d->agents) */
+	agents_free(d->agents);
+	d->agents = NULL;
 	changes_free(d->changes); /* after the engine: its watch reports here */
 	d->changes = NULL;
 	uploads_free(d->uploads); /* unfinished uploads leave nothing behind */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,7 @@ kilnd_request_stop(struct kilnd *d, const char *reason)
 	if (!atomic_compare_exchange_strong(&d->stop_asked, &expected, 1))
 		return;
 	snprintf(d->stop_reason, sizeof(d->stop_reason), "%s", reason);
+	atomic_store(&d->stop_asked, 2); /* the reason is written */
 	if (write(d->wake_fd, &one, sizeof(one)) < 0) {
 		/* an eventfd write only fails on overflow: already woken */
 	}
@@ -240,7 +242,7 @@ kilnd_wait(struct kilnd *d)
 		if (poll(fds, 2, -1) < 0)
 			continue; /* EINTR */
 		if (fds[1].revents & POLLIN)
-			return; /* stop_reason set by the asker */
+			break; /* stop_reason set by the asker */
 		if (!(fds[0].revents & POLLIN) || (sig = signal_take(d->sig_fd)) == 0)
 			continue;
 		if (sig == SIGHUP) {
@@ -248,6 +250,11 @@ kilnd_wait(struct kilnd *d)
 			continue;
 		}
 		kilnd_request_stop(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
-		return;
+		break;
 	}
+	/* The asker may still be writing stop_reason (a signal came just
+	 * after a stop request took the claim): wait for it, briefly. Seen
+	 * by ThreadSanitizer: the log line read the reason being written. */
+	while (atomic_load(&d->stop_asked) != 2)
+		sched_yield();
 }

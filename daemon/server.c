@@ -314,11 +314,19 @@ server_stop(struct kilnd *d)
 	nng_close(s->sock);
 	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
 		struct worker *w = &s->workers[i];
+		/* A poll or take parked after the wakes above is still on the
+		 * events' or the agents' list, where the engine may wake it (a
+		 * published event, a job for agents: until engine_free) by
+		 * cancelling its sleep: taken off before that sleep is freed,
+		 * and before the workers are. */
+		if (w->take_parked && d->agents != NULL)
+			agents_unpark(d->agents, &w->waiter);
+		else
+			events_unpark(d->events, &w->waiter);
 		if (w->sleep != NULL)
 			nng_aio_free(w->sleep); /* stops it, waiting for its callback */
 		if (w->aio != NULL)
 			nng_aio_free(w->aio);
-		events_unpark(d->events, &w->waiter);
 		worker_request_drop(w);
 	}
 	jobs_free(s->jobs);

@@ -40,6 +40,8 @@ struct worker {
 	Kiln__Request *req;    /* decoded from msg */
 	struct kilnd_call call;
 	struct ev_waiter waiter;
+	int take_parked;       /* the waiter was last parked on the agents'
+	                          list (else on the events') */
 	int after_stop;
 	struct job job;        /* queued on the handler pool */
 	enum wjob next;

@@ -149,6 +149,7 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 		 * on a busy machine read w->call.req here). */
 		int take = worker_parks_take(w);
 
+		w->take_parked = take;
 		w->state = W_PARK;
 		nng_sleep_aio((nng_duration)a->wait_ms, w->sleep);
 		/* An event published before the sleep began found nothing to

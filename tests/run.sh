@@ -3,7 +3,11 @@
 # end-to-end bats file (tests/e2e/*.bats, driving BIN_DIR/kiln and
 # BIN_DIR/kilnd, named by $KILN and $KILND), each in TAP
 # form, and end with one plain line: "N passed, N failed".
-# KILN_VALGRIND=1 runs the unit tests under valgrind. TESTS="glob" filters.
+# KILN_VALGRIND=1 runs the unit tests under valgrind. TESTS="glob" filters;
+# TESTS="glob glob ..." (space-separated) runs what matches any of them.
+# KILN_TSAN=1 (make tsan, BIN_DIR built with -fsanitize=thread): every
+# process writes its ThreadSanitizer reports into one folder, and a suite
+# during which a report appears fails, naming the file and showing it.
 set -u
 bindir=${1:-bin/asan}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +18,35 @@ skipped=0
 failures=""
 log=$(mktemp -d "${TMPDIR:-/tmp}/kiln-test-log.XXXXXX")
 trap 'rm -rf "$log"' EXIT INT TERM
+
+# selected NAME: NAME matches one of the globs in $TESTS (all if unset).
+selected() {
+	set -f
+	for pat in ${TESTS:-*}; do
+		case "$1" in $pat) set +f; return 0 ;; esac
+	done
+	set +f
+	return 1
+}
+
+# tsan_check NAME FILE: fail suite NAME (its TAP in FILE) if any process
+# wrote a ThreadSanitizer report while it ran; the reports move to
+# $log/tsan-seen so the next suite starts with none.
+tsan_check() {
+	[ "${KILN_TSAN:-0}" = 1 ] || return 0
+	reports=$(ls "$log/tsan" 2>/dev/null)
+	[ -n "$reports" ] || return 0
+	n=$(echo "$reports" | wc -l)
+	failed=$((failed + 1))
+	case " $failures " in *" $1 "*) ;; *) failures="$failures $1" ;; esac
+	echo "  FAIL $1: $n ThreadSanitizer report file(s):"
+	for r in $reports; do
+		echo "    == $r"
+		sed 's/^/    | /' "$log/tsan/$r" | head -n 80
+		mkdir -p "${KILN_TSAN_KEEP:-$log/tsan-seen}"
+		mv "$log/tsan/$r" "${KILN_TSAN_KEEP:-$log/tsan-seen}/$(echo "$1" | tr / _).$r"
+	done
+}
 
 # count_tap NAME FILE STATUS: add a suite's TAP results to the totals.
 count_tap() {
@@ -55,6 +88,15 @@ export KILND="$abs/kilnd"
 mkdir -p "$log/config"
 export XDG_CONFIG_HOME="$log/config"
 
+if [ "${KILN_TSAN:-0}" = 1 ]; then
+	mkdir -p "$log/tsan"
+	# report every race of a process (not only its first), make it exit
+	# non-zero at the end, and write to log_path.PID, whoever started it
+	# (a kilnd auto-started by kiln has no terminal to print to)
+	export TSAN_OPTIONS="log_path=$log/tsan/report:halt_on_error=0:exitcode=66:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+	[ -f "$top/tests/tsan.supp" ] && TSAN_OPTIONS="suppressions=$top/tests/tsan.supp:$TSAN_OPTIONS"
+fi
+
 vg=""
 if [ "${KILN_VALGRIND:-0}" = 1 ]; then
 	vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
@@ -63,16 +105,17 @@ fi
 for t in "$bindir"/tests/*; do
 	[ -x "$t" ] || continue
 	name=unit/$(basename "$t")
-	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
+	selected "$name" || continue
 	CMOCKA_MESSAGE_OUTPUT=TAP $vg "$t" >"$log/out" 2>&1
 	count_tap "$name" "$log/out" $?
+	tsan_check "$name"
 done
 
 # Fuzz targets: each runs FUZZ_QUICK seconds from its seed corpus and
 # counts as one case (make fuzz runs them longer).
 for t in ${FUZZ_TARGETS:-}; do
 	name=fuzz/$t
-	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
+	selected "$name" || continue
 	bin=$(dirname "$bindir")/fuzz/$t
 	[ "$bindir" = "${bindir%/asan}" ] && bin=$bindir/fuzz/$t
 	if tests/fuzz.sh "$bin" "fuzz/corpus/$t" "${FUZZ_QUICK:-15}" >"$log/fz" 2>&1; then
@@ -90,9 +133,10 @@ export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0${LSA
 for f in tests/e2e/*.bats; do
 	[ -f "$f" ] || continue
 	name=e2e/$(basename "$f" .bats)
-	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
+	selected "$name" || continue
 	bats --tap "$f" >"$log/out" 2>&1
 	count_tap "$name" "$log/out" $?
+	tsan_check "$name"
 done
 
 [ -n "$failures" ] && echo "failed suites:$failures"

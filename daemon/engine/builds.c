@@ -107,7 +107,10 @@ build_expect(struct engine *e, struct build *b, const struct graph *g, const uin
 		const struct node *n = &g->nodes[i];
 		if (!mark[i])
 			continue;
-		uint64_t ms = (n->have ? n->duration_ns : step_estimate_known_ns(e, n)) / 1000000;
+		/* a step a worker holds: its estimate (its result is the
+		 * worker's) */
+		uint64_t ms = (!node_result_held(n) && n->have ? n->duration_ns
+		               : step_estimate_known_ns(e, n)) / 1000000;
 		b->expect_ms[i] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 		b->left_ms += b->expect_ms[i];
 	}

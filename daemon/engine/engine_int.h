@@ -441,4 +441,14 @@ struct engine {
 	uint32_t skip_lo, skip_hi, skip_max;
 };
 
+/* Whether a worker holds n's result fields (have, outs, duration_ns, ...):
+ * in N_EVAL or N_RUNNING nobody else may read them, even under e->mu
+ * (ThreadSanitizer caught a build's start and a cancelled build's end
+ * reading the have a deciding worker wrote). e->mu held. */
+static inline int
+node_result_held(const struct node *n)
+{
+	return n->st == N_EVAL || n->st == N_RUNNING;
+}
+
 #endif

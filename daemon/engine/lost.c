@@ -53,7 +53,9 @@ lost_note(struct engine *e, uint32_t gen, int rv)
 {
 	pthread_mutex_lock(&e->batch_mu);
 	span_note(&e->lost_lo, &e->lost_hi, &e->lost_max, gen);
-	e->lost_rv = rv;
+	/* read under e->mu only (node_lose): atomic (ThreadSanitizer,
+	 * e2e/gc_race) */
+	__atomic_store_n(&e->lost_rv, rv, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&e->batch_mu);
 }
 
@@ -101,7 +103,7 @@ node_lose(struct engine *e, struct graph *g, struct node *n)
 		if (b == NULL)
 			continue;
 		if (b->nlost++ == 0)
-			b->lost_rv = e->lost_rv;
+			b->lost_rv = __atomic_load_n(&e->lost_rv, __ATOMIC_RELAXED);
 	}
 }
 

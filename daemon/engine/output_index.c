@@ -116,8 +116,23 @@ iorder_make(struct graph *g)
 	return 0;
 }
 
+/* Whether nd's result is the map's to read: not while a worker holds it
+ * (node_result_held). A build cancelled while its steps are decided ends
+ * at once, and read the have a worker was writing (ThreadSanitizer,
+ * test_schedule). */
+static int
+index_has(const struct node *nd, int *held)
+{
+	if (node_result_held(nd)) {
+		*held = 1;
+		return 0;
+	}
+	return nd->have;
+}
+
 /* 1: there is a map to write (j filled); 0: nothing changed, or no memory
- * (the map stays as it is and is written by a later build). */
+ * (the map stays as it is and is written by a later build). A step a
+ * worker still holds is left out, and the map is written again next time. */
 int
 index_gather(struct engine *e, struct build *b, struct index_job *j)
 {
@@ -125,6 +140,7 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 	size_t cap = 0, slen = 0, at = 0, skip = strlen("build/") + strlen(g->profile) + 1;
 	char path[PATH_MAX];
 	struct stat st;
+	int held = 0;
 
 	memset(j, 0, sizeof *j);
 	snprintf(path, sizeof path, "build/%s/kiln-index.txt", g->profile);
@@ -134,7 +150,7 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		return 0;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct node *nd = &g->nodes[i];
-		if (!nd->have)
+		if (!index_has(nd, &held))
 			continue;
 		cap += nd->ks->noutputs;
 		for (size_t k = 0; !url_plain(nd) && k < nd->ks->noutputs; k++)
@@ -153,7 +169,7 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		size_t k = g->iorder[i].out;
 		struct index_entry *x;
 		/* an intermediate is no one's to load: not in the map */
-		if (!nd->have || nd->ks->intermediate)
+		if (!index_has(nd, &held) || nd->ks->intermediate)
 			continue;
 		x = &j->v[j->n++];
 		if (!url_plain(nd)) {
@@ -172,12 +188,12 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		x->id = nd->outs[k].id;
 		x->size = nd->outs[k].size;
 	}
-	g->index_dirty = 0;
+	g->index_dirty = held;
 	snprintf(j->profile, sizeof j->profile, "%s", g->profile);
 	/* steps only disappear with a new description (a new graph): walking
 	 * all of build/ once after each load is enough */
 	j->prune = g->prune_due && b->full && b->failed == 0 && b->skipped == 0 &&
-	           !b->cancelled && b->nlost == 0;
+	           !b->cancelled && b->nlost == 0 && !held;
 	if (j->prune)
 		g->prune_due = 0;
 	return 1;

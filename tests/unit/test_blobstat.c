@@ -6,6 +6,7 @@
  * Threads never call cmocka asserts; they record their first error. */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -113,7 +114,7 @@ struct racer {
 	kiln_store *s;
 	int t;
 	int gc;          /* this thread runs gc instead */
-	volatile int *stop;
+	atomic_int *stop;
 	int err;
 };
 
@@ -124,7 +125,7 @@ race(void *arg)
 
 	if (r->gc) {
 		kiln_gc_opts o = {.action_max_age_s = 0, .grace_s = 0};
-		while (!*r->stop && r->err == 0)
+		while (!atomic_load(r->stop) && r->err == 0)
 			r->err = kiln_store_gc(r->s, &o, NULL);
 		return NULL;
 	}
@@ -149,7 +150,7 @@ puts_racing_gc_keep_the_figures_exact(void **state)
 	kiln_store *s = tu_open_store(state, KILN_DURABLE_NONE);
 	struct racer r[NTHREADS + 1];
 	pthread_t th[NTHREADS + 1];
-	volatile int stop = 0;
+	atomic_int stop = 0;
 
 	for (int i = 0; i <= NTHREADS; i++) {
 		r[i] = (struct racer){s, i, i == NTHREADS, &stop, 0};
@@ -157,7 +158,7 @@ puts_racing_gc_keep_the_figures_exact(void **state)
 	}
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
-	stop = 1;
+	atomic_store(&stop, 1);
 	pthread_join(th[NTHREADS], NULL);
 	for (int i = 0; i <= NTHREADS; i++)
 		if (r[i].err != 0)

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -500,7 +501,7 @@ struct gcput {
 
 struct gcloop {
 	kiln_store *s;
-	volatile int *stop;
+	atomic_int *stop;
 	pthread_barrier_t *go;
 	uint64_t runs, removed;
 	char err[256];
@@ -553,7 +554,7 @@ gcloop_run(void *arg)
 	int rv;
 
 	pthread_barrier_wait(g->go);
-	while (!*g->stop && !g->err[0]) {
+	while (!atomic_load(g->stop) && !g->err[0]) {
 		if ((rv = kiln_store_gc(g->s, &o, &st)) != 0)
 			snprintf(g->err, sizeof g->err, "gc: %s", kiln_strerror(rv));
 		g->runs++;
@@ -575,7 +576,7 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 	struct gcloop g;
 	pthread_t th[3];
 	pthread_barrier_t go;
-	volatile int stop = 0;
+	atomic_int stop = 0;
 	kiln_gc_stats st;
 	uint8_t buf[OLD_LEN];
 	int rv;
@@ -596,7 +597,7 @@ gc_beside_puts_never_removes_a_blob_about_to_be_named(void **state)
 	}
 	pthread_join(th[0], NULL);
 	pthread_join(th[1], NULL);
-	stop = 1;
+	atomic_store(&stop, 1);
 	pthread_join(th[2], NULL);
 	pthread_barrier_destroy(&go);
 	for (int i = 0; i < 2; i++)

@@ -197,8 +197,9 @@ url_of(const char *location)
 static const char *
 key(unsigned n)
 {
-	static char bufs[4][65];
-	static int next;
+	/* per thread: four threads at once take keys */
+	static _Thread_local char bufs[4][65];
+	static _Thread_local int next;
 	char *k = bufs[next++ % 4];
 
 	for (int i = 0; i < 64; i++)
