@@ -18,13 +18,17 @@
  *      libraries, the tools themselves (whose program is in the key).
  *   6. Anything else: an external file, by its clean absolute path.
  *
- * Everything is lexical: a path through a symlink keeps the symlink's
- * name, and the same file spelled two ways is two dependencies (both
- * checked, so nothing is missed; it only costs a stat).
+ * Cleaning is lexical except for ".." after a named component, which is
+ * resolved as the kernel resolved it (dep_path_resolve): a path through a
+ * symlink otherwise keeps the symlink's name, and the same file spelled
+ * two ways is two dependencies (both checked, so nothing is missed; it
+ * only costs a stat).
  *
  * Threads: no state; any thread. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dep_path.h"
@@ -63,6 +67,103 @@ dep_path_clean(char *p)
 	if (out == p)
 		*out++ = '/';
 	*out = '\0';
+}
+
+/* The end of p's last ".." component that follows a named one (neither
+ * "." nor ".."), or NULL when none does: only then can a symlink decide
+ * where the ".." leads. */
+static const char *
+last_climb(const char *p)
+{
+	const char *end = NULL, *in = p;
+	int named = 0;
+
+	while (*in) {
+		while (*in == '/')
+			in++;
+		const char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		size_t sl = (size_t)(in - seg);
+		if (sl == 2 && seg[0] == '.' && seg[1] == '.') {
+			if (named)
+				end = in;
+		} else if (sl > 0 && !(sl == 1 && seg[0] == '.')) {
+			named = 1;
+		}
+	}
+	return end;
+}
+
+/* The entry where the lookup of the absolute path head fails (its
+ * deepest existing folder, resolved, and the next name, which is missing)
+ * into out (len bytes): creating that entry is what would change the
+ * lookup. -1 when none is found or it does not fit. */
+static int
+missing_entry(const char *head, char *out, size_t len)
+{
+	char prefix[PATH_MAX], real[PATH_MAX] = "/";
+	const char *in = head;
+
+	while (*in) {
+		while (*in == '/')
+			in++;
+		const char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		size_t sl = (size_t)(in - seg), lp = (size_t)(in - head);
+		if (sl == 0)
+			break;
+		memcpy(prefix, head, lp);
+		prefix[lp] = '\0';
+		if (realpath(prefix, out) != NULL) {   /* exists: go deeper */
+			snprintf(real, sizeof real, "%s", out);
+			continue;
+		}
+		if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
+			return snprintf(out, len, "%s", real) < (int)len ? 0 : -1;
+		return snprintf(out, len, "%s/%.*s", strcmp(real, "/") == 0 ? "" : real,
+		                (int)sl, seg) < (int)len ? 0 : -1;
+	}
+	return -1;
+}
+
+void
+dep_path_resolve(char *p, size_t cap)
+{
+	const char *end = p[0] == '/' ? last_climb(p) : NULL;
+	char head[PATH_MAX], real[PATH_MAX];
+	size_t lh, lr, lt;
+
+	if (end == NULL) {
+		dep_path_clean(p);
+		return;
+	}
+	/* Too long to resolve: left as it is, its ".." makes the policy call
+	 * it unrecordable (a warning) rather than name a file it is not. */
+	if ((lh = (size_t)(end - p)) >= sizeof head)
+		return;
+	memcpy(head, p, lh);
+	head[lh] = '\0';
+	lt = strlen(end);
+	if (realpath(head, real) != NULL) {
+		if ((lr = strlen(real)) + lt >= cap)
+			return;
+		memmove(p + lr, end, lt + 1);   /* the tail: "" or "/...", no ".." */
+		memcpy(p, real, lr);
+		dep_path_clean(p);
+		return;
+	}
+	/* The lookup fails in head (a folder missing, or a link gone since
+	 * the tool looked): the dependency is the missing entry, whose
+	 * creation would change what the tool finds. A loop or a folder it
+	 * may not search: cleaned as text. */
+	if ((errno == ENOENT || errno == ENOTDIR) && missing_entry(head, real, sizeof real) == 0 &&
+	    strlen(real) < cap) {
+		memcpy(p, real, strlen(real) + 1);
+		return;
+	}
+	dep_path_clean(p);
 }
 
 /* Whether p is dir (len ld) or lies under it. */

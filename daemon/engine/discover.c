@@ -294,7 +294,17 @@ step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
               char *out, size_t outlen)
 {
 	const struct dep_path_policy pp = {e->root, getenv("HOME")};
-	enum dep_path_class cls = dep_path_classify(&pp, path, listing, out, outlen);
+	char abs[PATH_MAX * 2];
+	enum dep_path_class cls;
+	int w = path[0] == '/' ? snprintf(abs, sizeof abs, "%s", path)
+	                       : snprintf(abs, sizeof abs, "%s/%s", e->root, path);
+
+	/* the file the tool reached, where a symlink before a ".." decides */
+	if (w >= 0 && (size_t)w < sizeof abs) {
+		dep_path_resolve(abs, sizeof abs);
+		path = abs;
+	}
+	cls = dep_path_classify(&pp, path, listing, out, outlen);
 
 	if (cls == DEP_PATH_IGNORED)
 		return 0;

@@ -344,7 +344,7 @@ trace_look(struct trace_read *t, const char *p, char kind)
 static void
 trace_line(struct trace_read *t, char *line)
 {
-	char kind = line[0], *rest = line + 2;
+	char kind = line[0], *rest = line + 2, path[PATH_MAX * 2];
 
 	if (line[0] == '\0' || line[1] != ' ')
 		return;
@@ -377,10 +377,16 @@ trace_line(struct trace_read *t, char *line)
 			                       "to an unknown folder");
 		return;
 	}
-	dep_path_clean(rest);
+	if (strlen(rest) < sizeof path) {   /* resolved where text cannot */
+		memcpy(path, rest, strlen(rest) + 1);
+		dep_path_resolve(path, sizeof path);
+		rest = path;
+	} else {
+		dep_path_clean(rest);   /* too long to record anyway */
+	}
 	if (kind == 'W') {
 		if (!own_file(t, rest) && !write_harmless(rest) && t->bad[0] == '\0')
-			snprintf(t->bad, sizeof t->bad, "%s", rest);
+			snprintf(t->bad, sizeof t->bad, "%.*s", (int)sizeof t->bad - 1, rest);
 		return;
 	}
 	if (own_file(t, rest))

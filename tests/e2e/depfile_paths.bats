@@ -217,3 +217,85 @@ YAML
 	run "$KILN" why probed.txt
 	[ "$(printf '%s\n' "$output" | grep -c '^warning: ')" -eq 33 ] || { echo "$output"; false; }
 }
+
+# write_link_project TRACE: a folder beside the project holds real/ and
+# inc.h; the project's inc/lnk is a symlink to ../../outside/real, and the
+# project has an inc/inc.h of its own. A tool that reads
+# "inc/lnk/../inc.h" reads outside/inc.h (the kernel climbs from the
+# link's target), never inc/inc.h. With TRACE=false the tool is untraced
+# and only its depfile names the path.
+write_link_project() {
+	mkdir -p ../outside/real inc src
+	printf 'outside 1\n' >../outside/inc.h
+	printf 'project\n' >inc/inc.h
+	ln -sfn ../../outside/real inc/lnk
+	printf 'a\n' >src/a.txt
+	if [ "$1" = true ]; then
+		cat >kiln.yaml <<'YAML'
+kiln: 1
+project: l
+sources: [src]
+profiles:
+  pc:
+tools:
+  grab: { run: [cp, inc/lnk/../inc.h, "${out}"] }
+rules:
+  - match: "src/*.txt"
+    url: "g/${match.name}"
+    tool: grab
+YAML
+	else
+		cat >kiln.yaml <<'YAML'
+kiln: 1
+project: l
+sources: [src]
+profiles:
+  pc:
+tools:
+  grab:
+    run: 'cp inc/lnk/../inc.h "${out}" && printf "%s: inc/lnk/../inc.h\n" "${out}" >"${depfile}"'
+    shell: true
+    depfile: true
+    trace: false
+rules:
+  - match: "src/*.txt"
+    url: "g/${match.name}"
+    tool: grab
+YAML
+	fi
+}
+
+# link_case TRACE: the step follows the file it really read, warm and
+# after a restart; the project's inc/inc.h, which it never read, is no
+# dependency.
+link_case() {
+	write_link_project "$1"
+	outside=$(cd ../outside && pwd -P)/inc.h
+	build
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$RAN" = "g/a" ]
+	[ "$(cat build/pc/g/a)" = "outside 1" ]
+	run "$KILN" deps g/a
+	[[ "$output" == *"$outside"* ]] || { echo "the file read, $outside, is not a dependency: $output"; false; }
+	[[ "$output" != *" inc/inc.h"* ]] || { echo "inc/inc.h, never read, is a dependency: $output"; false; }
+	printf 'outside 2\n' >../outside/inc.h
+	build
+	[ "$RAN" = "g/a" ] || { echo "editing the file read ran '$RAN', expected g/a: $output"; false; }
+	[ "$(cat build/pc/g/a)" = "outside 2" ]
+	printf 'project 2\n' >inc/inc.h
+	build
+	[ "$RAN" = "" ] || { echo "editing inc/inc.h, never read, ran '$RAN'"; false; }
+	"$KILN" stop >/dev/null
+	printf 'outside 3\n' >../outside/inc.h
+	build
+	[ "$RAN" = "g/a" ] || { echo "after a restart, editing the file read ran '$RAN': $output"; false; }
+	[ "$(cat build/pc/g/a)" = "outside 3" ]
+}
+
+@test "traced: a read of inc/lnk/../inc.h, lnk a symlink leading out, depends on the file the kernel reached, warm and after a restart" {
+	link_case true
+}
+
+@test "depfile: inc/lnk/../inc.h, lnk a symlink leading out, is the file the kernel reached, warm and after a restart" {
+	link_case false
+}

@@ -2,7 +2,9 @@
  * lexical cleaning, project-relative names inside the project, absolute
  * names for external files, nothing for the machine's own locations, and
  * a warning class for what cannot be a store key. */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dep_path.h"
@@ -137,6 +139,76 @@ clean_in_place(void **state)
 	}
 }
 
+/* A ".." after a symlink climbs from the link's target, as the kernel
+ * does; everything else is cleaned as text. In the case's temp dir (made
+ * physical first): p/inc/inc.h, out/real/, out/inc.h, p/inc/lnk ->
+ * ../../out/real (relative), p/inc/abs -> <dir>/out/real, p/inc/in ->
+ * ../sub (inside p), p/loop -> loop. */
+static void
+resolve_through_symlinks(void **state)
+{
+	char dir[4096], buf[8192];
+	struct { const char *in, *want; } c[] = {
+		{"p/inc/lnk/../inc.h", "out/inc.h"},
+		{"p/inc/abs/../inc.h", "out/inc.h"},
+		{"p/inc/lnk/./../../out/real/../inc.h", "out/inc.h"},
+		{"p/inc/lnk/./../../out/real/x/../../inc.h", "out/real/x"},   /* no x/ */
+		{"p/inc/in/../inc/inc.h", "p/inc/inc.h"},   /* inside: sub/.. = p */
+		{"p/inc/lnk/../missing.h", "out/missing.h"}, /* a probe: its folder */
+		{"p/inc/inc.h", "p/inc/inc.h"},              /* no "..": as it is */
+		{"p/inc/lnk/x.h", "p/inc/lnk/x.h"},          /* a link without "..": its name */
+		{"p/./inc//inc.h", "p/inc/inc.h"},
+		{"p/gone/../inc/inc.h", "p/gone"},           /* fails at gone: that entry */
+		{"p/inc/inc.h/../x", "p/inc/inc.h"},         /* not a folder: the file */
+		{"p/inc/lnk/nope/../x", "out/real/nope"},    /* missing under the link's target */
+		{"p/loop/../inc/inc.h", "p/inc/inc.h"},      /* a loop: text */
+	};
+
+	if (realpath(tu_dir(state), dir) == NULL)
+		fail_msg("realpath %s", tu_dir(state));
+	assert_int_equal(tu_sh("cd '%s' && mkdir -p p/inc p/sub out/real && "
+	                       "echo p >p/inc/inc.h && echo o >out/inc.h && "
+	                       "ln -s ../../out/real p/inc/lnk && "
+	                       "ln -s '%s/out/real' p/inc/abs && ln -s ../sub p/inc/in && "
+	                       "ln -s loop p/loop", dir, dir), 0);
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char want[8192];
+		snprintf(buf, sizeof buf, "%s/%s", dir, c[i].in);
+		snprintf(want, sizeof want, "%s/%s", dir, c[i].want);
+		dep_path_resolve(buf, sizeof buf);
+		if (strcmp(buf, want) != 0)
+			fail_msg("resolve '%s': '%s', expected '%s'", c[i].in, buf, want);
+	}
+	/* resolved, out/ lies beside p: an external file for the policy */
+	{
+		char root[8192], path[8192], out[8192], want[8192];
+		snprintf(root, sizeof root, "%s/p", dir);
+		const struct dep_path_policy pp = {root, NULL};
+		snprintf(path, sizeof path, "%s/p/inc/lnk/../inc.h", dir);
+		dep_path_resolve(path, sizeof path);
+		assert_int_equal(dep_path_classify(&pp, path, 0, out, sizeof out),
+		                 DEP_PATH_EXTERNAL);
+		snprintf(want, sizeof want, "%s/out/inc.h", dir);
+		assert_string_equal(out, want);
+	}
+	/* a result that does not fit: left as it is (the policy then calls
+	 * it invalid), never cut or cleaned into another file's name */
+	snprintf(buf, sizeof buf, "%s/p/inc/lnk/../inc.h", dir);
+	{
+		char small[8192];
+		size_t n = strlen(buf) + 1;
+		assert_true(n <= sizeof small);
+		memcpy(small, buf, n);
+		assert_int_equal(tu_sh("mkdir -p '%s/out/real/%0200d/deep' && "
+		                       "ln -s '%s/out/real/%0200d/deep' '%s/p/inc/long'",
+		                       dir, 0, dir, 0, dir), 0);
+		snprintf(small, sizeof small, "%s/p/inc/long/../inc.h", dir);
+		n = strlen(small) + 1;
+		dep_path_resolve(small, n);
+		assert_true(strstr(small, "/../") != NULL);
+	}
+}
+
 int
 main(void)
 {
@@ -145,6 +217,8 @@ main(void)
 		cmocka_unit_test(project_under_a_machine_location),
 		cmocka_unit_test(too_long),
 		cmocka_unit_test(clean_in_place),
+		cmocka_unit_test_setup_teardown(resolve_through_symlinks, tu_setup_dir,
+		                                tu_teardown_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
