@@ -1,9 +1,25 @@
-#!/bin/sh
-# tests/run.sh BIN_DIR — run every unit test (BIN_DIR/tests/*) and every
+#!/usr/bin/env bash
+# tests/run.sh BIN_DIR — run every unit test (BIN_DIR/tests/*), each fuzz
+# target named in $FUZZ_TARGETS for FUZZ_QUICK seconds, and every
 # end-to-end bats file (tests/e2e/*.bats, driving BIN_DIR/kiln and
-# BIN_DIR/kilnd, named by $KILN and $KILND), each in TAP
-# form, and end with one plain line: "N passed, N failed".
-# KILN_VALGRIND=1 runs the unit tests under valgrind. TESTS="glob" filters.
+# BIN_DIR/kilnd, named by $KILN and $KILND), each in TAP form, and end
+# with one plain line: "N passed, N failed".
+#
+# Suites run side by side, KILN_TEST_JOBS at a time (default: the number
+# of cores plus one; most suites wait on the daemon more than they
+# compute). Each writes its TAP to a log of its own; a suite's summary
+# line (with its seconds) and any failure details are printed in a fixed
+# order (units, fuzz, e2e, each sorted by name) as soon as the suites
+# before it have ended, so the output reads the same however the runs
+# interleaved. The fuzz targets and the slowest e2e suites start first.
+# Suites share nothing: each case of a bats file has its own temp dir
+# (bats), its own ports (free_port in daemon_helpers.bash) and its own
+# daemon; each suite its own $XDG_CONFIG_HOME.
+#
+# KILN_VALGRIND=1 runs the unit tests under valgrind. TESTS="glob"
+# filters (e.g. TESTS='e2e/live' or TESTS='unit/*'). KILN_TEST_JOBS=1
+# runs one suite at a time. KILN_WAIT is how long the e2e tests wait
+# for a condition before failing (60 s; daemon_helpers.bash).
 set -u
 bindir=${1:-bin/asan}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,11 +29,15 @@ failed=0
 skipped=0
 failures=""
 log=$(mktemp -d "${TMPDIR:-/tmp}/kiln-test-log.XXXXXX")
-trap 'rm -rf "$log"' EXIT INT TERM
+trap 'rm -rf "$log"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; exit 130' INT TERM
+ncores=$(nproc 2>/dev/null || echo 2)
+njobs=${KILN_TEST_JOBS:-$((ncores + 1))}
+[ "$njobs" -ge 1 ] 2>/dev/null || njobs=1
 
-# count_tap NAME FILE STATUS: add a suite's TAP results to the totals.
+# count_tap NAME FILE STATUS SECONDS: add a suite's TAP results to the totals.
 count_tap() {
-	name=$1 file=$2 status=$3
+	name=$1 file=$2 status=$3 secs=$4
 	ok=$(grep '^ok ' "$file" | grep -vic '# skip')
 	skip=$(grep -Eic '^(not )?ok .*# skip' "$file")
 	bad=$(grep '^not ok ' "$file" | grep -vic '# skip')
@@ -31,7 +51,7 @@ count_tap() {
 		failed=$((failed + missing))
 		echo "  FAIL $name: $missing case(s) never reported (crash?)"
 	fi
-	if [ "$status" -ne 0 ] && [ "$bad" -eq 0 ] && [ -z "$plan" -o $((ok + bad + skip)) -ge "${plan:-0}" ]; then
+	if [ "$status" -ne 0 ] && [ "$bad" -eq 0 ] && { [ -z "$plan" ] || [ $((ok + bad + skip)) -ge "${plan:-0}" ]; }; then
 		failed=$((failed + 1))
 		echo "  FAIL $name: exited with status $status"
 	fi
@@ -39,7 +59,7 @@ count_tap() {
 		failures="$failures $name"
 		sed 's/^/    | /' "$file" | grep -v '^    | ok ' | tail -n 40
 	fi
-	printf '%-28s %3d ok, %d failed, %d skipped\n' "$name" "$ok" "$bad" "$skip"
+	printf '%-28s %3d ok, %d failed, %d skipped %5ds\n' "$name" "$ok" "$bad" "$skip" "$secs"
 }
 
 # The binaries under test, for the end-to-end tests and for unit tests that
@@ -50,52 +70,113 @@ case $bindir in
 esac
 export KILN="$abs/kiln"
 export KILND="$abs/kilnd"
-# kilnd reads the user's own settings ($XDG_CONFIG_HOME/kiln/config.yaml):
-# never the tester's, whose shared cache would change what tests see
-mkdir -p "$log/config"
-export XDG_CONFIG_HOME="$log/config"
+export KILN_TOP="$top"
+# Known leaks inside Debian's libraries, each explained in the file.
+lsan="suppressions=$top/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 vg=""
 if [ "${KILN_VALGRIND:-0}" = 1 ]; then
 	vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
 fi
 
+# The suites, in the order their results are printed: names[i] and the
+# kind of run kinds[i] with its argument args[i].
+names=() kinds=() args=()
+add() {
+	case "$1" in ${TESTS:-*}) ;; *) return ;; esac
+	names+=("$1") kinds+=("$2") args+=("$3")
+}
 for t in "$bindir"/tests/*; do
-	[ -x "$t" ] || continue
-	name=unit/$(basename "$t")
-	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
-	CMOCKA_MESSAGE_OUTPUT=TAP $vg "$t" >"$log/out" 2>&1
-	count_tap "$name" "$log/out" $?
+	[ -x "$t" ] && add "unit/$(basename "$t")" unit "$t"
 done
-
-# Fuzz targets: each runs FUZZ_QUICK seconds from its seed corpus and
-# counts as one case (make fuzz runs them longer).
 for t in ${FUZZ_TARGETS:-}; do
-	name=fuzz/$t
-	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
-	bin=$(dirname "$bindir")/fuzz/$t
-	[ "$bindir" = "${bindir%/asan}" ] && bin=$bindir/fuzz/$t
-	if tests/fuzz.sh "$bin" "fuzz/corpus/$t" "${FUZZ_QUICK:-15}" >"$log/fz" 2>&1; then
-		printf '1..1\nok 1 - %s\n' "$(cat "$log/fz")" >"$log/out"
-		count_tap "$name" "$log/out" 0
-	else
-		{ echo "1..1"; echo "not ok 1 - fuzzing $t"; sed 's/^/# /' "$log/fz"; } >"$log/out"
-		count_tap "$name" "$log/out" 1
-	fi
+	add "fuzz/$t" fuzz "$t"
+done
+for f in tests/e2e/*.bats; do
+	[ -f "$f" ] && add "e2e/$(basename "$f" .bats)" e2e "$f"
 done
 
-export KILN_TOP="$top"
-# Known leaks inside Debian's libraries, each explained in the file.
-export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-for f in tests/e2e/*.bats; do
-	[ -f "$f" ] || continue
-	name=e2e/$(basename "$f" .bats)
-	case "$name" in ${TESTS:-*}) ;; *) continue ;; esac
-	bats --tap "$f" >"$log/out" 2>&1
-	count_tap "$name" "$log/out" $?
+# run_one I: run suite I, its TAP into $log/I.out, then its exit status
+# and seconds into $log/I.rc (written last: its presence means done).
+# Every suite has its own config folder: kilnd reads the user's settings
+# ($XDG_CONFIG_HOME/kiln/config.yaml), never the tester's, whose shared
+# cache would change what tests see.
+run_one() {
+	local i=$1 start=$SECONDS rc bin out=$log/$1.out
+	mkdir -p "$log/$i.config"
+	export XDG_CONFIG_HOME="$log/$i.config"
+	case ${kinds[$i]} in
+	unit)
+		CMOCKA_MESSAGE_OUTPUT=TAP $vg "${args[$i]}" >"$out" 2>&1
+		rc=$? ;;
+	fuzz)
+		# each runs FUZZ_QUICK seconds from its seed corpus and counts
+		# as one case (make fuzz runs them longer)
+		bin=$(dirname "$bindir")/fuzz/${args[$i]}
+		[ "$bindir" = "${bindir%/asan}" ] && bin=$bindir/fuzz/${args[$i]}
+		if tests/fuzz.sh "$bin" "fuzz/corpus/${args[$i]}" "${FUZZ_QUICK:-15}" >"$log/$i.fz" 2>&1; then
+			printf '1..1\nok 1 - %s\n' "$(cat "$log/$i.fz")" >"$out"
+			rc=0
+		else
+			{ echo "1..1"; echo "not ok 1 - fuzzing ${args[$i]}"; sed 's/^/# /' "$log/$i.fz"; } >"$out"
+			rc=1
+		fi ;;
+	e2e)
+		LSAN_OPTIONS=$lsan bats --tap "${args[$i]}" >"$out" 2>&1
+		rc=$? ;;
+	esac
+	echo "$rc $((SECONDS - start))" >"$log/$i.rc.tmp"
+	mv "$log/$i.rc.tmp" "$log/$i.rc"
+}
+
+# The start order: fuzz targets (a fixed FUZZ_QUICK seconds of a core
+# each), then the e2e suites that take longest (measured on two cores),
+# then everything else in print order.
+slow=" e2e/build e2e/trace e2e/agents e2e/live e2e/cache e2e/need e2e/client_death e2e/orphans e2e/edits e2e/limits e2e/store_cli e2e/events "
+order=()
+for i in "${!names[@]}"; do [ "${kinds[$i]}" = fuzz ] && order+=("$i"); done
+for s in $slow; do
+	for i in "${!names[@]}"; do [ "${names[$i]}" = "$s" ] && order+=("$i"); done
 done
+for i in "${!names[@]}"; do
+	[ "${kinds[$i]}" = fuzz ] && continue
+	case "$slow" in *" ${names[$i]} "*) continue ;; esac
+	order+=("$i")
+done
+
+# print_ready: print, in print order, every ended suite whose
+# predecessors have all been printed.
+next=0
+print_ready() {
+	local rc secs
+	while [ "$next" -lt "${#names[@]}" ] && [ -f "$log/$next.rc" ]; do
+		read -r rc secs <"$log/$next.rc"
+		count_tap "${names[$next]}" "$log/$next.out" "$rc" "$secs"
+		next=$((next + 1))
+	done
+}
+
+t0=$SECONDS
+running=0
+for i in "${order[@]}"; do
+	while [ "$running" -ge "$njobs" ]; do
+		wait -n
+		running=$((running - 1))
+		print_ready
+	done
+	run_one "$i" &
+	running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+	wait -n
+	running=$((running - 1))
+	print_ready
+done
+wait
+print_ready
 
 [ -n "$failures" ] && echo "failed suites:$failures"
 [ "$skipped" -gt 0 ] && echo "($skipped skipped; see the reasons above)"
+echo "($((SECONDS - t0)) s, $njobs suites at a time)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
