@@ -79,7 +79,8 @@ output_is() {
 	done
 	wait_for output_is a.txt 100 || { cat "$W"; cat build/pc/a.txt; false; }
 	# the last write's build may still be on its way: let it end
-	wait_for sh -c "[ \"\$(grep -c '\"event\":\"build\"' '$W')\" -ge 2 ]"
+	wait_for sh -c "[ \"\$(grep -c '\"event\":\"build\"' '$W')\" -ge 2 ]" ||
+		{ cat "$W" "$W.err"; false; }
 	n=$(runs_of a.txt)
 	[ "$n" -ge 2 ] && [ "$n" -le 6 ] || { echo "$n runs"; cat "$W"; false; }
 	watch_stop
@@ -228,7 +229,8 @@ deep_edit_seen() {
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(cat held.txt)" = one ] || { cat held.txt "$W"; false; }
 	wait_for output_is a.txt done || { cat "$W"; false; }
-	wait_for sh -c "[ \"\$(grep -c '\"event\":\"build\"' '$W')\" -ge 2 ]"
+	wait_for sh -c "[ \"\$(grep -c '\"event\":\"build\"' '$W')\" -ge 2 ]" ||
+		{ cat "$W" "$W.err"; false; }
 	sleep 0.3 # a second batch would start a third build within this
 	[ "$(grep -c '"event":"build"' "$W")" -eq 2 ] || { cat "$W"; false; }
 	[ "$(runs_of a.txt)" -eq 2 ]
