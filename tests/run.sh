@@ -132,7 +132,7 @@ run_one() {
 # The start order: fuzz targets (a fixed FUZZ_QUICK seconds of a core
 # each), then the e2e suites that take longest (measured on two cores),
 # then everything else in print order.
-slow=" e2e/build e2e/trace e2e/agents e2e/live e2e/cache e2e/need e2e/client_death e2e/orphans e2e/edits e2e/limits e2e/store_cli e2e/events "
+slow=" e2e/sample e2e/trust e2e/cache e2e/agents e2e/ui e2e/limits e2e/build e2e/live e2e/watch e2e/enospc e2e/trace e2e/events e2e/edits e2e/daemon e2e/store_cli "
 order=()
 for i in "${!names[@]}"; do [ "${kinds[$i]}" = fuzz ] && order+=("$i"); done
 for s in $slow; do
