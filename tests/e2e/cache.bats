@@ -368,8 +368,10 @@ with_ca() {
 	took=$(($(date +%s) - start))
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
 	[ "$(runs)" = 11 ]
-	# 11 lookups, 4 at a time, 2 s each at worst: 6 s without the breaker
-	[ "$took" -lt 15 ] || { echo "took $took s"; false; }
+	# 11 lookups, 4 at a time, 2 s each at worst: 6 s without the
+	# breaker; with the default 20 s timeout instead, 60 s. The bound sits
+	# between, far above 6 s: a loaded machine is slow, not stalled.
+	[ "$took" -lt 40 ] || { echo "took $took s"; false; }
 	[ "$(status_field cache_breaker_open)" = true ] || { "$KILN" status; false; }
 	[ "$(status_field cache_errors)" -ge 5 ]
 	run "$KILN" status

@@ -114,8 +114,10 @@ no_cache_in() {
 	took=$(($(date +%s) - start))
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
 	[ "$(runs)" = 3 ]
-	# the stall limit alone (10 s) would take longer
-	[ "$took" -lt 7 ] || { echo "took $took s"; false; }
+	# the stall limit alone (10 s) would take that long at least; 1 s
+	# each, the rest is the machine's speed (7 s was too little headroom
+	# on a loaded machine)
+	[ "$took" -lt 10 ] || { echo "took $took s"; false; }
 	[ "$(status_field cache_errors)" -ge 3 ]
 }
 

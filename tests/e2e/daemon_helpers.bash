@@ -65,13 +65,19 @@ daemons_here() {
 	pgrep -fc -- "kilnd --project $P\$" || true
 }
 
-# wait_for CMD...: run CMD every 50 ms until it succeeds (at most 10 s).
+# wait_for CMD...: run CMD every 50 ms until it succeeds, for at most
+# KILN_WAIT seconds (60 unless set). The bound only ends a wait for what
+# never comes: a loaded machine (a laptop compiling, the suites running
+# in parallel, stress-ng) made 10 s too short for a burst of writes to
+# settle. Wall-clock seconds, not tries: a slow CMD does not stretch it.
 wait_for() {
-	for _ in $(seq 1 200); do
+	local end=$((SECONDS + ${KILN_WAIT:-60}))
+	while :; do
 		"$@" && return 0
+		[ "$SECONDS" -lt "$end" ] || break
 		sleep 0.05
 	done
-	echo "timed out waiting for: $*" >&2
+	echo "timed out after ${KILN_WAIT:-60} s waiting for: $*" >&2
 	return 1
 }
 

@@ -56,15 +56,26 @@ output_is() {
 	[ -f "build/pc/$1" ] && [ "$(cat "build/pc/$1")" = "$2" ]
 }
 
+# subscribed_more N: the daemon reports more than N subscriptions (a
+# running kiln build holds one of its own).
+subscribed_more() {
+	[ "$(status_field subscribers)" -gt "$1" ]
+}
+
 starts() {
 	grep -c "^start" "$RUNS" || true
 }
 
 @test "an edit to a running tool's input cancels the tool; the step runs again and the build ends with the new content" {
-	edit_project 5
+	# the first run sleeps until it is cancelled (a fixed 5 s could end
+	# before a loaded machine's daemon saw the edit); the second ends
+	edit_project 30
+	sed -i 's/sleep 30/if [ -e "$BATS_TEST_TMPDIR\/second" ]; then sleep 0; else sleep 30; fi/' kiln.yaml
+	grep -q 'sleep 0' kiln.yaml
 	"$KILN" build -j 2 >out 2>&1 &
 	bpid=$!
 	wait_for grep -q '^start' "$RUNS"
+	touch "$BATS_TEST_TMPDIR/second"
 	save src/slow.txt slow2
 	wait "$bpid" || { cat out; false; }
 	output_is slow.txt slow2 || { cat build/pc/slow.txt out "$RUNS"; false; }
@@ -96,13 +107,27 @@ starts() {
 }
 
 @test "an edit to a file the running build already decided is rebuilt within that build, and what depends on it" {
+	# slow.txt runs until the test lets it end (a fixed 2 s was not
+	# always longer than fast.txt and after.txt took on a loaded machine)
 	edit_project 2
+	sed -i "s|sleep 2;|while [ ! -e $BATS_TEST_TMPDIR/go ]; do sleep 0.1; done;|" kiln.yaml
+	grep -q 'go ]' kiln.yaml
 	"$KILN" build -j 2 >out 2>&1 &
 	bpid=$!
-	# fast.txt and after.txt are done while slow.txt sleeps
+	# fast.txt and after.txt are done while slow.txt waits
 	wait_for output_is after.txt fast1
 	running "$bpid"
+	EV="$BATS_TEST_TMPDIR/ev.out"
+	subs=$(status_field subscribers)
+	"$KILN" events --timeout 60 >"$EV" 2>&1 &
+	ev=$!
+	wait_for subscribed_more "$subs"
 	save src/fast.txt fast2
+	# the daemon has seen the edit (its changed event comes after the
+	# build's edits were queued) before slow.txt may end
+	wait_for grep -q ' changed .*src/fast.txt' "$EV" || { cat "$EV"; kill "$ev"; false; }
+	kill "$ev"
+	touch "$BATS_TEST_TMPDIR/go"
 	wait "$bpid" || { cat out; false; }
 	# the build's end reflects the edit: no second build needed
 	output_is fast.txt fast2 || { cat build/pc/fast.txt; cat .kiln/kilnd.log; false; }

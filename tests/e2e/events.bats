@@ -163,12 +163,20 @@ YAML
 # ev.out, the build's in $BUILD, its status in $BUILD_STATUS, the hash kiln
 # build reported for a.txt's output in $HASH and the build's id in $ID.
 watch_build() {
+	local t=$BATS_TEST_TMPDIR
 	"$KILN" status >/dev/null
-	"$KILN" events --timeout 60 "$@" >ev.out 2>ev.err 3>&- &
+	# what kiln events prints goes outside the project (as in
+	# follow_builds): a file written in the project while the build runs
+	# is an edit, and a loaded machine let the build see it and decide a
+	# step again (an extra step line)
+	ln -sf "$t/ev.out" ev.out
+	ln -sf "$t/ev.err" ev.err
+	ln -sf "$t/build.err" build.err
+	"$KILN" events --timeout 60 "$@" >"$t/ev.out" 2>"$t/ev.err" 3>&- &
 	ev=$!
 	wait_for subscribed 1
 	BUILD_STATUS=0
-	BUILD=$("$KILN" build -k --json 2>build.err) || BUILD_STATUS=$?
+	BUILD=$("$KILN" build -k --json 2>"$t/build.err") || BUILD_STATUS=$?
 	HASH=$(printf '%s\n' "$BUILD" | grep '"url":"a.txt"' |
 	       sed -n 's/.*"hash":"\([0-9a-f]*\)".*/\1/p')
 	ID=$(printf '%s\n' "$BUILD" | sed -n 's/^{"event":"build","build":\([0-9]*\),.*/\1/p')
@@ -325,13 +333,15 @@ follow_builds() {
 	# a file written in the project while a build runs is an edit the
 	# build must look at, and step starts are printed while it runs
 	ln -sf "$BATS_TEST_TMPDIR/ev.out" ev.out
+	ln -sf "$BATS_TEST_TMPDIR/ev.err" ev.err
+	ln -sf "$BATS_TEST_TMPDIR/build.err" build.err
 	# shellcheck disable=SC2086
-	"$KILN" events --timeout 60 $args >"$BATS_TEST_TMPDIR/ev.out" 2>ev.err 3>&- &
+	"$KILN" events --timeout 60 $args >"$BATS_TEST_TMPDIR/ev.out" 2>"$BATS_TEST_TMPDIR/ev.err" 3>&- &
 	ev=$!
 	wait_for subscribed 1
 	for b in "$@"; do
 		# shellcheck disable=SC2086
-		"$KILN" build $b >/dev/null 2>build.err || { cat build.err; return 1; }
+		"$KILN" build $b >/dev/null 2>"$BATS_TEST_TMPDIR/build.err" || { cat build.err; return 1; }
 	done
 	"$KILN" stop >/dev/null
 	wait "$ev" || { echo "kiln events failed:"; cat ev.err; return 1; }

@@ -14,7 +14,8 @@ load daemon_helpers
 # each other, not for a time: waitlong runs while a process named
 # kiln-share-hold does (the test holds it); peer looks for marker, and
 # marker lasts from when it sees peer until peer has looked (each gives
-# up after 10 s, so alone each ends and peer says so).
+# up after 60 s, so alone each ends and peer says so; 10 s could pass
+# between their starts on a loaded machine).
 write_project() {
 	mkdir -p src/tex levels
 	echo stone-v1 >src/tex/stone.txt
@@ -55,10 +56,10 @@ tools:
     run: '"$KILN" need textures/stone.png > ${out}.a 2>&1 & a=$!; "$KILN" need pcyc/y > ${out}.b 2>&1 & b=$!; wait $a; sa=$?; wait $b; sb=$?; echo "stone $sa: $(cat ${out}.a)"; echo "y $sb: $(cat ${out}.b)"; exit 1'
     shell: true
   peer:
-    run: ': kiln-peer-looking; for i in $(seq 100); do pgrep -f "[k]iln-peer-marker" >/dev/null && break; sleep 0.1; done; if pgrep -f "[k]iln-peer-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
+    run: ': kiln-peer-looking; for i in $(seq 600); do pgrep -f "[k]iln-peer-marker" >/dev/null && break; sleep 0.1; done; if pgrep -f "[k]iln-peer-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
     shell: true
   marker:
-    run: 'sh -c "for i in \$(seq 200); do pgrep -f \"[k]iln-peer-looking\" >/dev/null && break; sleep 0.05; done; for i in \$(seq 200); do pgrep -f \"[k]iln-peer-looking\" >/dev/null || break; sleep 0.05; done" kiln-peer-marker; echo marker > ${out}'
+    run: 'sh -c "for i in \$(seq 1200); do pgrep -f \"[k]iln-peer-looking\" >/dev/null && break; sleep 0.05; done; for i in \$(seq 200); do pgrep -f \"[k]iln-peer-looking\" >/dev/null || break; sleep 0.05; done" kiln-peer-marker; echo marker > ${out}'
     shell: true
   twinpar:
     run: 'a=$("$KILN" need par/peer) & b=$("$KILN" need par/marker) & wait; "$KILN" need par/peer >/dev/null && "$KILN" need par/marker >/dev/null && cat build/pc/par/peer > ${out}'

@@ -10,7 +10,7 @@ load daemon_helpers
 
 # Four copies, a failing step, a level that `kiln need`s two of them, and two steps that
 # must overlap: marker runs from when it sees peer until peer has gone;
-# peer runs until it has seen marker (each gives up after 10 s, and then
+# peer runs until it has seen marker (each gives up after 60 s, and then
 # says so in its output).
 write_project() {
 	mkdir -p src
@@ -29,10 +29,10 @@ tools:
     run: 'for t in $(cat ${in}); do p=$("$KILN" need "c/$t.txt") || exit 1; cat "$p"; done > ${out}'
     shell: true
   peer:
-    run: ': kiln-tl-peer; for i in $(seq 200); do pgrep -f "[k]iln-tl-marker" >/dev/null && break; sleep 0.05; done; if pgrep -f "[k]iln-tl-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
+    run: ': kiln-tl-peer; for i in $(seq 1200); do pgrep -f "[k]iln-tl-marker" >/dev/null && break; sleep 0.05; done; if pgrep -f "[k]iln-tl-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
     shell: true
   marker:
-    run: 'sh -c "for i in \$(seq 200); do pgrep -f \"[k]iln-tl-peer\" >/dev/null && break; sleep 0.05; done; for i in \$(seq 200); do pgrep -f \"[k]iln-tl-peer\" >/dev/null || break; sleep 0.05; done" kiln-tl-marker; echo marker > ${out}'
+    run: 'sh -c "for i in \$(seq 1200); do pgrep -f \"[k]iln-tl-peer\" >/dev/null && break; sleep 0.05; done; for i in \$(seq 200); do pgrep -f \"[k]iln-tl-peer\" >/dev/null || break; sleep 0.05; done" kiln-tl-marker; echo marker > ${out}'
     shell: true
 rules:
   - match: "src/*.txt"
