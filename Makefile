@@ -115,7 +115,7 @@ CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c cache/curl_lib.c
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c client/live.c client/audit.c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c client/cmd_ui.c \
-            client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c client/cmd_trace.c client/cmd_audit.c client/progress.c \
+            client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c client/cmd_trace.c client/cmd_audit.c client/progress.c client/count_check.c \
             client/cmd_agent.c client/agent.c client/agent_job.c client/agent_need.c \
             client/check_programs.c client/cmd_graph.c client/stepgraph.c client/cmd_complete.c daemon/engine/tool_spawn.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
