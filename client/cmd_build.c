@@ -276,9 +276,10 @@ static int
 build_drain(kiln_conn *c, struct build_view *v, kiln_build_summary *bs)
 {
 	kiln_event ev;
-	int rv;
+	unsigned others = 0;
 
-	while ((rv = kiln_events_poll(c, 200, &ev)) == 0) {
+	/* other builds' events may keep coming: not for ever */
+	while (others++ < 100000 && kiln_events_poll(c, 200, &ev) == 0) {
 		if (ev.type == KILN_EVENT_OVERFLOW || ev.type == KILN_EVENT_STOPPING)
 			break;
 		if (ev.type == KILN_EVENT_STEP) {

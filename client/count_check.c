@@ -98,8 +98,7 @@ count_check_summary(const struct count_check *c, const kiln_build_summary *b,
 {
 	uint32_t seen[KILN_STEP_WOULD_RUN + 1] = {0};
 
-	if (!c->on || c->lost || c->nomem || b->cancelled > 0 ||
-	    strcmp(b->error, "cancelled") == 0)
+	if (!c->on || c->lost || c->nomem || strcmp(b->error, "cancelled") == 0)
 		return 0;
 	for (size_t i = 0; i < c->n; i++)
 		if ((unsigned)c->v[i].result <= KILN_STEP_WOULD_RUN)

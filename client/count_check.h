@@ -39,9 +39,9 @@ void count_check_lost(struct count_check *c);
 /* Compare the summary b with the events: 0 when they agree (or c is off,
  * or cannot judge), else -1 with what differs in why. Ran, failed,
  * skipped and would-run are compared exactly; reused events are at most
- * the summary's reused (steps up to date send no event); a cancelled
- * build is not judged (a cancel counts steps of its own that send no
- * event). */
+ * the summary's reused (steps up to date send no event); cancelled
+ * steps are not compared (a step no build wants any more is cancelled
+ * without an event), and a build its client cancelled is not judged. */
 int count_check_summary(const struct count_check *c, const kiln_build_summary *b,
                         char *why, size_t whylen);
 
