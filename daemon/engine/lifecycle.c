@@ -241,6 +241,8 @@ engine_free(struct engine *e)
 		if (e->active[i] != NULL) {
 			timeline_free(e->active[i]->tl);
 			free(e->active[i]->expect_ms);
+			free(e->active[i]->counted);
+			free(e->active[i]->told);
 		}
 		free(e->active[i]);
 	}
