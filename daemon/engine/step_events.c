@@ -58,8 +58,6 @@ step_event_send(struct engine *e, struct graph *g, struct node *n, uint64_t mask
 	}
 	n->event_wave = e->wave;
 	n->event_outcome = n->st == N_DONE ? n->outcome : O_FAILED;
-	if (nids == 0)
-		return;
 	se.builds = ids;
 	se.n_builds = nids;
 	se.profile = g->profile;
@@ -114,7 +112,8 @@ publish_step(struct engine *e, struct graph *g, struct node *n, int fresh)
 		     r != KILN__STEP_EVENT__RESULT__CANCELLED))
 			mask |= m & -m;
 	}
-	if (mask != 0)
+	/* with no build left (cancelled), subscribers still see the result */
+	if (mask != 0 || (fresh && r != STEP_NONE))
 		step_event_send(e, g, n, mask, r, r == STEP_NONE ? "up to date (decided "
 		                "again in this build)" : "done already in this wave, for "
 		                "a build running at the same time");
