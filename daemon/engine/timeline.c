@@ -474,12 +474,10 @@ trace_place(int dirfd, const char *tmp, const char *name)
 
 	if (lockfd < 0)
 		return kiln_err_from_errno(errno);
-	while (flock(lockfd, LOCK_EX) != 0)
-		if (errno != EINTR) {
-			rv = kiln_err_from_errno(errno);
-			close(lockfd);
-			return rv;
-		}
+	/* a file system without flock (ENOLCK, EOPNOTSUPP): placed all
+	 * the same, as before there was a lock */
+	while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR)
+		;
 	/* its mtime now: the newest by mtime is the one linked last */
 	if (utimensat(dirfd, tmp, NULL, 0) != 0 || renameat(dirfd, tmp, dirfd, name) != 0) {
 		rv = kiln_err_from_errno(errno);
