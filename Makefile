@@ -121,7 +121,8 @@ KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c cl
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_blobstat test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
-             test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph test_json
+             test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph test_json \
+             test_count_check
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents
 
 VARIANTS = release asan
@@ -215,6 +216,11 @@ $(OBJ)/$(1)/daemon/engine/trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/
 
 # the CLI's step graph (kiln graph) is in no library: its test links it
 $$($(1)_BIN)/tests/test_stepgraph: $(OBJ)/$(1)/tests/unit/test_stepgraph.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/client/stepgraph.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a
+	@mkdir -p $$(@D)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
+
+# kiln build's count check (KILN_CHECK_COUNTS) is in no library either
+$$($(1)_BIN)/tests/test_count_check: $(OBJ)/$(1)/tests/unit/test_count_check.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/client/count_check.o $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 
