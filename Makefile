@@ -130,14 +130,14 @@ CACHE_HTTP_SRC = cache/cache.c cache/config.c cache/transfer.c cache/curl_lib.c
 LIBKILN_SRC = client/libkiln.c client/blobs.c client/conn.c client/autostart.c client/builds.c \
               client/deps.c client/events.c client/live.c client/audit.c
 KILN_SRC  = client/main.c client/cli.c client/cmd_store.c client/cmd_daemon.c client/cmd_ui.c \
-            client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c client/cmd_trace.c client/cmd_audit.c client/progress.c \
+            client/cmd_events.c client/cmd_desc.c client/cmd_build.c client/cmd_deps.c client/cmd_need.c client/cmd_trace.c client/cmd_audit.c client/progress.c client/count_check.c \
             client/cmd_agent.c client/agent.c client/agent_job.c client/agent_need.c \
             client/check_programs.c client/cmd_graph.c client/stepgraph.c client/cmd_complete.c daemon/engine/tool_spawn.c
 UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency \
              test_blobstat test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
              test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph test_json \
-             test_strmap
+             test_strmap test_count_check
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents
 
 VARIANTS = release asan tsan
@@ -231,6 +231,11 @@ $(OBJ)/$(1)/daemon/engine/trace.o: BASE_CFLAGS += -DKILN_LIBDIR='"$(PREFIX)/lib/
 
 # the CLI's step graph (kiln graph) is in no library: its test links it
 $$($(1)_BIN)/tests/test_stepgraph: $(OBJ)/$(1)/tests/unit/test_stepgraph.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/client/stepgraph.o $(OBJ)/$(1)/libkilndesc.a $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a
+	@mkdir -p $$(@D)
+	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
+
+# kiln build's count check (KILN_CHECK_COUNTS) is in no library either
+$$($(1)_BIN)/tests/test_count_check: $(OBJ)/$(1)/tests/unit/test_count_check.o $(OBJ)/$(1)/tests/unit/testutil.o $(OBJ)/$(1)/client/count_check.o $(OBJ)/$(1)/libkilnstore.a $(OBJ)/$(1)/libkilncommon.a
 	@mkdir -p $$(@D)
 	$$(CC) $$($(1)_LDFLAGS) -o $$@ $$^ $$(TEST_LIBS) $$(LIBS)
 

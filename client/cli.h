@@ -29,6 +29,8 @@ enum cli_exit {
 	CLI_OK = 0,      /* did what was asked, found nothing wrong */
 	CLI_PROBLEM = 1, /* ran, and found problems (corrupt or missing data) */
 	CLI_USAGE = 2,   /* bad usage, bad input, or an unusable environment */
+	CLI_COUNTS = 3,  /* kiln build with KILN_CHECK_COUNTS=1: its summary
+	                    disagrees with its step events (count_check.h) */
 };
 
 /* Options given before the command name, in force for every command. */

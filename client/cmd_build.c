@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "count_check.h"
 #include "progress.h"
 
 /* Work in -C DIR (the daemon is the project's, found from there). */
@@ -55,7 +56,8 @@ static const char build_help[] =
 	"steps. The timeline: kiln trace. Ctrl-C cancels the\n"
 	"steps no other client needs. Exit status: 0 built, 1 a step failed (or\n"
 	"was skipped because one failed, or results could not be recorded), 2\n"
-	"usage or description errors, 130 cancelled.\n";
+	"usage or description errors, 130 cancelled (3: with KILN_CHECK_COUNTS=1,\n"
+	"a testing aid, the summary did not count what the step events said).\n";
 
 static volatile sig_atomic_t interrupted;
 
@@ -72,6 +74,7 @@ struct build_view {
 	uint64_t id;
 	int live;               /* a status line is on screen */
 	struct progress *prog;  /* kiln build's (NULL: kiln watch) */
+	struct count_check *check; /* kiln build's (NULL: kiln watch) */
 };
 
 /* Terminal columns of stdout (80 when it does not say). */
@@ -245,6 +248,13 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 			printf("outputs in build/%s/ (index: %s)\n", b->profile, b->index);
 	}
 	fflush(stdout);
+	if (v->check != NULL) {
+		char why[1024];
+		if (count_check_summary(v->check, b, why, sizeof why) != 0) {
+			cli_errorf("build", "%s", why);
+			return CLI_COUNTS;
+		}
+	}
 	cancelled = b->cancelled > 0 || strcmp(b->error, "cancelled") == 0;
 	/* a build-wide problem (results that could not be recorded, a map
 	 * that could not be written) fails the build like a failed step */
@@ -255,6 +265,37 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 	if (cancelled)
 		return 130;
 	return CLI_OK;
+}
+
+/* The build's status said it is done (its BuildFinished event, and
+ * every step event of it before that, are in the daemon's ring already): take what of
+ * them this client has not received yet, up to the BuildFinished event,
+ * so that no step line is missing. When nothing more comes, bs is the
+ * summary (and the events are not all seen: no count check). */
+static int
+build_drain(kiln_conn *c, struct build_view *v, kiln_build_summary *bs)
+{
+	kiln_event ev;
+	unsigned others = 0;
+
+	/* other builds' events may keep coming: not for ever */
+	while (others++ < 100000 && kiln_events_poll(c, 200, &ev) == 0) {
+		if (ev.type == KILN_EVENT_OVERFLOW || ev.type == KILN_EVENT_STOPPING)
+			break;
+		if (ev.type == KILN_EVENT_STEP) {
+			for (size_t i = 0; i < ev.step->nbuilds; i++)
+				if (ev.step->builds[i] == v->id) {
+					count_check_step(v->check, ev.step);
+					progress_finished(v->prog, ev.step);
+					step_print(v, ev.step);
+					break;
+				}
+		} else if (ev.type == KILN_EVENT_BUILD_DONE && ev.build->build == v->id) {
+			return summary_print(v, ev.build);
+		}
+	}
+	count_check_lost(v->check);
+	return summary_print(v, bs);
 }
 
 static int
@@ -282,7 +323,7 @@ build_follow(kiln_conn *c, struct build_view *v)
 				return CLI_PROBLEM;
 			}
 			if (bs.done)
-				return summary_print(v, &bs);
+				return build_drain(c, v, &bs);
 			continue;
 		}
 		if (rv != 0) {
@@ -291,7 +332,9 @@ build_follow(kiln_conn *c, struct build_view *v)
 		}
 		idle_ms = 0;
 		if (ev.type == KILN_EVENT_OVERFLOW) {
-			/* lost events: the summary still tells the outcome */
+			/* lost events: the summary still tells the outcome (and
+			 * cannot be checked against the events) */
+			count_check_lost(v->check);
 			if (kiln_build_status(c, v->id, &bs) == 0 && bs.done)
 				return summary_print(v, &bs);
 			continue;
@@ -303,6 +346,7 @@ build_follow(kiln_conn *c, struct build_view *v)
 		if (ev.type == KILN_EVENT_STEP) {
 			for (size_t i = 0; i < ev.step->nbuilds; i++)
 				if (ev.step->builds[i] == v->id) {
+					count_check_step(v->check, ev.step);
 					progress_finished(v->prog, ev.step);
 					step_print(v, ev.step);
 					break;
@@ -338,6 +382,7 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 	kiln_build_opts o = {0};
 	struct build_view v = {0};
 	struct progress prog;
+	struct count_check check;
 	const char *dir = NULL;
 	char profile[128], *end;
 	uint32_t nsteps;
@@ -412,6 +457,8 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 		progress_init(&prog, o.jobs ? o.jobs : cores > 0 ? (unsigned)cores : 1, nsteps);
 		v.prog = &prog;
 	}
+	count_check_init(&check);
+	v.check = &check;
 	signal(SIGINT, on_sigint);
 	signal(SIGTERM, on_sigint);
 	status_draw(&v);
@@ -419,6 +466,7 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	progress_free(&prog);
+	count_check_free(&check);
 	kiln_close(c);
 	return rv;
 }

@@ -96,6 +96,7 @@ esac
 export KILN="$abs/kiln"
 export KILND="$abs/kilnd"
 export KILN_TOP="$top"
+export KILN_CHECK_COUNTS=1   # kiln build fails when its summary disagrees with its step events
 # Known leaks inside Debian's libraries, each explained in the file.
 lsan="suppressions=$top/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 

@@ -29,27 +29,68 @@
 #include "timeline.h"
 #include "watch.h"
 
-/* Count a finished node into build b. */
+/* What a build counted a finished node as (build.counted). */
+enum count_kind {
+	K_NONE, K_RAN, K_REUSED, K_FAILED, K_SKIPPED, K_CANCELLED, K_WOULD_RUN,
+};
+
+static enum count_kind
+count_kind(const struct node *n)
+{
+	switch ((enum node_state)n->st) {
+	case N_DONE: return n->outcome == O_RAN ? K_RAN : K_REUSED;
+	case N_FAILED: return K_FAILED;
+	case N_SKIPPED: return K_SKIPPED;
+	case N_CANCELLED: return K_CANCELLED;
+	case N_WOULD_RUN: return K_WOULD_RUN;
+	default: return K_NONE;
+	}
+}
+
+/* b's counter of kind k. */
+static uint32_t *
+count_slot(struct build *b, enum count_kind k)
+{
+	switch (k) {
+	case K_RAN: return &b->ran;
+	case K_REUSED: return &b->reused;
+	case K_FAILED: return &b->failed;
+	case K_SKIPPED: return &b->skipped;
+	case K_CANCELLED: return &b->ncancelled;
+	default: return &b->would_run;
+	}
+}
+
+/* Take node n out of build b's counts, as b counted it (it is decided
+ * again, or counted anew). */
+static void
+build_uncount(struct build *b, const struct node *n)
+{
+	enum count_kind k = (enum count_kind)b->counted[n->idx];
+
+	if (k == K_NONE)
+		return;
+	b->finished--;
+	(*count_slot(b, k))--;
+	b->counted[n->idx] = K_NONE;
+}
+
+/* Count a finished node into build b (once: what b counted it as before
+ * is taken out). */
 void
 build_count(struct build *b, const struct node *n)
 {
+	enum count_kind k = count_kind(n);
+
+	if (k == K_NONE)
+		return;
+	build_uncount(b, n);
 	b->finished++;
+	(*count_slot(b, k))++;
+	b->counted[n->idx] = (uint8_t)k;
 	if (b->expect_ms != NULL) {
 		b->left_ms -= b->expect_ms[n->idx];
 		b->expect_ms[n->idx] = 0;
-	}
-	switch ((enum node_state)n->st) {
-	case N_DONE:
-		if (n->outcome == O_RAN)
-			b->ran++;
-		else
-			b->reused++;
-		break;
-	case N_FAILED: b->failed++; break;
-	case N_SKIPPED: b->skipped++; break;
-	case N_CANCELLED: b->ncancelled++; break;
-	case N_WOULD_RUN: b->would_run++; break;
-	default: break;
 	}
 	if (n->st == N_FAILED && !b->keep_going)
 		b->stopped = 1;
@@ -59,26 +100,6 @@ static void pass_begin(struct engine *e);
 static int redecide(const struct engine *e, const struct graph *g, const struct node *n);
 static int dep_redeciding(const struct engine *e, const struct graph *g,
                           const struct node *n);
-
-/* Take a finished node out of build b's counts: it is decided again. */
-static void
-build_uncount(struct build *b, const struct node *n)
-{
-	b->finished--;
-	switch ((enum node_state)n->st) {
-	case N_DONE:
-		if (n->outcome == O_RAN)
-			b->ran--;
-		else
-			b->reused--;
-		break;
-	case N_FAILED: b->failed--; break;
-	case N_SKIPPED: b->skipped--; break;
-	case N_CANCELLED: b->ncancelled--; break;
-	case N_WOULD_RUN: b->would_run--; break;
-	default: break;
-	}
-}
 
 /* Say in b's summary that results of its steps could not be recorded
  * (e->mu held, after lost_apply). A failed commit at the build's end
@@ -189,6 +210,10 @@ build_end(struct engine *e, struct build *b)
 	b->g = NULL;  /* graphs go when the project is loaded again */
 	free(b->expect_ms);
 	b->expect_ms = NULL;
+	free(b->counted);
+	b->counted = NULL;
+	free(b->told);
+	b->told = NULL;
 	e->nactive--;
 	b->next = e->finished;
 	e->finished = b;
@@ -352,8 +377,10 @@ node_schedule(struct engine *e, struct graph *g, struct node *n, struct build *b
 			else if (n->st == N_RUNNABLE)
 				heap_push(n->folders ? &e->runnable_local : &e->runnable, g, n);
 		}
-		if (node_done_state(n->st))
+		if (node_done_state(n->st) && b->counted[n->idx] == K_NONE) {
 			build_count(b, n);
+			publish_step_joined(e, g, n, b);
+		}
 		return;
 	}
 	if (n->wave == e->wave && node_done_state(n->st)) {
@@ -525,11 +552,19 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	}
 	if ((rv = targets_mark(g, rq->targets, rq->n_targets, mark, err, errlen)) != 0)
 		goto fail;
-	if ((b = calloc(1, sizeof *b)) == NULL) {
+	if ((b = calloc(1, sizeof *b)) == NULL ||
+	    (b->counted = calloc(g->n + 1, 1)) == NULL ||
+	    (b->told = calloc(g->n + 1, 1)) == NULL) {
+		if (b != NULL) {
+			free(b->counted);
+			free(b);
+		}
 		rv = KILN_ENOMEM;
 		goto fail;
 	}
 	if ((rv = build_path(e, rq, &b->pathi, err, errlen)) != 0) {
+		free(b->counted);
+		free(b->told);
 		free(b);
 		goto fail;
 	}

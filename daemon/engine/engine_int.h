@@ -184,6 +184,7 @@ struct node {
 	uint64_t builds;         /* (e->mu) bit per build slot that wants it */
 	uint64_t duration_ns;
 	uint64_t needs_wave;     /* wave its needs were last scheduled in */
+	uint64_t event_wave;     /* (e->mu) wave of its last StepEvent (0: none) */
 	/* the scheduler's estimates (estimate.c; e->mu) */
 	uint64_t hist_ns;        /* its tool's last duration (0: none known) */
 	uint64_t in_bytes;       /* its inputs' size when last decided to run */
@@ -217,6 +218,8 @@ struct node {
 	 * neighbouring ones under different locks) */
 	uint8_t st;              /* enum node_state (e->mu) */
 	uint8_t outcome;         /* enum node_outcome */
+	uint8_t event_outcome;   /* (e->mu) its outcome when its last StepEvent
+	                            went out (O_FAILED: not N_DONE) */
 	uint8_t need_state;      /* enum need_state: its needs asked (e->ons) */
 	uint8_t have;            /* key and outs hold a complete result */
 	uint8_t traced;          /* the last result's run was traced */
@@ -296,6 +299,13 @@ struct build {
 	uint64_t left_ms;
 	struct timeline *tl;     /* its steps' runs, written at its end
 	                            (timeline.h; NULL: none, or a dry run) */
+	/* per node of g (both NULL once it ended): what it counted the node
+	 * as (enum count_kind, builds.c; 0: not counted), and the Result its
+	 * last StepEvent of the node said, plus 1 (0: none) — a step decided
+	 * again is taken out of the counts it was put in, and its summary
+	 * counts what its events said (step_events.h) */
+	uint8_t *counted;
+	uint8_t *told;
 	uint32_t *targets;       /* nodes wanted (closure), until started */
 	uint32_t ntargets;
 };

@@ -156,6 +156,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 		goto fail;
 	rv = KILN_ENOMEM;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
+	e->next_build = timeline_last_id(e->rootfd);   /* no trace replaced */
 	if ((rv = edits_start(e)) != 0)
 		goto fail;
 	rv = KILN_ENOMEM;
@@ -240,6 +241,8 @@ engine_free(struct engine *e)
 		if (e->active[i] != NULL) {
 			timeline_free(e->active[i]->tl);
 			free(e->active[i]->expect_ms);
+			free(e->active[i]->counted);
+			free(e->active[i]->told);
 		}
 		free(e->active[i]);
 	}

@@ -138,12 +138,21 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 
 	for (;;) {
 		int was_queued = !node_done_state(n->st) && n->st != N_IDLE;
+		int fresh = n->send_event || st == N_FAILED || st == N_WOULD_RUN ||
+		            (st == N_DONE && n->outcome != O_UP_TO_DATE);
 		lost_node_finished(e, g, n, st);
 		n->st = st;
 		n->reruns = 0;
 		n->finishing = 0;
 		if (st != N_DONE || n->outcome != O_UP_TO_DATE)
 			g->index_dirty = 1;
+		/* found up to date after its run (or reuse) in this wave was
+		 * told: the result of that run stands, and its builds count
+		 * what they were told (decided again at a build's repass,
+		 * say, for an edit of a file it does not read) */
+		if (st == N_DONE && n->outcome == O_UP_TO_DATE && n->event_wave == e->wave &&
+		    (n->event_outcome == O_RAN || n->event_outcome == O_REUSED))
+			n->outcome = n->event_outcome;
 		if (was_queued && e->queued > 0)
 			e->queued--;
 		for (uint64_t m = n->builds; m != 0; m &= m - 1) {
@@ -154,9 +163,7 @@ node_finish(struct engine *e, struct graph *g, struct node *n, enum node_state s
 			if (b->tl != NULL)
 				timeline_step(b->tl, n, kiln_mono_ns());
 		}
-		if (n->send_event || st == N_FAILED || st == N_WOULD_RUN ||
-		    (st == N_DONE && n->outcome != O_UP_TO_DATE))
-			publish_step(e, g, n);
+		publish_step(e, g, n, fresh);
 		n->send_event = 0;
 		/* published and recorded: what deciding and running it used,
 		 * and why it ran (`kiln why` reads the record), can go */

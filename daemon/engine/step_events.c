@@ -12,9 +12,30 @@
 #include "step.h"
 #include "step_events.h"
 
-/* Publish a StepEvent for n (e->mu held). */
-void
-publish_step(struct engine *e, struct graph *g, struct node *n)
+/* n's result as a StepEvent says it; STEP_NONE for a step up to date,
+ * which sends no event of its own. */
+int
+step_result(const struct node *n)
+{
+	switch ((enum node_state)n->st) {
+	case N_FAILED: return KILN__STEP_EVENT__RESULT__FAILED;
+	case N_SKIPPED: return KILN__STEP_EVENT__RESULT__SKIPPED;
+	case N_CANCELLED: return KILN__STEP_EVENT__RESULT__CANCELLED;
+	case N_WOULD_RUN: return KILN__STEP_EVENT__RESULT__WOULD_RUN;
+	case N_DONE:
+		return n->outcome == O_RAN ? KILN__STEP_EVENT__RESULT__RAN
+		     : n->outcome == O_REUSED ? KILN__STEP_EVENT__RESULT__REUSED
+		     : STEP_NONE;
+	default: return STEP_NONE;
+	}
+}
+
+/* Publish a StepEvent for n to the builds of mask, saying result (a step
+ * up to date: REUSED), with reason when n has none (e->mu held). Each of
+ * those builds notes what it was told (build.told). */
+static void
+step_event_send(struct engine *e, struct graph *g, struct node *n, uint64_t mask,
+                int result, const char *reason)
 {
 	Kiln__Event ev = KILN__EVENT__INIT;
 	Kiln__StepEvent se = KILN__STEP_EVENT__INIT;
@@ -23,28 +44,26 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	const struct build *first = NULL;
 	size_t nids = 0;
 
-	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
-		int i = __builtin_ctzll(m);
-		if (e->active[i] != NULL) {
-			ids[nids++] = e->active[i]->id;
-			if (first == NULL)
-				first = e->active[i];
-		}
+	if (result == STEP_NONE)
+		result = KILN__STEP_EVENT__RESULT__REUSED;
+	for (uint64_t m = mask; m != 0; m &= m - 1) {
+		struct build *b = e->active[__builtin_ctzll(m)];
+		if (b == NULL)
+			continue;
+		ids[nids++] = b->id;
+		if (first == NULL)
+			first = b;
+		if (b->told != NULL)
+			b->told[n->idx] = (uint8_t)(result + 1);
 	}
+	n->event_wave = e->wave;
+	n->event_outcome = n->st == N_DONE ? n->outcome : O_FAILED;
 	se.builds = ids;
 	se.n_builds = nids;
 	se.profile = g->profile;
 	se.url = (char *)n->ks->url;
-	switch ((enum node_state)n->st) {
-	case N_FAILED: se.result = KILN__STEP_EVENT__RESULT__FAILED; break;
-	case N_SKIPPED: se.result = KILN__STEP_EVENT__RESULT__SKIPPED; break;
-	case N_CANCELLED: se.result = KILN__STEP_EVENT__RESULT__CANCELLED; break;
-	case N_WOULD_RUN: se.result = KILN__STEP_EVENT__RESULT__WOULD_RUN; break;
-	default:
-		se.result = n->outcome == O_RAN ? KILN__STEP_EVENT__RESULT__RAN
-		                                : KILN__STEP_EVENT__RESULT__REUSED;
-	}
-	se.reason = n->reason ? n->reason : (char *)"";
+	se.result = (Kiln__StepEvent__Result)result;
+	se.reason = n->reason ? n->reason : (char *)reason;
 	se.error = n->st == N_FAILED && n->error ? n->error : (char *)"";
 	if (n->st == N_DONE && n->have && (po = step_outputs_pb(n, 1)) != NULL) {
 		se.outputs = po->p;
@@ -75,6 +94,39 @@ publish_step(struct engine *e, struct graph *g, struct node *n)
 	ev.step = &se;
 	e->cfg.publish(e->cfg.arg, &ev);
 	free(po);
+}
+
+void
+publish_step(struct engine *e, struct graph *g, struct node *n, int fresh)
+{
+	int r = step_result(n), said = r == STEP_NONE ? KILN__STEP_EVENT__RESULT__REUSED : r;
+	uint64_t mask = 0;
+
+	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
+		const struct build *b = e->active[__builtin_ctzll(m)];
+		int told = b != NULL && b->told != NULL ? b->told[n->idx] - 1 : STEP_NONE;
+		if (b == NULL)
+			continue;
+		if ((fresh && r != STEP_NONE) || (told != STEP_NONE && told != said) ||
+		    (told == STEP_NONE && r != STEP_NONE &&
+		     r != KILN__STEP_EVENT__RESULT__CANCELLED))
+			mask |= m & -m;
+	}
+	/* with no build left (cancelled), subscribers still see the result */
+	if (mask != 0 || (fresh && r != STEP_NONE))
+		step_event_send(e, g, n, mask, r, r == STEP_NONE ? "up to date (decided "
+		                "again in this build)" : "done already in this wave, for "
+		                "a build running at the same time");
+}
+
+void
+publish_step_joined(struct engine *e, struct graph *g, struct node *n, struct build *b)
+{
+	int r = step_result(n);
+
+	if (r != STEP_NONE && r != KILN__STEP_EVENT__RESULT__CANCELLED)
+		step_event_send(e, g, n, 1ULL << b->slot, r, "done already in this "
+		                "wave, for a build running at the same time");
 }
 
 void

@@ -12,9 +12,15 @@
  * (tid) named by an "M" thread_name event.
  *
  * File: .kiln/traces/<build id>.json, written to a temp file in that
- * folder and renamed into place; traces/last is a symlink to the newest.
- * Build ids start again at 1 when the daemon restarts: a trace of the
- * same id is replaced. The newest TIMELINE_KEEP traces (by mtime) stay.
+ * folder (named by the daemon's pid and the build) and renamed into
+ * place; traces/last is a symlink to the newest. A daemon numbers its
+ * builds after the highest trace it finds there (timeline_last_id), so
+ * no trace is replaced by a later daemon's. The newest TIMELINE_KEEP
+ * traces (by mtime) stay. Builds end at once: the rename, the link and
+ * the prune are done under an flock of the folder (one build at a time;
+ * the file's mtime is set then, so the newest by mtime is the one last
+ * linked), and the prune removes only the temp files of other daemons
+ * (a crash's), never one another build of this daemon is writing.
  *
  * Threads: see timeline.h. */
 #include <dirent.h>
@@ -23,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -369,8 +376,25 @@ newest_first(const void *a, const void *b)
 	return x->tv_nsec < y->tv_nsec ? 1 : x->tv_nsec > y->tv_nsec ? -1 : 0;
 }
 
+/* Whether name is a temp file of another daemon than this one (left by
+ * a crash: its pid is gone, or another process's now): ".tmp-<pid>-..."
+ * or ".tmp-last-<pid>-...". This daemon's are other builds' in progress. */
+static int
+stale_temp(const char *name)
+{
+	const char *p = name + 5;   /* after ".tmp-" */
+	char *end;
+	long pid;
+
+	if (strncmp(p, "last-", 5) == 0)
+		p += 5;
+	pid = strtol(p, &end, 10);
+	return end == p || *end != '-' || pid != (long)getpid();
+}
+
 /* Remove all but the newest TIMELINE_KEEP traces (keep, just written,
- * stays whatever the clock says) and temp files a crash left. */
+ * stays whatever the clock says) and temp files a crash left (the
+ * folder's flock held). */
 static void
 traces_prune(int dirfd, const char *keep)
 {
@@ -388,7 +412,8 @@ traces_prune(int dirfd, const char *keep)
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, ".tmp-", 5) == 0) {
-			unlinkat(dirfd, de->d_name, 0);
+			if (stale_temp(de->d_name))
+				unlinkat(dirfd, de->d_name, 0);
 			continue;
 		}
 		if (!is_trace_name(de->d_name) || strcmp(de->d_name, keep) == 0 ||
@@ -415,13 +440,14 @@ traces_prune(int dirfd, const char *keep)
 	free(v);
 }
 
-/* traces/last -> name, replaced atomically. */
+/* traces/last -> name, replaced atomically (the folder's flock held; the
+ * temp link is the build's own all the same). */
 static void
 last_point(int dirfd, const char *name)
 {
-	char tmp[64];
+	char tmp[96];
 
-	snprintf(tmp, sizeof tmp, ".tmp-last-%ld", (long)getpid());
+	snprintf(tmp, sizeof tmp, ".tmp-last-%ld-%s", (long)getpid(), name);
 	unlinkat(dirfd, tmp, 0);
 	if (symlinkat(name, dirfd, tmp) == 0 && renameat(dirfd, tmp, dirfd, "last") != 0)
 		unlinkat(dirfd, tmp, 0);
@@ -435,6 +461,57 @@ traces_dir(int rootfd)
 	if (mkdirat(rootfd, TIMELINE_DIR, 0755) != 0 && errno != EEXIST)
 		return -1;
 	return openat(rootfd, TIMELINE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Rename the written temp file tmp to name, point traces/last at it and
+ * prune, one build at a time (an flock of the folder: a build's prune
+ * then never sees another's trace half placed). 0 or a KILN_E* code. */
+static int
+trace_place(int dirfd, const char *tmp, const char *name)
+{
+	int lockfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rv = 0;
+
+	if (lockfd < 0)
+		return kiln_err_from_errno(errno);
+	/* a file system without flock (ENOLCK, EOPNOTSUPP): placed all
+	 * the same, as before there was a lock */
+	while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR)
+		;
+	/* its mtime now: the newest by mtime is the one linked last */
+	if (utimensat(dirfd, tmp, NULL, 0) != 0 || renameat(dirfd, tmp, dirfd, name) != 0) {
+		rv = kiln_err_from_errno(errno);
+	} else {
+		last_point(dirfd, name);
+		traces_prune(dirfd, name);
+	}
+	close(lockfd);   /* and the lock with it */
+	return rv;
+}
+
+uint64_t
+timeline_last_id(int rootfd)
+{
+	int fd = openat(rootfd, TIMELINE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	uint64_t max = 0;
+
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL) {
+		unsigned long long id;
+		if (!is_trace_name(de->d_name) || strlen(de->d_name) > 25)
+			continue;
+		id = strtoull(de->d_name, NULL, 10);
+		if (id > max && id < UINT64_MAX / 2)
+			max = id;
+	}
+	closedir(d);
+	return max;
 }
 
 int
@@ -466,13 +543,11 @@ timeline_write(int rootfd, struct timeline *t, const Kiln__BuildFinished *bf)
 		fclose(f);
 		goto fail;
 	}
-	if (fclose(f) != 0 || renameat(dirfd, tmp, dirfd, name) != 0) {
+	if (fclose(f) != 0) {
 		rv = kiln_err_from_errno(errno);
 		goto fail;
 	}
-	last_point(dirfd, name);
-	traces_prune(dirfd, name);
-	rv = 0;
+	rv = trace_place(dirfd, tmp, name);
 fail:
 	if (rv != 0)
 		unlinkat(dirfd, tmp, 0);

@@ -37,8 +37,15 @@ void timeline_step(struct timeline *t, const struct node *n, int64_t now_ns);
 /* Write t as <rootfd>/.kiln/traces/<id>.json (a temp file renamed into
  * place: never half a file under that name), point traces/last at it,
  * remove all but the newest TIMELINE_KEEP traces, and free t. bf is
- * the build's summary. Returns 0 or a KILN_E* code (t is freed anyway). */
+ * the build's summary. Safe for builds ending at once (of one daemon or
+ * several: an flock of the folder). Returns 0 or a KILN_E* code (t is
+ * freed anyway). */
 int timeline_write(int rootfd, struct timeline *t, const Kiln__BuildFinished *bf);
+
+/* The highest build number of a trace in <rootfd>/.kiln/traces (0: none):
+ * a daemon numbers its builds after it, so that no trace of an earlier
+ * daemon's build is replaced. */
+uint64_t timeline_last_id(int rootfd);
 
 /* Free t without writing it (NULL is fine). */
 void timeline_free(struct timeline *t);

@@ -219,3 +219,75 @@ YAML
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$output" = "['c/b\ufffdd']" ] || { echo "$output"; false; }
 }
+
+# many_steps N: a project of N copies, c/1.txt .. c/N.txt.
+many_steps() {
+	mkdir -p src
+	for i in $(seq 1 "$1"); do echo "$i" >"src/$i.txt"; done
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: tlmany
+sources: [src]
+profiles:
+  pc:
+tools:
+  copy: { run: [cp, "${in}", "${out}"] }
+rules:
+  - { match: "src/*.txt", url: "c/${match.name}.txt", tool: copy }
+YAML
+}
+
+@test "16 clients building at once: every build's trace is its own, whole JSON, and last names the newest" {
+	many_steps 160
+	"$KILN" status >/dev/null
+	# each client its own ten steps: the builds overlap and end apart
+	pids=""
+	for i in $(seq 1 16); do
+		"$KILN" build --json $(for k in $(seq "$i" 16 160); do echo "c/$k.txt"; done) \
+			>"out.$i" 2>"err.$i" &
+		pids="$pids $!"
+	done
+	for p in $pids; do
+		wait "$p" || { echo "a client failed:"; cat err.*; false; }
+	done
+	ids=""
+	for i in $(seq 1 16); do
+		id=$(jq -r 'select(.event == "build") | .build' "out.$i")
+		[ -n "$id" ] || { echo "no summary in out.$i"; cat "out.$i" "err.$i"; false; }
+		ids="$ids $id"
+		[ -f ".kiln/traces/$id.json" ] || { echo "no trace of build $id"; ls -A .kiln/traces; false; }
+		python3 -m json.tool ".kiln/traces/$id.json" >/dev/null ||
+			{ echo "trace of build $id is not JSON"; false; }
+	done
+	[ "$(printf '%s\n' $ids | sort -u | wc -l)" -eq 16 ] || { echo "ids:$ids"; false; }
+	! grep 'writing the trace' .kiln/kilnd.log || false
+	[ "$(readlink .kiln/traces/last)" = "$(ls -t .kiln/traces | grep '\.json$' | head -n 1)" ] ||
+		{ ls -lt --full-time .kiln/traces; false; }
+	[ -z "$(ls -A .kiln/traces | grep '^\.tmp-')" ] || { ls -A .kiln/traces; false; }
+}
+
+@test "a restarted daemon numbers its builds after the last trace: no trace is replaced" {
+	write_project
+	"$KILN" build c/1.txt >/dev/null
+	"$KILN" build c/2.txt >/dev/null
+	"$KILN" stop >/dev/null
+	run --separate-stderr "$KILN" build --json c/3.txt
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(printf '%s\n' "$output" | jq -r 'select(.event == "build") | .build')" = 3 ] || { echo "$output"; false; }
+	[ "$(urls .kiln/traces/1.json)" = "c/1.txt" ] && [ "$(urls .kiln/traces/2.json)" = "c/2.txt" ]
+	[ "$(urls .kiln/traces/3.json)" = "c/3.txt" ] || { slices .kiln/traces/3.json; false; }
+	[ "$(readlink .kiln/traces/last)" = 3.json ]
+}
+
+@test "a crashed daemon's temp files are removed at a build's end; this daemon's are not another build's to remove" {
+	write_project
+	mkdir -p .kiln/traces
+	: >.kiln/traces/.tmp-999999999-5.json
+	: >.kiln/traces/.tmp-last-999999999-5.json
+	"$KILN" build c/1.txt >/dev/null
+	[ -z "$(ls -A .kiln/traces | grep '^\.tmp-')" ] || { ls -A .kiln/traces; false; }
+	pid=$(daemon_pid)
+	: >".kiln/traces/.tmp-$pid-77.json"
+	"$KILN" build c/2.txt >/dev/null
+	[ -e ".kiln/traces/.tmp-$pid-77.json" ] || { ls -A .kiln/traces; false; }
+}
