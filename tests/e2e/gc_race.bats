@@ -44,7 +44,7 @@ YAML
 # gc_loop STOPFILE: run gc with no grace at all until STOPFILE exists.
 gc_loop() {
 	while [ ! -e "$1" ]; do
-		"$KILN" gc --grace 0s --max-age 0s >/dev/null 2>>gc.err || true
+		timeout 60 "$KILN" gc --grace 0s --max-age 0s >/dev/null 2>>gc.err || true
 	done
 }
 
@@ -118,7 +118,11 @@ outputs_match() {
 	: >stop.gc
 	wait "$gcpid"
 
-	[ "$failed" -eq 0 ] || { echo "$failed of 100 builds failed; the first:"; head -20 failed.log; false; }
+	[ "$failed" -eq 0 ] || {
+		echo "$failed of 100 builds failed; their errors:"
+		grep -E '^build [0-9]|kiln: |failed|cannot|could not' failed.log | head -30
+		false
+	}
 	run "$KILN" fsck
 	[ "$status" -eq 0 ] || { echo "fsck after the race (exit $status):"; echo "$output" | head -20; false; }
 	outputs_match
