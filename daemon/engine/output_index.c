@@ -116,6 +116,15 @@ iorder_make(struct graph *g)
 	return 0;
 }
 
+/* Whether nd's outputs are in the map: it holds a result, or held one
+ * that gc made the daemon forget (lost.c, node_unrecord): build/ holds
+ * its outputs all the same. */
+static int
+index_listed(const struct node *nd)
+{
+	return nd->have || nd->unrecorded;
+}
+
 /* 1: there is a map to write (j filled); 0: nothing changed, or no memory
  * (the map stays as it is and is written by a later build). */
 int
@@ -134,7 +143,7 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		return 0;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct node *nd = &g->nodes[i];
-		if (!nd->have)
+		if (!index_listed(nd))
 			continue;
 		cap += nd->ks->noutputs;
 		for (size_t k = 0; !url_plain(nd) && k < nd->ks->noutputs; k++)
@@ -153,7 +162,7 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		size_t k = g->iorder[i].out;
 		struct index_entry *x;
 		/* an intermediate is no one's to load: not in the map */
-		if (!nd->have || nd->ks->intermediate)
+		if (!index_listed(nd) || nd->ks->intermediate)
 			continue;
 		x = &j->v[j->n++];
 		if (!url_plain(nd)) {
