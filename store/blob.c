@@ -220,7 +220,10 @@ fail:
  * objects/ (gc took it since its put: with a short grace nothing else
  * protects a blob no record names yet) has nothing to sync: the commit
  * that follows finds it gone too and skips the records naming it, as it
- * does when gc takes it after the sync. */
+ * does when gc takes it after the sync. (A put of the same bytes between
+ * this sync and that commit places it again, noted for the next sync: a
+ * record may then name it before it is synced, as after a syncfs that
+ * came before such a put. Only a power cut in between can show that.) */
 static int
 sync_each(kiln_store *s, const kiln_id *ids, size_t n, int made_shard)
 {
