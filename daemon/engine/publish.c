@@ -143,6 +143,16 @@ fail:
 	return rv;
 }
 
+/* The testing aids' waits (engine.h: hold_finish_ms, hold_place_ms). */
+static void
+hold_ms(unsigned ms)
+{
+	struct timespec hold = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	if (ms > 0)
+		nanosleep(&hold, NULL);
+}
+
 /* How many times a step's outputs are put again when gc takes one before
  * it reaches build/, before the step is run again instead. */
 #define REPUT_TRIES 8
@@ -222,11 +232,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		goto fail;
 	}
 	/* and that it read what its key says (verify.c) */
-	if (e->cfg.hold_finish_ms > 0) {
-		struct timespec hold = {e->cfg.hold_finish_ms / 1000,
-		                        (long)(e->cfg.hold_finish_ms % 1000) * 1000000};
-		nanosleep(&hold, NULL);
-	}
+	hold_ms(e->cfg.hold_finish_ms);
 	switch (run_verify(e, g, n, tail, sizeof tail)) {
 	case VERIFY_HELD:
 		break;
@@ -278,6 +284,8 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			res = FINISH_FAILED;
 		}
 	}
+	if (res == FINISH_DONE)
+		hold_ms(e->cfg.hold_place_ms);   /* tests only: gc's window */
 	if (res == FINISH_DONE && (rv = outputs_place(e, n, held)) != 0) {
 		res = rv == KILN_ENOTFOUND ? FINISH_AGAIN : FINISH_FAILED;
 		if (res == FINISH_AGAIN) {
