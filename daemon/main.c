@@ -496,6 +496,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 {
 	const char *path = getenv("PATH"), *nw = getenv("KILN_NO_WATCH");
 	const char *hold = getenv("KILN_TEST_HOLD_FINISH_MS");
+	const char *hold_place = getenv("KILN_TEST_HOLD_PLACE_MS");
 	const char *stall = getenv("KILN_TEST_WATCH_STALL_MS");
 	const char *mat = getenv("KILN_MATERIALIZE");
 	struct engine_config c = {
@@ -506,6 +507,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.settle_ms = d->cfg.settle_ms,
 		.no_watch = d->cfg.no_watch || (nw != NULL && nw[0] != '\0' && strcmp(nw, "0") != 0),
 		.hold_finish_ms = hold ? (unsigned)strtoul(hold, NULL, 10) : 0,
+		.hold_place_ms = hold_place ? (unsigned)strtoul(hold_place, NULL, 10) : 0,
 		.watch_stall_ms = stall ? (unsigned)strtoul(stall, NULL, 10) : 0,
 		.materialize = (kiln_mat_mode)d->cfg.materialize,
 		.build_umask = d->user_umask,

@@ -65,6 +65,11 @@ struct engine_config {
 	 * file in that window (KILN_TEST_HOLD_FINISH_MS in kilnd's
 	 * environment). 0 in real use. */
 	unsigned hold_finish_ms;
+	/* A testing aid: wait this long between putting a run's outputs
+	 * into the store and copying them into build/, so that a test's gc
+	 * can take a blob no record names yet (KILN_TEST_HOLD_PLACE_MS in
+	 * kilnd's environment). 0 in real use. */
+	unsigned hold_place_ms;
 	/* A testing aid: the watch's reader waits this long before reading
 	 * what inotify queued, so that a test's flood of changes overflows
 	 * the kernel's queue (KILN_TEST_WATCH_STALL_MS in kilnd's

@@ -230,6 +230,11 @@ struct node {
 	                            worker sets it; node_finish loses it) */
 	uint8_t lost;            /* its records were lost: counted into its
 	                            builds (e->mu) */
+	uint8_t unrecorded;      /* forgotten because gc took a blob its
+	                            records named (lost.c): build/ still holds
+	                            outs, and the map lists them (set under
+	                            e->mu; cleared by its worker when a full
+	                            decision begins) */
 	/* edits while builds run (edits.c; e->mu) */
 	uint8_t stale;           /* decided from files edited since: its
 	                            builds decide it again (build_repass) */

@@ -74,6 +74,7 @@ lost_decision_begins(struct engine *e, struct node *n)
 	n->rec_hi = 0;
 	n->rec_failed = 0;
 	n->lost = 0;   /* no other thread looks at a node being decided */
+	__atomic_store_n(&n->unrecorded, 0, __ATOMIC_RELAXED);
 }
 
 /* Forget n's result (e->mu held). Its output ids stay: dependents
@@ -87,6 +88,22 @@ node_forget(struct graph *g, struct node *n)
 	for (size_t i = 0; i < n->ks->noutputs; i++)
 		n->outs[i].mat_gen = 0;   /* build/'s copy: not vouched for */
 	g->index_dirty = 1;
+}
+
+/* Forget n's result because gc took a blob its records named (e->mu
+ * held). build/ holds its outputs as its decision left them (a copy, or
+ * a link to the blob's inode, are not taken with the blob), so the map
+ * (output_index.c) lists them still, and a whole-profile build's pruning
+ * keeps them, until the step is decided again: it is no failure, and
+ * build/ must stay what the sources say. */
+static void
+node_unrecord(struct graph *g, struct node *n)
+{
+	int had = n->have;
+
+	node_forget(g, n);
+	if (had)
+		n->unrecorded = 1;
 }
 
 /* Forget n's result (e->mu held) and count it into the builds that want
@@ -144,7 +161,7 @@ span_apply(struct engine *e, uint32_t lo, uint32_t hi, int count)
 			if (count)
 				node_lose(e, g, n);
 			else
-				node_forget(g, n);
+				node_unrecord(g, n);
 		}
 }
 
@@ -174,5 +191,5 @@ lost_node_finished(struct engine *e, struct graph *g, struct node *n,
 	if (n->rec_failed || __atomic_load_n(&e->lost_max, __ATOMIC_ACQUIRE) >= n->rec_lo)
 		node_lose(e, g, n);
 	else if (__atomic_load_n(&e->skip_max, __ATOMIC_ACQUIRE) >= n->rec_lo)
-		node_forget(g, n);
+		node_unrecord(g, n);
 }

@@ -116,10 +116,12 @@ iorder_make(struct graph *g)
 	return 0;
 }
 
-/* Whether nd's result is the map's to read: not while a worker holds it
- * (node_result_held). A build cancelled while its steps are decided ends
- * at once, and read the have a worker was writing (ThreadSanitizer,
- * test_schedule). */
+/* Whether nd's outputs are the map's to list: not while a worker holds
+ * its result (node_result_held: a build cancelled while its steps are
+ * decided ends at once, and read the have a worker was writing;
+ * ThreadSanitizer, test_schedule); otherwise when it holds a result, or
+ * held one that gc made the daemon forget (lost.c, node_unrecord): build/
+ * holds its outputs all the same. */
 static int
 index_has(const struct node *nd, int *held)
 {
@@ -127,7 +129,7 @@ index_has(const struct node *nd, int *held)
 		*held = 1;
 		return 0;
 	}
-	return nd->have;
+	return nd->have || nd->unrecorded;
 }
 
 /* 1: there is a map to write (j filled); 0: nothing changed, or no memory

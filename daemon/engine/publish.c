@@ -9,6 +9,7 @@
  *
  * Threads: the worker holding the node (a completion taken from the
  * reaper), unlocked. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,53 @@ fail:
 	return rv;
 }
 
+/* The testing aids' waits (engine.h: hold_finish_ms, hold_place_ms). */
+static void
+hold_ms(unsigned ms)
+{
+	struct timespec hold = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	if (ms > 0)
+		nanosleep(&hold, NULL);
+}
+
+/* How many times a step's outputs are put again when gc takes one before
+ * it reaches build/, before the step is run again instead. */
+#define REPUT_TRIES 8
+
+/* Put n's outputs into build/ (materialize_all). No record names a blob
+ * between its put and the commit of its step's records, so gc (from any
+ * process, with a short --grace) may take it before it is copied into
+ * build/: it is then put again from the file the tool wrote, held open
+ * since before its put (held[i]; -1 for a folder or an agent's output),
+ * and the copy tried again. KILN_ENOTFOUND when that cannot be done (or
+ * gc kept winning): the step is run again. */
+static int
+outputs_place(struct engine *e, struct node *n, const int *held)
+{
+	for (int tries = 0;; tries++) {
+		int rv = materialize_all(e, n);
+		if (rv != KILN_ENOTFOUND || tries == REPUT_TRIES)
+			return rv;
+		free(n->error);
+		n->error = NULL;
+		for (size_t i = 0; i < n->ks->noutputs; i++) {
+			kiln_id id;
+			if (kiln_store_has(e->s, &n->outs[i].id, NULL) == 0)
+				continue;
+			if (held[i] < 0 || lseek(held[i], 0, SEEK_SET) != 0)
+				return KILN_ENOTFOUND;
+			if ((rv = kiln_store_put_fd(e->s, held[i], &id)) != 0) {
+				set_error(n, "%s: cannot store output '%s' again: %s", n->ks->url,
+				          n->ks->outputs[i].name, kiln_strerror(rv));
+				return rv == KILN_ENOTFOUND ? KILN_EIO : rv;
+			}
+			if (!id_eq(&id, &n->outs[i].id))
+				return KILN_ENOTFOUND;   /* not the bytes put: run it */
+		}
+	}
+}
+
 enum finish_result
 step_finish(struct engine *e, struct graph *g, struct node *n)
 {
@@ -149,6 +197,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 	/* the trace's root process: on an agent, its pid there */
 	pid_t pid = n->w->machine[0] != '\0' ? n->w->agent_pid : n->w->pid;
 	enum finish_result res = FINISH_DONE;
+	int *held = NULL;   /* each file output, open since before its put */
 	int rv;
 
 	/* the lengths were checked when the run started (paths_make) */
@@ -183,11 +232,7 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		goto fail;
 	}
 	/* and that it read what its key says (verify.c) */
-	if (e->cfg.hold_finish_ms > 0) {
-		struct timespec hold = {e->cfg.hold_finish_ms / 1000,
-		                        (long)(e->cfg.hold_finish_ms % 1000) * 1000000};
-		nanosleep(&hold, NULL);
-	}
+	hold_ms(e->cfg.hold_finish_ms);
 	switch (run_verify(e, g, n, tail, sizeof tail)) {
 	case VERIFY_HELD:
 		break;
@@ -201,6 +246,13 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 		res = FINISH_FAILED;
 		goto fail;
 	}
+	if ((held = malloc((n->ks->noutputs + 1) * sizeof *held)) == NULL) {
+		set_error(n, "%s: out of memory", n->ks->url);
+		res = FINISH_FAILED;
+		goto fail;
+	}
+	for (size_t i = 0; i < n->ks->noutputs; i++)
+		held[i] = -1;
 	for (size_t i = 0; i < n->ks->noutputs && res == FINISH_DONE; i++) {
 		char out[PATH_MAX * 3];
 		struct stat st;
@@ -224,14 +276,26 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			break;
 		}
 		n->outs[i].size = (uint64_t)st.st_size;
+		/* its bytes, should gc take the blob before build/ has them */
+		held[i] = open(out, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if ((rv = kiln_store_put_move(e->s, out, &n->outs[i].id)) != 0) {
 			set_error(n, "%s: cannot store output '%s': %s", n->ks->url,
 			          n->ks->outputs[i].name, kiln_strerror(rv));
 			res = FINISH_FAILED;
 		}
 	}
-	if (res == FINISH_DONE && materialize_all(e, n) != 0)
-		res = FINISH_FAILED;
+	if (res == FINISH_DONE)
+		hold_ms(e->cfg.hold_place_ms);   /* tests only: gc's window */
+	if (res == FINISH_DONE && (rv = outputs_place(e, n, held)) != 0) {
+		res = rv == KILN_ENOTFOUND ? FINISH_AGAIN : FINISH_FAILED;
+		if (res == FINISH_AGAIN) {
+			free(n->error);
+			n->error = NULL;
+			free(n->reason);
+			n->reason = strdup("gc removed an output from the store before it "
+			                   "reached build/");
+		}
+	}
 	if (res == FINISH_DONE && action_result_put(e, n) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
 		res = FINISH_FAILED;
@@ -253,6 +317,10 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 			remote_upload(e, n);
 	}
 fail:
+	for (size_t i = 0; held != NULL && i < n->ks->noutputs; i++)
+		if (held[i] >= 0)
+			close(held[i]);
+	free(held);
 	if (res != FINISH_DONE)
 		need_run_commit(n, 0);
 	if (n->ks->tool->depfile) {

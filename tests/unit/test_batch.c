@@ -738,6 +738,34 @@ objects_is_synced_only_after_a_new_shard(void **state)
 	kiln_store_close(s);
 }
 
+/* gc (another process's, with no grace) may remove a blob between its
+ * put and the next commit: the sync before that commit has nothing of it
+ * to sync, and the commit skips the records naming it, counted, while the
+ * rest commit (issue 36: the sync failed the whole commit, "not found"). */
+static void
+a_blob_gc_took_before_the_commit_skips_its_records_not_the_commit(void **state)
+{
+	kiln_store *s = tu_open_store(state, KILN_DURABLE_BATCH);
+	kiln_id gone, kept, got;
+	kiln_batch *b;
+	size_t skipped = 99;
+
+	assert_kiln(0, kiln_store_put_buf(s, "taken by gc", 11, &gone));
+	assert_kiln(0, kiln_store_put_buf(s, "still here", 10, &kept));
+	if (unlink(tu_blob_path(state, &gone)) != 0)
+		fail_msg("removing the blob as gc would: %s", strerror(errno));
+	assert_kiln(0, kiln_batch_new(&b));
+	assert_kiln(0, kiln_batch_index_set(b, "pc", "gone", &gone));
+	assert_kiln(0, kiln_batch_index_set(b, "pc", "kept", &kept));
+	assert_kiln(0, kiln_store_commit(s, b, &skipped));
+	assert_int_equal(skipped, 1);
+	assert_kiln(KILN_ENOTFOUND, kiln_store_index_get(s, "pc", "gone", &got));
+	assert_kiln(0, kiln_store_index_get(s, "pc", "kept", &got));
+	assert_true(kiln_id_cmp(&got, &kept) == 0);
+	kiln_batch_free(b);
+	kiln_store_close(s);
+}
+
 static void
 other_durabilities_never_syncfs_and_fsync_keeps_its_fsyncs(void **state)
 {
@@ -986,6 +1014,7 @@ main(void)
 		T(durable_batch_puts_skip_fsync_and_the_next_commit_syncs_them),
 		T(many_unsynced_puts_are_synced_with_one_syncfs),
 		T(objects_is_synced_only_after_a_new_shard),
+		T(a_blob_gc_took_before_the_commit_skips_its_records_not_the_commit),
 		T(other_durabilities_never_syncfs_and_fsync_keeps_its_fsyncs),
 		T(batch_put_move_is_one_rename_and_keeps_the_inode),
 		T(a_commit_looks_at_each_blob_once_however_many_records_name_it),
