@@ -164,7 +164,7 @@ edit_seen() {
     tool: copy
     inputs: [src/c.txt]
 YAML
-	wait_for output_is c.txt c || { cat "$W" "$W.err"; false; }
+	wait_for output_is c.txt c || { cat "$W" "$W.err" .kiln/kilnd.log; false; }
 	watch_stop
 }
 
