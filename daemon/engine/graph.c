@@ -539,7 +539,10 @@ project_fresh(struct engine *e, char *err, size_t errlen)
 		 * own stamp (remote.c) */
 		return remote_refresh(e, err, errlen);
 	}
-	load_ns = kiln_wall_ns();
+	/* the clock file times are stamped with: the fine one runs up to a
+	 * tick ahead of it, and an edit made in that tick, after the load
+	 * read the file, would look older than the load (kiln_clock.h) */
+	load_ns = kiln_coarse_wall_ns();
 	rv = kiln_desc_load(e->root, &d);
 	if (rv == KILN_ENOTFOUND) {
 		snprintf(err, errlen, "%s/kiln.yaml: no such file", e->root);
