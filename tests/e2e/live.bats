@@ -168,6 +168,35 @@ YAML
 	watch_stop
 }
 
+# An edit of kiln.yaml that lands while the daemon is loading it (a build
+# started by the save of a source just before): the load read the old
+# text, and the next build must load it again. Each round saves a source,
+# then appends an asset for it a little later — the gap swept over a few
+# milliseconds, where the build that save starts is loading kiln.yaml —
+# and waits until the asset is built. (Before the fix, the load's start
+# was read from the fine wall clock while the file's ctime comes from the
+# coarse one: an edit within that tick looked older than the load, and the
+# new asset was never built.)
+@test "kiln.yaml edited while a build loads it is loaded again" {
+	live_project
+	watch_start
+	# pauses of a fraction of a millisecond without a process: read -t
+	# on a FIFO nobody writes
+	mkfifo "$BATS_TEST_TMPDIR/never"
+	exec {never}<>"$BATS_TEST_TMPDIR/never"
+	for i in $(seq 40); do
+		printf 'c%s\n' "$i" >"src/c$i.txt"
+		printf -v gap '0.%04d' $((i % 20 * 5)) # 0 to 9.5 ms
+		read -r -t "$gap" -u "$never" || true
+		printf '  - url: c%s.txt\n    tool: copy\n    inputs: [src/c%s.txt]\n' \
+			"$i" "$i" >>kiln.yaml
+		wait_for output_is "c$i.txt" "c$i" ||
+			{ echo "round $i"; cat "$W" "$W.err" .kiln/kilnd.log; false; }
+	done
+	exec {never}>&-
+	watch_stop
+}
+
 @test "a deleted source fails its step with a clear event; the last good output stays" {
 	live_project
 	watch_start
