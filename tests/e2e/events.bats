@@ -17,16 +17,26 @@ subscribed() {
 }
 
 # hash_of FILE
+# outside NAME: where a subscriber's output goes, outside the project, with
+# NAME in the project a link to it. A file written in the project is a
+# change the daemon reports: a `changed` event among those counted.
+outside() {
+	ln -sf "$BATS_TEST_TMPDIR/$1" "$1"
+	printf '%s' "$BATS_TEST_TMPDIR/$1"
+}
+
 hash_of() {
 	xxh128sum "$1" | cut -d' ' -f1
 }
 
 @test "a live subscriber sees every put as a blob-stored event, in order" {
+	# files written before the daemon starts: a change its watch saw
+	# would be an event too
+	for f in a b c; do echo "$f" >$f; done
 	"$KILN" status >/dev/null
-	"$KILN" events --count 3 >ev.out 3>&- &
+	"$KILN" events --count 3 >"$(outside ev.out)" 3>&- &
 	ev=$!
 	wait_for subscribed 1
-	for f in a b c; do echo "$f" >$f; done
 	"$KILN" put a b c >/dev/null
 	wait "$ev"
 	[ "$(wc -l <ev.out)" -eq 3 ] || { cat ev.out; false; }
@@ -39,9 +49,9 @@ blob-stored $(hash_of c)" ] || { cat ev.out; false; }
 }
 
 @test "four subscribers that keep up each get all of 100 events, in order, none twice" {
-	"$KILN" status >/dev/null
 	for i in $(seq 1 100); do echo "blob $i" >f.$i; done
-	for s in 1 2 3 4; do "$KILN" events --count 100 >ev.$s 3>&- & done
+	"$KILN" status >/dev/null
+	for s in 1 2 3 4; do "$KILN" events --count 100 >"$(outside ev.$s)" 3>&- & done
 	wait_for subscribed 4
 	"$KILN" put $(for i in $(seq 1 100); do echo f.$i; done) >put.out
 	wait
@@ -55,9 +65,11 @@ blob-stored $(hash_of c)" ] || { cat ev.out; false; }
 }
 
 @test "a client that reconnects with its last sequence number gets exactly the events it missed" {
-	"$KILN" status >/dev/null
+	# the files exist before the daemon: a change it saw could be the
+	# first event
 	for f in a b c d e; do echo "$f" >$f; done
-	"$KILN" events --count 1 >first.out 3>&- &
+	"$KILN" status >/dev/null
+	"$KILN" events --count 1 >"$(outside first.out)" 3>&- &
 	ev=$!
 	wait_for subscribed 1
 	"$KILN" put a >/dev/null
@@ -78,7 +90,7 @@ $epoch:$((seq + 3)) blob-stored $(hash_of d) 2" ] || { echo "got:"; echo "$outpu
 
 @test "a subscriber that stops reading gets an overflow event; the daemon never waits for it" {
 	"$KILND" --project . --event-buffer 16
-	"$KILN" events >ev.out 2>ev.err 3>&- &
+	"$KILN" events >"$(outside ev.out)" 2>"$(outside ev.err)" 3>&- &
 	ev=$!
 	wait_for subscribed 1
 	kill -STOP "$ev"
@@ -122,11 +134,11 @@ $epoch:$((seq + 3)) blob-stored $(hash_of d) 2" ] || { echo "got:"; echo "$outpu
 }
 
 @test "the daemon's warnings reach subscribers as log events" {
+	printf 'not a protobuf' >junk.bin
 	"$KILN" status >/dev/null
-	"$KILN" events --count 1 --json >ev.out 3>&- &
+	"$KILN" events --count 1 --json >"$(outside ev.out)" 3>&- &
 	ev=$!
 	wait_for subscribed 1
-	printf 'not a protobuf' >junk.bin
 	send_raw junk.bin >/dev/null
 	wait "$ev"
 	grep -q '"type":"log","level":"warning","text":"refused a malformed request of 14 bytes' ev.out ||
@@ -420,9 +432,9 @@ ps5 art/c" ] || { echo "steps seen:"; cat ev.out; false; }
 	write_filter_project
 	for i in $(seq 1 30); do echo "$i" >src/audio/n$i.txt; done
 	"$KILND" --project . --event-buffer 8
-	"$KILN" events 'art/*' >filtered.out 2>filtered.err 3>&- &
+	"$KILN" events 'art/*' >"$(outside filtered.out)" 2>"$(outside filtered.err)" 3>&- &
 	filtered=$!
-	"$KILN" events >all.out 2>all.err 3>&- &
+	"$KILN" events >"$(outside all.out)" 2>"$(outside all.err)" 3>&- &
 	all=$!
 	wait_for subscribed 2
 	kill -STOP "$filtered" "$all"
@@ -442,8 +454,10 @@ ps5 art/c" ] || { echo "steps seen:"; cat ev.out; false; }
 @test "a filtered subscriber resumes with --since: the matching events it missed, and only those" {
 	write_filter_project
 	"$KILN" status >/dev/null
-	# art/a's tool starts, then its step ends
-	"$KILN" events --count 2 art/a >first.out 3>&- &
+	# art/a's tool starts, then its step ends; what kiln events prints goes
+	# outside the project (first.out links to it): its first line, written
+	# in the project, would be a change, the second event a filter passes
+	"$KILN" events --count 2 art/a >"$(outside first.out)" 3>&- &
 	ev=$!
 	wait_for subscribed 1
 	"$KILN" build -p pc >/dev/null
