@@ -17,6 +17,7 @@
 #include "engine_int.h"
 #include "builds.h"
 #include "glob.h"
+#include "edits.h"
 #include "estimate.h"
 #include "graph.h"
 #include "lost.h"
@@ -299,7 +300,9 @@ builds_check(struct engine *e)
 			struct build *b = e->active[i];
 			if (b != NULL)
 				seen++;
-			if (b != NULL && b->done == 0 && b->finished >= b->total) {
+			if (b != NULL && b->done == 0 && b->finished >= b->total &&
+			    (b->dry_run || b->cancelled || b->stopped || e->quit ||
+			     !edits_pending(e))) {
 				if (!b->repass || !build_repass(e, b))
 					build_end(e, b);
 				again = 1;

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "engine_int.h"
+#include "builds.h"
 #include "edits.h"
 #include "schedule.h"
 #include "kiln_clock.h"
@@ -37,6 +38,10 @@ struct edits {
 	size_t n, cap;
 	int all;                 /* a change no path names */
 	_Atomic int64_t last_ns; /* kiln_mono_ns of the last edit */
+	/* Edits noted, and noted before the last batch the thread applied:
+	 * a build whose steps are all finished ends only when they are
+	 * equal (edits_pending). noted under mu; applied under e->mu. */
+	_Atomic uint64_t noted, applied;
 };
 
 static void
@@ -57,6 +62,7 @@ edits_note(struct engine *e, const char *relpath)
 		return;
 	atomic_store(&ed->last_ns, kiln_mono_ns());
 	pthread_mutex_lock(&ed->mu);
+	atomic_fetch_add(&ed->noted, 1);
 	if (relpath == NULL || ed->all || ed->n >= EDITS_MAX_QUEUED ||
 	    (copy = strdup(relpath)) == NULL) {
 		/* not named, too many, or no memory to name it: everything */
@@ -214,8 +220,11 @@ nodes_edited(struct engine *e, char *const *paths, size_t np)
 			e->active[s]->repass = 1;
 }
 
+/* Apply one batch: the edits noted up to taken. A build that found all
+ * its steps finished while the batch was on its way waited for it
+ * (edits_pending): look at the builds again once it is applied. */
 static void
-batch_apply(struct engine *e, char **paths, size_t n, int all)
+batch_apply(struct engine *e, char **paths, size_t n, int all, uint64_t taken)
 {
 	if (n > 1)
 		qsort(paths, n, sizeof *paths, str_cmp);
@@ -232,7 +241,18 @@ batch_apply(struct engine *e, char **paths, size_t n, int all)
 	} else if (e->nactive > 0 && !e->wave_dry) {
 		nodes_edited(e, paths, n);
 	}
+	atomic_store(&e->edits->applied, taken);
+	if (e->nactive > 0)
+		builds_check(e);
 	pthread_mutex_unlock(&e->mu);
+}
+
+int
+edits_pending(struct engine *e)
+{
+	struct edits *ed = e->edits;
+
+	return ed != NULL && atomic_load(&ed->noted) != atomic_load(&ed->applied);
 }
 
 static void *
@@ -246,6 +266,7 @@ edits_main(void *arg)
 		char **paths;
 		size_t n;
 		int all;
+		uint64_t taken;
 
 		while (!ed->quit && ed->n == 0 && !ed->all)
 			pthread_cond_wait(&ed->cv, &ed->mu);
@@ -254,11 +275,16 @@ edits_main(void *arg)
 		paths = ed->paths;
 		n = ed->n;
 		all = ed->all;
+		taken = atomic_load(&ed->noted);
 		ed->paths = NULL;
 		ed->n = ed->cap = 0;
 		ed->all = 0;
 		pthread_mutex_unlock(&ed->mu);
-		batch_apply(e, paths, n, all);
+		if (e->cfg.hold_edits_ms > 0)
+			nanosleep(&(struct timespec){e->cfg.hold_edits_ms / 1000,
+			                             (long)(e->cfg.hold_edits_ms % 1000) * 1000000},
+			          NULL);
+		batch_apply(e, paths, n, all, taken);
 		paths_free(paths, n);
 		pthread_mutex_lock(&ed->mu);
 	}

@@ -39,6 +39,12 @@ void edits_stop(struct engine *e);
  * may have changed. */
 void edits_note(struct engine *e, const char *relpath);
 
+/* Whether edits were noted that the edits thread has not applied yet
+ * (e->mu held). A build does not end while they are on their way: an edit
+ * noted before its last step finished may make a finished step stale
+ * (the thread looks at the builds again after applying them). */
+int edits_pending(struct engine *e);
+
 /* Wait until no edit came for the settle time (at most a second), so that
  * a step cancelled by a burst of writes runs once, after the burst. */
 void edits_settle(struct engine *e);

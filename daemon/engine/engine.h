@@ -70,6 +70,10 @@ struct engine_config {
 	 * can take a blob no record names yet (KILN_TEST_HOLD_PLACE_MS in
 	 * kilnd's environment). 0 in real use. */
 	unsigned hold_place_ms;
+	/* A testing aid: the edits thread waits this long between taking a
+	 * batch of edits and applying it (edits.c), so that a test's step can
+	 * end while an edit is on its way. 0 in real use. */
+	unsigned hold_edits_ms;
 	/* A testing aid: the watch's reader waits this long before reading
 	 * what inotify queued, so that a test's flood of changes overflows
 	 * the kernel's queue (KILN_TEST_WATCH_STALL_MS in kilnd's
