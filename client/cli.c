@@ -297,6 +297,11 @@ open_error(const char *cmd, const char *dir, int rv)
 		           "set it aside and start a new one (blobs are kept; the next "
 		           "build rebuilds the records)", dir);
 		break;
+	case KILN_EBUSY:
+		cli_errorf(cmd, "%s: the store is in use by another process (a "
+		           "running kilnd: 'kiln stop' first; or a kiln gc, put, "
+		           "fsck), and this needs it alone", dir);
+		break;
 	default:
 		cli_errorf(cmd, "%s: cannot open the store: %s", dir,
 		           kiln_strerror(rv));

@@ -482,8 +482,11 @@ fsck_open(const struct cli *c, int repair, kiln_store **sp)
 	int rv, why;
 
 	/* A plain check must not change anything, so it cannot. */
+	/* A repair needs the store alone: moving files a running kilnd has
+	 * open would lose what it writes next. */
 	rv = cli_store_open_why("fsck", c, KILN_STORE_CHECK_PAGES |
-	                        (repair ? 0 : KILN_STORE_RDONLY), sp, &why);
+	                        (repair ? KILN_STORE_EXCLUSIVE : KILN_STORE_RDONLY),
+	                        sp, &why);
 	if (rv == CLI_OK || why != KILN_ECORRUPT)
 		return rv;
 	if (!repair)
@@ -496,7 +499,7 @@ fsck_open(const struct cli *c, int repair, kiln_store **sp)
 	}
 	cli_errorf("fsck", "repaired: the damaged database was moved to %s; a new "
 	           "one starts empty (the next build rebuilds its records)", moved);
-	return cli_store_open("fsck", c, KILN_STORE_CHECK_PAGES, sp);
+	return cli_store_open("fsck", c, KILN_STORE_CHECK_PAGES | KILN_STORE_EXCLUSIVE, sp);
 }
 
 int

@@ -128,6 +128,12 @@ enum kiln_store_flags {
 	 * (kilnd at start, fsck). Every open checks the file's length against
 	 * its meta pages, which is what keeps a cut-short file from a SIGBUS. */
 	KILN_STORE_CHECK_PAGES = 1 << 2,
+	/* The store alone: refused (KILN_EBUSY) while any other handle, in
+	 * this process or another (a running kilnd, a kiln gc), has it open;
+	 * and while this one is open, others are refused. For repairs
+	 * (fsck --repair), which must not change files under a user. Every
+	 * other open shares <store>/db/open.lock (flock). */
+	KILN_STORE_EXCLUSIVE = 1 << 3,
 };
 
 enum kiln_durability {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -252,6 +253,32 @@ store_layout(kiln_store *s, char **dbdir, char **corrupt)
 	return 0;
 }
 
+/* Take <dir>/db/open.lock: shared for a user, exclusive for a repair
+ * (KILN_STORE_EXCLUSIVE, set-aside). KILN_EBUSY when the other kind is
+ * held. A read-only opener of a store nobody opened for writing yet finds
+ * no lock file and takes none (*fd = -1). */
+static int
+open_lock_take(const char *dir, int exclusive, int rdonly, int *fd)
+{
+	char path[PATH_MAX];
+
+	*fd = -1;
+	if (snprintf(path, sizeof path, "%s/db/open.lock", dir) >= (int)sizeof path)
+		return KILN_ERANGE;
+	*fd = rdonly ? open(path, O_RDONLY | O_CLOEXEC)
+	             : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (*fd < 0)
+		return rdonly && (errno == ENOENT || errno == EACCES) ? 0
+		                                                      : kiln_err_from_errno(errno);
+	if (flock(*fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+		int rv = errno == EWOULDBLOCK ? KILN_EBUSY : kiln_err_from_errno(errno);
+		close(*fd);
+		*fd = -1;
+		return rv;
+	}
+	return 0;
+}
+
 /* KILN_DURABLE_BATCH syncs through a held fd of objects/ (store_sync_puts);
  * a read-only handle never puts. */
 static int
@@ -286,6 +313,7 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 	s->now_ns = opts->now_ns;
 	s->now_arg = opts->now_arg;
 	s->objects_fd = -1;
+	s->open_lock_fd = -1;
 	pthread_mutex_init(&s->uses_mu, NULL);
 	pthread_mutex_init(&s->sync_mu, NULL);
 	s->dir = strdup(dir);
@@ -296,6 +324,9 @@ kiln_store_open(const char *dir, const kiln_store_opts *opts, kiln_store **sp)
 		goto fail;
 	}
 	if ((rv = store_layout(s, &dbdir, &corrupt)) != 0 ||
+	    (rv = open_lock_take(dir, (opts->flags & KILN_STORE_EXCLUSIVE) != 0,
+	                         (opts->flags & KILN_STORE_RDONLY) != 0,
+	                         &s->open_lock_fd)) != 0 ||
 	    (rv = store_open_objects(s)) != 0)
 		goto fail;
 	rv = db_open(dbdir, opts->map_size ? opts->map_size : DEFAULT_MAP_SIZE,
@@ -347,7 +378,7 @@ int
 kiln_store_db_set_aside(const char *dir, char *moved, size_t len)
 {
 	char from[PATH_MAX], lock[PATH_MAX], to[PATH_MAX], corrupt[PATH_MAX];
-	int fresh, rv;
+	int fresh, rv, held;
 
 	if (dir == NULL || moved == NULL || len == 0)
 		return KILN_EINVAL;
@@ -362,17 +393,28 @@ kiln_store_db_set_aside(const char *dir, char *moved, size_t len)
 	if ((rv = fio_mkdir(corrupt, 0755, NULL)) != 0 ||
 	    (rv = aside_name(dir, to, sizeof to)) != 0)
 		return rv;
-	if (rename(from, to) != 0)
-		return kiln_err_from_errno(errno);
+	/* A daemon still on the file would go on writing the moved one, and
+	 * LMDB's reader table must not be removed under it. */
+	if ((rv = open_lock_take(dir, 1, 0, &held)) != 0)
+		return rv;
+	if (rename(from, to) != 0) {
+		rv = kiln_err_from_errno(errno);
+		goto out;
+	}
 	/* The lock file holds only the reader table of the old file; LMDB
 	 * makes a new one with the new database. */
-	if (unlink(lock) != 0 && errno != ENOENT)
-		return kiln_err_from_errno(errno);
+	if (unlink(lock) != 0 && errno != ENOENT) {
+		rv = kiln_err_from_errno(errno);
+		goto out;
+	}
 	snprintf(moved, len, "%s", to);
 	if ((rv = fio_fsync_dir(corrupt)) != 0)
-		return rv;
+		goto out;
 	snprintf(corrupt, sizeof corrupt, "%s/db", dir);
-	return fio_fsync_dir(corrupt);
+	rv = fio_fsync_dir(corrupt);
+out:
+	close(held);
+	return rv;
 }
 
 int
@@ -406,6 +448,8 @@ kiln_store_close(kiln_store *s)
 	pthread_mutex_destroy(&s->sync_mu);
 	if (s->objects_fd >= 0)
 		close(s->objects_fd);
+	if (s->open_lock_fd >= 0)
+		close(s->open_lock_fd);   /* after the database: others may go on */
 	free(s->dir);
 	free(s->objects);
 	free(s->tmp);

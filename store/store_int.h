@@ -54,6 +54,7 @@ struct kiln_store {
 	kiln_db *db;
 	/* KILN_DURABLE_BATCH only (else -1): the objects folder, for syncfs. */
 	int objects_fd;
+	int open_lock_fd;   /* <store>/db/open.lock, flock shared or exclusive */
 	/* KILN_DURABLE_BATCH: blobs published without an fsync since the
 	 * last sync took them (under uses_mu), while they are few; past
 	 * STORE_SYNC_EACH_MAX, or after a failed sync, unsynced_many: the

@@ -244,3 +244,20 @@ YAML
 	write_project
 	then_stop_and_repair
 }
+
+@test "fsck --repair refuses while a kilnd has the store open, and moves nothing" {
+	cut_under_daemon 8192
+	# the daemon still holds the file (and LMDB's reader table): setting
+	# them aside now would leave it writing into the moved file
+	ino=$(stat -c %i "$DB")
+	run --separate-stderr "$KILN" fsck --repair
+	[ "$status" -eq 2 ] || { echo "fsck --repair beside kilnd: $status: $output / $stderr"; false; }
+	grep -q "in use by another process" <<<"$stderr" && grep -q "kiln stop" <<<"$stderr" ||
+		{ echo "no reason given: $stderr"; false; }
+	[ "$(stat -c %i "$DB")" = "$ino" ] || { echo "$DB was moved under the daemon"; false; }
+	! ls .kiln/store/corrupt/data.mdb.* 2>/dev/null
+	# a plain fsck beside it still reads (and reports the damage)
+	run --separate-stderr "$KILN" fsck
+	[ "$status" -eq 1 ] || { echo "fsck beside kilnd: $status: $stderr"; false; }
+	then_stop_and_repair
+}
