@@ -385,10 +385,21 @@ kiln_store_put_buf(kiln_store *s, const void *buf, size_t len, kiln_id *id)
 	return kiln_blob_writer_commit(w, NULL, id);
 }
 
-int
-kiln_store_put_fd(kiln_store *s, int fd, kiln_id *id)
+/* A put by path whose file changed size while it was read is read again
+ * from the start, at most this many times; then what was read is kept. */
+#define PUT_REREADS 3
+
+/* Sentinel of put_read: the file's size changed while it was read. */
+#define PUT_RESIZED 1
+
+/* Read fd from its offset to its end into a new blob. With whole_file,
+ * a file whose size is not what was read (cut short or grown meanwhile)
+ * publishes nothing and returns PUT_RESIZED. */
+static int
+put_read(kiln_store *s, int fd, int whole_file, kiln_id *id)
 {
 	kiln_blob_writer *w;
+	struct stat st;
 	char *buf;
 	int rv;
 
@@ -410,6 +421,8 @@ kiln_store_put_fd(kiln_store *s, int fd, kiln_id *id)
 			break;
 	}
 	free(buf);
+	if (rv == 0 && whole_file && fstat(fd, &st) == 0 && (uint64_t)st.st_size != w->size)
+		rv = PUT_RESIZED;
 	if (rv != 0) {
 		kiln_blob_writer_abort(w);
 		return rv;
@@ -417,49 +430,38 @@ kiln_store_put_fd(kiln_store *s, int fd, kiln_id *id)
 	return kiln_blob_writer_commit(w, NULL, id);
 }
 
-/* Copy a regular file through a read-only map: the bytes go from the
- * page cache to the hash and to the temp file without a user buffer.
- * A file cut short as it is read (an editor rewriting a source) would be
- * a SIGBUS; with guard.c's handler the pages past its end read as zeros
- * instead, nothing is published, and the file is put again with read(2),
- * as it is now (fd's offset is still 0: a map does not move it). */
-static int
-put_mapped(kiln_store *s, int fd, size_t size, kiln_id *id)
+int
+kiln_store_put_fd(kiln_store *s, int fd, kiln_id *id)
 {
-	kiln_blob_writer *w;
-	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-	int rv, g, cut;
-
-	if (map == MAP_FAILED)
-		return kiln_store_put_fd(s, fd, id);
-	g = guard_add(map, size, 0);
-	madvise(map, size, MADV_SEQUENTIAL);
-	if ((rv = kiln_blob_writer_open(s, &w)) == 0) {
-		if ((rv = kiln_blob_writer_write(w, map, size)) == 0 && !guard_faulted(g))
-			rv = kiln_blob_writer_commit(w, NULL, id);
-		else
-			kiln_blob_writer_abort(w);
-	}
-	cut = guard_faulted(g);
-	guard_remove(g);
-	munmap(map, size);
-	return cut ? kiln_store_put_fd(s, fd, id) : rv;
+	return put_read(s, fd, 0, id);
 }
 
 int
 kiln_store_put_path(kiln_store *s, const char *path, kiln_id *id)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	int rv;
+	int rv, whole = 1;
 
 	if (fd < 0)
 		return kiln_err_from_errno(errno);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-		rv = put_mapped(s, fd, (size_t)st.st_size, id);
-	} else {
-		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-		rv = kiln_store_put_fd(s, fd, id);
+	/* Read, not mapped: through a map the bytes were hashed, then written
+	 * in a second pass over shared pages, so a file rewritten in place
+	 * between the two became a blob whose name was not the hash of what
+	 * it held, and one cut short then failed the write with EFAULT (no
+	 * SIGBUS to catch: the kernel did the reading). Each chunk read here
+	 * is hashed and written from the same private buffer; a file cut or
+	 * grown as it is read is read again, as it is now. */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	for (int reads = 0;; reads++) {
+		struct stat st;
+		whole = reads < PUT_REREADS && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+		rv = put_read(s, fd, whole, id);
+		if (rv != PUT_RESIZED)
+			break;
+		if (lseek(fd, 0, SEEK_SET) != 0) {
+			rv = kiln_err_from_errno(errno);
+			break;
+		}
 	}
 	close(fd);
 	return rv;
