@@ -436,6 +436,10 @@ poll_answer(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 
 	if (q.wait_ms > KILN_POLL_MAX_WAIT_MS)
 		q.wait_ms = KILN_POLL_MAX_WAIT_MS;
+	/* stopping: answered at once, so that the stop's wait for parked
+	 * polls (server_stop) ends */
+	if (atomic_load(&d->stopping))
+		w = NULL;
 	/* Replies small enough for a client with the smallest message limit. */
 	rv = events_poll(d->events, c->pipe, &q,
 	                 kiln_proto_chunk_max(KILN_MAX_MESSAGE_MIN), w, &park_ms,

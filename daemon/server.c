@@ -30,6 +30,7 @@
 #include "engine.h"
 #include "jobs.h"
 #include "owners.h"
+#include "kiln_clock.h"
 #include "server_int.h"
 
 /* The KILN_E* code for an nng error. */
@@ -285,6 +286,21 @@ server_start(struct kilnd *d, char *err, size_t len)
 	return 0;
 }
 
+/* At most this long waiting at stop for the answers to parked polls. */
+#define STOP_SEND_WAIT_MS 2000
+
+/* Whether a worker holds a parked request or a reply being sent. */
+static int
+workers_answering(struct kilnd_server *s)
+{
+	for (uint32_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
+		enum wstate st = __atomic_load_n(&s->workers[i].state, __ATOMIC_ACQUIRE);
+		if (st == W_PARK || st == W_SEND)
+			return 1;
+	}
+	return 0;
+}
+
 void
 server_stop(struct kilnd *d)
 {
@@ -292,10 +308,16 @@ server_stop(struct kilnd *d)
 
 	if (s == NULL)
 		return;
-	/* Parked polls answer now, with the Stopping event; give the replies
-	 * a moment to leave before the connections close. */
+	/* Parked polls answer now, with the Stopping event (a poll from now
+	 * on is answered at once, never parked: poll_answer); wait for the
+	 * replies to be handed to their connections, and give them a moment
+	 * to leave, before the connections close. A fixed 50 ms alone lost
+	 * the Stopping event on a busy machine. */
 	events_wake_all(d->events);
 	agents_wake_all(d->agents);
+	for (int64_t until = kiln_mono_ns() + STOP_SEND_WAIT_MS * 1000000LL;
+	     workers_answering(s) && kiln_mono_ns() < until;)
+		usleep(2 * 1000);
 	usleep(50 * 1000);
 	/* From here on nothing is parked, queued or sent: the handlers finish
 	 * what they hold, then the socket closes and the aios stop (their

@@ -49,7 +49,7 @@ void
 worker_recv_next(struct worker *w)
 {
 	peer_done(w->d->server, w);
-	w->state = W_RECV;
+	__atomic_store_n(&w->state, W_RECV, __ATOMIC_RELEASE);
 	nng_aio_set_timeout(w->aio, NNG_DURATION_INFINITE);
 	nng_ctx_recv(w->ctx, w->aio);
 }
@@ -150,7 +150,7 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 		int take = worker_parks_take(w);
 
 		w->take_parked = take;
-		w->state = W_PARK;
+		__atomic_store_n(&w->state, W_PARK, __ATOMIC_RELEASE);
 		nng_sleep_aio((nng_duration)a->wait_ms, w->sleep);
 		/* An event published before the sleep began found nothing to
 		 * cancel; cancel now. (Cancelling a sleep that already ended is
@@ -178,7 +178,7 @@ answer_send(struct worker *w, struct kilnd_answer *a)
 		worker_recv_next(w);
 		return;
 	}
-	w->state = W_SEND;
+	__atomic_store_n(&w->state, W_SEND, __ATOMIC_RELEASE);
 	nng_aio_set_msg(w->aio, out);
 	nng_aio_set_timeout(w->aio, SEND_TIMEOUT_MS);
 	nng_ctx_send(w->ctx, w->aio);

@@ -381,7 +381,7 @@ pc audio/x
 pc audio/y" ] || { echo "steps seen:"; cat ev.out; false; }
 	# the build's end and the daemon stopping are not steps: they come
 	grep -qE ' build-done [0-9]+ pc total=5 ran=5 ' ev.out || { cat ev.out; false; }
-	tail -1 ev.out | grep -q ' stopping stop request$'
+	tail -1 ev.out | grep -q ' stopping stop request$' || { cat ev.out; false; }
 	# the left-out events are gaps in the numbers, not losses
 	increasing ev.out || { cat ev.out; false; }
 	! grep -q ' overflow ' ev.out || { cat ev.out; false; }
@@ -395,7 +395,7 @@ ps5 art/b
 ps5 art/c" ] || { echo "steps seen:"; cat ev.out; false; }
 	[ "$(grep -c ' build-done ' ev.out)" -eq 1 ] || { cat ev.out; false; }
 	grep -qE ' build-done [0-9]+ ps5 total=5 ' ev.out || { cat ev.out; false; }
-	tail -1 ev.out | grep -q ' stopping stop request$'
+	tail -1 ev.out | grep -q ' stopping stop request$' || { cat ev.out; false; }
 }
 
 @test "a filter the daemon refuses ends kiln events with status 2 and says why; the daemon goes on" {
