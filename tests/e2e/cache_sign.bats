@@ -104,6 +104,14 @@ m2_refuses_a() {
 	m2_refuses_a
 }
 
+@test "signed: KILN_CACHE_SIGN_KEY_FILE gives a machine the key its kiln.yaml lacks; the rewritten entry is refused" {
+	signed_first_machine
+	poison
+	sed -i '/sign_key_file/d' "$M2/kiln.yaml"
+	export KILN_CACHE_SIGN_KEY_FILE=$T/key
+	m2_refuses_a
+}
+
 @test "without a key the rewritten entry is served, as before signing (the tests above need the feature)" {
 	signed_first_machine
 	poison
