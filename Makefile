@@ -89,7 +89,7 @@ PROTO_GEN = proto/kiln.pb-c.c proto/reapi.pb-c.c proto/kiln_cache.pb-c.c
 GEN_HDRS  = $(PROTO_GEN:proto/%.c=$(GEN)/%.h)
 # The remote cache's entries, cache/ (libkilncache.a): keys, encoding and
 # validation of Bazel-HTTP-cache AC values (docs/cache.md). No I/O.
-CACHE_SRC = cache/keys.c cache/check.c cache/index.c cache/result.c
+CACHE_SRC = cache/keys.c cache/check.c cache/index.c cache/result.c cache/sign.c
 # The asset-description loader (kiln.yaml and *.kiln.yaml), desc/: used by
 # the CLI (kiln check, kiln ls) and the daemon (libkilndesc.a).
 DESC_SRC  = desc/glob_compile.c desc/glob_match.c desc/arena.c desc/diag.c desc/yaml_tree.c \
@@ -160,7 +160,7 @@ $(GEN)/ui_files.c: $(UI_FILES) scripts/embed-files
 	scripts/embed-files $@ $(UI_FILES)
 
 $(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch \
-            third_party/nng/rep0-send-on-closed-pipe.patch
+            third_party/nng/rep0-send-on-closed-pipe.patch third_party/nng/tls-ip-san.patch
 	@third_party/nng/build.sh $(NNG)
 
 deps:

@@ -179,4 +179,33 @@ int kiln_cache_result_decode(const void *buf, size_t len,
                              struct kiln_cache_result **out);
 void kiln_cache_result_free(struct kiln_cache_result *r);
 
+/* ---- signatures (cache/sign.c; docs/cache.md, "Signed entries") ---------- */
+
+/* A signed entry is the unsigned one followed by the ActionResult field
+ * kiln_signature (1001): 3 bytes of tag and length, then an HMAC-SHA256
+ * over a tag, the entry's AC key and the unsigned entry. A reader without
+ * a key decodes a signed entry like any other (the field is known and
+ * ignored). Keys are the secret's bytes, at least KILN_CACHE_SIGN_KEY_MIN
+ * of them (openssl rand -hex 32 makes 64). */
+#define KILN_CACHE_SIG_LEN 32
+#define KILN_CACHE_SIG_TRAILER (3 + KILN_CACHE_SIG_LEN)
+#define KILN_CACHE_SIGN_KEY_MIN 32
+#define KILN_CACHE_SIGN_KEY_MAX 4096
+
+/* The entry buf (len bytes, as an encoder made it: never signed already)
+ * signed with key k for AC key ackey, into a malloc'd *out of *outlen
+ * bytes. Returns 0, KILN_EINVAL (a key of a bad length, len 0),
+ * KILN_ERANGE (the signed entry would pass KILN_CACHE_ENTRY_MAX) or
+ * KILN_ENOMEM. */
+int kiln_cache_entry_sign(const void *k, size_t klen, const uint8_t ackey[KILN_CACHE_SHA_LEN],
+                          const void *buf, size_t len, uint8_t **out, size_t *outlen);
+
+/* 0 when buf, fetched from ac/<ackey>, ends with a signature that key k
+ * made for ackey and the bytes before it; KILN_ECORRUPT when it is
+ * unsigned or the signature does not match (someone without the key wrote
+ * it, or moved it from another key); KILN_EINVAL (a key of a bad length)
+ * or KILN_ENOMEM. Compares in constant time. */
+int kiln_cache_entry_verify(const void *k, size_t klen, const uint8_t ackey[KILN_CACHE_SHA_LEN],
+                            const void *buf, size_t len);
+
 #endif

@@ -67,6 +67,8 @@ struct kiln_cache {
 	char *userpwd;         /* "user:password", or NULL */
 	struct curl_slist *headers;
 	char *ca_file;
+	char *sign_key;        /* the sign_key_file's secret, or NULL */
+	size_t sign_key_len;
 	long connect_timeout_ms, timeout_ms, stall_ms;
 	unsigned max_parallel, max_uploads;
 	unsigned queue_max;

@@ -1,5 +1,6 @@
 /* config.c — checking a kiln_cache_config: the base URL's form, the
- * credential files (their permissions and content), and the defaults. */
+ * credential and signing-key files (their permissions and content), and
+ * the defaults; signing and checking AC entries with the handle's key. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache_entries.h"
 #include "cache_int.h"
 
 /* A credential is one short line; anything longer is not one. */
@@ -102,6 +104,76 @@ fail:
 	return rc;
 }
 
+/* Say in cfg->err which file could not be used, and why. */
+static int
+file_err(const kiln_cache_config *cfg, const char *what, const char *path, int rc)
+{
+	const char *why = kiln_strerror(rc);
+
+	if (rc == KILN_EACCES)
+		why = "others may read or write it (chmod 600 it), or it cannot be read";
+	else if (rc == KILN_EINVAL)
+		why = "not one line of printable characters (at most 4096), or not a regular file";
+	if (cfg->err != NULL && cfg->errlen > 0)
+		snprintf(cfg->err, cfg->errlen, "%s %s: %s", what, path, why);
+	return rc;
+}
+
+/* The secret that signs entries: a credential like the others, and long
+ * enough that it cannot be guessed (64 hex digits from openssl rand -hex
+ * 32 are 256 bits; 32 characters is the least taken). */
+static int
+apply_sign_key(kiln_cache *c, const kiln_cache_config *cfg)
+{
+	const char *f = cfg->sign_key_file;
+	int rc;
+
+	if (f == NULL)
+		return 0;
+	if ((rc = read_secret(f, &c->sign_key)) != 0)
+		return file_err(cfg, "sign_key_file", f, rc);
+	c->sign_key_len = strlen(c->sign_key);
+	if (c->sign_key_len < KILN_CACHE_SIGN_KEY_MIN) {
+		if (cfg->err != NULL && cfg->errlen > 0)
+			snprintf(cfg->err, cfg->errlen, "sign_key_file %s: shorter than %d characters "
+			         "(make one with: openssl rand -hex 32 >FILE)", f, KILN_CACHE_SIGN_KEY_MIN);
+		return KILN_EINVAL;
+	}
+	return 0;
+}
+
+int
+kiln_cache_signs(const kiln_cache *c)
+{
+	return c->sign_key != NULL;
+}
+
+int
+kiln_cache_sign(kiln_cache *c, const uint8_t ackey[32], uint8_t **buf, size_t *len)
+{
+	uint8_t *out;
+	size_t n;
+	int rc;
+
+	if (c->sign_key == NULL)
+		return 0;
+	rc = kiln_cache_entry_sign(c->sign_key, c->sign_key_len, ackey, *buf, *len, &out, &n);
+	if (rc != 0)
+		return rc;
+	free(*buf);
+	*buf = out;
+	*len = n;
+	return 0;
+}
+
+int
+kiln_cache_verify(kiln_cache *c, const uint8_t ackey[32], const void *buf, size_t len)
+{
+	if (c->sign_key == NULL)
+		return 0;
+	return kiln_cache_entry_verify(c->sign_key, c->sign_key_len, ackey, buf, len);
+}
+
 static int
 apply_credentials(kiln_cache *c, const kiln_cache_config *cfg)
 {
@@ -114,13 +186,13 @@ apply_credentials(kiln_cache *c, const kiln_cache_config *cfg)
 		return KILN_EINVAL;
 	if (cfg->basic_auth_file != NULL) {
 		if ((rc = read_secret(cfg->basic_auth_file, &c->userpwd)) != 0)
-			return rc;
+			return file_err(cfg, "basic_auth_file", cfg->basic_auth_file, rc);
 		return strchr(c->userpwd, ':') != NULL ? 0 : KILN_EINVAL;
 	}
 	if (cfg->bearer_token_file == NULL)
 		return 0;
 	if ((rc = read_secret(cfg->bearer_token_file, &token)) != 0)
-		return rc;
+		return file_err(cfg, "bearer_token_file", cfg->bearer_token_file, rc);
 	rc = KILN_ENOMEM;
 	n = strlen(token) + sizeof("Authorization: Bearer ");
 	if ((line = malloc(n)) == NULL)
@@ -186,7 +258,9 @@ cache_config_apply(kiln_cache *c, const kiln_cache_config *cfg)
 	 * servers never send. */
 	if ((c->headers = curl_fn->slist_append(NULL, "Expect:")) == NULL)
 		return KILN_ENOMEM;
-	return apply_credentials(c, cfg);
+	if ((rc = apply_credentials(c, cfg)) != 0)
+		return rc;
+	return apply_sign_key(c, cfg);
 }
 
 void
@@ -204,4 +278,9 @@ cache_config_free(kiln_cache *c)
 	c->headers = NULL;
 	free(c->ca_file);
 	c->ca_file = NULL;
+	if (c->sign_key != NULL) {
+		explicit_bzero(c->sign_key, c->sign_key_len);
+		free(c->sign_key);
+		c->sign_key = NULL;
+	}
 }

@@ -1,6 +1,6 @@
-/* entries_int.h — what the entry files of cache/ (keys, check, index, result) share: short names for the
+/* entries_int.h — what the entry files of cache/ (keys, check, index, result, sign) share: short names for the
  * generated messages, the rules of the layout (check.c) and SHA-256
- * (keys.c, the one file that includes OpenSSL). */
+ * (keys.c; sign.c's HMAC is the other use of OpenSSL). */
 #ifndef KILN_CACHE_ENTRIES_INT_H
 #define KILN_CACHE_ENTRIES_INT_H
 

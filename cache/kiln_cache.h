@@ -57,6 +57,17 @@ typedef struct kiln_cache_config {
 	const char *bearer_token_file;
 	/* A CA bundle for https servers with a private CA [system store]. */
 	const char *ca_file;
+	/* A file holding the secret that signs and checks AC entries
+	 * (docs/cache.md, "Signed entries"): one line of at least 32 and at
+	 * most 4096 printable characters (openssl rand -hex 32), a trailing
+	 * newline ignored, mode & 007 == 0 like the credential files. With
+	 * it, kiln_cache_sign signs and kiln_cache_verify refuses what is not
+	 * signed with it [none: neither]. */
+	const char *sign_key_file;
+	/* Where kiln_cache_open writes, when it fails, a sentence naming the
+	 * file or setting at fault (NULL: nowhere). */
+	char *err;
+	size_t errlen;
 	long connect_timeout_ms; /* [2000] to set up a connection */
 	long timeout_ms;         /* [120000] a whole transfer, however big */
 	long stall_ms;           /* [10000] below 1 KiB/s this long: give up */
@@ -106,6 +117,19 @@ typedef int (*kiln_cache_sink_fn)(void *arg, const void *data, size_t len);
  * KILN_EACCES (a credential file others can read), KILN_ENOTFOUND (a
  * missing credential file), KILN_ENOMEM or KILN_EIO. */
 int kiln_cache_open(const kiln_cache_config *cfg, kiln_cache **c);
+
+/* Sign the AC entry *buf (len *len) for the key ackey with the handle's
+ * sign_key_file: *buf is replaced by a malloc'd signed copy (the old one
+ * freed). Without a key, nothing changes. 0, KILN_ERANGE or KILN_ENOMEM. */
+int kiln_cache_sign(kiln_cache *c, const uint8_t ackey[32], uint8_t **buf, size_t *len);
+
+/* Whether an AC entry fetched from ac/<ackey> may be used: 0 when the
+ * handle has no key, or the entry is signed with it for ackey;
+ * KILN_ECORRUPT otherwise (treat it as a corrupt entry), or KILN_ENOMEM. */
+int kiln_cache_verify(kiln_cache *c, const uint8_t ackey[32], const void *buf, size_t len);
+
+/* Whether the handle has a signing key. */
+int kiln_cache_signs(const kiln_cache *c);
 
 /* Stop the thread: uploads still queued are dropped (counted), transfers
  * in flight are cut. Call kiln_cache_flush first to let uploads finish.

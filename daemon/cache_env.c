@@ -50,6 +50,7 @@ cache_env_read(struct engine_cache_env *ce, char *err, size_t len)
 		.basic_auth_file = env("KILN_CACHE_BASIC_AUTH_FILE"),
 		.bearer_token_file = env("KILN_CACHE_BEARER_TOKEN_FILE"),
 		.ca_file = env("KILN_CACHE_CA_FILE"),
+		.sign_key_file = env("KILN_CACHE_SIGN_KEY_FILE"),
 		.timeout = env("KILN_CACHE_TIMEOUT"),
 		.connect_timeout = env("KILN_CACHE_CONNECT_TIMEOUT"),
 		.config_home = env("XDG_CONFIG_HOME"),
@@ -74,6 +75,7 @@ cache_env_read(struct engine_cache_env *ce, char *err, size_t len)
 	if ((rv = abs_file("KILN_CACHE_BASIC_AUTH_FILE", ce->basic_auth_file, err, len)) != 0 ||
 	    (rv = abs_file("KILN_CACHE_BEARER_TOKEN_FILE", ce->bearer_token_file, err, len)) != 0 ||
 	    (rv = abs_file("KILN_CACHE_CA_FILE", ce->ca_file, err, len)) != 0 ||
+	    (rv = abs_file("KILN_CACHE_SIGN_KEY_FILE", ce->sign_key_file, err, len)) != 0 ||
 	    (rv = duration("KILN_CACHE_TIMEOUT", ce->timeout, err, len)) != 0 ||
 	    (rv = duration("KILN_CACHE_CONNECT_TIMEOUT", ce->connect_timeout, err, len)) != 0)
 		return rv;

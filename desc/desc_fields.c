@@ -501,6 +501,10 @@ static void c_ca(struct ld *c, const ynode *v, void *obj, const char *f)
 {
 	CACHE.ca_file = ld_text(c, v, f);
 }
+static void c_sign(struct ld *c, const ynode *v, void *obj, const char *f)
+{
+	CACHE.sign_key_file = ld_text(c, v, f);
+}
 static void c_timeout(struct ld *c, const ynode *v, void *obj, const char *f)
 {
 	duration(c, v, f, &CACHE.timeout);
@@ -513,7 +517,7 @@ static void c_connect_timeout(struct ld *c, const ynode *v, void *obj, const cha
 static const struct field cache_fields[] = {
 	{"url", c_url}, {"mode", c_mode}, {"basic_auth_file", c_basic},
 	{"bearer_token_file", c_bearer}, {"ca_file", c_ca}, {"timeout", c_timeout},
-	{"connect_timeout", c_connect_timeout},
+	{"connect_timeout", c_connect_timeout}, {"sign_key_file", c_sign},
 };
 
 /* `cache:` into cd. The project's must name its server (a mode alone
@@ -524,7 +528,7 @@ cache_section(struct ld *c, const ynode *v, const char *f, kiln_cache_desc *cd,
               int need_url)
 {
 	if (!ld_want(c, v, Y_MAP, f, "a mapping (url, mode, basic_auth_file, "
-	             "bearer_token_file, ca_file, timeout, connect_timeout)"))
+	             "bearer_token_file, ca_file, sign_key_file, timeout, connect_timeout)"))
 		return;
 	cd->loc = ld_at(c, v);
 	ld_map_walk(c, v, f, cache_fields, sizeof cache_fields / sizeof cache_fields[0], cd);

@@ -216,6 +216,7 @@ typedef struct kiln_cache_desc {
 	const char *basic_auth_file;   /* as written (relative: to the root) */
 	const char *bearer_token_file;
 	const char *ca_file;           /* a private CA for https (as written) */
+	const char *sign_key_file;     /* the secret signing entries (as written) */
 	kiln_timeout timeout;          /* a whole transfer (text NULL: default) */
 	kiln_timeout connect_timeout;  /* setting up a connection (likewise) */
 	kiln_loc loc;                  /* the `cache:` mapping (line 0: none) */

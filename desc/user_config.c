@@ -80,6 +80,7 @@ kiln_user_config_load(const char *path, kiln_user_config **out)
 		cd->basic_auth_file = beside(&c, cd->basic_auth_file);
 		cd->bearer_token_file = beside(&c, cd->bearer_token_file);
 		cd->ca_file = beside(&c, cd->ca_file);
+		cd->sign_key_file = beside(&c, cd->sign_key_file);
 	}
 	rv = u->f.a.failed ? KILN_ENOMEM : 0;
 fail:

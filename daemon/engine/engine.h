@@ -42,6 +42,7 @@ struct engine_cache_env {
 	const char *basic_auth_file;   /* KILN_CACHE_BASIC_AUTH_FILE (absolute) */
 	const char *bearer_token_file; /* KILN_CACHE_BEARER_TOKEN_FILE (absolute) */
 	const char *ca_file;           /* KILN_CACHE_CA_FILE (absolute) */
+	const char *sign_key_file;     /* KILN_CACHE_SIGN_KEY_FILE (absolute) */
 	const char *timeout;           /* KILN_CACHE_TIMEOUT: "30s" */
 	const char *connect_timeout;   /* KILN_CACHE_CONNECT_TIMEOUT: "2s" */
 	/* Where the user's settings file is looked for: $XDG_CONFIG_HOME,

@@ -42,6 +42,7 @@ remote_conn_free(struct remote_conn *rc)
 	free(rc->basic);
 	free(rc->bearer);
 	free(rc->ca);
+	free(rc->sign);
 	free(rc);
 }
 
@@ -212,6 +213,9 @@ remote_get_entry(kiln_cache *c, const uint8_t key[32], uint8_t **buf, size_t *le
 
 	kiln_cache_hex(key, hex);
 	rv = kiln_cache_get(c, KILN_CACHE_AC, hex, KILN_CACHE_ENTRY_MAX, mem_sink, &m, NULL);
+	/* with a sign_key_file, an entry not signed with it is not kiln's */
+	if (rv == 0)
+		rv = kiln_cache_verify(c, key, m.p, m.n);
 	if (rv != 0) {
 		free(m.p);
 		return rv;
@@ -224,14 +228,15 @@ remote_get_entry(kiln_cache *c, const uint8_t key[32], uint8_t **buf, size_t *le
 /* A corrupt entry or blob on the server: a miss, counted, and said once
  * in the daemon's log (a server full of them would flood it). */
 static void
-corrupt_note(struct engine *e, const char *what, const char *hex)
+corrupt_note(struct engine *e, kiln_cache *c, const char *what, const char *hex)
 {
 	struct remote *r = e->remote;
 
 	atomic_fetch_add(&r->corrupt, 1);
 	if (atomic_exchange(&r->corrupt_said, 1) == 0)
-		engine_logf(e, 1, "shared cache: %s %s is corrupt (treated as a miss; "
-		           "later ones are only counted in kiln status)", what, hex);
+		engine_logf(e, 1, "shared cache: %s%s is corrupt%s (treated as a miss; "
+		           "later ones are only counted in kiln status)", what, hex,
+		           c != NULL && kiln_cache_signs(c) ? " or not signed with sign_key_file" : "");
 }
 
 /* A lookup's transfer failed (not a miss): said once per handle in the
@@ -318,7 +323,7 @@ blob_fetch(struct engine *e, kiln_cache *c, const struct kiln_cache_digest *d, k
 		rv = kiln_blob_writer_commit(w, NULL, id);
 	}
 	if (rv == KILN_ECORRUPT) {
-		corrupt_note(e, "blob cas/", hex);
+		corrupt_note(e, NULL, "blob cas/", hex);
 		remote_note_bad_blob(e->remote, d->sha);
 	}
 	return rv;
@@ -427,12 +432,13 @@ fetch_result(struct engine *e, kiln_cache *c, struct node *n,
 
 	if (ids == NULL)
 		goto fail;
-	if ((rv = kiln_cache_result_key(n->w->new_key.b, 16, cand, key)) != 0 ||
-	    (rv = remote_get_entry(c, key, &buf, &len)) != 0)
+	if ((rv = kiln_cache_result_key(n->w->new_key.b, 16, cand, key)) != 0)
 		goto fail;
-	if ((rv = kiln_cache_result_decode(buf, len, &rr)) == KILN_ECORRUPT) {
+	if ((rv = remote_get_entry(c, key, &buf, &len)) == 0)
+		rv = kiln_cache_result_decode(buf, len, &rr);
+	if (rv == KILN_ECORRUPT) {
 		kiln_cache_hex(key, hex);
-		corrupt_note(e, "entry ac/", hex);
+		corrupt_note(e, c, "entry ac/", hex);
 	}
 	if (rv != 0)
 		goto fail;
@@ -480,16 +486,17 @@ remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
 		goto fail;
 	rv = remote_get_entry(rc->c, key, &buf, &len);
 	error_note(e, rc, rv);
-	if (rv != 0) {
+	if (rv != 0 && rv != KILN_ECORRUPT) {
 		rv = KILN_ENOTFOUND;
 		goto fail;
 	}
-	rv = KILN_ENOTFOUND;   /* until a candidate holds */
-	if (kiln_cache_index_decode(buf, len, &ix) != 0) {
+	if (rv == KILN_ECORRUPT || kiln_cache_index_decode(buf, len, &ix) != 0) {
+		rv = KILN_ENOTFOUND;
 		kiln_cache_hex(key, hex);
-		corrupt_note(e, "index entry ac/", hex);
+		corrupt_note(e, rc->c, "index entry ac/", hex);
 		goto fail;
 	}
+	rv = KILN_ENOTFOUND;   /* until a candidate holds */
 	for (size_t i = 0; i < ix->ncandidates && rv == KILN_ENOTFOUND; i++) {
 		const struct kiln_cache_candidate *c = &ix->candidates[i];
 		kiln_id *xx = calloc(c->nfiles ? c->nfiles : 1, sizeof *xx);

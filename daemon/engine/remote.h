@@ -21,7 +21,7 @@ struct remote_conn {
 	kiln_cache *c;
 	unsigned refs;           /* (r->mu) */
 	kiln_cache_mode mode;    /* READ or READWRITE */
-	char *url, *basic, *bearer, *ca;
+	char *url, *basic, *bearer, *ca, *sign;
 	uint32_t timeout_s, connect_timeout_s;   /* 0: the transport's default */
 	_Atomic int error_said;  /* a failed transfer was logged once */
 };

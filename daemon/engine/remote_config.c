@@ -45,7 +45,7 @@ cred_path(const struct engine *e, const char *f, int *bad)
 /* Settings as one level gives them (unset: NULL, KILN_CACHE_MODE_UNSET,
  * has_* 0). */
 struct level {
-	const char *url, *basic, *bearer, *ca;
+	const char *url, *basic, *bearer, *ca, *sign;
 	kiln_cache_mode mode;
 	int has_timeout, has_connect;
 	uint32_t timeout_s, connect_s;
@@ -56,7 +56,7 @@ level_of_desc(const kiln_cache_desc *cd, struct level *l)
 {
 	*l = (struct level){
 		.url = cd->url, .basic = cd->basic_auth_file, .bearer = cd->bearer_token_file,
-		.ca = cd->ca_file, .mode = cd->mode,
+		.ca = cd->ca_file, .sign = cd->sign_key_file, .mode = cd->mode,
 		.has_timeout = cd->timeout.text != NULL, .timeout_s = cd->timeout.s,
 		.has_connect = cd->connect_timeout.text != NULL,
 		.connect_s = cd->connect_timeout.s,
@@ -69,7 +69,8 @@ level_of_env(const struct engine_cache_env *ev, struct level *l)
 {
 	*l = (struct level){
 		.url = ev->url, .basic = ev->basic_auth_file, .bearer = ev->bearer_token_file,
-		.ca = ev->ca_file, .mode = kiln_cache_mode_parse(ev->mode),
+		.ca = ev->ca_file, .sign = ev->sign_key_file,
+		.mode = kiln_cache_mode_parse(ev->mode),
 	};
 	l->has_timeout = ev->timeout != NULL && kiln_duration_parse(ev->timeout, &l->timeout_s) == 0;
 	l->has_connect = ev->connect_timeout != NULL &&
@@ -92,6 +93,8 @@ level_over(struct level *l, const struct level *over)
 	}
 	if (over->ca != NULL)
 		l->ca = over->ca;
+	if (over->sign != NULL)
+		l->sign = over->sign;
 	if (over->has_timeout) {
 		l->has_timeout = 1;
 		l->timeout_s = over->timeout_s;
@@ -132,6 +135,7 @@ config_wanted(const struct engine *e, const kiln_desc *d, const kiln_cache_desc 
 	want->basic = cred_path(e, l.basic, &bad);
 	want->bearer = cred_path(e, l.bearer, &bad);
 	want->ca = cred_path(e, l.ca, &bad);
+	want->sign = cred_path(e, l.sign, &bad);
 	return want->url == NULL || bad ? KILN_ENOMEM : 0;
 }
 
@@ -140,6 +144,7 @@ conn_same(const struct remote_conn *a, const struct remote_conn *b)
 {
 	return str_same(a->url, b->url) && a->mode == b->mode && str_same(a->basic, b->basic) &&
 	       str_same(a->bearer, b->bearer) && str_same(a->ca, b->ca) &&
+	       str_same(a->sign, b->sign) &&
 	       a->timeout_s == b->timeout_s && a->connect_timeout_s == b->connect_timeout_s;
 }
 
@@ -150,6 +155,7 @@ want_free(struct remote_conn *w)
 	free(w->basic);
 	free(w->bearer);
 	free(w->ca);
+	free(w->sign);
 }
 
 /* Open, reopen or close the handle to match d and the user's uc. */
@@ -159,6 +165,7 @@ configure(struct engine *e, const kiln_desc *d, const kiln_cache_desc *uc)
 	struct remote *r = e->remote;
 	struct remote_conn want, *rc = NULL, *old;
 	kiln_cache_config cfg = {0};
+	char why[512] = "";
 	int rv;
 
 	if ((rv = config_wanted(e, d, uc, &want)) != 0)
@@ -174,6 +181,9 @@ configure(struct engine *e, const kiln_desc *d, const kiln_cache_desc *uc)
 		cfg.basic_auth_file = want.basic;
 		cfg.bearer_token_file = want.bearer;
 		cfg.ca_file = want.ca;
+		cfg.sign_key_file = want.sign;
+		cfg.err = why;
+		cfg.errlen = sizeof why;
 		cfg.timeout_ms = (long)want.timeout_s * 1000;
 		cfg.connect_timeout_ms = (long)want.connect_timeout_s * 1000;
 		rv = KILN_ENOMEM;
@@ -187,12 +197,13 @@ configure(struct engine *e, const kiln_desc *d, const kiln_cache_desc *uc)
 		if ((rv = kiln_cache_open(&cfg, &rc->c)) != 0) {
 			/* a build never fails for the cache: it builds without */
 			engine_logf(e, 1, "shared cache %s: %s; building without it", rc->url,
-			           kiln_strerror(rv));
+			           why[0] != '\0' ? why : kiln_strerror(rv));
 			remote_conn_free(rc);
 			rc = NULL;
 		} else {
-			engine_logf(e, 0, "shared cache %s (%s)", rc->url,
-			           rc->mode == KILN_CACHE_MODE_READWRITE ? "readwrite" : "read");
+			engine_logf(e, 0, "shared cache %s (%s%s)", rc->url,
+			           rc->mode == KILN_CACHE_MODE_READWRITE ? "readwrite" : "read",
+			           kiln_cache_signs(rc->c) ? ", entries signed and checked" : "");
 		}
 	}
 	pthread_mutex_lock(&r->mu);

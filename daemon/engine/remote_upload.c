@@ -239,6 +239,10 @@ job_send(struct engine *e, kiln_cache *c, const struct up_job *j, struct up_work
 	if ((rv = kiln_cache_result_key(j->action, 16, &w->cand, key)) != 0 ||
 	    (rv = kiln_cache_result_encode(&res, &buf, &len)) != 0)
 		return rv;
+	if ((rv = kiln_cache_sign(c, key, &buf, &len)) != 0) {
+		free(buf);
+		return rv;
+	}
 	kiln_cache_hex(key, hex);
 	rv = kiln_cache_put_async(c, KILN_CACHE_AC, hex, buf, len);
 	free(buf);
@@ -259,14 +263,17 @@ index_send(kiln_cache *c, const struct up_job *j, const struct up_work *w)
 		return rv;
 	rv = remote_get_entry(c, key, &buf, &len);
 	/* a failed fetch is no empty index: writing one would drop the
-	 * candidates others put there */
-	if (rv != 0 && rv != KILN_ENOTFOUND)
+	 * candidates others put there; one not signed with our key is
+	 * nobody's we may vouch for: replaced */
+	if (rv != 0 && rv != KILN_ENOTFOUND && rv != KILN_ECORRUPT)
 		return rv;
 	if (rv == 0 && kiln_cache_index_decode(buf, len, &old) != 0)
 		old = NULL;   /* corrupt: replaced by one that reads */
 	free(buf);
 	rv = kiln_cache_index_merge(old, &w->cand, &nb, &nlen);
 	kiln_cache_index_free(old);
+	if (rv == 0 && (rv = kiln_cache_sign(c, key, &nb, &nlen)) != 0)
+		free(nb);
 	if (rv != 0)
 		return rv;
 	kiln_cache_hex(key, hex);

@@ -254,6 +254,63 @@ result_round_trips(void **state)
 	free(buf);
 }
 
+/* ---- signatures ------------------------------------------------------------ */
+
+#define SIGN_KEY "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* A signed entry verifies with its key for its AC key only; a byte changed
+ * anywhere, the signature cut off, another key or another AC key: corrupt.
+ * Readers without a key decode it like an unsigned one. */
+static void
+signed_entries_verify_only_with_their_key_and_ac_key(void **state)
+{
+	struct kiln_cache_result r = sample_result(), *d;
+	struct kiln_cache_candidate c = sample_candidate();
+	struct kiln_cache_index *ix;
+	uint8_t key[KILN_CACHE_SHA_LEN], other[KILN_CACHE_SHA_LEN], *buf, *sig, *ibuf, *isig;
+	size_t len, slen, ilen, islen, klen = strlen(SIGN_KEY);
+
+	(void)state;
+	assert_kiln(0, kiln_cache_index_key(ACTION, strlen(ACTION), key));
+	assert_kiln(0, kiln_cache_index_key("step-kez", 8, other));
+	assert_kiln(0, kiln_cache_result_encode(&r, &buf, &len));
+	assert_kiln(0, kiln_cache_entry_sign(SIGN_KEY, klen, key, buf, len, &sig, &slen));
+	assert_int_equal(len + KILN_CACHE_SIG_TRAILER, slen);
+	assert_memory_equal(buf, sig, len);
+	assert_kiln(0, kiln_cache_entry_verify(SIGN_KEY, klen, key, sig, slen));
+	/* decoders take it, key or not */
+	assert_kiln(0, kiln_cache_result_decode(sig, slen, &d));
+	assert_int_equal(2, d->noutputs);
+	kiln_cache_result_free(d);
+	/* unsigned, moved to another key, signed with another key */
+	assert_kiln(KILN_ECORRUPT, kiln_cache_entry_verify(SIGN_KEY, klen, key, buf, len));
+	assert_kiln(KILN_ECORRUPT, kiln_cache_entry_verify(SIGN_KEY, klen, other, sig, slen));
+	assert_kiln(KILN_ECORRUPT, kiln_cache_entry_verify(SIGN_KEY "x", klen + 1, key, sig, slen));
+	/* any byte changed */
+	for (size_t i = 0; i < slen; i++) {
+		sig[i] ^= 0x01;
+		assert_kiln(KILN_ECORRUPT, kiln_cache_entry_verify(SIGN_KEY, klen, key, sig, slen));
+		sig[i] ^= 0x01;
+	}
+	/* cut short anywhere */
+	for (size_t n = 0; n < slen; n++)
+		assert_kiln(KILN_ECORRUPT, kiln_cache_entry_verify(SIGN_KEY, klen, key, sig, n));
+	/* keys too short or too long */
+	assert_kiln(KILN_EINVAL, kiln_cache_entry_verify(SIGN_KEY, 31, key, sig, slen));
+	assert_kiln(KILN_EINVAL, kiln_cache_entry_sign(SIGN_KEY, 31, key, buf, len, &isig, &islen));
+	/* an index entry the same way */
+	assert_kiln(0, kiln_cache_index_encode(&c, 1, &ibuf, &ilen));
+	assert_kiln(0, kiln_cache_entry_sign(SIGN_KEY, klen, key, ibuf, ilen, &isig, &islen));
+	assert_kiln(0, kiln_cache_entry_verify(SIGN_KEY, klen, key, isig, islen));
+	assert_kiln(0, kiln_cache_index_decode(isig, islen, &ix));
+	assert_int_equal(1, ix->ncandidates);
+	kiln_cache_index_free(ix);
+	free(ibuf);
+	free(isig);
+	free(buf);
+	free(sig);
+}
+
 /* ---- merge ----------------------------------------------------------------- */
 
 /* Merge add into the index held in *buf (NULL: none), replacing *buf. */
@@ -820,6 +877,7 @@ main(void)
 		cmocka_unit_test(hex_is_strict_lowercase),
 		cmocka_unit_test(index_round_trips_in_canonical_order),
 		cmocka_unit_test(result_round_trips),
+		cmocka_unit_test(signed_entries_verify_only_with_their_key_and_ac_key),
 		cmocka_unit_test(merge_puts_newest_first_replaces_its_twin_and_caps),
 		cmocka_unit_test(merge_drops_the_oldest_to_fit_the_entry_cap),
 		cmocka_unit_test(encoders_refuse_what_the_layout_forbids),

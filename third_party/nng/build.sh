@@ -3,6 +3,7 @@
 # upstream tarball plus Debian's own patches) with kiln's fix for the
 # listener wedge (peer-closed-during-negotiation.patch, see its header) and
 # for a reply lost to a closing connection (rep0-send-on-closed-pipe.patch),
+# and for TLS to a server named by its address (tls-ip-san.patch),
 # as a static library under OUT.
 #
 # Usage: third_party/nng/build.sh OUT
@@ -79,6 +80,8 @@ patch -d "$src" -p1 -s <"$here/peer-closed-during-negotiation.patch" >>"$log" 2>
 	fail "peer-closed-during-negotiation.patch does not apply (see $log)"
 patch -d "$src" -p1 -s <"$here/rep0-send-on-closed-pipe.patch" >>"$log" 2>&1 ||
 	fail "rep0-send-on-closed-pipe.patch does not apply (see $log)"
+patch -d "$src" -p1 -s <"$here/tls-ip-san.patch" >>"$log" 2>&1 ||
+	fail "tls-ip-san.patch does not apply (see $log)"
 
 jobs=$(nproc 2>/dev/null || echo 2)
 {
