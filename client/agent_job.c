@@ -492,27 +492,24 @@ output_upload(struct agent_slot *s, const char *path, uint8_t *b, uint64_t *size
 	return rv;
 }
 
+/* Answer on the agent's hello connection (the daemon takes an answer
+ * only there), not the slot's own. */
 static int
 answer(struct agent_slot *s, Kiln__AgentDoneRequest *q)
 {
-	Kiln__Request req;
-	struct conn_reply r;
-	int rv;
+	char err[1024];
+	int rv = agent_line_answer(s->line, q, err, sizeof err);
 
-	if ((rv = slot_conn(s)) != 0)
-		return rv;
-	lk_request_init(s->conn, &req);
-	req.body_case = KILN__REQUEST__BODY_AGENT_DONE;
-	req.agent_done = q;
-	rv = lk_call_main(s->conn, &req, KILN__REPLY__BODY__NOT_SET, &r);
-	if (rv == 0)
-		conn_reply_free(&r);
-	else if (rv == KILN_ENOTFOUND || rv == KILN_EINVAL)
+	if (rv == KILN_ENOTFOUND || rv == KILN_EINVAL)
 		/* the daemon took the step back, or refused the answer: it
 		 * runs the step elsewhere; not a fault of the connection */
 		fprintf(stderr, "kiln: agent: lease %llu: answer refused: %s\n",
-		        (unsigned long long)q->lease, kiln_conn_error(s->conn));
-	return rv == KILN_ENOTFOUND || rv == KILN_EINVAL ? 0 : rv;
+		        (unsigned long long)q->lease, err);
+	else if (rv == KILN_ECLOSED)
+		/* the session ended: the daemon gives the step to others */
+		fprintf(stderr, "kiln: agent: lease %llu: not answered: %s\n",
+		        (unsigned long long)q->lease, err);
+	return rv == KILN_ENOTFOUND || rv == KILN_EINVAL || rv == KILN_ECLOSED ? 0 : rv;
 }
 
 static int
