@@ -384,13 +384,34 @@ sent(struct agent_slot *s, uint64_t n)
 		atomic_fetch_add(s->bytes_out, n);
 }
 
+/* The daemon had no upload slot for us (BUSY: remote connections share
+ * part of them, docs/agents.md "Security"): wait a little before trying
+ * again, 50 ms doubling to 1 s, for about 15 s in all. 0: give up. */
+static int
+busy_wait(int rv, unsigned *tries)
+{
+	unsigned ms = *tries < 5 ? 50u << *tries : 1000;
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	if (rv != KILN_EBUSY || ++*tries > 20)
+		return 0;
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
 /* Upload a file (or buffer); its id into a 16-byte buffer b. */
 static int
 upload_fd(struct agent_slot *s, int fd, uint8_t *b)
 {
 	kiln_id id;
 	struct stat st;
-	int rv = kiln_blob_put_fd(s->conn, fd, NULL, &id);
+	unsigned tries = 0;
+	int rv;
+
+	do
+		rv = lseek(fd, 0, SEEK_SET) == 0 ? kiln_blob_put_fd(s->conn, fd, NULL, &id)
+		                                  : KILN_EIO;
+	while (busy_wait(rv, &tries));
 
 	if (rv == 0) {
 		memcpy(b, id.b, 16);
@@ -404,7 +425,12 @@ static int
 upload_buf(struct agent_slot *s, const void *buf, size_t len, uint8_t *b)
 {
 	kiln_id id;
-	int rv = kiln_blob_put(s->conn, buf, len, NULL, &id);
+	unsigned tries = 0;
+	int rv;
+
+	do
+		rv = kiln_blob_put(s->conn, buf, len, NULL, &id);
+	while (busy_wait(rv, &tries));
 
 	if (rv == 0) {
 		memcpy(b, id.b, 16);

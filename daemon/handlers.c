@@ -374,7 +374,15 @@ h_blob_put(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	kiln__blob_put_reply__init(r);
 	from.pipe = c->pipe;
 	from.remote = c->remote;
-	from.max_bytes = call_role(d, c) == ROLE_AGENT ? d->cfg.agent_upload_max : 0;
+	from.max_bytes = 0;
+	from.agent_max = 0;
+	if (call_role(d, c) == ROLE_AGENT) {
+		/* what the steps agents hold may upload, one at least */
+		from.max_bytes = d->cfg.agent_upload_max;
+		from.agent_max = d->engine ? engine_agent_upload_room(d->engine) : 0;
+		if (from.agent_max == 0)
+			from.agent_max = 1;
+	}
 	rv = uploads_put(d->uploads, &from, q, c->data, c->ndata, r, &a->done);
 	if (a->done.committed)
 		blob_stored(d, q, &a->done);
@@ -394,9 +402,11 @@ h_blob_put(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	if (rv == KILN_EBUSY && c->remote && q->upload == 0)
 		return refuse(a, rv, "no upload slot free for this connection: a "
 		              "remote connection may hold %u uploads at once, remote "
-		              "ones %u in all (the rest are kept for local requests)",
+		              "ones %u in all (the rest are kept for local requests)%s",
 		              uploads_pipe_max(d->cfg.max_uploads),
-		              uploads_remote_max(d->cfg.max_uploads));
+		              uploads_remote_max(d->cfg.max_uploads), from.agent_max
+		              ? ", and the agent role as many as the steps agents "
+		              "hold may upload" : "");
 	if (rv != 0)
 		return rv;
 	a->reply.body_case = KILN__REPLY__BODY_BLOB_PUT_REPLY;

@@ -10,8 +10,10 @@
  * Remote peers (agents, remote kiln) share three quarters of the slots,
  * each connection an eighth at most: one that opens uploads and never
  * finishes them (they last upload_idle_s) leaves the others, and above
- * all the owner's local requests, room to work. An agent's slot thread
- * has one upload in flight at a time; an eighth is ample. */
+ * all the owner's local requests, room to work. The agent role's uploads
+ * in progress are bounded, all together, by what the steps agents hold
+ * may upload (engine_agent_upload_room; one when none is held): an
+ * agent's slot has one upload in flight at a time. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -23,7 +25,7 @@
 struct upload {
 	uint64_t id;           /* 0: free */
 	uint32_t pipe;
-	int remote;
+	int remote, agent;
 	kiln_blob_writer *w;   /* NULL until opened */
 	uint64_t received;
 	int64_t last_ns;       /* CLOCK_MONOTONIC of the last chunk */
@@ -104,7 +106,7 @@ slot_take(struct kilnd_uploads *up, const struct upload_from *from)
 {
 	int64_t now = kiln_mono_ns(), idle = (int64_t)up->idle_s * 1000000000;
 	struct upload *u = NULL;
-	uint32_t nremote = 0, npipe = 0;
+	uint32_t nremote = 0, npipe = 0, nagent = 0;
 
 	for (uint32_t i = 0; i < up->max; i++) {
 		struct upload *s = &up->slots[i];
@@ -114,13 +116,17 @@ slot_take(struct kilnd_uploads *up, const struct upload_from *from)
 			u = s;
 		nremote += s->id != 0 && s->remote;
 		npipe += s->id != 0 && s->pipe == from->pipe;
+		nagent += s->id != 0 && s->agent;
 	}
 	if (from->remote && (nremote >= uploads_remote_max(up->max) ||
 	                     npipe >= uploads_pipe_max(up->max)))
 		return NULL;
+	if (from->agent_max > 0 && nagent >= from->agent_max)
+		return NULL;
 	if (u != NULL) {
 		*u = (struct upload){.id = ++up->next_id, .pipe = from->pipe,
-		                     .remote = from->remote, .last_ns = now,
+		                     .remote = from->remote,
+		                     .agent = from->agent_max > 0, .last_ns = now,
 		                     .busy = 1};
 		up->n++;
 	}

@@ -23,6 +23,9 @@ struct upload_from {
 	uint32_t pipe;        /* its connection */
 	int remote;           /* over tcp:// or tls+tcp:// */
 	uint64_t max_bytes;   /* the largest blob it may upload; 0: no limit */
+	uint32_t agent_max;   /* the agent role: the uploads in progress the
+	                         whole role may hold (with this one's); 0:
+	                         another role */
 };
 
 /* At most max uploads at once; one untouched for idle_s seconds is
@@ -44,8 +47,8 @@ void uploads_free(struct kilnd_uploads *up);
 /* Apply one BlobPutRequest from the client from->pipe, with its chunk of
  * n bytes. Fills rep, and *done after a commit. Errors (the upload is then
  * discarded, except for KILN_EBUSY on a chunk in flight and
- * KILN_ENOTFOUND): KILN_EBUSY (no room, or none left for from's kind or
- * connection), KILN_ENOTFOUND (no such upload on this pipe), KILN_ERANGE
+ * KILN_ENOTFOUND): KILN_EBUSY (no room, or none left for from's kind,
+ * role or connection), KILN_ENOTFOUND (no such upload on this pipe), KILN_ERANGE
  * (past from->max_bytes), KILN_EINVAL (offset not the bytes received so far, a bad
  * id, profile or URL), KILN_ECORRUPT (content does not hash to the claimed
  * id), and the store's write errors. */

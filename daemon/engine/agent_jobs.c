@@ -1081,6 +1081,21 @@ engine_agent_blob_wanted(struct engine *e, const kiln_id *id)
 	return found;
 }
 
+unsigned
+engine_agent_upload_room(struct engine *e)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&e->mu);
+	for (size_t i = 0; e->agents != NULL && i < e->agents->nl; i++) {
+		const struct lease *l = &e->agents->l[i];
+		if (l->st == L_HELD && l->n != NULL)
+			n += (unsigned)l->n->ks->noutputs + 3;   /* log, depfile, trace */
+	}
+	pthread_mutex_unlock(&e->mu);
+	return n;
+}
+
 /* ---- status ------------------------------------------------------------------ */
 
 int

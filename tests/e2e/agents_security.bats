@@ -81,6 +81,10 @@ listed() {
 	"$KILN" status | grep -q "$1: "
 }
 
+status_is_uploads() {
+	[ "$(status_field uploads)" = "$1" ]
+}
+
 # hex_escaped HASH: a hash as a protobuf text-format bytes literal.
 hex_escaped() {
 	printf '%s' "$1" | sed 's/../\\x&/g'
@@ -195,4 +199,30 @@ hex_escaped() {
 	for i in $(seq 1 16); do echo "file $i" >"mine.$i"; done
 	run --separate-stderr "$KILN" put mine.*
 	[ "$status" -eq 0 ] || { echo "kiln put: $stderr"; false; }
+}
+
+@test "the agent role's unfinished uploads are bounded by what the steps agents hold may upload" {
+	sec_project
+	sec_daemon --local-jobs 0
+	# no step on an agent: one upload at a time for the whole role
+	peer hold-uploads "$port" "$TOKEN" 8 "$BATS_TEST_TMPDIR/held.0"
+	idle=$LAST_PEER
+	wait_for test -s "$BATS_TEST_TMPDIR/held.0" || { cat "$BATS_TEST_TMPDIR/peer.err"; false; }
+	[ "$(cat "$BATS_TEST_TMPDIR/held.0")" -eq 1 ] ||
+		{ echo "held $(cat "$BATS_TEST_TMPDIR/held.0") with no step on an agent"; false; }
+	kill -TERM "$idle"
+	wait_for status_is_uploads 0
+	# an agent holds a2.txt's step: its output, log, depfile and trace
+	peer agent "$port" "$TOKEN" one "$BATS_TEST_TMPDIR/lease"
+	"$KILN" build a2.txt >out 2>&1 &
+	wait_for test -s "$BATS_TEST_TMPDIR/lease" || { cat "$BATS_TEST_TMPDIR/peer.err"; false; }
+	for i in 1 2 3; do
+		peer hold-uploads "$port" "$TOKEN" 8 "$BATS_TEST_TMPDIR/held.$i"
+	done
+	sum=0
+	for i in 1 2 3; do
+		wait_for test -s "$BATS_TEST_TMPDIR/held.$i" || { cat "$BATS_TEST_TMPDIR/peer.err"; false; }
+		sum=$((sum + $(cat "$BATS_TEST_TMPDIR/held.$i")))
+	done
+	[ "$sum" -eq 4 ] || { echo "three connections hold $sum uploads for one step of one output"; false; }
 }
