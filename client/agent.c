@@ -56,6 +56,7 @@ struct agent {
 	struct agent_relay *relay;
 	kiln_cache *shared;
 	_Atomic uint64_t bytes_in, bytes_out;   /* blobs fetched and sent */
+	struct agent_line line;  /* the hello connection, for answers */
 	int lock_fd;             /* flock on <cache>/agent.lock */
 };
 
@@ -250,6 +251,7 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 		t->s.store = ag->store;
 		t->s.sp = ag->sp;
 		t->s.gc = &ag->gc;
+		t->s.line = &ag->line;
 		t->s.shared = ag->shared;
 		t->s.bytes_in = &ag->bytes_in;
 		t->s.bytes_out = &ag->bytes_out;
@@ -298,6 +300,75 @@ agent_close(struct agent *ag)
 	kiln_store_close(ag->store);
 	if (ag->lock_fd >= 0)
 		close(ag->lock_fd);
+}
+
+/* ---- the line: answers on the hello connection -------------------------- */
+
+/* Contexts of a connection the loop never uses (its takes use the main
+ * one): each carries one answer at a time. */
+#define LINE_FIRST CONN_SLOT_EVENTS
+#define LINE_N (CONN_NSLOTS - CONN_SLOT_EVENTS)
+/* As long as a slot's own connection waited for an answer's reply (the
+ * daemon may fetch an output from the shared cache before it replies). */
+#define LINE_TIMEOUT_MS 30000
+
+int
+agent_line_answer(struct agent_line *l, const Kiln__AgentDoneRequest *q,
+                  char *err, size_t len)
+{
+	Kiln__Request req;
+	struct conn_reply r;
+	unsigned k = 0;
+	int rv;
+
+	pthread_mutex_lock(&l->mu);
+	while (l->conn != NULL && l->busy == (1u << LINE_N) - 1)
+		pthread_cond_wait(&l->cv, &l->mu);
+	if (l->conn == NULL) {
+		pthread_mutex_unlock(&l->mu);
+		snprintf(err, len, "no session with the daemon");
+		return KILN_ECLOSED;
+	}
+	while (l->busy & (1u << k))
+		k++;
+	l->busy |= 1u << k;
+	l->users++;
+	pthread_mutex_unlock(&l->mu);
+	lk_request_init(l->conn, &req);
+	req.body_case = KILN__REQUEST__BODY_AGENT_DONE;
+	req.agent_done = (Kiln__AgentDoneRequest *)q;
+	rv = lk_call(l->conn, LINE_FIRST + k, &req, NULL, 0, LINE_TIMEOUT_MS,
+	             KILN__REPLY__BODY__NOT_SET, &r, err, len);
+	if (rv == 0)
+		conn_reply_free(&r);
+	pthread_mutex_lock(&l->mu);
+	l->busy &= ~(1u << k);
+	l->users--;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	return rv;
+}
+
+/* A session began on c: answers go there. */
+static void
+line_attach(struct agent_line *l, kiln_conn *c)
+{
+	pthread_mutex_lock(&l->mu);
+	l->conn = c;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* The session ended: wait for the answers on its connection (each ends
+ * within the connection's timeout) so that it can be closed. */
+static void
+line_detach(struct agent_line *l)
+{
+	pthread_mutex_lock(&l->mu);
+	l->conn = NULL;
+	pthread_cond_broadcast(&l->cv);
+	while (l->users > 0)
+		pthread_cond_wait(&l->cv, &l->mu);
+	pthread_mutex_unlock(&l->mu);
 }
 
 /* ---- talking to the daemon -------------------------------------------------- */
@@ -421,6 +492,7 @@ session(struct agent *ag, kiln_conn *c)
 		return rv;
 	fprintf(stderr, "kiln: agent: joined %s as agent %llu (%u slots)\n",
 	        ag->cfg->url, (unsigned long long)id, ag->cfg->slots);
+	line_attach(&ag->line, c);
 	pthread_mutex_lock(&ag->mu);
 	for (unsigned i = 0; i < ag->nslots; i++) {
 		ag->slots[i].s.agent = id;
@@ -486,6 +558,8 @@ agent_main(const struct agent_config *cfg)
 	pthread_mutex_init(&ag.mu, NULL);
 	pthread_mutex_init(&ag.gc.mu, NULL);
 	pthread_cond_init(&ag.cv, NULL);
+	pthread_mutex_init(&ag.line.mu, NULL);
+	pthread_cond_init(&ag.line.cv, NULL);
 	if ((rv = agent_open(&ag, cfg)) != 0) {
 		agent_close(&ag);
 		return 1;
@@ -496,6 +570,7 @@ agent_main(const struct agent_config *cfg)
 			backoff = 200;
 			said = 0;
 			rv = session(&ag, c);
+			line_detach(&ag.line);
 			kiln_close(c);
 			if (*cfg->stop)
 				break;

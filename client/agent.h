@@ -37,6 +37,25 @@ struct agent_config {
  * not start: the cache unusable, bad options found late). */
 int agent_main(const struct agent_config *cfg);
 
+/* ---- agent.c: the connection answers go on ---- */
+
+/* The connection the agent said hello on. The daemon takes an answer to
+ * a lease (AgentDone) only on the connection that took it, so the slots
+ * answer here, each on one of its spare contexts, while the loop's takes
+ * use the main one. */
+struct agent_line {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	kiln_conn *conn;        /* NULL between sessions */
+	unsigned busy;          /* bit k: spare context k answers now */
+	unsigned users;         /* answers in flight on conn */
+};
+
+/* Send q on the line and wait for the daemon's reply: 0, the daemon's
+ * code with its words in err, or KILN_ECLOSED when no session is on. */
+int agent_line_answer(struct agent_line *l, const Kiln__AgentDoneRequest *q,
+                      char *err, size_t len);
+
 /* ---- agent_job.c ---- */
 
 struct kilnd_spawner;
@@ -52,7 +71,9 @@ struct agent_slot {
 	char need_url[4096 + 16]; /* the relay tools' kiln need talks to ("": none) */
 	char kiln_exe[4096];    /* this program, the tools' $KILN */
 	uint64_t agent;         /* its id at the daemon */
-	kiln_conn *conn;        /* this slot's own connection (NULL: make one) */
+	kiln_conn *conn;        /* this slot's own connection (NULL: make one):
+	                           fetches and uploads */
+	struct agent_line *line; /* the agent's hello connection: answers */
 	pid_t pid;              /* the tool running now (0: none; __atomic: the loop reads it) */
 	struct agent_gc *gc;    /* shared by the slots */
 	struct kiln_cache *shared; /* the shared cache (NULL: none) */

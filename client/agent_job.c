@@ -384,13 +384,34 @@ sent(struct agent_slot *s, uint64_t n)
 		atomic_fetch_add(s->bytes_out, n);
 }
 
+/* The daemon had no upload slot for us (BUSY: remote connections share
+ * part of them, docs/agents.md "Security"): wait a little before trying
+ * again, 50 ms doubling to 1 s, for about 15 s in all. 0: give up. */
+static int
+busy_wait(int rv, unsigned *tries)
+{
+	unsigned ms = *tries < 5 ? 50u << *tries : 1000;
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	if (rv != KILN_EBUSY || ++*tries > 20)
+		return 0;
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
 /* Upload a file (or buffer); its id into a 16-byte buffer b. */
 static int
 upload_fd(struct agent_slot *s, int fd, uint8_t *b)
 {
 	kiln_id id;
 	struct stat st;
-	int rv = kiln_blob_put_fd(s->conn, fd, NULL, &id);
+	unsigned tries = 0;
+	int rv;
+
+	do
+		rv = lseek(fd, 0, SEEK_SET) == 0 ? kiln_blob_put_fd(s->conn, fd, NULL, &id)
+		                                  : KILN_EIO;
+	while (busy_wait(rv, &tries));
 
 	if (rv == 0) {
 		memcpy(b, id.b, 16);
@@ -404,7 +425,12 @@ static int
 upload_buf(struct agent_slot *s, const void *buf, size_t len, uint8_t *b)
 {
 	kiln_id id;
-	int rv = kiln_blob_put(s->conn, buf, len, NULL, &id);
+	unsigned tries = 0;
+	int rv;
+
+	do
+		rv = kiln_blob_put(s->conn, buf, len, NULL, &id);
+	while (busy_wait(rv, &tries));
 
 	if (rv == 0) {
 		memcpy(b, id.b, 16);
@@ -492,27 +518,24 @@ output_upload(struct agent_slot *s, const char *path, uint8_t *b, uint64_t *size
 	return rv;
 }
 
+/* Answer on the agent's hello connection (the daemon takes an answer
+ * only there), not the slot's own. */
 static int
 answer(struct agent_slot *s, Kiln__AgentDoneRequest *q)
 {
-	Kiln__Request req;
-	struct conn_reply r;
-	int rv;
+	char err[1024];
+	int rv = agent_line_answer(s->line, q, err, sizeof err);
 
-	if ((rv = slot_conn(s)) != 0)
-		return rv;
-	lk_request_init(s->conn, &req);
-	req.body_case = KILN__REQUEST__BODY_AGENT_DONE;
-	req.agent_done = q;
-	rv = lk_call_main(s->conn, &req, KILN__REPLY__BODY__NOT_SET, &r);
-	if (rv == 0)
-		conn_reply_free(&r);
-	else if (rv == KILN_ENOTFOUND || rv == KILN_EINVAL)
+	if (rv == KILN_ENOTFOUND || rv == KILN_EINVAL)
 		/* the daemon took the step back, or refused the answer: it
 		 * runs the step elsewhere; not a fault of the connection */
 		fprintf(stderr, "kiln: agent: lease %llu: answer refused: %s\n",
-		        (unsigned long long)q->lease, kiln_conn_error(s->conn));
-	return rv == KILN_ENOTFOUND || rv == KILN_EINVAL ? 0 : rv;
+		        (unsigned long long)q->lease, err);
+	else if (rv == KILN_ECLOSED)
+		/* the session ended: the daemon gives the step to others */
+		fprintf(stderr, "kiln: agent: lease %llu: not answered: %s\n",
+		        (unsigned long long)q->lease, err);
+	return rv == KILN_ENOTFOUND || rv == KILN_EINVAL || rv == KILN_ECLOSED ? 0 : rv;
 }
 
 static int

@@ -175,6 +175,11 @@ h_status(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 		size_t nai;
 		if (engine_agents_status(d->engine, &ai, &nai) != 0)
 			return KILN_ENOMEM;
+		/* an agent's id is its secret (it answers its leases with
+		 * it): the agent role, which may ask for status, never sees
+		 * one */
+		for (size_t i = 0; call_role(d, c) == ROLE_AGENT && i < nai; i++)
+			ai[i]->id = 0;
 		for (size_t i = 0; ai != NULL && i < sizeof(a->heap) / sizeof(a->heap[0]); i++)
 			if (a->heap[i] == NULL) {
 				a->heap[i] = ai;   /* one block */
@@ -359,6 +364,7 @@ h_blob_put(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 {
 	const Kiln__BlobPutRequest *q = c->req->blob_put;
 	Kiln__BlobPutReply *r = &a->body.put;
+	struct upload_from from;
 	int rv;
 
 	(void)w;
@@ -366,7 +372,18 @@ h_blob_put(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 		return refuse(a, KILN_ERANGE, "a chunk of %zu bytes; at most %u",
 		              c->ndata, d->chunk_size);
 	kiln__blob_put_reply__init(r);
-	rv = uploads_put(d->uploads, c->pipe, q, c->data, c->ndata, r, &a->done);
+	from.pipe = c->pipe;
+	from.remote = c->remote;
+	from.max_bytes = 0;
+	from.agent_max = 0;
+	if (call_role(d, c) == ROLE_AGENT) {
+		/* what the steps agents hold may upload, one at least */
+		from.max_bytes = d->cfg.agent_upload_max;
+		from.agent_max = d->engine ? engine_agent_upload_room(d->engine) : 0;
+		if (from.agent_max == 0)
+			from.agent_max = 1;
+	}
+	rv = uploads_put(d->uploads, &from, q, c->data, c->ndata, r, &a->done);
 	if (a->done.committed)
 		blob_stored(d, q, &a->done);
 	if (rv == 0 && !q->commit && !server_pipe_open(d, c->pipe)) {
@@ -378,6 +395,18 @@ h_blob_put(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	if (rv == KILN_ECORRUPT)
 		return refuse(a, rv, "the uploaded bytes do not hash to the claimed "
 		              "id; nothing was stored");
+	if (rv == KILN_ERANGE)
+		return refuse(a, rv, "an agent's upload may be at most %" PRIu64
+		              " bytes (kilnd --agent-upload-max); nothing was stored",
+		              from.max_bytes);
+	if (rv == KILN_EBUSY && c->remote && q->upload == 0)
+		return refuse(a, rv, "no upload slot free for this connection: a "
+		              "remote connection may hold %u uploads at once, remote "
+		              "ones %u in all (the rest are kept for local requests)%s",
+		              uploads_pipe_max(d->cfg.max_uploads),
+		              uploads_remote_max(d->cfg.max_uploads), from.agent_max
+		              ? ", and the agent role as many as the steps agents "
+		              "hold may upload" : "");
 	if (rv != 0)
 		return rv;
 	a->reply.body_case = KILN__REPLY__BODY_BLOB_PUT_REPLY;

@@ -39,6 +39,9 @@
 #include "roles.h"
 
 #define KILND_VERSION "0.1.0"
+/* The largest blob the agent role may upload unless --agent-upload-max
+ * says: an agent's outputs, logs and traces, far above any one asset. */
+#define KILND_AGENT_UPLOAD_MAX_DEFAULT (4ull << 30)
 
 /* kilnd's exit statuses. */
 enum kilnd_exit {
@@ -72,6 +75,8 @@ struct kilnd_config {
 	uint32_t workers;           /* handler threads: requests handled at once */
 	uint32_t max_clients;       /* connections at once */
 	uint32_t upload_idle_s;     /* an upload idle this long is dropped */
+	uint64_t agent_upload_max;  /* the largest blob the agent role may
+	                               upload (--agent-upload-max) */
 	uint32_t verify_ttl_s;      /* a blob re-hashed this recently and
 	                               unchanged is not re-hashed to be served */
 	uint32_t build_workers;     /* engine threads deciding steps; 0: cores */

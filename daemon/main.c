@@ -97,6 +97,10 @@ static const char help[] =
 	"                         an agent refuses still runs here)\n"
 	"  --agent-lease MS       an agent that has not asked for work this long\n"
 	"                         loses its steps to others (default 5000)\n"
+	"  --agent-upload-max SIZE  the largest blob the agent role may upload\n"
+	"                         (default 4G); a remote connection holds at\n"
+	"                         most an eighth of --max-uploads, remote ones\n"
+	"                         three quarters in all\n"
 	"  -h, --help             show this help\n"
 	"  --version              print the version\n"
 	"\n"
@@ -116,6 +120,7 @@ kilnd_config_defaults(struct kilnd_config *c)
 		.max_clients = 256,
 		.workers = 16,
 		.upload_idle_s = 300,
+		.agent_upload_max = KILND_AGENT_UPLOAD_MAX_DEFAULT,
 		.verify_ttl_s = 600,
 		.settle_ms = 30,
 	};
@@ -200,6 +205,12 @@ option_num(struct kilnd_config *c, int opt, const char *arg)
 		if (parse_num(arg, 0, 4096, &v))
 			return bad_usage("--local-jobs '%s': a count from 0 to 4096", arg);
 		c->local_jobs = v == 0 ? -1 : (int)v;
+		return KILND_CONTINUE;
+	case 'X':
+		if (parse_num(arg, 4096, 1ull << 50, &v))
+			return bad_usage("--agent-upload-max '%s': a size of 4K or more",
+			                 arg);
+		c->agent_upload_max = v;
 		return KILND_CONTINUE;
 	case 'L':
 		if (parse_num(arg, 200, 600000, &v))
@@ -326,6 +337,7 @@ options_parse(struct kilnd *d, int argc, char **argv)
 		{"materialize", required_argument, NULL, 'm'},
 		{"local-jobs", required_argument, NULL, 'J'},
 		{"agent-lease", required_argument, NULL, 'L'},
+		{"agent-upload-max", required_argument, NULL, 'X'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},

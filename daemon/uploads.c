@@ -5,7 +5,15 @@
  * table is guarded by up->mu; a slot being written to is marked busy and
  * its writer is used outside the lock by the one handler that marked it,
  * so a slow disk never holds the lock. A pipe that closes meanwhile marks
- * the slot doomed; the busy handler then discards it. */
+ * the slot doomed; the busy handler then discards it.
+ *
+ * Remote peers (agents, remote kiln) share three quarters of the slots,
+ * each connection an eighth at most: one that opens uploads and never
+ * finishes them (they last upload_idle_s) leaves the others, and above
+ * all the owner's local requests, room to work. The agent role's uploads
+ * in progress are bounded, all together, by what the steps agents hold
+ * may upload (engine_agent_upload_room; one when none is held): an
+ * agent's slot has one upload in flight at a time. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -17,6 +25,7 @@
 struct upload {
 	uint64_t id;           /* 0: free */
 	uint32_t pipe;
+	int remote, agent;
 	kiln_blob_writer *w;   /* NULL until opened */
 	uint64_t received;
 	int64_t last_ns;       /* CLOCK_MONOTONIC of the last chunk */
@@ -30,6 +39,18 @@ struct kilnd_uploads {
 	uint32_t max, n, idle_s;
 	uint64_t next_id;
 };
+
+uint32_t
+uploads_remote_max(uint32_t max)
+{
+	return max - max / 4;
+}
+
+uint32_t
+uploads_pipe_max(uint32_t max)
+{
+	return max / 8 > 0 ? max / 8 : 1;
+}
 
 int
 uploads_new(kiln_store *store, uint32_t max, uint32_t idle_s,
@@ -78,12 +99,14 @@ uploads_free(struct kilnd_uploads *up)
 	free(up);
 }
 
-/* A free slot, after discarding idle uploads if none is. Lock held. */
+/* A free slot, after discarding idle uploads if none is; NULL when none
+ * is free or from has its share (remote). Lock held. */
 static struct upload *
-slot_take(struct kilnd_uploads *up, uint32_t pipe)
+slot_take(struct kilnd_uploads *up, const struct upload_from *from)
 {
 	int64_t now = kiln_mono_ns(), idle = (int64_t)up->idle_s * 1000000000;
 	struct upload *u = NULL;
+	uint32_t nremote = 0, npipe = 0, nagent = 0;
 
 	for (uint32_t i = 0; i < up->max; i++) {
 		struct upload *s = &up->slots[i];
@@ -91,10 +114,20 @@ slot_take(struct kilnd_uploads *up, uint32_t pipe)
 			slot_free(up, s);
 		if (s->id == 0 && u == NULL)
 			u = s;
+		nremote += s->id != 0 && s->remote;
+		npipe += s->id != 0 && s->pipe == from->pipe;
+		nagent += s->id != 0 && s->agent;
 	}
+	if (from->remote && (nremote >= uploads_remote_max(up->max) ||
+	                     npipe >= uploads_pipe_max(up->max)))
+		return NULL;
+	if (from->agent_max > 0 && nagent >= from->agent_max)
+		return NULL;
 	if (u != NULL) {
-		*u = (struct upload){.id = ++up->next_id, .pipe = pipe,
-		                     .last_ns = now, .busy = 1};
+		*u = (struct upload){.id = ++up->next_id, .pipe = from->pipe,
+		                     .remote = from->remote,
+		                     .agent = from->agent_max > 0, .last_ns = now,
+		                     .busy = 1};
 		up->n++;
 	}
 	return u;
@@ -103,7 +136,7 @@ slot_take(struct kilnd_uploads *up, uint32_t pipe)
 /* Mark the upload the request names busy and return it, or say why not.
  * Lock taken and released. */
 static int
-slot_claim(struct kilnd_uploads *up, uint32_t pipe,
+slot_claim(struct kilnd_uploads *up, const struct upload_from *from,
            const Kiln__BlobPutRequest *req, struct upload **up_out)
 {
 	struct upload *u = NULL;
@@ -111,11 +144,11 @@ slot_claim(struct kilnd_uploads *up, uint32_t pipe,
 
 	pthread_mutex_lock(&up->mu);
 	if (req->upload == 0) {
-		if ((u = slot_take(up, pipe)) == NULL)
+		if ((u = slot_take(up, from)) == NULL)
 			rv = KILN_EBUSY;
 	} else {
 		for (uint32_t i = 0; i < up->max && u == NULL; i++)
-			if (up->slots[i].id == req->upload && up->slots[i].pipe == pipe)
+			if (up->slots[i].id == req->upload && up->slots[i].pipe == from->pipe)
 				u = &up->slots[i];
 		if (u == NULL)
 			rv = KILN_ENOTFOUND;
@@ -161,12 +194,14 @@ commit(struct kilnd_uploads *up, struct upload *u,
 /* Write the chunk (opening the writer on the first) and commit if asked.
  * Runs outside the lock: u is busy, so it is ours. */
 static int
-slot_work(struct kilnd_uploads *up, struct upload *u,
+slot_work(struct kilnd_uploads *up, struct upload *u, const struct upload_from *from,
           const Kiln__BlobPutRequest *req, const uint8_t *data, size_t n,
           struct upload_done *done)
 {
 	int rv;
 
+	if (from->max_bytes > 0 && n > from->max_bytes - u->received)
+		return KILN_ERANGE;   /* refused before a byte past it is written */
 	if (u->w == NULL && (rv = kiln_blob_writer_open(up->store, &u->w)) != 0)
 		return rv;
 	if (n > 0 && (rv = kiln_blob_writer_write(u->w, data, n)) != 0)
@@ -178,7 +213,7 @@ slot_work(struct kilnd_uploads *up, struct upload *u,
 }
 
 int
-uploads_put(struct kilnd_uploads *up, uint32_t pipe,
+uploads_put(struct kilnd_uploads *up, const struct upload_from *from,
             const Kiln__BlobPutRequest *req, const uint8_t *data, size_t n,
             Kiln__BlobPutReply *rep, struct upload_done *done)
 {
@@ -186,9 +221,9 @@ uploads_put(struct kilnd_uploads *up, uint32_t pipe,
 	int rv;
 
 	done->committed = 0;
-	if ((rv = slot_claim(up, pipe, req, &u)) != 0)
+	if ((rv = slot_claim(up, from, req, &u)) != 0)
 		return rv;
-	rv = slot_work(up, u, req, data, n, done);
+	rv = slot_work(up, u, from, req, data, n, done);
 	rep->upload = u->id;
 	rep->received = u->received;
 	if (done->committed)

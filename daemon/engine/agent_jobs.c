@@ -187,6 +187,21 @@ agent_jobs_slots(const struct engine *e)
 
 /* ---- starting and cancelling (the workers; e->mu held) ------------------ */
 
+/* A lease id nobody can guess from the ones before it (getrandom; it
+ * is not the only check: an answer must come on the taker's
+ * connection), never 0, unique among the leases. */
+static uint64_t
+lease_id_new(struct agents *a)
+{
+	uint64_t id;
+
+	do {
+		if (getrandom(&id, sizeof id, 0) != sizeof id)
+			id = ++a->next_lease ^ (uint64_t)kiln_mono_ns() * 0x9e3779b97f4a7c15u;
+	} while (id == 0 || lease_find(a, id) != NULL);
+	return id;
+}
+
 int
 agent_lease_new(struct engine *e, struct graph *g, struct node *n)
 {
@@ -202,10 +217,10 @@ agent_lease_new(struct engine *e, struct graph *g, struct node *n)
 		a->l = nv;
 		a->capl = ncap;
 	}
-	a->l[a->nl++] = (struct lease){.id = ++a->next_lease, .g = g, .n = n,
+	a->l[a->nl++] = (struct lease){.id = lease_id_new(a), .g = g, .n = n,
 	                               .st = L_PREPARING};
 	a->inflight++;
-	n->w->lease = a->next_lease;
+	n->w->lease = a->l[a->nl - 1].id;
 	return 0;
 }
 
@@ -945,19 +960,18 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 	a = e->agents;
 	ag = agent_find(a, id);
 	l = lease_find(a, q->lease);
-	/* any connection of the agent's: the id is its secret */
-	(void)pipe;
-	if (ag == NULL) {
-		pthread_mutex_unlock(&e->mu);
-		snprintf(err, len, "no such agent (say hello again)");
-		return KILN_ENOTFOUND;
-	}
-	if (l == NULL || l->agent != id || l->st != L_HELD) {
-		if (l != NULL && l->agent == id && l->st == L_CANCELLED)
+	/* only on the connection that said hello and took the lease: an
+	 * id and a lease number are not proof enough (another holder of
+	 * the agent token could have learnt them) */
+	if (ag == NULL || ag->pipe != pipe || l == NULL || l->agent != id ||
+	    l->st != L_HELD) {
+		if (ag != NULL && ag->pipe == pipe && l != NULL && l->agent == id &&
+		    l->st == L_CANCELLED)
 			lease_remove(a, l);
 		pthread_mutex_unlock(&e->mu);
-		snprintf(err, len, "lease %llu is not held by this agent (expired, "
-		         "cancelled, or never given)", (unsigned long long)q->lease);
+		snprintf(err, len, "lease %llu is not held by this connection (expired, "
+		         "cancelled, never given, or taken on another connection: "
+		         "answer on the one that said hello)", (unsigned long long)q->lease);
 		return KILN_ENOTFOUND;
 	}
 	l->st = L_FINISHING;
@@ -1065,6 +1079,21 @@ engine_agent_blob_wanted(struct engine *e, const kiln_id *id)
 	}
 	pthread_mutex_unlock(&e->mu);
 	return found;
+}
+
+unsigned
+engine_agent_upload_room(struct engine *e)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&e->mu);
+	for (size_t i = 0; e->agents != NULL && i < e->agents->nl; i++) {
+		const struct lease *l = &e->agents->l[i];
+		if (l->st == L_HELD && l->n != NULL)
+			n += (unsigned)l->n->ks->noutputs + 3;   /* log, depfile, trace */
+	}
+	pthread_mutex_unlock(&e->mu);
+	return n;
 }
 
 /* ---- status ------------------------------------------------------------------ */

@@ -175,6 +175,10 @@ int engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 /* Whether id is an input of a step an agent holds now (what the agent
  * role may read). */
 int engine_agent_blob_wanted(struct engine *e, const kiln_id *id);
+/* The blobs the steps agents hold may upload at once: each its declared
+ * outputs, log, depfile and trace (what bounds the agent role's uploads
+ * in progress). */
+unsigned engine_agent_upload_room(struct engine *e);
 /* A connection closed: its agents leave, their steps run elsewhere. */
 void engine_agent_pipe_closed(struct engine *e, uint32_t pipe);
 /* Run elsewhere the steps of agents silent past their lease (call about
