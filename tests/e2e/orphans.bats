@@ -83,8 +83,11 @@ expect_out() {
 }
 
 @test "a tool killed with its daemon does not append to the next run's output" {
-	write_project "cat '\${in}' > '\${out}'; sleep 2.31; echo tail >> '\${out}'"
-	kill_daemon_in_sleep 2.31
+	# (a sleep long enough to outlast a new daemon's start on a busy
+	# machine: at 2.31 s the old tool had sometimes ended by itself, and
+	# the new daemon had nothing to sweep)
+	write_project "cat '\${in}' > '\${out}'; sleep 6.31; echo tail >> '\${out}'"
+	kill_daemon_in_sleep 6.31
 	[ "$(echo $OLD | wc -w)" -eq 1 ]
 	# a new daemon, while the old run's tool would still be sleeping
 	run "$KILN" build
@@ -96,7 +99,7 @@ expect_out() {
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	expect_out "$(printf 'hello\ntail')"
 	wait_for gone $OLD || { echo "still running from the old run: $OLD"; false; }
-	[ -z "$(sleepers 2.31)" ] || { echo "left running: $(sleepers 2.31)"; false; }
+	[ -z "$(sleepers 6.31)" ] || { echo "left running: $(sleepers 6.31)"; false; }
 	grep -qE 'killed [1-9][0-9]* process' .kiln/kilnd.log ||
 		{ echo "no sweep line in the log:"; cat .kiln/kilnd.log; false; }
 }
