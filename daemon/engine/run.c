@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "agent_jobs.h"
 #include "bundle_build.h"
 #include "decide.h"
 #include "discover.h"
@@ -725,7 +726,7 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 		free(v);
 		av_push(&env, strdup(buf));
 	}
-	nin = rp.p.in.n + nextra + 1;
+	nin = rp.p.in.n + nextra + rp.av.n + 1;   /* inputs, extras, argv's files, program */
 	j->url = strdup(n->ks->url);
 	j->profile = strdup(g->profile);
 	j->program = strdup(prog);
@@ -793,6 +794,18 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 			set_error(n, "%s: input %s: %s", n->ks->url, rel, kiln_strerror(rv));
 			goto fail;
 		}
+	}
+	/* project files its argv names (a script run by path: `python3
+	 * tools/x.py`) travel as inputs, as the program does: the tool opens
+	 * them as it would here, and its trace records them as here. One
+	 * that cannot be read now is left out: the agent's run lacks it,
+	 * and its trace says so (agent_files.c) */
+	for (size_t i = 1; i < rp.av.n; i++) {
+		if (!agent_argv_file(e, rp.av.v[i], buf, sizeof buf) || job_has(j, buf))
+			continue;
+		if ((rv = job_input(e, j, buf, 0, NULL)) == KILN_ENOMEM)
+			goto fail;
+		rv = 0;
 	}
 	/* with a shared cache agents fetch their inputs there, by SHA-256
 	 * (offered: uploaded when the server lacks them) */
