@@ -64,36 +64,43 @@ profiles:
   pc: {}
 tools:
   script: { run: [sh, tools/x.sh, "${in}", "${out}"] }
+  line: { shell: true, run: 'sh tools/x.sh "${in}" "${out}"' }
 assets:
   - { url: a.out, tool: script, inputs: [src/a.txt] }
+  - { url: b.out, tool: line, inputs: [src/a.txt] }
 YAML
 }
 
-@test "a project script run by path (sh tools/x.sh) travels with the job: built on the agent at the first try, recorded as a local run records it" {
+@test "a project script run by path (sh tools/x.sh, in argv or a shell line) travels with the job: built on the agent at the first try, recorded as a local run records it" {
 	script_project
 	# the reference: what a local run discovers
 	"$KILN" build >local.out 2>&1 || { cat local.out; false; }
-	"$KILN" deps a.out | grep -v '^ *ran\|seconds\|when' >local.deps
-	grep -q 'discovered tools/x.sh (trace)' local.deps || { cat local.deps; false; }
-	sha256sum build/pc/a.out >local.sum
+	for u in a.out b.out; do
+		"$KILN" deps $u | grep -v '^ *ran\|seconds\|when' >local-$u.deps
+		grep -q 'discovered tools/x.sh (trace)' local-$u.deps || { cat local-$u.deps; false; }
+	done
+	sha256sum build/pc/a.out build/pc/b.out >local.sum
 	"$KILN" stop
 	rm -rf .kiln build
 	daemon_up --local-jobs 0
 	agent_up one -j 1
 	run --separate-stderr "$KILN" build --json
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; cat .kiln/kilnd.log; false; }
-	[ "$(ran_on a.out)" = one ] || { echo "$output"; false; }
+	[ "$(ran_on a.out)" = one ] && [ "$(ran_on b.out)" = one ] || { echo "$output"; false; }
 	sha256sum -c local.sum
-	# one try: the script was in the job, not found missing
+	# one try each: the script was in the job, not found missing
 	run grep 'lacked files' .kiln/kilnd.log
 	[ "$status" -eq 1 ] || { echo "$output"; false; }
-	"$KILN" deps a.out | grep -v '^ *ran\|seconds\|when' | diff local.deps -
-	# an edit to the script rebuilds the step, on the agent, with it
+	for u in a.out b.out; do
+		"$KILN" deps $u | grep -v '^ *ran\|seconds\|when' | diff local-$u.deps -
+	done
+	# an edit to the script rebuilds the steps, on the agent, with it
 	printf '#!/bin/sh\n{ echo "by script v2"; cat "$1"; } >"$2"\n' >tools/x.sh
 	run --separate-stderr "$KILN" build --json
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
-	[ "$(ran_on a.out)" = one ]
+	[ "$(ran_on a.out)" = one ] && [ "$(ran_on b.out)" = one ]
 	[ "$(head -1 build/pc/a.out)" = "by script v2" ]
+	[ "$(head -1 build/pc/b.out)" = "by script v2" ]
 }
 
 @test "argv naming a file outside the project, or a symlink out of it: never sent; the step still builds" {
