@@ -15,7 +15,9 @@ ran_on() {
 		grep '"result":"ran"' | sed -n 's/.*"machine":"\([^"]*\)".*/\1/p'
 }
 
-@test "a tool that exits 1 without its undeclared include builds on an agent: the include is sent with the next try" {
+# A "compiler" that reads the file its source #includes (undeclared), and
+# exits 1 when it is missing: a.o from src/a.c and include/x.h.
+include_project() {
 	mkdir -p src include
 	printf '#include include/x.h\nbody\n' >src/a.c
 	echo "// x v1" >include/x.h
@@ -34,6 +36,10 @@ tools:
 assets:
   - { url: a.o, tool: cc, inputs: [src/a.c] }
 YAML
+}
+
+@test "a tool that exits 1 without its undeclared include builds on an agent: the include is sent with the next try" {
+	include_project
 	daemon_up --local-jobs 0
 	agent_up one -j 1
 	run --separate-stderr "$KILN" build --json
@@ -50,6 +56,22 @@ YAML
 	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
 	[ "$(ran_on a.o)" = one ]
 	[ "$(head -1 build/pc/a.o)" = "// x v2" ]
+}
+
+@test "an agent whose --cache goes through .. and a symlink: its tool's paths are rewritten, its steps run there" {
+	include_project
+	mkdir -p "$BATS_TEST_TMPDIR/real"
+	ln -s real "$BATS_TEST_TMPDIR/link"
+	daemon_up --local-jobs 0
+	# agent_up starts it in $BATS_TEST_TMPDIR/one; the last --cache wins
+	agent_up one -j 1 --cache ../link/cache
+	run --separate-stderr "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; cat .kiln/kilnd.log; false; }
+	[ "$(ran_on a.o)" = one ] || { echo "$output"; cat .kiln/kilnd.log; false; }
+	[ "$(head -1 build/pc/a.o)" = "// x v1" ]
+	[ -d "$BATS_TEST_TMPDIR/real/cache/work" ]
+	run "$KILN" deps a.o
+	[[ "$output" == *"discovered include/x.h (trace)"* ]] || { echo "$output"; false; }
 }
 
 # A step whose tool is a project script run by its interpreter.
