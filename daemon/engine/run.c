@@ -653,7 +653,8 @@ job_argv_file(struct engine *e, Kiln__AgentJob *j, const char *word)
 {
 	char rel[PATH_MAX];
 
-	if (!agent_argv_file(e, word, rel, sizeof rel) || job_has(j, rel))
+	/* an input already (the usual word): no look at the file system */
+	if (job_has(j, word) || !agent_argv_file(e, word, rel, sizeof rel) || job_has(j, rel))
 		return 0;
 	return job_input(e, j, rel, 0, NULL) == KILN_ENOMEM ? KILN_ENOMEM : 0;
 }
