@@ -26,6 +26,8 @@
 #include "engine_int.h"
 #include "scratch.h"
 
+/* Add rel to the files n's next job carries: 1 when it is new, 0 when
+ * it was there, KILN_ERANGE past 4,096, KILN_ENOMEM. */
 static int
 extra_add(struct node *n, const char *rel)
 {
@@ -162,7 +164,6 @@ agent_trace_lacked(struct engine *e, struct node *n)
 	fclose(f);
 	return added;
 }
-
 
 int
 agent_argv_file(const struct engine *e, const char *word, char *rel, size_t len)
