@@ -8,8 +8,9 @@
  * (the daemon runs it elsewhere). The tool runs there with the
  * file-access tracer; its outputs (after exit status 0), log, depfile
  * and trace (whatever its exit status: the daemon reads the trace for
- * files the run lacked) are uploaded, the paths in depfile and trace rewritten from this folder to the
- * daemon's project folder, and the job answered. A job the daemon
+ * files the run lacked) are uploaded, the paths in depfile and trace
+ * rewritten from this folder to the daemon's project folder, and the job
+ * answered. A job the daemon
  * cancels is answered with nothing.
  *
  * Paths from the wire are checked before anything is written: relative,
