@@ -261,6 +261,15 @@ agent_open(struct agent *ag, const struct agent_config *cfg)
 			fprintf(stderr, "kiln: agent: %s: %s\n", t->s.work, kiln_strerror(rv));
 			return rv;
 		}
+		/* the trace's paths are the ones the kernel resolved: through
+		 * a --cache with ".." or a symlink in it they would not start
+		 * with the folder as given, and not be rewritten */
+		if (realpath(t->s.work, path) == NULL || strpbrk(path, "\\\n") != NULL) {
+			fprintf(stderr, "kiln: agent: %s: no real path without '\\' or a "
+			        "newline\n", t->s.work);
+			return KILN_EINVAL;
+		}
+		snprintf(t->s.work, sizeof t->s.work, "%s", path);
 		if (pthread_create(&t->thread, NULL, slot_main, t) != 0)
 			return KILN_EIO;
 		ag->nslots++;

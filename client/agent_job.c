@@ -6,9 +6,11 @@
  * their id on the way). The program must be the daemon's: a bare name is
  * found on this machine's PATH and hashed; another hash refuses the job
  * (the daemon runs it elsewhere). The tool runs there with the
- * file-access tracer; its outputs, log, depfile and trace are uploaded,
- * the paths in depfile and trace rewritten from this folder to the
- * daemon's project folder, and the job answered. A job the daemon
+ * file-access tracer; its outputs (after exit status 0), log, depfile
+ * and trace (whatever its exit status: the daemon reads the trace for
+ * files the run lacked) are uploaded, the paths in depfile and trace
+ * rewritten from this folder to the daemon's project folder, and the job
+ * answered. A job the daemon
  * cancels is answered with nothing.
  *
  * Paths from the wire are checked before anything is written: relative,
@@ -552,6 +554,41 @@ refuse(struct agent_slot *s, const Kiln__AgentJob *job,
 	return answer(s, &q);
 }
 
+/* Upload the run's depfile and trace (when it has them), paths rewritten
+ * to the daemon's project, into q (their ids in ids[1] and ids[2]). */
+static int
+files_upload(struct agent_slot *s, const Kiln__AgentJob *job, Kiln__AgentDoneRequest *q,
+             uint8_t ids[3][16])
+{
+	char path[PATH_MAX * 3], *buf;
+	size_t len;
+	int rv;
+
+	if (job->depfile[0] != '\0') {
+		snprintf(path, sizeof path, "%s/%s", s->work, job->depfile);
+		if (rewrite(s, path, &buf, &len) == 0) {
+			rv = upload_buf(s, buf, len, ids[1]);
+			free(buf);
+			if (rv != 0)
+				return rv;
+			q->depfile_id.data = ids[1];
+			q->depfile_id.len = 16;
+		}
+	}
+	if (!job->notrace && s->shim[0] != '\0') {
+		snprintf(path, sizeof path, "%s/%s.trace", s->work, job->scratch);
+		if (rewrite(s, path, &buf, &len) == 0) {
+			rv = upload_buf(s, buf, len, ids[2]);
+			free(buf);
+			if (rv != 0)
+				return rv;
+			q->trace_id.data = ids[2];
+			q->trace_id.len = 16;
+		}
+	}
+	return 0;
+}
+
 int
 agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 {
@@ -735,41 +772,16 @@ agent_job_run(struct agent_slot *s, const Kiln__AgentJob *job)
 		}
 		q.outputs = outp;
 		/* the answer goes before oid is freed */
-		if (job->depfile[0] != '\0') {
-			char *buf;
-			size_t len;
-			snprintf(path, sizeof path, "%s/%s", s->work, job->depfile);
-			if (rewrite(s, path, &buf, &len) == 0) {
-				rv = upload_buf(s, buf, len, ids[1]);
-				free(buf);
-				if (rv != 0) {
-					free(oid);
-					goto out;
-				}
-				q.depfile_id.data = ids[1];
-				q.depfile_id.len = 16;
-			}
-		}
-		if (!job->notrace && s->shim[0] != '\0') {
-			char *buf;
-			size_t len;
-			snprintf(path, sizeof path, "%s/%s.trace", s->work, job->scratch);
-			if (rewrite(s, path, &buf, &len) == 0) {
-				rv = upload_buf(s, buf, len, ids[2]);
-				free(buf);
-				if (rv != 0) {
-					free(oid);
-					goto out;
-				}
-				q.trace_id.data = ids[2];
-				q.trace_id.len = 16;
-			}
-		}
-		rv = answer(s, &q);
+		if ((rv = files_upload(s, job, &q, ids)) == 0)
+			rv = answer(s, &q);
 		free(oid);
 		goto out;
 	}
-	rv = answer(s, &q);
+	/* a failed run's depfile and trace too: the daemon reads the trace
+	 * for files the run looked for in vain, whatever its exit status (a
+	 * compiler exits 1 on a missing #include) */
+	if ((rv = files_upload(s, job, &q, ids)) == 0)
+		rv = answer(s, &q);
 out:
 	if (log_fd >= 0)
 		close(log_fd);

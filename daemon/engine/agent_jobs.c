@@ -16,15 +16,15 @@
  * go back to the runnable heap (to run elsewhere or here) and a late
  * answer is refused. Nothing of an answer is used before every blob it
  * names is in the store (verified by the upload), and a run whose trace
- * shows it looked for a project file the agent lacked is tried again
- * with those files (at most AGENT_TRIES times, then here).
+ * shows it looked for a project file the agent lacked, whatever its exit
+ * status, is tried again with those files (at most AGENT_TRIES times,
+ * then here; which files: agent_files.c).
  *
  * Threads: the daemon's handler threads (join, take, done, leave), its
  * timer (expire) and the engine's workers (start, cancel); everything
  * under e->mu except landing an answer's files and giving back a
  * scratch folder, done while the lease is L_FINISHING (nobody else
  * touches the node's work then). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -39,7 +39,6 @@
 
 #include "agent_jobs.h"
 #include "builds.h"
-#include "dep_path.h"
 #include "engine_int.h"
 #include "need.h"
 #include "remote.h"
@@ -786,150 +785,6 @@ answer_land(struct engine *e, struct node *n, const Kiln__AgentDoneRequest *q,
 	return 0;
 }
 
-static int
-extra_add(struct node *n, const char *rel)
-{
-	char **nv;
-
-	for (size_t i = 0; i < n->w->nextra; i++)
-		if (strcmp(n->w->extra[i], rel) == 0)
-			return 0;
-	if (n->w->nextra >= 4096)
-		return KILN_ERANGE;
-	if ((nv = realloc(n->w->extra, (n->w->nextra + 1) * sizeof *nv)) == NULL)
-		return KILN_ENOMEM;
-	n->w->extra = nv;
-	if ((nv[n->w->nextra] = strdup(rel)) == NULL)
-		return KILN_ENOMEM;
-	n->w->nextra++;
-	return 1;
-}
-
-/* Undo the trace's escapes (`\\` and `\n`) in place. */
-static void
-unescape(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] == 'n') {
-			*d++ = '\n';
-			s++;
-		} else if (s[0] == '\\' && s[1] == '\\') {
-			*d++ = '\\';
-			s++;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
-/* Whether abs resolves (symlinks followed) to a place inside the
- * project: a trace comes from the agent, and what it names is read and
- * sent to agents. */
-static int
-inside_root(const struct engine *e, const char *abs)
-{
-	char real[PATH_MAX], rroot[PATH_MAX];
-	size_t n;
-
-	if (realpath(abs, real) == NULL || realpath(e->root, rroot) == NULL)
-		return 0;
-	n = strlen(rroot);
-	return strncmp(real, rroot, n) == 0 && real[n] == '/';
-}
-
-/* What a trace says the agent lacked (lacked_add, trace_lacked). */
-enum { LACKED_NONE, LACKED_SENT, LACKED_HERE };
-
-/* Whether path (absolute, from the agent's trace, in the daemon's terms)
- * names something the agent's run looked for in vain that exists here: a
- * regular file of the project outside build/ and .kiln/ (a prerequisite's
- * output is an input already), or a folder it listed (its regular
- * files). Each such file joins n's extras: 1 when any did. */
-static int
-lacked_add(struct engine *e, struct node *n, const char *path, int listing)
-{
-	const struct dep_path_policy pp = {e->root, getenv("HOME")};
-	char rel[PATH_MAX], abs[PATH_MAX * 2];
-	struct stat st;
-	int added = 0;
-	DIR *d;
-	struct dirent *de;
-
-	/* the one policy for what a trace names (dep_path.h): lexically
-	 * clean, project-relative, never "..", never .kiln/ */
-	switch (dep_path_classify(&pp, path, 0, rel, sizeof rel)) {
-	case DEP_PATH_PROJECT:
-		break;
-	case DEP_PATH_EXTERNAL:
-		/* a file outside the project that is here and was not
-		 * there: never sent, but the run is not this machine's */
-		return !listing && stat(rel, &st) == 0 ? LACKED_HERE : 0;
-	default:
-		return 0;
-	}
-	snprintf(abs, sizeof abs, "%s/%s", e->root, rel);
-	if (!inside_root(e, abs))
-		return stat(abs, &st) == 0 ? LACKED_HERE : 0;
-	if (!listing)
-		return lstat(abs, &st) == 0 && S_ISREG(st.st_mode) && extra_add(n, rel) == 1
-		       ? LACKED_SENT : LACKED_NONE;
-	/* a folder listed on the agent shows only what was laid out: send
-	 * every file it holds here (not its subfolders' files) */
-	if ((d = opendir(abs)) == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL) {
-		char sub[PATH_MAX * 3];
-		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
-		    (de->d_name[1] == '.' && de->d_name[2] == '\0')))
-			continue;
-		snprintf(sub, sizeof sub, "%s/%s", abs, de->d_name);
-		int k = lacked_add(e, n, sub, 0);
-		if (k > added)
-			added = k;
-	}
-	closedir(d);
-	return added;
-}
-
-/* Project files the run looked for (M) or listed (D) that the agent
- * lacked and this machine has: added to n's extras for the next try
- * (LACKED_SENT); LACKED_HERE when it lacked one that cannot be sent (a
- * file outside the project): the step must run here. */
-static int
-trace_lacked(struct engine *e, struct node *n)
-{
-	char path[PATH_MAX + 16], *line = NULL;
-	size_t cap = 0;
-	ssize_t k;
-	int added = 0;
-	FILE *f;
-
-	scratch_path(e, n->w->scratch, ".trace", 1, path, sizeof path);
-	if ((f = fopen(path, "re")) == NULL)
-		return 0;
-	if (fseeko(f, n->w->trace_off, SEEK_SET) != 0) {
-		fclose(f);
-		return 0;
-	}
-	while ((k = getline(&line, &cap, f)) > 0) {
-		char *p = line + 2;
-		if (line[k - 1] == '\n')
-			line[k - 1] = '\0';
-		if ((line[0] != 'M' && line[0] != 'D') || line[1] != ' ')
-			continue;
-		unescape(p);
-		int got = lacked_add(e, n, p, line[0] == 'D');
-		if (got > added)
-			added = got;
-	}
-	free(line);
-	fclose(f);
-	return added;
-}
-
 /* Give the step back after a try on an agent that brought no result
  * (e->mu held, lease L_FINISHING). local: run it here next. */
 static void
@@ -1015,19 +870,20 @@ engine_agent_done(struct engine *e, uint64_t id, uint32_t pipe,
 		return rv;
 	}
 	/* A run that looked in vain for a file this machine has is not the
-	 * run it would have been here: never a result (its record would
-	 * claim the file's content). Tried again with those files, and after
-	 * AGENT_TRIES here. */
-	if (q->exited && q->status == 0) {
+	 * run it would have been here, whatever its exit status (a compiler
+	 * exits 1 on a missing #include): never a result (a success's record
+	 * would claim the file's content, a failure is not the tool's).
+	 * Tried again with those files, and after AGENT_TRIES here. */
+	{
 		int lacked;
 		pthread_mutex_unlock(&e->mu);
-		lacked = trace_lacked(e, n);
+		lacked = agent_trace_lacked(e, n);
 		pthread_mutex_lock(&e->mu);
 		if ((l = lease_find(e->agents, q->lease)) == NULL) {   /* cannot happen */
 			pthread_mutex_unlock(&e->mu);
 			return KILN_ENOTFOUND;
 		}
-		if (lacked == LACKED_HERE) {
+		if (lacked == AGENT_LACKED_HERE) {
 			engine_logf(e, 0, "%s: agent %s lacked a file outside the project "
 			         "its tool looked for; running it here", n->ks->url, name);
 			try_lost(e, l, 1);

@@ -27,6 +27,21 @@ int agent_lease_cancel(struct engine *e, struct node *n);
  * may read them. 0 or KILN_ENOMEM. */
 int agent_lease_allow(struct engine *e, struct node *n, const kiln_id *ids, size_t nids);
 
+/* What the trace of n's run on an agent (landed in its scratch trace at
+ * this run's offset) says it lacked, whatever the tool's exit status
+ * (agent_files.c; e->mu not held). Project files it looked for (M) or
+ * listed (D) in vain that this machine has join n->w->extra, sent with
+ * the next try: AGENT_LACKED_SENT. AGENT_LACKED_HERE when it lacked one
+ * that is never sent (outside the project): the step must run here. */
+enum { AGENT_LACKED_NONE, AGENT_LACKED_SENT, AGENT_LACKED_HERE };
+int agent_trace_lacked(struct engine *e, struct node *n);
+
+/* Whether the argv word names a project file a job carries (a script run
+ * by path: `sh tools/x.sh`): a plain relative path to a regular file of
+ * the project, outside build/ and .kiln/, whose real path is inside it.
+ * 1 with its project-relative name in rel (len bytes), else 0. */
+int agent_argv_file(const struct engine *e, const char *word, char *rel, size_t len);
+
 /* engine_free: every step on an agent ends as killed. */
 void agent_jobs_quit(struct engine *e);
 void agent_jobs_free(struct engine *e);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "agent_jobs.h"
 #include "bundle_build.h"
 #include "decide.h"
 #include "discover.h"
@@ -643,6 +644,40 @@ job_input(struct engine *e, Kiln__AgentJob *j, const char *rel, int exec,
 	return job_file(j, rel, &id, (uint64_t)st.st_size, exec || (st.st_mode & 0111) != 0);
 }
 
+/* Add the project file the argv word names, if it does, to the job's
+ * inputs (agent_argv_file says which words do). One that cannot be read
+ * now is left out: the agent's run lacks it and its trace says so
+ * (agent_files.c). 0 or KILN_ENOMEM. */
+static int
+job_argv_file(struct engine *e, Kiln__AgentJob *j, const char *word)
+{
+	char rel[PATH_MAX];
+
+	/* an input already (the usual word): no look at the file system */
+	if (job_has(j, word) || !agent_argv_file(e, word, rel, sizeof rel) || job_has(j, rel))
+		return 0;
+	return job_input(e, j, rel, 0, NULL) == KILN_ENOMEM ? KILN_ENOMEM : 0;
+}
+
+/* The same for each word of a shell tool's script, split where the shell
+ * would split a plain command (blanks, quotes, operators): `python3
+ * tools/x.py "${1}"` names tools/x.py. Only a guess (no expansions):
+ * what it misses the trace finds, at the cost of a try. */
+static int
+job_script_files(struct engine *e, Kiln__AgentJob *j, const char *script)
+{
+	char *copy = strdup(script), *save = NULL;
+	int rv = 0;
+
+	if (copy == NULL)
+		return KILN_ENOMEM;
+	for (char *w = strtok_r(copy, " \t\n;|&<>()'\"`", &save); w != NULL && rv == 0;
+	     w = strtok_r(NULL, " \t\n;|&<>()'\"`", &save))
+		rv = job_argv_file(e, j, w);
+	free(copy);
+	return rv;
+}
+
 static char **
 strv_copy(char *const *v, size_t n)
 {
@@ -725,7 +760,11 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 		free(v);
 		av_push(&env, strdup(buf));
 	}
-	nin = rp.p.in.n + nextra + 1;
+	/* inputs, extras, argv's files (a shell script's words: at most one
+	 * per two characters), the program */
+	nin = rp.p.in.n + nextra + rp.av.n + 1;
+	if (n->ks->tool->shell && rp.av.n > 2 && rp.av.v[2] != NULL)
+		nin += strlen(rp.av.v[2]) / 2 + 1;
 	j->url = strdup(n->ks->url);
 	j->profile = strdup(g->profile);
 	j->program = strdup(prog);
@@ -794,6 +833,13 @@ step_job(struct engine *e, struct graph *g, struct node *n, char *const *extra,
 			goto fail;
 		}
 	}
+	/* project files its argv names (a script run by path: `python3
+	 * tools/x.py`) travel as inputs, as the program does: the tool opens
+	 * them as it would here, and its trace records them as here */
+	for (size_t i = 1; i < rp.av.n; i++)
+		if ((rv = n->ks->tool->shell && i == 2 ? job_script_files(e, j, rp.av.v[i])
+		          : job_argv_file(e, j, rp.av.v[i])) != 0)
+			goto fail;
 	/* with a shared cache agents fetch their inputs there, by SHA-256
 	 * (offered: uploaded when the server lacks them) */
 	for (size_t i = 0; remote_enabled(e) && i < j->n_inputs; i++) {

@@ -5,28 +5,7 @@
 
 bats_require_minimum_version 1.5.0
 
-load daemon_helpers
-eval "$(declare -f teardown | sed '1s/teardown/daemon_teardown/')"
-
-teardown() {
-	local pid
-	for pid in ${AGENT_PIDS:-}; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in ${AGENT_PIDS:-}; do
-		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-		kill -9 "$pid" 2>/dev/null || true
-	done
-	for f in "$BATS_TEST_TMPDIR"/agent*.log; do
-		if [ -f "$f" ] && grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$f"; then
-			echo "sanitizer report in $f:"
-			cat "$f"
-			return 1
-		fi
-	done
-	if declare -F nginx_stop >/dev/null; then nginx_stop; fi
-	daemon_teardown
-}
+load agents_helpers
 
 # The project: three copies, a step using two of them, and a "shader"
 # whose tool reads the files its source #includes (none declared).
@@ -55,37 +34,6 @@ assets:
   - { url: both.txt, tool: join, inputs: ["@a1.txt", "@a2.txt", src/f4.txt] }
   - { url: a.spv, tool: incl, inputs: [shaders/a.frag] }
 YAML
-}
-
-# daemon_up [ARGS...]: kilnd on a free loopback port with a token,
-# every tool on agents (--local-jobs 0) unless ARGS say otherwise.
-daemon_up() {
-	free_port
-	URL="tcp://127.0.0.1:$port"
-	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >"$BATS_TEST_TMPDIR/token"
-	echo >>"$BATS_TEST_TMPDIR/token"
-	head -c 24 /dev/urandom | base64 | tr -d '\n/+=' | head -c 32 >"$BATS_TEST_TMPDIR/client-token"
-	echo >>"$BATS_TEST_TMPDIR/client-token"
-	"$KILND" --project . --listen "$URL" --agent-token-file "$BATS_TEST_TMPDIR/token" \
-		--token-file "$BATS_TEST_TMPDIR/client-token" --agent-lease 1000 "$@"
-}
-
-# agent_up NAME [ARGS...]: an agent with its own cache, outside the
-# project, started in the background; waits until the daemon lists it.
-agent_up() {
-	local name=$1
-	shift
-	mkdir -p "$BATS_TEST_TMPDIR/$name"
-	(cd "$BATS_TEST_TMPDIR/$name" && exec "$KILN" agent --connect "$URL" \
-		--token-file "$BATS_TEST_TMPDIR/token" --cache "$BATS_TEST_TMPDIR/$name/cache" \
-		--name "$name" "$@" >"$BATS_TEST_TMPDIR/agent-$name.log" 2>&1) &
-	AGENT_PIDS="${AGENT_PIDS:-} $!"
-	LAST_AGENT=$!
-	wait_for agent_listed "$name"
-}
-
-agent_listed() {
-	"$KILN" status | grep -q "$1: "
 }
 
 # slow_on_agent NAME: the project with a 3-second step, a daemon that
