@@ -12,10 +12,13 @@ load daemon_helpers
 # asks for each one with kiln need; textures are cp steps nobody else
 # wants. Plus steps for the error cases. Tools that must overlap wait for
 # each other, not for a time: waitlong runs while a process named
-# kiln-share-hold does (the test holds it); peer looks for marker, and
-# marker lasts from when it sees peer until peer has looked (each gives
-# up after 60 s, so alone each ends and peer says so; 10 s could pass
-# between their starts on a loaded machine).
+# kiln-share-hold does (the test holds it). peer and marker: peer looks
+# for marker and, seeing it, starts a process named kiln-peer-saw and
+# lasts until marker is gone; marker lasts until it sees kiln-peer-saw.
+# Neither can end before the other has seen it (each gives up after 60 s,
+# so alone each ends and peer says so; 10 s could pass between their
+# starts on a loaded machine). An earlier handshake let peer end at once
+# and marker wait 60 s for a peer long gone.
 write_project() {
 	mkdir -p src/tex levels
 	echo stone-v1 >src/tex/stone.txt
@@ -56,10 +59,10 @@ tools:
     run: '"$KILN" need textures/stone.png > ${out}.a 2>&1 & a=$!; "$KILN" need pcyc/y > ${out}.b 2>&1 & b=$!; wait $a; sa=$?; wait $b; sb=$?; echo "stone $sa: $(cat ${out}.a)"; echo "y $sb: $(cat ${out}.b)"; exit 1'
     shell: true
   peer:
-    run: ': kiln-peer-looking; for i in $(seq 600); do pgrep -f "[k]iln-peer-marker" >/dev/null && break; sleep 0.1; done; if pgrep -f "[k]iln-peer-marker" >/dev/null; then echo together; else echo alone; fi > ${out}'
+    run: ': kiln-peer-looking; for i in $(seq 600); do pgrep -f "[k]iln-peer-marker" >/dev/null && break; sleep 0.1; done; if pgrep -f "[k]iln-peer-marker" >/dev/null; then r=together; n=kiln-peer; sh -c "sleep 60; :" "$n-saw" & for i in $(seq 600); do pgrep -f "[k]iln-peer-marker" >/dev/null || break; sleep 0.1; done; else r=alone; fi; echo $r > ${out}'
     shell: true
   marker:
-    run: 'sh -c "for i in \$(seq 1200); do pgrep -f \"[k]iln-peer-looking\" >/dev/null && break; sleep 0.05; done; for i in \$(seq 200); do pgrep -f \"[k]iln-peer-looking\" >/dev/null || break; sleep 0.05; done" kiln-peer-marker; echo marker > ${out}'
+    run: 'sh -c "for i in \$(seq 1200); do pgrep -f \"[k]iln-peer-saw\" >/dev/null && break; sleep 0.05; done" kiln-peer-marker; echo marker > ${out}'
     shell: true
   twinpar:
     run: 'a=$("$KILN" need par/peer) & b=$("$KILN" need par/marker) & wait; "$KILN" need par/peer >/dev/null && "$KILN" need par/marker >/dev/null && cat build/pc/par/peer > ${out}'
