@@ -17,11 +17,13 @@
  * and its references, briefly. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -76,11 +78,17 @@ int
 remote_new(struct engine *e)
 {
 	struct remote *r = calloc(1, sizeof *r);
+	pthread_condattr_t ca;
 
 	if (r == NULL)
 		return KILN_ENOMEM;
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
+	/* remote_free waits on it with a deadline on the monotonic clock */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->idle_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	e->remote = r;
 	/* none to look for (no HOME) or a path too long: no user settings */
 	if (kiln_user_config_path(e->cfg.cache.config_home, e->cfg.cache.home, r->user.path,
@@ -92,6 +100,64 @@ remote_new(struct engine *e)
 	return 0;
 }
 
+/* How long a stopping daemon lets pending uploads finish: a CI job's
+ * `kiln build && kiln stop` would otherwise lose most of its results. */
+#define STOP_WAIT_S 60
+
+/* Wait until the uploader has nothing queued or in hand, or wait_s
+ * passed. The results pending when it began. */
+static unsigned
+uploads_wait_idle(struct remote *r, uint32_t wait_s)
+{
+	struct timespec until;
+	unsigned pending;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_s;
+	pthread_mutex_lock(&r->mu);
+	pending = r->nq + r->busy;
+	while (r->started && (r->nq > 0 || r->busy > 0) &&
+	       pthread_cond_timedwait(&r->idle_cv, &r->mu, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&r->mu);
+	return pending;
+}
+
+/* Stop the uploader, after letting it finish what is pending (within the
+ * bound), and log what became of it. */
+static void
+uploads_stop(struct engine *e)
+{
+	struct remote *r = e->remote;
+	uint32_t wait_s = STOP_WAIT_S;
+	uint64_t up0 = atomic_load(&r->uploaded), failed0 = atomic_load(&r->failed);
+	uint64_t dropped0 = atomic_load(&r->dropped);
+	unsigned pending;
+
+	/* the daemon checked the value before the engine started */
+	if (e->cfg.cache.stop_wait != NULL &&
+	    kiln_duration_parse(e->cfg.cache.stop_wait, &wait_s) != 0)
+		wait_s = STOP_WAIT_S;
+	if ((pending = uploads_wait_idle(r, wait_s)) > 0)
+		engine_logf(e, 0, "shared cache: stopping with %u results to upload "
+		            "(waiting up to %" PRIu32 " s, KILN_CACHE_STOP_WAIT)", pending, wait_s);
+	pthread_mutex_lock(&r->mu);
+	__atomic_store_n(&r->quit, 1, __ATOMIC_RELAXED);   /* round_wait reads it */
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	if (r->started)
+		pthread_join(r->thr, NULL);
+	if (pending > 0) {
+		uint64_t failed = atomic_load(&r->failed) - failed0;
+		uint64_t dropped = atomic_load(&r->dropped) - dropped0;
+
+		engine_logf(e, failed > 0 || dropped > 0,
+		            "shared cache: at stop, of %u results pending: %" PRIu64
+		            " uploaded, %" PRIu64 " failed, %" PRIu64 " dropped", pending,
+		            atomic_load(&r->uploaded) - up0, failed, dropped);
+	}
+}
+
 void
 remote_free(struct engine *e)
 {
@@ -100,12 +166,7 @@ remote_free(struct engine *e)
 
 	if (r == NULL)
 		return;
-	pthread_mutex_lock(&r->mu);
-	__atomic_store_n(&r->quit, 1, __ATOMIC_RELAXED);   /* round_wait reads it */
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	if (r->started)
-		pthread_join(r->thr, NULL);
+	uploads_stop(e);
 	while (r->head != NULL) {
 		struct up_job *j = r->head;
 		r->head = j->next;
@@ -117,6 +178,7 @@ remote_free(struct engine *e)
 		remote_conn_free(rc);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
+	pthread_cond_destroy(&r->idle_cv);
 	free(r);
 	e->remote = NULL;
 }
@@ -542,7 +604,7 @@ remote_status(struct engine *e, struct engine_cache_status *st)
 	st->uploads = cs.uploads;
 	st->bytes_down = cs.bytes_down;
 	st->bytes_up = cs.bytes_up;
-	st->dropped = cs.dropped + atomic_load(&r->dropped);
+	st->dropped = cs.dropped + atomic_load(&r->dropped) + atomic_load(&r->failed);
 	st->skipped_uploads = cs.present;
 	st->breaker_open = cs.breaker_open;
 	pthread_mutex_lock(&r->mu);

@@ -63,12 +63,15 @@ struct up_job {
 struct remote {
 	pthread_mutex_t mu;      /* conn, the queue, busy, quit */
 	pthread_cond_t cv;       /* the uploader: a job came, or quit */
+	pthread_cond_t idle_cv;  /* remote_free: the uploader ended a batch */
 	struct remote_conn *conn; /* NULL: no shared cache */
 	struct up_job *head, *tail;
 	unsigned nq, busy;       /* jobs queued; jobs the uploader holds */
 	int quit, started;
 	pthread_t thr;
 	_Atomic uint64_t downloaded, missed, corrupt, uploaded, dropped;
+	_Atomic uint64_t failed;  /* results not listed: a transfer of their
+	                             round failed (counted in dropped too) */
 	_Atomic int corrupt_said; /* a corrupt entry was logged once */
 	struct user_file user;   /* (e->mu) */
 	uint8_t bad[REMOTE_BAD_MAX][32]; /* (mu) */
@@ -103,8 +106,11 @@ void up_job_free(struct up_job *j);
  * is sent until a project asks for a cache). 0, KILN_ENOMEM, KILN_EIO. */
 int remote_new(struct engine *e);
 
-/* Stop the uploader (what is still queued is dropped and counted), close
- * the handle, free e->remote. NULL e->remote is fine. */
+/* Let the uploader send what is queued for up to KILN_CACHE_STOP_WAIT
+ * (60 s by default; `kiln build && kiln stop` in CI must not lose the
+ * build's results), log what became of it, then stop it (what is still
+ * queued is dropped and counted), close the handle, free e->remote.
+ * NULL e->remote is fine. */
 void remote_free(struct engine *e);
 
 /* The project was loaded (e->mu held, no build running): read the user's

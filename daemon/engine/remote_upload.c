@@ -289,13 +289,27 @@ round_wait(struct remote *r, kiln_cache *c)
 	return KILN_ETIMEDOUT;
 }
 
+/* What became of one result of a round: uploaded; failed (a transfer of
+ * its round, or of its index entry, failed); or dropped (its files were
+ * edited since the run, or the daemon stopping cut it). */
+static void
+job_count(struct remote *r, int sent, int round_rc, int index_rc)
+{
+	if (sent && round_rc == 0 && index_rc == 0)
+		atomic_fetch_add(&r->uploaded, 1);
+	else if (sent && round_rc != KILN_ECANCELLED && index_rc != KILN_ECANCELLED)
+		atomic_fetch_add(&r->failed, 1);
+	else
+		atomic_fetch_add(&r->dropped, 1);
+}
+
 static void
 batch_send(struct engine *e, kiln_cache *c, struct up_job **jobs, size_t n)
 {
 	struct remote *r = e->remote;
 	struct up_work w[UP_BATCH];
 	kiln_cache_stats before, after;
-	int failed;
+	int round_rc;
 
 	memset(w, 0, sizeof w);
 	kiln_cache_stats_get(c, &before);
@@ -305,15 +319,16 @@ batch_send(struct engine *e, kiln_cache *c, struct up_job **jobs, size_t n)
 	 * transfer of the round that failed (or was dropped) could be one
 	 * of them: no index is written then (the results wait unlisted
 	 * until their steps run again) */
-	failed = round_wait(r, c) != 0;
+	round_rc = round_wait(r, c);
 	kiln_cache_stats_get(c, &after);
-	failed |= after.errors != before.errors || after.dropped != before.dropped;
+	if (round_rc == 0 && (after.errors != before.errors || after.dropped != before.dropped))
+		round_rc = KILN_EIO;
 	for (size_t i = 0; i < n; i++) {
-		if (!failed && w[i].ok && !__atomic_load_n(&r->quit, __ATOMIC_RELAXED) &&
-		    index_send(c, jobs[i], &w[i]) == 0)
-			atomic_fetch_add(&r->uploaded, 1);
-		else
-			atomic_fetch_add(&r->dropped, 1);
+		int index_rc = KILN_ECANCELLED;
+
+		if (w[i].ok && round_rc == 0 && !__atomic_load_n(&r->quit, __ATOMIC_RELAXED))
+			index_rc = index_send(c, jobs[i], &w[i]);
+		job_count(r, w[i].ok, round_rc, index_rc);
 		free(w[i].files);
 		free(w[i].outs);
 	}
@@ -353,6 +368,7 @@ remote_uploader_main(void *arg)
 		remote_conn_put(r, rc);
 		pthread_mutex_lock(&r->mu);
 		r->busy = 0;
+		pthread_cond_broadcast(&r->idle_cv);
 	}
 	/* what is still queued is dropped: counted */
 	atomic_fetch_add(&r->dropped, r->nq);
