@@ -411,3 +411,56 @@ YAML
 	[ "$(cat "$M2/build/pc/joined.txt")" = "$(printf 'alpha\ny')" ]
 	[ "$(cat "$M2/build/pc/parts/s/y")" = y ]
 }
+
+# many_sources DIR N: N more sources for the upper rule (N more steps).
+many_sources() {
+	for i in $(seq 1 "$2"); do printf 'source %s\n' "$i" >"$1/src/m$i.txt"; done
+}
+
+@test "kiln build && kiln stop, as a CI job does: every result reaches the server before the daemon exits" {
+	nginx_start
+	write_machine "$M1"
+	many_sources "$M1" 400
+	cd "$M1"
+	run "$KILN" build -q
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	run "$KILN" stop
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# an index and a result per step, counted on the server
+	[ "$(ac_files)" = 806 ] || { echo "the server has $(ac_files) AC entries, expected 806"; \
+		grep 'shared cache' .kiln/kilnd.log; false; }
+	# what the stop waited for is logged with its counts
+	if grep -q 'stopping with [0-9]* results to upload' .kiln/kilnd.log; then
+		grep -E 'at stop, of [0-9]+ results pending: [0-9]+ uploaded, 0 failed, 0 dropped' \
+			.kiln/kilnd.log || { grep 'shared cache' .kiln/kilnd.log; false; }
+	fi
+}
+
+@test "KILN_CACHE_STOP_WAIT=0 drops what is pending at stop, counted in the log" {
+	nginx_start
+	write_machine "$M1"
+	many_sources "$M1" 400
+	cd "$M1"
+	KILN_CACHE_STOP_WAIT=0 run "$KILN" build -q
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	pending=$(status_field cache_pending)
+	run "$KILN" stop
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# (the uploads may all be done already on a fast machine)
+	[ "$pending" -gt 0 ] || skip "nothing was pending at the stop"
+	grep -E 'at stop, of [0-9]+ results pending: [0-9]+ uploaded, 0 failed, [1-9][0-9]* dropped' \
+		.kiln/kilnd.log || { grep 'shared cache' .kiln/kilnd.log; false; }
+}
+
+@test "kiln build --wait-uploads returns once every result is on the server, and says how many" {
+	nginx_start
+	write_machine "$M1"
+	many_sources "$M1" 200
+	cd "$M1"
+	run "$KILN" build -q --wait-uploads
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[[ "$output" == *"shared cache: 203 results uploaded, 0 uploads failed or dropped"* ]] || \
+		{ echo "$output"; false; }
+	[ "$(status_field cache_pending)" = 0 ]
+	[ "$(ac_files)" = 406 ] || { echo "the server has $(ac_files) AC entries, expected 406"; false; }
+}
