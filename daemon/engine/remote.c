@@ -316,12 +316,11 @@ error_note(struct engine *e, struct remote_conn *rc, int rv)
 /* Whether candidate c's discovered files hold here: each that existed has
  * that SHA-256 now, each that did not still does not. xx[i] gets file
  * i's local hash (what result_holds checks). Folder listings are not
- * shared in this version: a candidate with one never holds. */
+ * shared in this version: a candidate with one never holds. (Its kiln
+ * needs are checked apart: remote_need.c.) */
 static int
 candidate_holds(struct engine *e, const struct kiln_cache_candidate *c, kiln_id *xx)
 {
-	if (c->nneeds > 0)   /* kiln need results are not shared yet */
-		return 0;
 	for (size_t i = 0; i < c->nfiles; i++) {
 		const struct kiln_cache_file *f = &c->files[i];
 		size_t len = strlen(f->path);
@@ -404,12 +403,33 @@ remote_blob_fetch(struct engine *e, const uint8_t sha[32], uint64_t size, kiln_i
 	return rv;
 }
 
+/* c's needs as the local result's UrlDeps, with the local ids of the
+ * needed outputs (nids): one malloc'd block in *out. 0 or KILN_ENOMEM. */
+static int
+needs_local(const struct kiln_cache_candidate *c, const kiln_id *nids, Kiln__UrlDep ***out)
+{
+	Kiln__UrlDep **p = malloc((c->nneeds ? c->nneeds : 1) * (sizeof *p + sizeof **p));
+	Kiln__UrlDep *v = (Kiln__UrlDep *)(p + (c->nneeds ? c->nneeds : 1));
+
+	if ((*out = p) == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < c->nneeds; i++) {
+		kiln__url_dep__init(&v[i]);
+		v[i].url = (char *)c->needs[i].url;
+		v[i].output = (char *)c->needs[i].output;
+		v[i].hash.data = (uint8_t *)nids[i].b;
+		v[i].hash.len = 16;
+		p[i] = &v[i];
+	}
+	return 0;
+}
+
 /* The local result serving n from remote result rr with candidate c's
- * files (their local hashes xx), packed and unpacked so that it frees
- * like any other. */
+ * files (their local hashes xx) and needs (the needed outputs' local ids
+ * nids), packed and unpacked so that it frees like any other. */
 static int
 result_local(struct engine *e, struct node *n, const struct kiln_cache_candidate *c,
-             const kiln_id *xx, const kiln_id *ids, const kiln_id *log,
+             const kiln_id *xx, const kiln_id *nids, const kiln_id *ids, const kiln_id *log,
              Kiln__ActionResult **res)
 {
 	Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
@@ -418,12 +438,13 @@ result_local(struct engine *e, struct node *n, const struct kiln_cache_candidate
 	Kiln__StepOutput **op = calloc(no ? no : 1, sizeof *op);
 	Kiln__FileDep *fv = calloc(nf ? nf : 1, sizeof *fv);
 	Kiln__FileDep **fp = calloc(nf ? nf : 1, sizeof *fp);
+	Kiln__UrlDep **np = NULL;
 	uint8_t *buf = NULL;
 	size_t len;
 	int rv = KILN_ENOMEM;
 
 	(void)e;
-	if (ov == NULL || op == NULL || fv == NULL || fp == NULL)
+	if (ov == NULL || op == NULL || fv == NULL || fp == NULL || needs_local(c, nids, &np) != 0)
 		goto fail;
 	for (size_t i = 0; i < no; i++) {
 		uint64_t size = 0;
@@ -450,6 +471,8 @@ result_local(struct engine *e, struct node *n, const struct kiln_cache_candidate
 	ar.n_outputs = no;
 	ar.files = fp;
 	ar.n_files = nf;
+	ar.needs = np;
+	ar.n_needs = c->nneeds;
 	ar.traced = c->traced;
 	ar.duration_ns = c->duration_ns;
 	ar.warnings = (char **)c->warnings;
@@ -470,6 +493,7 @@ fail:
 	free(op);
 	free(fv);
 	free(fp);
+	free(np);
 	return rv;
 }
 
@@ -477,7 +501,7 @@ fail:
  * and every blob, and make the local result. */
 static int
 fetch_result(struct engine *e, kiln_cache *c, struct node *n,
-             const struct kiln_cache_candidate *cand, const kiln_id *xx,
+             const struct kiln_cache_candidate *cand, const kiln_id *xx, const kiln_id *nids,
              Kiln__ActionResult **res)
 {
 	struct kiln_cache_result *rr = NULL;
@@ -511,7 +535,7 @@ fetch_result(struct engine *e, kiln_cache *c, struct node *n,
 	}
 	/* the log is for `kiln log`: without it the result still serves */
 	has_log = rr->has_log && blob_fetch(e, c, &rr->log, &log) == 0;
-	rv = result_local(e, n, cand, xx, ids, has_log ? &log : NULL, res);
+	rv = result_local(e, n, cand, xx, nids, ids, has_log ? &log : NULL, res);
 fail:
 	kiln_cache_result_free(rr);
 	free(buf);
@@ -519,8 +543,37 @@ fail:
 	return rv == 0 ? 0 : rv == KILN_ENOMEM ? KILN_ENOMEM : KILN_ENOTFOUND;
 }
 
+/* Candidate c of n's index holds here (files, then needs): fetch it
+ * (*held set: the lookup ends here, whatever the fetch's outcome).
+ * KILN_ENOTFOUND: a miss; KILN_EBUSY: its needs are not done yet. */
+static int
+candidate_fetch(struct engine *e, struct graph *g, kiln_cache *kc, struct node *n,
+                const struct kiln_cache_candidate *c, Kiln__ActionResult **res, int *held)
+{
+	kiln_id *xx = calloc(c->nfiles ? c->nfiles : 1, sizeof *xx);
+	kiln_id *nids = calloc(c->nneeds ? c->nneeds : 1, sizeof *nids);
+	enum cache_result cr;
+	int rv = KILN_ENOMEM;
+
+	if (xx == NULL || nids == NULL)
+		goto fail;
+	rv = KILN_ENOTFOUND;
+	if (!candidate_holds(e, c, xx))
+		goto fail;
+	cr = c->nneeds > 0 ? remote_need_check(e, g, n, c, nids) : CACHE_HIT;
+	*held = cr != CACHE_MISS;
+	if (cr == CACHE_HIT)
+		rv = fetch_result(e, kc, n, c, xx, nids, res);
+	else if (cr == CACHE_NEEDS)
+		rv = KILN_EBUSY;
+fail:
+	free(xx);
+	free(nids);
+	return rv;
+}
+
 int
-remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
+remote_fetch(struct engine *e, struct graph *g, struct node *n, Kiln__ActionResult **res)
 {
 	struct remote *r = e->remote;
 	struct remote_conn *rc = remote_conn_get(r);
@@ -528,7 +581,7 @@ remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
 	uint8_t key[32], *buf = NULL;
 	char hex[KILN_CACHE_HEX_LEN + 1];
 	size_t len = 0;
-	int rv = KILN_ENOTFOUND;
+	int rv = KILN_ENOTFOUND, held = 0;
 
 	*res = NULL;
 	if (rc == NULL)
@@ -552,24 +605,14 @@ remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
 		corrupt_note(e, "index entry ac/", hex);
 		goto fail;
 	}
-	for (size_t i = 0; i < ix->ncandidates && rv == KILN_ENOTFOUND; i++) {
-		const struct kiln_cache_candidate *c = &ix->candidates[i];
-		kiln_id *xx = calloc(c->nfiles ? c->nfiles : 1, sizeof *xx);
-		if (xx == NULL) {
-			rv = KILN_ENOMEM;
-			break;
-		}
-		/* the first that holds is the one (docs/cache.md, "Reading"):
-		 * a later one is an older variant */
-		if (candidate_holds(e, c, xx)) {
-			rv = fetch_result(e, rc->c, n, c, xx, res);
-			free(xx);
-			break;
-		}
-		free(xx);
-	}
+	/* the first that holds is the one (docs/cache.md, "Reading"): a
+	 * later one is an older variant. One whose needs are not done yet
+	 * is looked up again once they are. */
+	for (size_t i = 0; i < ix->ncandidates && !held; i++)
+		rv = candidate_fetch(e, g, rc->c, n, &ix->candidates[i], res, &held);
 fail:
-	atomic_fetch_add(rv == 0 ? &r->downloaded : &r->missed, 1);
+	if (rv != KILN_EBUSY)
+		atomic_fetch_add(rv == 0 ? &r->downloaded : &r->missed, 1);
 	kiln_cache_index_free(ix);
 	free(buf);
 	remote_conn_put(r, rc);

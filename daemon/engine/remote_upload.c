@@ -45,6 +45,11 @@ up_job_free(struct up_job *j)
 		free(j->paths[i]);
 	for (size_t i = 0; j->warnings != NULL && i < j->nwarn; i++)
 		free(j->warnings[i]);
+	for (size_t i = 0; j->needs != NULL && i < j->nneeds; i++) {
+		free(j->needs[i].url);
+		free(j->needs[i].output);
+	}
+	free(j->needs);
 	free(j->outs);
 	free(j->paths);
 	free(j->seen);
@@ -87,6 +92,16 @@ job_of(const struct node *n)
 	for (size_t i = 0; i < nw; i++)
 		if ((j->warnings[i] = strdup(n->warnings[i])) == NULL)
 			goto fail;
+	/* its kiln needs: stated like discovered files (remote_need.c) */
+	if ((j->needs = calloc(n->nneeds ? n->nneeds : 1, sizeof *j->needs)) == NULL)
+		goto fail;
+	j->nneeds = n->nneeds;
+	for (size_t i = 0; i < n->nneeds; i++) {
+		j->needs[i].hash = n->needs[i].hash;
+		if ((j->needs[i].url = strdup(n->needs[i].url)) == NULL ||
+		    (j->needs[i].output = strdup(n->needs[i].output)) == NULL)
+			goto fail;
+	}
 	return j;
 fail:
 	up_job_free(j);
@@ -105,10 +120,9 @@ remote_upload(struct engine *e, const struct node *n)
 	pthread_mutex_lock(&r->mu);
 	rw = r->conn != NULL && r->conn->mode == KILN_CACHE_MODE_READWRITE;
 	pthread_mutex_unlock(&r->mu);
-	/* results of runs that asked for outputs with `kiln need` are not
-	 * shared in this version; nor those whose files were not hashed
-	 * after the run (nothing to state their conditions with) */
-	if (!rw || n->nneeds > 0 || (n->ndisc > 0 && n->w->disc_seen == NULL))
+	/* not those whose files were not hashed after the run (nothing to
+	 * state their conditions with) */
+	if (!rw || (n->ndisc > 0 && n->w->disc_seen == NULL))
 		return;
 	/* nor a step writing or reading a folder output: the cache's
 	 * ActionResult would carry its tree record as a plain file */
@@ -143,6 +157,7 @@ remote_upload(struct engine *e, const struct node *n)
 /* A job's candidate and result as the codec takes them (prep). */
 struct up_work {
 	struct kiln_cache_file *files;
+	struct kiln_cache_need *needs;
 	struct kiln_cache_output *outs;
 	struct kiln_cache_candidate cand;
 	int ok;
@@ -205,8 +220,11 @@ job_send(struct engine *e, kiln_cache *c, const struct up_job *j, struct up_work
 	int rv = KILN_ENOMEM;
 
 	if ((w->files = calloc(j->nfiles ? j->nfiles : 1, sizeof *w->files)) == NULL ||
+	    (w->needs = calloc(j->nneeds ? j->nneeds : 1, sizeof *w->needs)) == NULL ||
 	    (w->outs = calloc(j->nout ? j->nout : 1, sizeof *w->outs)) == NULL)
 		return KILN_ENOMEM;
+	if ((rv = remote_need_shas(e, j, w->needs)) != 0)
+		return rv;
 	for (size_t i = 0; i < j->nfiles; i++) {
 		kiln_id xx;
 		int hrv = remote_file_hash(e, j->paths[i], w->files[i].sha, &xx);
@@ -220,6 +238,7 @@ job_send(struct engine *e, kiln_cache *c, const struct up_job *j, struct up_work
 	}
 	w->cand = (struct kiln_cache_candidate){
 		.files = w->files, .nfiles = j->nfiles, .traced = j->traced,
+		.needs = w->needs, .nneeds = j->nneeds,
 		.duration_ns = j->duration_ns,
 		.warnings = (const char *const *)j->warnings, .nwarnings = j->nwarn,
 	};
@@ -330,6 +349,7 @@ batch_send(struct engine *e, kiln_cache *c, struct up_job **jobs, size_t n)
 			index_rc = index_send(c, jobs[i], &w[i]);
 		job_count(r, w[i].ok, round_rc, index_rc);
 		free(w[i].files);
+		free(w[i].needs);
 		free(w[i].outs);
 	}
 }

@@ -464,3 +464,51 @@ many_sources() {
 	[ "$(status_field cache_pending)" = 0 ]
 	[ "$(ac_files)" = 406 ] || { echo "the server has $(ac_files) AC entries, expected 406"; false; }
 }
+
+# add_need_step DIR: a level step whose tool asks for two of the upper
+# steps' outputs with kiln need (and logs its run to $RUNS).
+add_need_step() {
+	mkdir -p "$1/levels"
+	printf 'a\nb\n' >"$1/levels/one.lvl"
+	sed -i 's/^sources: \[src\]/sources: [src, levels]/' "$1/kiln.yaml"
+	sed -i '/^tools:/a\
+  levelc:\
+    run: '"'"'echo "${in}" >>"$RUNS"; for t in $(cat ${in}); do p=$("$KILN" need "up/$t.txt") || exit 1; cat "$p"; done > ${out}'"'"'\
+    shell: true\
+    trace: false' "$1/kiln.yaml"
+	sed -i "s|\\\$RUNS|$RUNS|" "$1/kiln.yaml"
+	cat >>"$1/kiln.yaml" <<'YAML'
+  - match: "levels/*.lvl"
+    url: "levels/${match.name}"
+    tool: levelc
+YAML
+}
+
+@test "a step that used kiln need is uploaded and restored on a second machine: zero tool runs" {
+	nginx_start
+	write_machine "$M1"
+	write_machine "$M2"
+	add_need_step "$M1"
+	add_need_step "$M2"
+	build_in "$M1"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 4 ] || { echo "ran: $(cat "$RUNS")"; false; }
+	[ "$(cat "$M1/build/pc/levels/one")" = "$(printf 'ALPHA\nBRAVO')" ]
+	wait_uploads "$M1" 4
+	[ "$(ac_files)" = 8 ]   # the level's index and result too
+	: >"$RUNS"
+	build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 0 ] || { echo "the second machine ran: $(cat "$RUNS")"; false; }
+	[ "$(cat "$M2/build/pc/levels/one")" = "$(printf 'ALPHA\nBRAVO')" ]
+	[ "$(status_field cache_hits)" = 4 ]
+	# its needs hold there as they did here: a rebuild runs nothing
+	build_in "$M2"
+	[ "$(runs)" = 0 ]
+	# a needed output that differs on the second machine: the level runs
+	printf 'bravo2\n' >"$M2/src/b.txt"
+	build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(sort "$RUNS" | tr '\n' ' ')" = "levels/one.lvl src/b.txt " ] || { echo "ran: $(cat "$RUNS")"; false; }
+	[ "$(cat "$M2/build/pc/levels/one")" = "$(printf 'ALPHA\nBRAVO2')" ]
+}
