@@ -404,10 +404,14 @@ start_ready(kiln_cache *c)
 	}
 }
 
-static void
+/* End what libcurl finished. Returns how many ended: each may have
+ * unblocked a queued transfer (a result after its blobs) or its caller's
+ * next request (an index PUT after its GET). */
+static unsigned
 drain_done(kiln_cache *c)
 {
 	CURLMsg *m;
+	unsigned ended = 0;
 	int left;
 
 	while ((m = curl_fn->multi_info_read(c->multi, &left)) != NULL) {
@@ -417,7 +421,9 @@ drain_done(kiln_cache *c)
 			continue;
 		curl_fn->easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		xfer_finish(c, x, m->data.result);
+		ended++;
 	}
+	return ended;
 }
 
 /* Closing: cut what is in flight (only background uploads can be, as no
@@ -456,8 +462,12 @@ cache_loop(void *arg)
 		start_ready(c);
 		pthread_mutex_unlock(&c->mu);
 		curl_fn->multi_perform(c->multi, &still);
-		drain_done(c);
-		curl_fn->multi_poll(c->multi, NULL, 0, 1000, NULL);
+		/* A transfer that ended may have freed a slot or let a queued
+		 * AC upload go: start those now, not after the poll's timeout.
+		 * Work added from other threads wakes the poll itself
+		 * (curl_multi_wakeup in cache.c). */
+		if (drain_done(c) == 0)
+			curl_fn->multi_poll(c->multi, NULL, 0, 1000, NULL);
 		pthread_mutex_lock(&c->mu);
 	}
 	cut_running(c);

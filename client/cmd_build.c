@@ -1,6 +1,7 @@
 /* cmd_build.c — kiln build, kiln why, kiln log: the build engine's
  * commands, all served by the project's daemon (started when none runs). */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +29,11 @@ enter_dir(const char *cmd, const char *dir)
 
 static const char build_usage[] =
 	"usage: kiln build [URL|GLOB...] [-C DIR] [-p PROFILE] [-j N] [-k] [-n]\n"
-	"                  [--json] [-q] [--priority N]\n";
+	"                  [--json] [-q] [--priority N] [--wait-uploads]\n";
 
 static const char build_help[] =
 	"usage: kiln build [URL|GLOB...] [-C DIR] [-p PROFILE] [-j N] [-k] [-n]\n"
-	"                  [--json] [-q] [--priority N]\n"
+	"                  [--json] [-q] [--priority N] [--wait-uploads]\n"
 	"\n"
 	"Bring the named assets (default: all) and everything they need up to\n"
 	"date for a profile, on the project's daemon (started if none runs).\n"
@@ -48,6 +49,8 @@ static const char build_help[] =
 	"      --json           one JSON object per event on stdout\n"
 	"  -q, --quiet          print only failures, warnings and the summary\n"
 	"      --priority N     0 (default) for batch builds; higher goes first\n"
+	"      --wait-uploads   return only once the results are uploaded to the\n"
+	"                       shared cache (or failed), and print how many (CI)\n"
 	"\n"
 	"On a terminal one status line shows [done/total], the steps running and\n"
 	"failed, the time elapsed and an estimate of the time left (from the\n"
@@ -364,6 +367,29 @@ build_follow(kiln_conn *c, struct build_view *v)
 	}
 }
 
+/* --wait-uploads: wait until the daemon has nothing left to upload to
+ * the shared cache, then say what became of the results since before (the
+ * build's, and any another build queued meanwhile). A cache never fails a
+ * build: the exit status stays the build's. */
+static void
+uploads_wait(const struct cli *cli, const kiln_status *before, int json)
+{
+	struct timespec tick = {0, 100 * 1000000};
+	FILE *out = json ? stderr : stdout;
+	kiln_status st;
+	kiln_conn *c;
+
+	if (cli_connect("build", cli, 0, &c) != CLI_OK || c == NULL)
+		return;
+	while (!interrupted && kiln_status_get(c, &st) == 0 && st.cache_pending > 0)
+		nanosleep(&tick, NULL);
+	if (!interrupted && kiln_status_get(c, &st) == 0 && strcmp(st.cache_mode, "off") != 0)
+		fprintf(out, "shared cache: %" PRIu64 " results uploaded, %" PRIu64
+		        " uploads failed or dropped\n", st.cache_uploaded - before->cache_uploaded,
+		        st.cache_dropped - before->cache_dropped);
+	kiln_close(c);
+}
+
 int
 cmd_build(const struct cli *cli, int argc, char **argv)
 {
@@ -376,10 +402,13 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 		{"json", no_argument, NULL, 'J'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"priority", required_argument, NULL, 'P'},
+		{"wait-uploads", no_argument, NULL, 'U'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	kiln_build_opts o = {0};
+	kiln_status before = {0};
+	int wait_uploads = 0;
 	struct build_view v = {0};
 	struct progress prog;
 	struct count_check check;
@@ -410,6 +439,7 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 		case 'k': o.keep_going = 1; break;
 		case 'n': o.dry_run = 1; break;
 		case 'J': v.json = 1; break;
+		case 'U': wait_uploads = 1; break;
 		case 'h': return cli_help(build_help);
 		default: return cli_bad_option("build", build_usage, longopts, ch, argv);
 		}
@@ -424,6 +454,8 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 	if ((rv = enter_dir("build", dir)) != CLI_OK ||
 	    (rv = cli_connect("build", cli, 1, &c)) != CLI_OK)
 		return rv;
+	if (wait_uploads && kiln_status_get(c, &before) != 0)
+		wait_uploads = 0;   /* an old daemon: nothing to count from */
 	if ((rv = kiln_subscribe(c, NULL)) != 0) {
 		cli_daemon_error("build", "subscribing to events", c, rv);
 		kiln_close(c);
@@ -463,11 +495,13 @@ cmd_build(const struct cli *cli, int argc, char **argv)
 	signal(SIGTERM, on_sigint);
 	status_draw(&v);
 	rv = build_follow(c, &v);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
 	progress_free(&prog);
 	count_check_free(&check);
 	kiln_close(c);
+	if (wait_uploads && rv != 130)
+		uploads_wait(cli, &before, v.json);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	return rv;
 }
 

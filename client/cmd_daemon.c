@@ -303,16 +303,32 @@ static const char stop_help[] =
 	"finished or cancelled, the store closed, its socket and pid file gone.\n"
 	"Without a running daemon, says so and succeeds. A remote daemon stops\n"
 	"only for its admin token (kilnd --admin-token-file).\n"
+	"Results still on their way to the shared cache are sent first, for at\n"
+	"most KILN_CACHE_STOP_WAIT (60s by default; 0 drops them at once); the\n"
+	"daemon's log says how many were uploaded, failed and dropped.\n"
 	"\n"
 	"options:\n" DAEMON_OPTION_HELP
 	"\n"
 	"exit status: 0 stopped (or none was running); 2 the daemon did not\n"
-	"answer or did not stop within 10 seconds.\n";
+	"answer or did not stop within 10 seconds (plus that wait).\n";
+
+/* How long a daemon stopping with uploads pending may take to send them
+ * (the daemon's STOP_WAIT_S; the daemon got this environment too). */
+static uint32_t
+stop_upload_wait_s(void)
+{
+	const char *v = getenv("KILN_CACHE_STOP_WAIT");
+	uint32_t s = 60;
+
+	if (v != NULL && v[0] != '\0' && kiln_duration_parse(v, &s) != 0)
+		s = 60;
+	return s;
+}
 
 /* Wait until the daemon has released the project's daemon lock (it does
- * so last, after removing its socket and pid file). */
+ * so last, after removing its socket and pid file), for 10 s and extra_s. */
 static int
-stop_wait(void)
+stop_wait(uint32_t extra_s)
 {
 	struct kiln_paths p;
 	struct timespec ts = {0, 10 * 1000000};
@@ -321,7 +337,7 @@ stop_wait(void)
 	if (kiln_paths_init(&p, NULL) != 0 ||
 	    (fd = open(p.lock, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0; /* no lock file: nothing to wait for */
-	for (int i = 0; i < 1000; i++) {
+	for (uint64_t i = 0; i < 1000 + (uint64_t)extra_s * 100; i++) {
 		if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
 			close(fd);
 			return 0;
@@ -342,6 +358,7 @@ cmd_stop(const struct cli *cli, int argc, char **argv)
 		{0},
 	};
 	const char *dir = NULL;
+	uint32_t extra_s = 0;
 	kiln_status st;
 	kiln_conn *c;
 	int ch, rv;
@@ -365,17 +382,22 @@ cmd_stop(const struct cli *cli, int argc, char **argv)
 	}
 	/* the pid is only for the messages: a daemon that refuses status
 	 * (its store's database was cut short under it) still takes stop */
-	if (kiln_status_get(c, &st) != 0)
+	if (kiln_status_get(c, &st) != 0) {
 		st.pid = 0;
+		st.cache_pending = 0;
+	}
+	if (st.cache_pending > 0)
+		printf("waiting for %" PRIu32 " uploads to the shared cache (at most %" PRIu32 " s)\n",
+		       st.cache_pending, extra_s = stop_upload_wait_s());
 	if ((rv = kiln_stop(c)) != 0) {
 		cli_daemon_error("stop", "asking the daemon to stop", c, rv);
 		kiln_close(c);
 		return CLI_USAGE;
 	}
 	kiln_close(c);
-	if (cli->connect == NULL && stop_wait() != 0) {
+	if (cli->connect == NULL && stop_wait(extra_s) != 0) {
 		cli_errorf("stop", "kilnd (pid %" PRIu32 ") acknowledged but has not "
-		           "stopped after 10 seconds", st.pid);
+		           "stopped after %" PRIu32 " seconds", st.pid, 10 + extra_s);
 		return CLI_USAGE;
 	}
 	if (st.pid != 0)

@@ -53,6 +53,7 @@ cache_env_read(struct engine_cache_env *ce, char *err, size_t len)
 		.sign_key_file = env("KILN_CACHE_SIGN_KEY_FILE"),
 		.timeout = env("KILN_CACHE_TIMEOUT"),
 		.connect_timeout = env("KILN_CACHE_CONNECT_TIMEOUT"),
+		.stop_wait = env("KILN_CACHE_STOP_WAIT"),
 		.config_home = env("XDG_CONFIG_HOME"),
 		.home = env("HOME"),
 	};
@@ -77,7 +78,8 @@ cache_env_read(struct engine_cache_env *ce, char *err, size_t len)
 	    (rv = abs_file("KILN_CACHE_CA_FILE", ce->ca_file, err, len)) != 0 ||
 	    (rv = abs_file("KILN_CACHE_SIGN_KEY_FILE", ce->sign_key_file, err, len)) != 0 ||
 	    (rv = duration("KILN_CACHE_TIMEOUT", ce->timeout, err, len)) != 0 ||
-	    (rv = duration("KILN_CACHE_CONNECT_TIMEOUT", ce->connect_timeout, err, len)) != 0)
+	    (rv = duration("KILN_CACHE_CONNECT_TIMEOUT", ce->connect_timeout, err, len)) != 0 ||
+	    (rv = duration("KILN_CACHE_STOP_WAIT", ce->stop_wait, err, len)) != 0)
 		return rv;
 	return 0;
 }

@@ -208,13 +208,21 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		key_parts_free(&n->w->parts);
 		return EVAL_NEEDS;
 	}
-	/* a local miss: ask the shared cache (results of runs that used
-	 * `kiln need` are not shared in this version) */
-	if (cr == CACHE_MISS && !dry_run && n->nneeds == 0 && remote_enabled(e) &&
-	    cache_lookup_remote(e, g, n) == CACHE_HIT) {
-		cr = CACHE_HIT;
-		hit = 0;
-		downloaded = 1;
+	/* a local miss: ask the shared cache; a result there that used
+	 * `kiln need` may first need steps done, like a local one */
+	if (cr == CACHE_MISS && !dry_run && remote_enabled(e)) {
+		enum cache_result rr = cache_lookup_remote(e, g, n);
+		if (rr == CACHE_NEEDS) {
+			n->have = 0;
+			prev_drop(n);
+			key_parts_free(&n->w->parts);
+			return EVAL_NEEDS;
+		}
+		if (rr == CACHE_HIT) {
+			cr = CACHE_HIT;
+			hit = 0;
+			downloaded = 1;
+		}
 	}
 	if (cr == CACHE_HIT && !dry_run && (rv = materialize_all(e, n)) != 0) {
 		if (rv != KILN_ENOTFOUND)

@@ -56,8 +56,10 @@ enum cache_result cache_lookup(struct engine *e, struct graph *g, struct node *n
 /* The shared cache's lookup of n->w->new_key after a local miss
  * (remote.c): CACHE_HIT when a result was downloaded (or found in the
  * store by SHA-256), holds here and was taken like a local one (n->outs
- * filled, not materialized; queued as n's local result); else CACHE_MISS,
- * whatever went wrong. Blocks on the network: never with e->mu. */
+ * filled, not materialized; queued as n's local result); CACHE_NEEDS when
+ * the result found used `kiln need` of steps not done yet (n->needs names
+ * them: decide n again after them); else CACHE_MISS, whatever went wrong.
+ * Blocks on the network: never with e->mu. */
 enum cache_result cache_lookup_remote(struct engine *e, struct graph *g,
                                       struct node *n);
 

@@ -168,10 +168,12 @@ cache_lookup_remote(struct engine *e, struct graph *g, struct node *n)
 	Kiln__ActionResult *res = NULL;
 	enum cache_result ok;
 	char why[600];
-	int gone = 0;
+	int gone = 0, rv;
 
-	if (remote_fetch(e, n, &res) != 0)
-		return CACHE_MISS;
+	/* a candidate that used `kiln need` waits for what it needs, then
+	 * is looked up again (remote_need.c) */
+	if ((rv = remote_fetch(e, g, n, &res)) != 0)
+		return rv == KILN_EBUSY ? CACHE_NEEDS : CACHE_MISS;
 	/* the same checks as a local result's: its blobs are in the store
 	 * now, its files were just found to hold */
 	ok = result_holds(e, g, n, res, &gone, why, sizeof why);

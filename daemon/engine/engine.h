@@ -45,6 +45,9 @@ struct engine_cache_env {
 	const char *sign_key_file;     /* KILN_CACHE_SIGN_KEY_FILE (absolute) */
 	const char *timeout;           /* KILN_CACHE_TIMEOUT: "30s" */
 	const char *connect_timeout;   /* KILN_CACHE_CONNECT_TIMEOUT: "2s" */
+	/* KILN_CACHE_STOP_WAIT: "60s"; how long a stopping daemon lets its
+	 * pending uploads finish (0: drop them at once) */
+	const char *stop_wait;
 	/* Where the user's settings file is looked for: $XDG_CONFIG_HOME,
 	 * $HOME (kiln_user_config_path; both NULL: no user file). */
 	const char *config_home;

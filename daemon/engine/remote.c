@@ -17,11 +17,13 @@
  * and its references, briefly. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -77,11 +79,17 @@ int
 remote_new(struct engine *e)
 {
 	struct remote *r = calloc(1, sizeof *r);
+	pthread_condattr_t ca;
 
 	if (r == NULL)
 		return KILN_ENOMEM;
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
+	/* remote_free waits on it with a deadline on the monotonic clock */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->idle_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	e->remote = r;
 	/* none to look for (no HOME) or a path too long: no user settings */
 	if (kiln_user_config_path(e->cfg.cache.config_home, e->cfg.cache.home, r->user.path,
@@ -93,6 +101,64 @@ remote_new(struct engine *e)
 	return 0;
 }
 
+/* How long a stopping daemon lets pending uploads finish: a CI job's
+ * `kiln build && kiln stop` would otherwise lose most of its results. */
+#define STOP_WAIT_S 60
+
+/* Wait until the uploader has nothing queued or in hand, or wait_s
+ * passed. The results pending when it began. */
+static unsigned
+uploads_wait_idle(struct remote *r, uint32_t wait_s)
+{
+	struct timespec until;
+	unsigned pending;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_s;
+	pthread_mutex_lock(&r->mu);
+	pending = r->nq + r->busy;
+	while (r->started && (r->nq > 0 || r->busy > 0) &&
+	       pthread_cond_timedwait(&r->idle_cv, &r->mu, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&r->mu);
+	return pending;
+}
+
+/* Stop the uploader, after letting it finish what is pending (within the
+ * bound), and log what became of it. */
+static void
+uploads_stop(struct engine *e)
+{
+	struct remote *r = e->remote;
+	uint32_t wait_s = STOP_WAIT_S;
+	uint64_t up0 = atomic_load(&r->uploaded), failed0 = atomic_load(&r->failed);
+	uint64_t dropped0 = atomic_load(&r->dropped);
+	unsigned pending;
+
+	/* the daemon checked the value before the engine started */
+	if (e->cfg.cache.stop_wait != NULL &&
+	    kiln_duration_parse(e->cfg.cache.stop_wait, &wait_s) != 0)
+		wait_s = STOP_WAIT_S;
+	if ((pending = uploads_wait_idle(r, wait_s)) > 0)
+		engine_logf(e, 0, "shared cache: stopping with %u results to upload "
+		            "(waiting up to %" PRIu32 " s, KILN_CACHE_STOP_WAIT)", pending, wait_s);
+	pthread_mutex_lock(&r->mu);
+	__atomic_store_n(&r->quit, 1, __ATOMIC_RELAXED);   /* round_wait reads it */
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	if (r->started)
+		pthread_join(r->thr, NULL);
+	if (pending > 0) {
+		uint64_t failed = atomic_load(&r->failed) - failed0;
+		uint64_t dropped = atomic_load(&r->dropped) - dropped0;
+
+		engine_logf(e, failed > 0 || dropped > 0,
+		            "shared cache: at stop, of %u results pending: %" PRIu64
+		            " uploaded, %" PRIu64 " failed, %" PRIu64 " dropped", pending,
+		            atomic_load(&r->uploaded) - up0, failed, dropped);
+	}
+}
+
 void
 remote_free(struct engine *e)
 {
@@ -101,12 +167,7 @@ remote_free(struct engine *e)
 
 	if (r == NULL)
 		return;
-	pthread_mutex_lock(&r->mu);
-	__atomic_store_n(&r->quit, 1, __ATOMIC_RELAXED);   /* round_wait reads it */
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	if (r->started)
-		pthread_join(r->thr, NULL);
+	uploads_stop(e);
 	while (r->head != NULL) {
 		struct up_job *j = r->head;
 		r->head = j->next;
@@ -118,6 +179,7 @@ remote_free(struct engine *e)
 		remote_conn_free(rc);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
+	pthread_cond_destroy(&r->idle_cv);
 	free(r);
 	e->remote = NULL;
 }
@@ -259,12 +321,11 @@ error_note(struct engine *e, struct remote_conn *rc, int rv)
 /* Whether candidate c's discovered files hold here: each that existed has
  * that SHA-256 now, each that did not still does not. xx[i] gets file
  * i's local hash (what result_holds checks). Folder listings are not
- * shared in this version: a candidate with one never holds. */
+ * shared in this version: a candidate with one never holds. (Its kiln
+ * needs are checked apart: remote_need.c.) */
 static int
 candidate_holds(struct engine *e, const struct kiln_cache_candidate *c, kiln_id *xx)
 {
-	if (c->nneeds > 0)   /* kiln need results are not shared yet */
-		return 0;
 	for (size_t i = 0; i < c->nfiles; i++) {
 		const struct kiln_cache_file *f = &c->files[i];
 		size_t len = strlen(f->path);
@@ -347,12 +408,33 @@ remote_blob_fetch(struct engine *e, const uint8_t sha[32], uint64_t size, kiln_i
 	return rv;
 }
 
+/* c's needs as the local result's UrlDeps, with the local ids of the
+ * needed outputs (nids): one malloc'd block in *out. 0 or KILN_ENOMEM. */
+static int
+needs_local(const struct kiln_cache_candidate *c, const kiln_id *nids, Kiln__UrlDep ***out)
+{
+	Kiln__UrlDep **p = malloc((c->nneeds ? c->nneeds : 1) * (sizeof *p + sizeof **p));
+	Kiln__UrlDep *v = (Kiln__UrlDep *)(p + (c->nneeds ? c->nneeds : 1));
+
+	if ((*out = p) == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < c->nneeds; i++) {
+		kiln__url_dep__init(&v[i]);
+		v[i].url = (char *)c->needs[i].url;
+		v[i].output = (char *)c->needs[i].output;
+		v[i].hash.data = (uint8_t *)nids[i].b;
+		v[i].hash.len = 16;
+		p[i] = &v[i];
+	}
+	return 0;
+}
+
 /* The local result serving n from remote result rr with candidate c's
- * files (their local hashes xx), packed and unpacked so that it frees
- * like any other. */
+ * files (their local hashes xx) and needs (the needed outputs' local ids
+ * nids), packed and unpacked so that it frees like any other. */
 static int
 result_local(struct engine *e, struct node *n, const struct kiln_cache_candidate *c,
-             const kiln_id *xx, const kiln_id *ids, const kiln_id *log,
+             const kiln_id *xx, const kiln_id *nids, const kiln_id *ids, const kiln_id *log,
              Kiln__ActionResult **res)
 {
 	Kiln__ActionResult ar = KILN__ACTION_RESULT__INIT;
@@ -361,12 +443,13 @@ result_local(struct engine *e, struct node *n, const struct kiln_cache_candidate
 	Kiln__StepOutput **op = calloc(no ? no : 1, sizeof *op);
 	Kiln__FileDep *fv = calloc(nf ? nf : 1, sizeof *fv);
 	Kiln__FileDep **fp = calloc(nf ? nf : 1, sizeof *fp);
+	Kiln__UrlDep **np = NULL;
 	uint8_t *buf = NULL;
 	size_t len;
 	int rv = KILN_ENOMEM;
 
 	(void)e;
-	if (ov == NULL || op == NULL || fv == NULL || fp == NULL)
+	if (ov == NULL || op == NULL || fv == NULL || fp == NULL || needs_local(c, nids, &np) != 0)
 		goto fail;
 	for (size_t i = 0; i < no; i++) {
 		uint64_t size = 0;
@@ -393,6 +476,8 @@ result_local(struct engine *e, struct node *n, const struct kiln_cache_candidate
 	ar.n_outputs = no;
 	ar.files = fp;
 	ar.n_files = nf;
+	ar.needs = np;
+	ar.n_needs = c->nneeds;
 	ar.traced = c->traced;
 	ar.duration_ns = c->duration_ns;
 	ar.warnings = (char **)c->warnings;
@@ -413,6 +498,7 @@ fail:
 	free(op);
 	free(fv);
 	free(fp);
+	free(np);
 	return rv;
 }
 
@@ -420,7 +506,7 @@ fail:
  * and every blob, and make the local result. */
 static int
 fetch_result(struct engine *e, kiln_cache *c, struct node *n,
-             const struct kiln_cache_candidate *cand, const kiln_id *xx,
+             const struct kiln_cache_candidate *cand, const kiln_id *xx, const kiln_id *nids,
              Kiln__ActionResult **res)
 {
 	struct kiln_cache_result *rr = NULL;
@@ -455,7 +541,7 @@ fetch_result(struct engine *e, kiln_cache *c, struct node *n,
 	}
 	/* the log is for `kiln log`: without it the result still serves */
 	has_log = rr->has_log && blob_fetch(e, c, &rr->log, &log) == 0;
-	rv = result_local(e, n, cand, xx, ids, has_log ? &log : NULL, res);
+	rv = result_local(e, n, cand, xx, nids, ids, has_log ? &log : NULL, res);
 fail:
 	kiln_cache_result_free(rr);
 	free(buf);
@@ -463,8 +549,37 @@ fail:
 	return rv == 0 ? 0 : rv == KILN_ENOMEM ? KILN_ENOMEM : KILN_ENOTFOUND;
 }
 
+/* Candidate c of n's index holds here (files, then needs): fetch it
+ * (*held set: the lookup ends here, whatever the fetch's outcome).
+ * KILN_ENOTFOUND: a miss; KILN_EBUSY: its needs are not done yet. */
+static int
+candidate_fetch(struct engine *e, struct graph *g, kiln_cache *kc, struct node *n,
+                const struct kiln_cache_candidate *c, Kiln__ActionResult **res, int *held)
+{
+	kiln_id *xx = calloc(c->nfiles ? c->nfiles : 1, sizeof *xx);
+	kiln_id *nids = calloc(c->nneeds ? c->nneeds : 1, sizeof *nids);
+	enum cache_result cr;
+	int rv = KILN_ENOMEM;
+
+	if (xx == NULL || nids == NULL)
+		goto fail;
+	rv = KILN_ENOTFOUND;
+	if (!candidate_holds(e, c, xx))
+		goto fail;
+	cr = c->nneeds > 0 ? remote_need_check(e, g, n, c, nids) : CACHE_HIT;
+	*held = cr != CACHE_MISS;
+	if (cr == CACHE_HIT)
+		rv = fetch_result(e, kc, n, c, xx, nids, res);
+	else if (cr == CACHE_NEEDS)
+		rv = KILN_EBUSY;
+fail:
+	free(xx);
+	free(nids);
+	return rv;
+}
+
 int
-remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
+remote_fetch(struct engine *e, struct graph *g, struct node *n, Kiln__ActionResult **res)
 {
 	struct remote *r = e->remote;
 	struct remote_conn *rc = remote_conn_get(r);
@@ -472,7 +587,7 @@ remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
 	uint8_t key[32], *buf = NULL;
 	char hex[KILN_CACHE_HEX_LEN + 1];
 	size_t len = 0;
-	int rv = KILN_ENOTFOUND;
+	int rv = KILN_ENOTFOUND, held = 0;
 
 	*res = NULL;
 	if (rc == NULL)
@@ -497,24 +612,14 @@ remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res)
 		goto fail;
 	}
 	rv = KILN_ENOTFOUND;   /* until a candidate holds */
-	for (size_t i = 0; i < ix->ncandidates && rv == KILN_ENOTFOUND; i++) {
-		const struct kiln_cache_candidate *c = &ix->candidates[i];
-		kiln_id *xx = calloc(c->nfiles ? c->nfiles : 1, sizeof *xx);
-		if (xx == NULL) {
-			rv = KILN_ENOMEM;
-			break;
-		}
-		/* the first that holds is the one (docs/cache.md, "Reading"):
-		 * a later one is an older variant */
-		if (candidate_holds(e, c, xx)) {
-			rv = fetch_result(e, rc->c, n, c, xx, res);
-			free(xx);
-			break;
-		}
-		free(xx);
-	}
+	/* the first that holds is the one (docs/cache.md, "Reading"): a
+	 * later one is an older variant. One whose needs are not done yet
+	 * is looked up again once they are. */
+	for (size_t i = 0; i < ix->ncandidates && !held; i++)
+		rv = candidate_fetch(e, g, rc->c, n, &ix->candidates[i], res, &held);
 fail:
-	atomic_fetch_add(rv == 0 ? &r->downloaded : &r->missed, 1);
+	if (rv != KILN_EBUSY)
+		atomic_fetch_add(rv == 0 ? &r->downloaded : &r->missed, 1);
 	kiln_cache_index_free(ix);
 	free(buf);
 	remote_conn_put(r, rc);
@@ -549,7 +654,7 @@ remote_status(struct engine *e, struct engine_cache_status *st)
 	st->uploads = cs.uploads;
 	st->bytes_down = cs.bytes_down;
 	st->bytes_up = cs.bytes_up;
-	st->dropped = cs.dropped + atomic_load(&r->dropped);
+	st->dropped = cs.dropped + atomic_load(&r->dropped) + atomic_load(&r->failed);
 	st->skipped_uploads = cs.present;
 	st->breaker_open = cs.breaker_open;
 	pthread_mutex_lock(&r->mu);

@@ -12,6 +12,8 @@
 #include <stdatomic.h>
 
 #include "engine_int.h"
+#include "cache_entries.h"
+#include "decide.h"
 #include "kiln_cache.h"
 
 /* One opened handle and the configuration it was opened with. A lookup or
@@ -58,17 +60,22 @@ struct up_job {
 	uint64_t duration_ns;
 	size_t nwarn;
 	char **warnings;
+	size_t nneeds;           /* its kiln needs (remote_need.c) */
+	struct up_need { char *url, *output; kiln_id hash; } *needs;
 };
 
 struct remote {
 	pthread_mutex_t mu;      /* conn, the queue, busy, quit */
 	pthread_cond_t cv;       /* the uploader: a job came, or quit */
+	pthread_cond_t idle_cv;  /* remote_free: the uploader ended a batch */
 	struct remote_conn *conn; /* NULL: no shared cache */
 	struct up_job *head, *tail;
 	unsigned nq, busy;       /* jobs queued; jobs the uploader holds */
 	int quit, started;
 	pthread_t thr;
 	_Atomic uint64_t downloaded, missed, corrupt, uploaded, dropped;
+	_Atomic uint64_t failed;  /* results not listed: a transfer of their
+	                             round failed (counted in dropped too) */
 	_Atomic int corrupt_said; /* a corrupt entry was logged once */
 	struct user_file user;   /* (e->mu) */
 	uint8_t bad[REMOTE_BAD_MAX][32]; /* (mu) */
@@ -93,6 +100,21 @@ int remote_file_hash(struct engine *e, const char *path, uint8_t sha[32], kiln_i
  * KILN_CACHE_ENTRY_MAX bytes). The codes of kiln_cache_get. */
 int remote_get_entry(kiln_cache *c, const uint8_t key[32], uint8_t **buf, size_t *len);
 
+/* ---- remote_need.c, for remote.c and remote_upload.c ---- */
+
+/* The needs of j as the index entry states them (out[0..j->nneeds)): the
+ * SHA-256 of each needed blob; strings borrowed from j. 0 or the store's
+ * code (the blob is gone: the result cannot be shared). */
+int remote_need_shas(struct engine *e, const struct up_job *j, struct kiln_cache_need *out);
+
+/* Whether candidate c's needs hold for n here (the worker deciding n,
+ * without e->mu): CACHE_HIT each needed step is done in this wave with
+ * an output of the SHA-256 stated (ids[0..c->nneeds) its local id);
+ * CACHE_NEEDS some are not done yet, and n->needs now names them (the
+ * engine schedules them and decides n again); CACHE_MISS otherwise. */
+enum cache_result remote_need_check(struct engine *e, struct graph *g, struct node *n,
+                                    const struct kiln_cache_candidate *c, kiln_id *ids);
+
 /* ---- remote_upload.c, for remote.c ---- */
 
 /* The uploader thread (remote_new starts it). */
@@ -103,8 +125,11 @@ void up_job_free(struct up_job *j);
  * is sent until a project asks for a cache). 0, KILN_ENOMEM, KILN_EIO. */
 int remote_new(struct engine *e);
 
-/* Stop the uploader (what is still queued is dropped and counted), close
- * the handle, free e->remote. NULL e->remote is fine. */
+/* Let the uploader send what is queued for up to KILN_CACHE_STOP_WAIT
+ * (60 s by default; `kiln build && kiln stop` in CI must not lose the
+ * build's results), log what became of it, then stop it (what is still
+ * queued is dropped and counted), close the handle, free e->remote.
+ * NULL e->remote is fine. */
 void remote_free(struct engine *e);
 
 /* The project was loaded (e->mu held, no build running): read the user's
@@ -135,12 +160,14 @@ int remote_enabled(struct engine *e);
  * machine, with every blob in the local store afterwards (downloaded and
  * verified by SHA-256 when missing). 0 with *res a result to serve n
  * (free with kiln__action_result__free_unpacked): outputs with local ids,
- * discovered files with their local hashes; KILN_ENOTFOUND for any miss,
- * whatever the cause; KILN_ENOMEM. */
-int remote_fetch(struct engine *e, struct node *n, Kiln__ActionResult **res);
+ * discovered files with their local hashes, kiln needs with the local
+ * ids of the needed outputs; KILN_EBUSY when the candidate found needs
+ * steps not done yet (n->needs names them: wait, then look up again);
+ * KILN_ENOTFOUND for any miss, whatever the cause; KILN_ENOMEM. */
+int remote_fetch(struct engine *e, struct graph *g, struct node *n, Kiln__ActionResult **res);
 
 /* n's tool ran and its result was recorded (the worker finishing n):
- * queue its upload (mode readwrite; not for results with kiln needs).
+ * queue its upload (mode readwrite).
  * Never blocks: a full queue drops it (counted). */
 void remote_upload(struct engine *e, const struct node *n);
 

@@ -45,6 +45,11 @@ up_job_free(struct up_job *j)
 		free(j->paths[i]);
 	for (size_t i = 0; j->warnings != NULL && i < j->nwarn; i++)
 		free(j->warnings[i]);
+	for (size_t i = 0; j->needs != NULL && i < j->nneeds; i++) {
+		free(j->needs[i].url);
+		free(j->needs[i].output);
+	}
+	free(j->needs);
 	free(j->outs);
 	free(j->paths);
 	free(j->seen);
@@ -87,6 +92,16 @@ job_of(const struct node *n)
 	for (size_t i = 0; i < nw; i++)
 		if ((j->warnings[i] = strdup(n->warnings[i])) == NULL)
 			goto fail;
+	/* its kiln needs: stated like discovered files (remote_need.c) */
+	if ((j->needs = calloc(n->nneeds ? n->nneeds : 1, sizeof *j->needs)) == NULL)
+		goto fail;
+	j->nneeds = n->nneeds;
+	for (size_t i = 0; i < n->nneeds; i++) {
+		j->needs[i].hash = n->needs[i].hash;
+		if ((j->needs[i].url = strdup(n->needs[i].url)) == NULL ||
+		    (j->needs[i].output = strdup(n->needs[i].output)) == NULL)
+			goto fail;
+	}
 	return j;
 fail:
 	up_job_free(j);
@@ -105,10 +120,9 @@ remote_upload(struct engine *e, const struct node *n)
 	pthread_mutex_lock(&r->mu);
 	rw = r->conn != NULL && r->conn->mode == KILN_CACHE_MODE_READWRITE;
 	pthread_mutex_unlock(&r->mu);
-	/* results of runs that asked for outputs with `kiln need` are not
-	 * shared in this version; nor those whose files were not hashed
-	 * after the run (nothing to state their conditions with) */
-	if (!rw || n->nneeds > 0 || (n->ndisc > 0 && n->w->disc_seen == NULL))
+	/* not those whose files were not hashed after the run (nothing to
+	 * state their conditions with) */
+	if (!rw || (n->ndisc > 0 && n->w->disc_seen == NULL))
 		return;
 	/* nor a step writing or reading a folder output: the cache's
 	 * ActionResult would carry its tree record as a plain file */
@@ -143,6 +157,7 @@ remote_upload(struct engine *e, const struct node *n)
 /* A job's candidate and result as the codec takes them (prep). */
 struct up_work {
 	struct kiln_cache_file *files;
+	struct kiln_cache_need *needs;
 	struct kiln_cache_output *outs;
 	struct kiln_cache_candidate cand;
 	int ok;
@@ -205,8 +220,11 @@ job_send(struct engine *e, kiln_cache *c, const struct up_job *j, struct up_work
 	int rv = KILN_ENOMEM;
 
 	if ((w->files = calloc(j->nfiles ? j->nfiles : 1, sizeof *w->files)) == NULL ||
+	    (w->needs = calloc(j->nneeds ? j->nneeds : 1, sizeof *w->needs)) == NULL ||
 	    (w->outs = calloc(j->nout ? j->nout : 1, sizeof *w->outs)) == NULL)
 		return KILN_ENOMEM;
+	if ((rv = remote_need_shas(e, j, w->needs)) != 0)
+		return rv;
 	for (size_t i = 0; i < j->nfiles; i++) {
 		kiln_id xx;
 		int hrv = remote_file_hash(e, j->paths[i], w->files[i].sha, &xx);
@@ -220,6 +238,7 @@ job_send(struct engine *e, kiln_cache *c, const struct up_job *j, struct up_work
 	}
 	w->cand = (struct kiln_cache_candidate){
 		.files = w->files, .nfiles = j->nfiles, .traced = j->traced,
+		.needs = w->needs, .nneeds = j->nneeds,
 		.duration_ns = j->duration_ns,
 		.warnings = (const char *const *)j->warnings, .nwarnings = j->nwarn,
 	};
@@ -296,13 +315,27 @@ round_wait(struct remote *r, kiln_cache *c)
 	return KILN_ETIMEDOUT;
 }
 
+/* What became of one result of a round: uploaded; failed (a transfer of
+ * its round, or of its index entry, failed); or dropped (its files were
+ * edited since the run, or the daemon stopping cut it). */
+static void
+job_count(struct remote *r, int sent, int round_rc, int index_rc)
+{
+	if (sent && round_rc == 0 && index_rc == 0)
+		atomic_fetch_add(&r->uploaded, 1);
+	else if (sent && round_rc != KILN_ECANCELLED && index_rc != KILN_ECANCELLED)
+		atomic_fetch_add(&r->failed, 1);
+	else
+		atomic_fetch_add(&r->dropped, 1);
+}
+
 static void
 batch_send(struct engine *e, kiln_cache *c, struct up_job **jobs, size_t n)
 {
 	struct remote *r = e->remote;
 	struct up_work w[UP_BATCH];
 	kiln_cache_stats before, after;
-	int failed;
+	int round_rc;
 
 	memset(w, 0, sizeof w);
 	kiln_cache_stats_get(c, &before);
@@ -312,16 +345,18 @@ batch_send(struct engine *e, kiln_cache *c, struct up_job **jobs, size_t n)
 	 * transfer of the round that failed (or was dropped) could be one
 	 * of them: no index is written then (the results wait unlisted
 	 * until their steps run again) */
-	failed = round_wait(r, c) != 0;
+	round_rc = round_wait(r, c);
 	kiln_cache_stats_get(c, &after);
-	failed |= after.errors != before.errors || after.dropped != before.dropped;
+	if (round_rc == 0 && (after.errors != before.errors || after.dropped != before.dropped))
+		round_rc = KILN_EIO;
 	for (size_t i = 0; i < n; i++) {
-		if (!failed && w[i].ok && !__atomic_load_n(&r->quit, __ATOMIC_RELAXED) &&
-		    index_send(c, jobs[i], &w[i]) == 0)
-			atomic_fetch_add(&r->uploaded, 1);
-		else
-			atomic_fetch_add(&r->dropped, 1);
+		int index_rc = KILN_ECANCELLED;
+
+		if (w[i].ok && round_rc == 0 && !__atomic_load_n(&r->quit, __ATOMIC_RELAXED))
+			index_rc = index_send(c, jobs[i], &w[i]);
+		job_count(r, w[i].ok, round_rc, index_rc);
 		free(w[i].files);
+		free(w[i].needs);
 		free(w[i].outs);
 	}
 }
@@ -360,6 +395,7 @@ remote_uploader_main(void *arg)
 		remote_conn_put(r, rc);
 		pthread_mutex_lock(&r->mu);
 		r->busy = 0;
+		pthread_cond_broadcast(&r->idle_cv);
 	}
 	/* what is still queued is dropped: counted */
 	atomic_fetch_add(&r->dropped, r->nq);

@@ -411,3 +411,133 @@ YAML
 	[ "$(cat "$M2/build/pc/joined.txt")" = "$(printf 'alpha\ny')" ]
 	[ "$(cat "$M2/build/pc/parts/s/y")" = y ]
 }
+
+# many_sources DIR N: N more sources for the upper rule (N more steps).
+many_sources() {
+	for i in $(seq 1 "$2"); do printf 'source %s\n' "$i" >"$1/src/m$i.txt"; done
+}
+
+@test "kiln build && kiln stop, as a CI job does: every result reaches the server before the daemon exits" {
+	nginx_start
+	write_machine "$M1"
+	many_sources "$M1" 400
+	cd "$M1"
+	run "$KILN" build -q
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	run "$KILN" stop
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# an index and a result per step, counted on the server
+	[ "$(ac_files)" = 806 ] || { echo "the server has $(ac_files) AC entries, expected 806"; \
+		grep 'shared cache' .kiln/kilnd.log; false; }
+	# what the stop waited for is logged with its counts
+	if grep -q 'stopping with [0-9]* results to upload' .kiln/kilnd.log; then
+		grep -E 'at stop, of [0-9]+ results pending: [0-9]+ uploaded, 0 failed, 0 dropped' \
+			.kiln/kilnd.log || { grep 'shared cache' .kiln/kilnd.log; false; }
+	fi
+}
+
+# putstall_start: a cache server on a free port ($PUTSTALL_URL) that
+# answers every GET and HEAD with a 404 at once and never answers a PUT
+# (a server whose disk hangs on writes): uploads stay pending.
+putstall_start() {
+	free_port 93
+	SPORT=$port
+	python3 -c '
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def miss(self):
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    do_GET = do_HEAD = miss
+    def do_PUT(self):
+        time.sleep(3600)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+' "$SPORT" >"$T/stall.out" 2>&1 &
+	echo $! >"$T/stall.bgpid"
+	PUTSTALL_URL=http://127.0.0.1:$SPORT/kiln
+	wait_for stall_listens
+}
+
+@test "kiln stop gives pending uploads KILN_CACHE_STOP_WAIT, then drops them, counted in the log" {
+	putstall_start
+	URL=$PUTSTALL_URL
+	write_machine "$M1"
+	many_sources "$M1" 100
+	cd "$M1"
+	KILN_CACHE_STOP_WAIT=1s run "$KILN" build -q
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# every PUT hangs (each gives up after the 10 s stall limit): pending
+	[ "$(status_field cache_pending)" -gt 0 ] || { "$KILN" status; false; }
+	run "$KILN" stop
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[[ "$output" == *"waiting for "*" uploads to the shared cache"* ]] || { echo "$output"; false; }
+	grep -E 'stopping with [0-9]+ results to upload \(waiting up to 1 s' .kiln/kilnd.log ||
+		{ grep 'shared cache' .kiln/kilnd.log; false; }
+	grep -E 'at stop, of [0-9]+ results pending: 0 uploaded, [0-9]+ failed, [1-9][0-9]* dropped' \
+		.kiln/kilnd.log || { grep 'shared cache' .kiln/kilnd.log; false; }
+}
+
+@test "kiln build --wait-uploads returns once every result is on the server, and says how many" {
+	nginx_start
+	write_machine "$M1"
+	many_sources "$M1" 200
+	cd "$M1"
+	run "$KILN" build -q --wait-uploads
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[[ "$output" == *"shared cache: 203 results uploaded, 0 uploads failed or dropped"* ]] || \
+		{ echo "$output"; false; }
+	[ "$(status_field cache_pending)" = 0 ]
+	[ "$(ac_files)" = 406 ] || { echo "the server has $(ac_files) AC entries, expected 406"; false; }
+}
+
+# add_need_step DIR: a level step whose tool asks for two of the upper
+# steps' outputs with kiln need (and logs its run to $RUNS).
+add_need_step() {
+	mkdir -p "$1/levels"
+	printf 'a\nb\n' >"$1/levels/one.lvl"
+	sed -i 's/^sources: \[src\]/sources: [src, levels]/' "$1/kiln.yaml"
+	sed -i '/^tools:/a\
+  levelc:\
+    run: '"'"'echo "${in}" >>"$RUNS"; for t in $(cat ${in}); do p=$("$KILN" need "up/$t.txt") || exit 1; cat "$p"; done > ${out}'"'"'\
+    shell: true\
+    trace: false' "$1/kiln.yaml"
+	sed -i "s|\\\$RUNS|$RUNS|" "$1/kiln.yaml"
+	cat >>"$1/kiln.yaml" <<'YAML'
+  - match: "levels/*.lvl"
+    url: "levels/${match.name}"
+    tool: levelc
+YAML
+}
+
+@test "a step that used kiln need is uploaded and restored on a second machine: zero tool runs" {
+	nginx_start
+	write_machine "$M1"
+	write_machine "$M2"
+	add_need_step "$M1"
+	add_need_step "$M2"
+	build_in "$M1"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 4 ] || { echo "ran: $(cat "$RUNS")"; false; }
+	[ "$(cat "$M1/build/pc/levels/one")" = "$(printf 'ALPHA\nBRAVO')" ]
+	wait_uploads "$M1" 4
+	[ "$(ac_files)" = 8 ]   # the level's index and result too
+	: >"$RUNS"
+	build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(runs)" = 0 ] || { echo "the second machine ran: $(cat "$RUNS")"; false; }
+	[ "$(cat "$M2/build/pc/levels/one")" = "$(printf 'ALPHA\nBRAVO')" ]
+	[ "$(status_field cache_hits)" = 4 ]
+	# its needs hold there as they did here: a rebuild runs nothing
+	build_in "$M2"
+	[ "$(runs)" = 0 ]
+	# a needed output that differs on the second machine: the level runs
+	printf 'bravo2\n' >"$M2/src/b.txt"
+	build_in "$M2"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+	[ "$(sort "$RUNS" | tr '\n' ' ')" = "levels/one.lvl src/b.txt " ] || { echo "ran: $(cat "$RUNS")"; false; }
+	[ "$(cat "$M2/build/pc/levels/one")" = "$(printf 'ALPHA\nBRAVO2')" ]
+}

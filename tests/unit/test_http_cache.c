@@ -715,6 +715,33 @@ an_ac_upload_starts_after_the_cas_uploads_queued_before_it(void **state)
 	kiln_cache_close(c);
 }
 
+/* Results queued each after its blob, as the uploader queues them, one
+ * transfer at a time: every AC upload waits for the CAS upload before it,
+ * and each end must start the next at once. The loop used to start it
+ * only when curl_multi_poll woke, 1 s later with nothing else in flight:
+ * these 60 pairs took a minute. The bound (30 s for 120 small transfers
+ * on loopback) is no speed check: it only tells "started by the end of
+ * the last" from "started by a timeout". */
+static void
+uploads_a_result_unblocks_start_without_waiting_for_the_poll(void **state)
+{
+	kiln_cache_config cfg = {.max_parallel = 1};
+	kiln_cache *c = open_cache("cache", &cfg);
+	unsigned n = 60;
+
+	(void)state;
+	for (unsigned i = 0; i < n; i++) {
+		assert_kiln(0, kiln_cache_put_async(c, KILN_CACHE_CAS, key(400 + i), "blob", 4));
+		assert_kiln(0, kiln_cache_put_async(c, KILN_CACHE_AC, key(400 + i), "result", 6));
+	}
+	if (kiln_cache_flush(c, 30000) != 0)
+		fail_msg("%u of %u uploads still pending after 30 s: the ones blocked behind a "
+		         "blob waited for the poll's timeout", stats(c).queued, 2 * n);
+	tu_assert_stat("cache", stats(c), uploads, 2 * n);
+	tu_assert_stat("cache", stats(c), errors, 0);
+	kiln_cache_close(c);
+}
+
 /* put_missing: a HEAD first; the server's blob of the same size is not
  * sent again, an absent one or one of another size is; and an AC upload
  * queued after them still waits for them. */
@@ -795,6 +822,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(the_upload_queue_drops_past_its_bound_and_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_ac_upload_starts_after_the_cas_uploads_queued_before_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_upload_that_asks_first_sends_only_what_the_server_lacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(uploads_a_result_unblocks_start_without_waiting_for_the_poll, setup, teardown),
 	};
 	return tu_skip_leak_report_if_failed(cmocka_run_group_tests(tests, NULL, NULL));
 }
