@@ -419,10 +419,12 @@ static const char hold_help[] =
 	"long as it runs (kiln hold git checkout main), then its exit status is\n"
 	"kiln's; without one, until interrupted. What changed meanwhile is then\n"
 	"reported at once, as one batch. The hold is this connection's: it ends\n"
-	"with kiln hold, however that ends.\n"
+	"with kiln hold, however that ends; without a command kiln hold also\n"
+	"ends when kiln release ends every hold, or when the daemon stops.\n"
 	"\n"
-	"exit status: the command's (128+N for a signal N); 0 interrupted, when\n"
-	"holding without a command; 2 bad usage or no daemon.\n";
+	"exit status: the command's (128+N for a signal N); without a command,\n"
+	"0 interrupted or released, 1 the daemon stopped (what changed while it\n"
+	"held was never reported); 2 bad usage or no daemon.\n";
 
 static const char release_usage[] = "usage: kiln release\n";
 static const char release_help[] =
@@ -438,6 +440,37 @@ on_hold_signal(int sig)
 {
 	(void)sig;
 	hold_ended = 1;
+}
+
+/* Hold until a signal ends it, kiln release ends it (another client's
+ * release ends every hold), or the daemon stops (its holds end with it):
+ * asking every HOLD_CHECK_MS is what notices the last two, since a hold
+ * sends nothing by itself. CLI_OK after a signal; a release exits 0 too,
+ * as the hold did its job; a daemon gone is a problem (1): the changes
+ * held meanwhile were never reported. */
+#define HOLD_CHECK_MS 250
+
+static int
+hold_wait(kiln_conn *c)
+{
+	const struct timespec pause_ts = {0, HOLD_CHECK_MS * 1000000L};
+	int held;
+
+	while (!hold_ended) {
+		nanosleep(&pause_ts, NULL); /* a signal cuts it short */
+		if (hold_ended)
+			break;
+		if ((held = kiln_changes_held(c)) < 0) {
+			cli_errorf("hold", "the daemon went away (%s): the hold ended "
+			           "with it", kiln_strerror(held));
+			return CLI_PROBLEM;
+		}
+		if (held == 0) {
+			fputs("kiln: hold: released (kiln release)\n", stderr);
+			return CLI_OK;
+		}
+	}
+	return CLI_OK;
 }
 
 /* Run argv[0] with its arguments; its exit status, 128+N for signal N. */
@@ -483,9 +516,10 @@ cmd_hold(const struct cli *cli, int argc, char **argv)
 		signal(SIGTERM, on_hold_signal);
 		fputs("kiln: hold: holding change reports; Ctrl-C (or kiln release) "
 		      "ends it\n", stderr);
-		while (!hold_ended)
-			pause();
-		rv = CLI_OK;
+		if ((rv = hold_wait(c)) != CLI_OK) {
+			kiln_close(c); /* the daemon is gone: nothing to release */
+			return rv;
+		}
 	}
 	kiln_changes_hold(c, KILN_RELEASE);
 	kiln_close(c);

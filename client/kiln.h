@@ -415,6 +415,11 @@ int kiln_live(kiln_conn *c, const kiln_build_opts *o, const volatile int *stop,
 enum kiln_hold { KILN_HOLD, KILN_RELEASE, KILN_RELEASE_ALL };
 int kiln_changes_hold(kiln_conn *c, enum kiln_hold what);
 
+/* Whether c's hold is on: 1, 0 (never taken, released by c, or ended by
+ * another client's KILN_RELEASE_ALL), or a connection error (the daemon
+ * stopped: every hold ended with it). */
+int kiln_changes_held(kiln_conn *c);
+
 /* Have the daemon serve its web dashboard (docs/ui.md) on port (0: any
  * free one) of listen (NULL or "": 127.0.0.1; another address needs the
  * daemon's client token); url gets its address, secret included. A daemon

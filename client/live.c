@@ -166,6 +166,25 @@ kiln_changes_hold(kiln_conn *c, enum kiln_hold what)
 }
 
 int
+kiln_changes_held(kiln_conn *c)
+{
+	Kiln__Request req;
+	Kiln__HoldRequest q = KILN__HOLD_REQUEST__INIT;
+	struct conn_reply r;
+	int rv;
+
+	q.query = 1;
+	lk_request_init(c, &req);
+	req.body_case = KILN__REQUEST__BODY_HOLD;
+	req.hold = &q;
+	if ((rv = lk_call_main(c, &req, KILN__REPLY__BODY_HOLD_REPLY, &r)) != 0)
+		return rv;
+	rv = r.rep->hold_reply->held ? 1 : 0;
+	conn_reply_free(&r);
+	return rv;
+}
+
+int
 kiln_ui_start(kiln_conn *c, unsigned port, const char *listen, char *url,
               size_t len)
 {

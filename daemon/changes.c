@@ -161,6 +161,20 @@ changes_hold(struct kilnd_changes *c, uint32_t pipe, int hold)
 	return rv;
 }
 
+int
+changes_held(struct kilnd_changes *c, uint32_t pipe)
+{
+	int held = 0;
+
+	if (c == NULL)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < c->nholds && !held; i++)
+		held = c->holds[i] == pipe;
+	pthread_mutex_unlock(&c->mu);
+	return held;
+}
+
 /* Add relpath to the batch once. Lock held. */
 static void
 batch_add(struct kilnd_changes *c, const char *relpath)

@@ -41,6 +41,10 @@ void changes_free(struct kilnd_changes *c);
 #define CHANGES_MAX_HOLDS 64
 int changes_hold(struct kilnd_changes *c, uint32_t pipe, int hold);
 
+/* Whether connection pipe holds the reports now (1) or not (0): kiln hold
+ * asks, to end when kiln release ended its hold. */
+int changes_held(struct kilnd_changes *c, uint32_t pipe);
+
 /* A change (engine_config.changed): relpath NULL means anything may have
  * changed. Never blocks for long; out of memory counts the path in
  * `more`. */

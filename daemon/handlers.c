@@ -229,6 +229,13 @@ h_hold(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	int rv;
 
 	(void)w;
+	if (q->query) {
+		kiln__hold_reply__init(&a->body.hold);
+		a->body.hold.held = changes_held(d->changes, c->pipe);
+		a->reply.body_case = KILN__REPLY__BODY_HOLD_REPLY;
+		a->reply.hold_reply = &a->body.hold;
+		return 0;
+	}
 	if (q->release_all) {
 		changes_hold(d->changes, 0, 0);
 		return 0;

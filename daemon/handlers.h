@@ -40,6 +40,7 @@ struct kilnd_answer {
 		Kiln__BuildFinished build_status;
 		Kiln__AgentHelloReply agent_hello;
 		Kiln__UiReply ui;
+		Kiln__HoldReply hold;
 	} body;
 	char error[8192];     /* reply.error points here (a project's errors
 	                         can take many lines) */

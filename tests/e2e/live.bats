@@ -298,9 +298,28 @@ deep_edit_seen() {
 	output_is a.txt two || { cat "$W"; false; }
 	"$KILN" release
 	wait_for output_is a.txt three || { cat "$W"; false; }
-	kill "$holder"
-	wait "$holder" || true
+	# and the holder, told its hold ended, ends too (it held for ever)
+	wait_for sh -c "! kill -0 $holder 2>/dev/null" ||
+		{ kill "$holder"; cat "$HE"; false; }
+	wait "$holder" || { echo "kiln hold exited $?"; cat "$HE"; false; }
+	grep -q 'released' "$HE" || { cat "$HE"; false; }
 	watch_stop
+}
+
+@test "kiln hold without a command ends, with 1, when the daemon stops" {
+	live_project
+	"$KILN" build >/dev/null
+	HE="$BATS_TEST_TMPDIR/hold.err"
+	"$KILN" hold 2>"$HE" 3>&- &
+	holder=$!
+	wait_for grep -q 'holding change reports' "$HE" || { cat "$HE"; false; }
+	"$KILN" stop >/dev/null
+	wait_for sh -c "! kill -0 $holder 2>/dev/null" ||
+		{ kill "$holder"; cat "$HE"; false; }
+	rc=0
+	wait "$holder" || rc=$?
+	[ "$rc" -eq 1 ] || { echo "exit $rc"; cat "$HE"; false; }
+	grep -q 'the daemon went away' "$HE" || { cat "$HE"; false; }
 }
 
 @test "the hot-reload example gets a reload with the new hash for each save" {
