@@ -556,6 +556,19 @@ watch_event(const kiln_event *ev, void *arg)
 	case KILN_EVENT_LOG:
 		cli_errorf("watch", "%s", ev->text);
 		break;
+	case KILN_EVENT_OVERFLOW:
+		/* kiln_live builds again: what was lost is rebuilt, not shown */
+		if (ev->evicted)
+			cli_errorf("watch", "the daemon closed this subscription to make "
+			           "room for a newer one (--max-subscribers); "
+			           "subscribing again");
+		else if (ev->new_epoch)
+			cli_errorf("watch", "the daemon restarted; building again");
+		else
+			cli_errorf("watch", "%" PRIu64 " events were lost (this client "
+			           "fell behind the daemon's --event-buffer); building "
+			           "again", ev->last_lost - ev->first_lost + 1);
+		break;
 	default:
 		break;
 	}

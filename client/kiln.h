@@ -393,7 +393,12 @@ typedef struct kiln_build_opts {
  * then has ended). fn gets the live builds' STEP and BUILD_DONE events and
  * the SOURCES_CHANGED events; a rebuild the daemon refuses (the
  * descriptions have errors) comes as an error LOG event whose text is the
- * daemon's, and the next change tries again. Subscribes c (from now) and
+ * daemon's, and the next change tries again. An OVERFLOW event (this
+ * client fell behind the daemon's event buffer) reaches fn too: the lost
+ * events are not replayed, but a live build whose end was among them is
+ * given to fn as its BUILD_DONE from the build's summary, and everything
+ * is built again, as lost events may have been changes (an editor may
+ * reload all it shows). Subscribes c (from now) and
  * polls it: use no other events calls on c meanwhile. With a filter set by
  * kiln_events_filter, fn gets only the STEP events it passes (an editor
  * names the assets it reloads; their prerequisites' steps stay in the

@@ -88,6 +88,46 @@ live_again(struct live *l)
 	return l->fn(&ev, l->arg) != 0;
 }
 
+/* Events were lost: fn hears so (an editor may reload everything), and
+ * our build's end may have been among them — the loop would wait for it
+ * for ever, never building again. Ask the daemon: a build that ended is
+ * given to fn as its BUILD_DONE (from its summary), one the daemon forgot
+ * as ended without one. Then build again, as the lost events may have
+ * been changes. 0, 1 (fn asked to stop), or an error. */
+static int
+live_overflow(struct live *l, const kiln_event *ev)
+{
+	kiln_build_summary bs;
+	kiln_event done;
+	int rv;
+
+	if (l->fn(ev, l->arg) != 0)
+		return 1;
+	if (ev->evicted) /* nothing lost: the next poll subscribes again */
+		return 0;
+	if (l->build != 0) {
+		rv = kiln_build_status(l->c, l->build, &bs);
+		if (rv != 0 && rv != KILN_ENOTFOUND)
+			return rv;
+		if (rv == 0 && !bs.done) {
+			l->again = 1; /* it still runs: its end will come */
+			return 0;
+		}
+		l->build = 0;
+		if (rv == 0) {
+			memset(&done, 0, sizeof done);
+			done.type = KILN_EVENT_BUILD_DONE;
+			done.at = ev->at;
+			done.time_ns = ev->time_ns;
+			done.profile = done.url = "";
+			done.build = &bs;
+			if (l->fn(&done, l->arg) != 0)
+				return 1;
+		}
+	}
+	return live_again(l);
+}
+
 /* One event. 0 to go on, 1 when fn asked to stop, or an error. */
 static int
 live_event(struct live *l, const kiln_event *ev)
@@ -95,9 +135,10 @@ live_event(struct live *l, const kiln_event *ev)
 	switch (ev->type) {
 	case KILN_EVENT_STOPPING:
 		return KILN_ECLOSED;
-	case KILN_EVENT_OVERFLOW: /* lost events may have been changes */
+	case KILN_EVENT_OVERFLOW:
+		return live_overflow(l, ev);
 	case KILN_EVENT_SOURCES_CHANGED:
-		if (ev->type == KILN_EVENT_SOURCES_CHANGED && l->fn(ev, l->arg) != 0)
+		if (l->fn(ev, l->arg) != 0)
 			return 1;
 		if (l->build != 0) {
 			l->again = 1;

@@ -48,6 +48,10 @@ runs_of() {
 	grep -c "\"url\":\"$1\",\"profile\":\"pc\",\"result\":\"ran\"" "$W" || true
 }
 
+subscribers_are() {
+	[ "$(status_field subscribers)" = "$1" ]
+}
+
 # output_is FILE TEXT: build/pc/FILE holds exactly TEXT and a newline.
 output_is() {
 	[ -f "build/pc/$1" ] && [ "$(cat "build/pc/$1")" = "$2" ]
@@ -472,4 +476,37 @@ quiet() {
 	n=$(wc -l <"$EV")
 	sleep 2.5
 	[ "$(wc -l <"$EV")" -eq "$n" ] && tail -n 1 "$EV" | grep -q ' build-done '
+}
+
+@test "kiln watch that fell behind its build's end builds again after the overflow" {
+	live_project
+	# a.txt's tool waits while $HOLD exists, so that the watch's build can
+	# be caught running
+	HOLD="$BATS_TEST_TMPDIR/hold"
+	sed -i "s|^tools:\$|tools:\\n  gated: { shell: true, run: 'while [ -e $HOLD ]; do sleep 0.05; done; cat \"\${in}\" > \"\${out}\"' }|" kiln.yaml
+	sed -i '0,/tool: copy/s//tool: gated/' kiln.yaml
+	grep -q "gated: .*$HOLD" kiln.yaml || { cat kiln.yaml; false; }
+	"$KILND" --project . --event-buffer 16
+	watch_start
+	EV="$BATS_TEST_TMPDIR/ev.out"
+	"$KILN" events --timeout 60 >"$EV" 2>"$EV.err" 3>&- &
+	ev=$!
+	wait_for subscribers_are 2
+	touch "$HOLD"
+	printf 'two\n' >src/a.txt
+	wait_for grep -q ' started .*a.txt' "$EV" || { cat "$EV" "$W"; kill "$ev"; false; }
+	kill "$ev"
+	# the watch sleeps through its build's end and 40 more events: the
+	# ring of 16 loses that end
+	kill -STOP "$watch_pid"
+	rm "$HOLD"
+	wait_for output_is a.txt two || { kill -CONT "$watch_pid"; false; }
+	for i in $(seq 1 40); do echo "file $i" >"$BATS_TEST_TMPDIR/f.$i"; done
+	"$KILN" put "$BATS_TEST_TMPDIR"/f.* >/dev/null
+	kill -CONT "$watch_pid"
+	# still live: the next save is built (it waited for the lost end)
+	printf 'three\n' >src/a.txt
+	wait_for output_is a.txt three || { cat "$W" "$W.err"; false; }
+	grep -q 'events were lost' "$W.err" || { cat "$W" "$W.err"; false; }
+	watch_stop
 }
