@@ -336,7 +336,13 @@ build_follow(kiln_conn *c, struct build_view *v)
 		idle_ms = 0;
 		if (ev.type == KILN_EVENT_OVERFLOW) {
 			/* lost events: the summary still tells the outcome (and
-			 * cannot be checked against the events) */
+			 * cannot be checked against the events); the user learns
+			 * that step lines are missing above it */
+			if (!ev.evicted)
+				cli_errorf("build", "%" PRIu64 " events were lost (this client "
+				           "fell behind the daemon's --event-buffer): some "
+				           "steps are not listed; the summary is the daemon's",
+				           ev.new_epoch ? 0 : ev.last_lost - ev.first_lost + 1);
 			count_check_lost(v->check);
 			if (kiln_build_status(c, v->id, &bs) == 0 && bs.done)
 				return summary_print(v, &bs);

@@ -25,6 +25,10 @@ outside() {
 	printf '%s' "$BATS_TEST_TMPDIR/$1"
 }
 
+build_queued() {
+	[ "$(status_field build_queue)" -gt 0 ]
+}
+
 hash_of() {
 	xxh128sum "$1" | cut -d' ' -f1
 }
@@ -481,4 +485,32 @@ ps5 art/c" ] || { echo "steps seen:"; cat ev.out; false; }
 	# unfiltered, the same resume also shows what the filter left out
 	run "$KILN" events --since "$cursor" --timeout 1
 	grep -q ' step pc audio/x ran ' <<<"$output" || { echo "$output"; false; }
+}
+
+@test "kiln build that falls behind its own events says lines were lost, and ends with the daemon's summary" {
+	mkdir -p src
+	HOLD="$BATS_TEST_TMPDIR/hold"
+	{
+		printf 'kiln: 1\nproject: t\nsources: [src]\nprofiles:\n  pc: {}\n'
+		printf 'tools:\n  gated: { shell: true, run: '\''while [ -e %s ]; do sleep 0.05; done; cat "${in}" > "${out}"'\'' }\nassets:\n' "$HOLD"
+		for i in $(seq 1 40); do
+			echo "$i" >src/f$i.txt
+			printf '  - url: f%s.txt\n    tool: gated\n    inputs: [src/f%s.txt]\n' "$i" "$i"
+		done
+	} >kiln.yaml
+	"$KILND" --project . --event-buffer 8
+	touch "$HOLD"
+	"$KILN" build >"$(outside b.out)" 2>"$(outside b.err)" 3>&- &
+	b=$!
+	# its steps wait at the gate: the build was asked for and runs
+	wait_for build_queued
+	kill -STOP "$b"
+	rm "$HOLD"
+	wait_for sh -c '[ "$(ls build/pc 2>/dev/null | grep -c "^f[0-9]*.txt$")" -eq 40 ]'
+	kill -CONT "$b"
+	rc=0
+	wait "$b" || rc=$?
+	[ "$rc" -eq 0 ] || { echo "exit $rc"; cat b.out b.err; false; }
+	grep -q 'events were lost' b.err || { cat b.out b.err; false; }
+	grep -q '40 ran' b.out || { cat b.out b.err; false; }
 }
