@@ -124,10 +124,10 @@ func _on_status(code, reply):
 	var st = reply["status_reply"]
 	# a cursor of this daemon; on reconnecting to the same daemon the
 	# cursor already held is newer (and nothing after it is lost)
-	var epoch = _dec_to_hex16(str(st["event_epoch"]))
+	var epoch = _hex16(st["event_epoch"])
 	if epoch != _epoch:
 		_epoch = epoch
-		_seq = int(str(st["event_seq"]))
+		_seq = _uint(st["event_seq"])
 	_ws = WebSocketClient.new()
 	# a batch of events is at most 1 MiB of JSON (docs/ui.md, "Security")
 	_ws.set_buffers(1100, 4096, 64, 64)
@@ -257,7 +257,7 @@ func _on_batch(m):
 		elif e.has("overflow"):
 			resync = true  # events were lost: ask again
 	_epoch = m["epoch"]
-	_seq = int(str(m["through"]))
+	_seq = _uint(m["through"])
 	if rebuild or resync:
 		for url in urls:
 			build(url, resync)
@@ -283,9 +283,21 @@ func _output(url, o, fresh):
 	emit_signal("output_built", url, out, fresh)
 
 
-# A decimal uint64 (the status's event_epoch, past 2^53 so sent as a
-# string, and past 2^63 for GDScript's int) as 16 hex digits, as the
-# websocket's since= takes it: long division by 16 on the digits.
+# A 64-bit number of the JSON: a number up to 2^53, a decimal string past
+# it (docs/ui.md). Sequence numbers stay far below 2^63.
+static func _uint(v):
+	return v.to_int() if typeof(v) == TYPE_STRING else int(v)
+
+
+# The status's event_epoch as 16 hex digits, as the websocket's since=
+# takes it. Past 2^53 it is a decimal string, and may be past 2^63 (the
+# largest GDScript int): long division by 16 on its digits.
+static func _hex16(v):
+	if typeof(v) != TYPE_STRING:
+		return "%016x" % int(v)
+	return _dec_to_hex16(v)
+
+
 static func _dec_to_hex16(dec):
 	var digits = []
 	for c in dec:
