@@ -67,9 +67,23 @@ start_game() {
 	GODOT_PID=$!
 }
 
+# start_editor: the Godot editor (godot3-server runs it headless too) on
+# this folder, a Godot project holding the kiln project: the example's
+# files copied in, its plugin following sprites/hero. Output in $GAME_LOG.
+start_editor() {
+	local home=$BATS_TEST_TMPDIR/home
+	cp -r "$KILN_TOP/examples/godot/." .
+	mkdir -p "$home"
+	GAME_LOG=$BATS_TEST_TMPDIR/editor.log
+	HOME=$home XDG_DATA_HOME=$home/data XDG_CONFIG_HOME=$home/config \
+		XDG_CACHE_HOME=$home/cache KILN_TEXTURES=sprites/hero \
+		godot3-server --path "$P" -e >"$GAME_LOG" 2>&1 &
+	GODOT_PID=$!
+}
+
 # game_said REGEX: a line of the game's output matches (extended regex).
 game_said() {
-	grep -Eq "$1" "$GAME_LOG"
+	grep -aEq "$1" "$GAME_LOG"
 }
 
 # index_has ID: build/pc/kiln-index.txt lists sprites/hero with kiln's hash
@@ -85,7 +99,7 @@ index_has() {
 # kiln's index and `kiln why` give it.
 check_line() {
 	local line id
-	line=$(grep "^kiln: $1 sprites/hero " "$GAME_LOG" | tail -n 1)
+	line=$(grep -a "^kiln: $1 sprites/hero " "$GAME_LOG" | tail -n 1)
 	id=${line##* id=}; id=${id%% *}
 	[ "$(identify -format %wx%h build/pc/sprites/hero.png)" = "$2" ]
 	[ "$line" = "kiln: $1 sprites/hero $2 sha256=$(sha256sum <build/pc/sprites/hero.png | cut -d' ' -f1) id=$id build/pc/sprites/hero.png" ] ||
@@ -142,5 +156,18 @@ check_line() {
 	"$KILN" status >/dev/null
 	wait_for game_said '^kiln: reloaded sprites/hero 20x60 '
 	check_line reloaded 20x60
-	[ "$(grep -c '^kiln: connected to ' "$GAME_LOG")" -ge 2 ]
+	[ "$(grep -ac '^kiln: connected to ' "$GAME_LOG")" -ge 2 ]
+}
+
+@test "the editor plugin reimports the texture kiln rebuilt inside the Godot project" {
+	need_godot
+	write_project
+	"$KILN" build >/dev/null
+	start_editor
+	wait_for game_said '^kiln \(editor\): following sprites/hero$'
+	convert -size 40x20 xc:blue art/hero.png
+	wait_for game_said '^kiln \(editor\): reimported res://build/pc/sprites/hero\.png 80x40 id=[0-9a-f]{32}$'
+	line=$(grep -a '^kiln (editor): reimported ' "$GAME_LOG" | tail -n 1)
+	wait_for index_has "${line##*id=}"
+	[ "$(identify -format %wx%h build/pc/sprites/hero.png)" = 80x40 ]
 }

@@ -9,13 +9,9 @@ extends Node
 # showing it is redrawn with the new image. The first use of a URL asks
 # the daemon to build it and to keep it followed.
 #
-# Settings, the first found of: the command line after `--`
-# (--kiln-project=DIR, --kiln-profile=P, --kiln-texture=URL, repeatable),
-# the environment (KILN_PROJECT, KILN_PROFILE, KILN_TEXTURES: URLs
-# separated by commas; KILN: the kiln CLI, "kiln" by default) and the
-# project settings (kiln/project, relative to this project's folder;
-# kiln/profile; kiln/textures). URLs named there are followed from the
-# start. The kiln project defaults to this Godot project's own folder.
+# Settings: KilnClient.configure (the command line after `--`, the
+# environment, the project settings kiln/*). The URLs of --kiln-texture,
+# KILN_TEXTURES or kiln/textures are followed from the start.
 #
 # Prints one line per texture loaded (stdout), which tests and logs read:
 #   kiln: loaded sprites/hero 16x8 sha256=<hex> id=<kiln's hash> build/pc/...
@@ -36,15 +32,10 @@ var _ids = {}                # url -> kiln's id of the file loaded
 func _ready():
 	client = KilnClient.new()
 	client.name = "KilnClient"
-	client.project_dir = _setting("project", "KILN_PROJECT", "kiln/project")
-	if client.project_dir == "":
-		client.project_dir = ProjectSettings.globalize_path("res://")
-	elif client.project_dir.is_rel_path():
-		client.project_dir = ProjectSettings.globalize_path("res://").plus_file(client.project_dir)
-	client.profile = _setting("profile", "KILN_PROFILE", "kiln/profile")
-	if OS.get_environment("KILN") != "":
-		client.kiln_bin = OS.get_environment("KILN")
-	for url in _texture_urls():
+	client.configure()
+	var urls = client.urls
+	client.urls = []
+	for url in urls:
 		texture(url)
 	client.connect("connected", self, "_on_connected")
 	client.connect("disconnected", self, "_on_disconnected")
@@ -59,7 +50,7 @@ func texture(url):
 	if not _textures.has(url):
 		_textures[url] = ImageTexture.new()
 		client.urls.append(url)
-		if client.is_inside_tree():
+		if client.is_following():
 			client.build(url, true)
 	return _textures[url]
 
@@ -120,29 +111,3 @@ static func _decode(img, bytes, ext):
 	if ext == "webp":
 		return img.load_webp_from_buffer(bytes)
 	return img.load_jpg_from_buffer(bytes)
-
-
-# The command line's --kiln-NAME=V, else the environment's VAR, else the
-# project setting.
-static func _setting(name, env, key):
-	var prefix = "--kiln-%s=" % name
-	for a in OS.get_cmdline_args():
-		if a.begins_with(prefix):
-			return a.substr(prefix.length(), a.length())
-	if OS.get_environment(env) != "":
-		return OS.get_environment(env)
-	if ProjectSettings.has_setting(key):
-		return str(ProjectSettings.get_setting(key))
-	return ""
-
-
-static func _texture_urls():
-	var urls = []
-	for a in OS.get_cmdline_args():
-		if a.begins_with("--kiln-texture="):
-			urls.append(a.substr(15, a.length()))
-	if urls.empty():
-		urls = Array(OS.get_environment("KILN_TEXTURES").split(",", false))
-	if urls.empty() and ProjectSettings.has_setting("kiln/textures"):
-		urls = Array(ProjectSettings.get_setting("kiln/textures"))
-	return urls

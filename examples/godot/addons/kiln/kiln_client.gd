@@ -59,6 +59,47 @@ func _ready():
 	set_process(true)
 
 
+# Settings, the first found of: the command line after `--`
+# (--kiln-project=DIR, --kiln-profile=P, --kiln-texture=URL, repeatable),
+# the environment (KILN_PROJECT, KILN_PROFILE, KILN_TEXTURES: URLs
+# separated by commas; KILN: the kiln CLI, "kiln" by default) and the
+# project settings (kiln/project, relative to this project's folder;
+# kiln/profile; kiln/textures). The kiln project defaults to the Godot
+# project's own folder.
+func configure():
+	var here = ProjectSettings.globalize_path("res://")
+	project_dir = _setting("project", "KILN_PROJECT", "kiln/project")
+	if project_dir == "":
+		project_dir = here
+	elif project_dir.is_rel_path():
+		project_dir = here.plus_file(project_dir)
+	if project_dir.length() > 1 and project_dir.ends_with("/"):
+		project_dir = project_dir.left(project_dir.length() - 1)
+	profile = _setting("profile", "KILN_PROFILE", "kiln/profile")
+	if OS.get_environment("KILN") != "":
+		kiln_bin = OS.get_environment("KILN")
+	urls = []
+	for a in OS.get_cmdline_args():
+		if a.begins_with("--kiln-texture="):
+			urls.append(a.substr(15, a.length()))
+	if urls.empty():
+		urls = Array(OS.get_environment("KILN_TEXTURES").split(",", false))
+	if urls.empty() and ProjectSettings.has_setting("kiln/textures"):
+		urls = Array(ProjectSettings.get_setting("kiln/textures"))
+
+
+static func _setting(name, env, key):
+	var prefix = "--kiln-%s=" % name
+	for a in OS.get_cmdline_args():
+		if a.begins_with(prefix):
+			return a.substr(prefix.length(), a.length())
+	if OS.get_environment(env) != "":
+		return OS.get_environment(env)
+	if ProjectSettings.has_setting(key):
+		return str(ProjectSettings.get_setting(key))
+	return ""
+
+
 func _exit_tree():
 	if _ws != null:
 		_ws.disconnect_from_host()
@@ -163,6 +204,12 @@ func _lost(reason):
 	if _open:
 		_open = false
 		emit_signal("disconnected", reason)
+
+
+# Whether the event stream is open (else a followed URL added now is built
+# once it is).
+func is_following():
+	return _open
 
 
 # ---- builds and queries -------------------------------------------------
