@@ -38,6 +38,7 @@ signal message(text)
 
 const RETRY_S = 1.0          # between two connection attempts
 const KILN_UI_EVERY = 5      # run `kiln ui` again after this many failures
+const HTTP_TIMEOUT_S = 30    # a daemon that answers nothing this long: retry
 
 var project_dir = ""         # the kiln project (absolute)
 var profile = ""             # "": the project's first profile
@@ -51,6 +52,7 @@ var _open = false
 var _epoch = ""              # the cursor: 16 hex digits, and a seq
 var _seq = 0
 var _retry_in = 0.0
+var _asking = false          # an attempt's api/status is on its way
 var _failures = 0
 var _stamp = {}              # url -> how many step events were applied
 
@@ -110,6 +112,8 @@ func _process(delta):
 	if _ws != null:
 		_ws.poll()
 		return
+	if _asking:
+		return  # the status request of this attempt is out
 	_retry_in -= delta
 	if _retry_in <= 0.0:
 		_retry_in = RETRY_S
@@ -124,6 +128,7 @@ func _start():
 	if not _read_port_file():
 		_failures += 1
 		return
+	_asking = true
 	_http_get("api/status", "_on_status")
 
 
@@ -159,6 +164,7 @@ func _run_kiln_ui():
 
 
 func _on_status(code, reply):
+	_asking = false
 	if code != 200 or not reply.has("status_reply"):
 		_failures += 1
 		return
@@ -257,6 +263,7 @@ func _http_post(path, method, args = []):
 # method(code, json, args...) gets the answer (code 0: no answer).
 func _http(path, verb, method, args):
 	var r = HTTPRequest.new()
+	r.timeout = HTTP_TIMEOUT_S
 	add_child(r)
 	r.connect("request_completed", self, "_on_http", [r, method, args])
 	if r.request(_base + path, PoolStringArray(), false, verb, "") != OK:
