@@ -16,6 +16,8 @@ teardown() {
 	local rv=0
 	if [ -n "${GODOT_PID:-}" ]; then
 		kill -TERM "$GODOT_PID" 2>/dev/null
+		for _ in $(seq 1 100); do running "$GODOT_PID" || break; sleep 0.05; done
+		kill -9 "$GODOT_PID" 2>/dev/null
 		wait "$GODOT_PID" 2>/dev/null || true
 	fi
 	helpers_teardown || rv=1
