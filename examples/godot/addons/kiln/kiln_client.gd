@@ -230,6 +230,8 @@ func build(url, initial = false):
 
 
 func _on_build(code, reply, url, initial):
+	if code == 0:
+		return  # no answer: the connection is lost, and reconnecting asks again
 	if code != 200:
 		emit_signal("step_failed", url, "build refused: " + str(reply.get("error", code)))
 		return
