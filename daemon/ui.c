@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -195,6 +196,26 @@ ui_query_get(const char *query, const char *key, char *buf, size_t len)
 	return KILN_ENOTFOUND;
 }
 
+/* ---- the Origin ---- */
+
+int
+ui_origin_ok(const char *origin, const char *host)
+{
+	size_t n;
+
+	if (origin == NULL)
+		return 1;   /* not a browser's page: curl, an engine's client */
+	if (host == NULL || host[0] == '\0')
+		return 0;
+	if (strncasecmp(origin, "http://", 7) == 0)
+		n = 7;
+	else if (strncasecmp(origin, "https://", 8) == 0)
+		n = 8;      /* the page behind a TLS proxy that keeps Host */
+	else
+		return 0;   /* "null" (a sandboxed frame, a file), or garbage */
+	return strcasecmp(origin + n, host) == 0;
+}
+
 /* ---- HTTP ---- */
 
 static void
@@ -212,7 +233,8 @@ respond(nng_aio *aio, uint16_t status, const char *type, const void *body,
 	    (rv = nng_http_res_set_header(res, "Content-Type", type)) != 0 ||
 	    (rv = nng_http_res_set_header(res, "Cache-Control", "no-store")) != 0 ||
 	    (rv = nng_http_res_set_header(res, "X-Content-Type-Options", "nosniff")) != 0 ||
-	    (rv = nng_http_res_copy_data(res, body, len)) != 0) {
+	    /* nng takes an empty copy for out of memory: no copy at all */
+	    (len > 0 && (rv = nng_http_res_copy_data(res, body, len)) != 0)) {
 		nng_http_res_free(res);
 		nng_aio_finish(aio, rv);
 		return;
@@ -248,6 +270,14 @@ http_serve(struct kilnd_ui *u, nng_aio *aio, nng_http_req *req)
 	seg = strcspn(uri + 1, "/?");
 	if (!ui_secret_ok(u, uri + 1, seg))
 		return respond(aio, 403, "text/plain", "forbidden\n", 10);
+	/* an action from another site's page, which knows the URL (a
+	 * leaked link, a Referer): only the dashboard's own page, or a
+	 * client that is no page (no Origin), may change anything */
+	if (strcmp(nng_http_req_get_method(req), "GET") != 0 &&
+	    strcmp(nng_http_req_get_method(req), "HEAD") != 0 &&
+	    !ui_origin_ok(nng_http_req_get_header(req, "Origin"),
+	                  nng_http_req_get_header(req, "Host")))
+		return respond(aio, 403, "text/plain", "cross-origin request refused\n", 29);
 	rest = uri + 1 + seg;
 	rest += *rest == '/';
 	q = strchr(rest, '?');
