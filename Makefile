@@ -160,7 +160,8 @@ $(GEN)/ui_files.c: $(UI_FILES) scripts/embed-files
 	scripts/embed-files $@ $(UI_FILES)
 
 $(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch \
-            third_party/nng/rep0-send-on-closed-pipe.patch third_party/nng/tls-ip-san.patch
+            third_party/nng/rep0-send-on-closed-pipe.patch third_party/nng/tls-ip-san.patch \
+            third_party/nng/ws-hook-refusal.patch
 	@third_party/nng/build.sh $(NNG)
 
 deps:

@@ -431,7 +431,9 @@ YAML
 	yaml() { # yaml STEP...: kiln.yaml with these assets
 		printf 'kiln: 1\nproject: t\nsources: [src]\nprofiles:\n  default: {}\n'
 		printf 'tools:\n  copy: { run: [cp, "${in}", "${out}"] }\nassets:\n'
-		printf '  - { url: %s, tool: copy, inputs: [src/a.txt], outputs: %s.txt }\n' "$@"
+		for u in "$@"; do
+			printf '  - { url: %s, tool: copy, inputs: [src/a.txt], outputs: %s.txt }\n' "$u" "$u"
+		done
 	}
 	yaml gone ok later >kiln.yaml
 	"$KILN" build gone >/dev/null
