@@ -2,8 +2,9 @@
  * secret drawn at start, one nng HTTP server started on the first
  * UiRequest, and one handler for every path that checks the secret (the
  * first path segment) in constant time before serving a compiled-in file
- * or an API answer (ui_api.c). The websocket of events shares the server
- * (ui_ws.c). */
+ * or an API answer (ui_api.c), and refuses an action (a POST) sent by
+ * another site's page (its Origin header). The websocket of events shares
+ * the server (ui_ws.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -233,7 +234,9 @@ respond(nng_aio *aio, uint16_t status, const char *type, const void *body,
 	    (rv = nng_http_res_set_header(res, "Content-Type", type)) != 0 ||
 	    (rv = nng_http_res_set_header(res, "Cache-Control", "no-store")) != 0 ||
 	    (rv = nng_http_res_set_header(res, "X-Content-Type-Options", "nosniff")) != 0 ||
-	    /* nng takes an empty copy for out of memory: no copy at all */
+	    /* nng's copy of 0 bytes fails as out of memory (its allocation
+	     * of 0 is NULL), which closed the connection with no answer:
+	     * an empty body is no copy */
 	    (len > 0 && (rv = nng_http_res_copy_data(res, body, len)) != 0)) {
 		nng_http_res_free(res);
 		nng_aio_finish(aio, rv);

@@ -32,7 +32,9 @@
  * hook changed is sent instead, and no websocket is made. The listener
  * behind an nng_stream_listener of a ws:// address is that file's
  * nni_ws_listener, whose first member is the nng_stream_listener: the
- * same pointer. third_party/nng/build.sh pins 1.5.2 by its checksum. */
+ * same pointer. third_party/nng/build.sh pins 1.5.2 by its checksum, and
+ * its ws-hook-refusal.patch makes a refusal safe (nng freed the request
+ * its HTTP server still owned). */
 typedef int (*ws_hook_fn)(void *arg, nng_http_req *req, nng_http_res *res);
 void nni_ws_listener_hook(nng_stream_listener *l, ws_hook_fn fn, void *arg);
 

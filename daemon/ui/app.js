@@ -499,8 +499,14 @@ function drawTimeline(trace) {
   g.font = "11px monospace";
   const scale = (c.width - LEFT - 4) / span;
   order.forEach((tid, i) => {
+    const name = lanes.get(tid).name;
+    // publishing apart: a line between the slots and its lanes
+    if (name.startsWith("publishing") && i > 0 && !timelineLanes[i - 1].startsWith("publishing")) {
+      g.fillStyle = "#8a9099";
+      g.fillRect(0, i * LANE, c.width, 1);
+    }
     g.fillStyle = "#8a9099";
-    g.fillText(lanes.get(tid).name, 2, i * LANE + 13);
+    g.fillText(name, 2, i * LANE + 13);
   });
   slices = [];
   for (const e of evs) {
