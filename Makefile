@@ -117,7 +117,7 @@ SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daem
 # The web dashboard (docs/ui.md): its HTTP server, JSON API, events over a
 # websocket, and its pages compiled in by scripts/embed-files (xxd -i).
 UI_FILES   = daemon/ui/index.html daemon/ui/app.js daemon/ui/style.css
-SERVER_SRC += daemon/ui.c daemon/ui_api.c daemon/ui_ws.c $(GEN)/ui_files.c
+SERVER_SRC += daemon/ui.c daemon/ui_api.c daemon/ui_image.c daemon/ui_ws.c $(GEN)/ui_files.c
 DAEMON_SRC = daemon/main.c
 # the shared cache's settings: KILN_CACHE_* and what the handle is opened
 # with (kept apart from the lists above)
@@ -160,7 +160,8 @@ $(GEN)/ui_files.c: $(UI_FILES) scripts/embed-files
 	scripts/embed-files $@ $(UI_FILES)
 
 $(NNG_LIB): third_party/nng/build.sh third_party/nng/peer-closed-during-negotiation.patch \
-            third_party/nng/rep0-send-on-closed-pipe.patch third_party/nng/tls-ip-san.patch
+            third_party/nng/rep0-send-on-closed-pipe.patch third_party/nng/tls-ip-san.patch \
+            third_party/nng/ws-hook-refusal.patch
 	@third_party/nng/build.sh $(NNG)
 
 deps:

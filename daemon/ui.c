@@ -2,8 +2,9 @@
  * secret drawn at start, one nng HTTP server started on the first
  * UiRequest, and one handler for every path that checks the secret (the
  * first path segment) in constant time before serving a compiled-in file
- * or an API answer (ui_api.c). The websocket of events shares the server
- * (ui_ws.c). */
+ * or an API answer (ui_api.c), and refuses an action (a POST) sent by
+ * another site's page (its Origin header). The websocket of events shares
+ * the server (ui_ws.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -195,6 +197,26 @@ ui_query_get(const char *query, const char *key, char *buf, size_t len)
 	return KILN_ENOTFOUND;
 }
 
+/* ---- the Origin ---- */
+
+int
+ui_origin_ok(const char *origin, const char *host)
+{
+	size_t n;
+
+	if (origin == NULL)
+		return 1;   /* not a browser's page: curl, an engine's client */
+	if (host == NULL || host[0] == '\0')
+		return 0;
+	if (strncasecmp(origin, "http://", 7) == 0)
+		n = 7;
+	else if (strncasecmp(origin, "https://", 8) == 0)
+		n = 8;      /* the page behind a TLS proxy that keeps Host */
+	else
+		return 0;   /* "null" (a sandboxed frame, a file), or garbage */
+	return strcasecmp(origin + n, host) == 0;
+}
+
 /* ---- HTTP ---- */
 
 static void
@@ -212,7 +234,10 @@ respond(nng_aio *aio, uint16_t status, const char *type, const void *body,
 	    (rv = nng_http_res_set_header(res, "Content-Type", type)) != 0 ||
 	    (rv = nng_http_res_set_header(res, "Cache-Control", "no-store")) != 0 ||
 	    (rv = nng_http_res_set_header(res, "X-Content-Type-Options", "nosniff")) != 0 ||
-	    (rv = nng_http_res_copy_data(res, body, len)) != 0) {
+	    /* nng's copy of 0 bytes fails as out of memory (its allocation
+	     * of 0 is NULL), which closed the connection with no answer:
+	     * an empty body is no copy */
+	    (len > 0 && (rv = nng_http_res_copy_data(res, body, len)) != 0)) {
 		nng_http_res_free(res);
 		nng_aio_finish(aio, rv);
 		return;
@@ -248,6 +273,14 @@ http_serve(struct kilnd_ui *u, nng_aio *aio, nng_http_req *req)
 	seg = strcspn(uri + 1, "/?");
 	if (!ui_secret_ok(u, uri + 1, seg))
 		return respond(aio, 403, "text/plain", "forbidden\n", 10);
+	/* an action from another site's page, which knows the URL (a
+	 * leaked link, a Referer): only the dashboard's own page, or a
+	 * client that is no page (no Origin), may change anything */
+	if (strcmp(nng_http_req_get_method(req), "GET") != 0 &&
+	    strcmp(nng_http_req_get_method(req), "HEAD") != 0 &&
+	    !ui_origin_ok(nng_http_req_get_header(req, "Origin"),
+	                  nng_http_req_get_header(req, "Host")))
+		return respond(aio, 403, "text/plain", "cross-origin request refused\n", 29);
 	rest = uri + 1 + seg;
 	rest += *rest == '/';
 	q = strchr(rest, '?');

@@ -5,11 +5,12 @@
  * project's steps (what `kiln ls` reads) and a step's log from the store.
  *
  *   GET  status                      StatusReply
- *   GET  steps[?profile=P]           {"profile","profiles","steps":[{url,tool,last}]}
+ *   GET  steps[?profile=P]           {"profile","profiles","steps":[{url,tool,last,images}]}
  *   GET  why|deps?url=U[&profile=P]  WhyReply | DepsReply
  *   GET  rdeps?target=T[&profile=P]  RdepsReply
  *   GET  log?id=HASH                 the blob, as text/plain
  *   GET  trace[?build=N]             the build's timeline (kiln trace's file)
+ *   GET  image?url=U&output=O[&profile=P]  an image output (ui_image.c)
  *   POST build?url=U[&profile=P]     BuildReply (priority 100, as kiln watch)
  *   POST cancel?build=N              empty reply
  *   POST hold | release              kiln hold (until released) | kiln release
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kiln_desc.h"
 #include "kiln_error.h"
@@ -120,6 +122,30 @@ step_last(struct kilnd_ui *u, json_t *s, const char *profile, const char *url)
 	return err;
 }
 
+/* s["images"]: the names of step's outputs that may be images (a PNG or
+ * JPEG file, or a folder): the page asks api/image for those only. */
+static int
+step_images(json_t *s, const kiln_step *st)
+{
+	const char **v = calloc(st->noutputs ? st->noutputs : 1, sizeof *v);
+	size_t n = 0;
+	int err;
+
+	if (v == NULL)
+		return KILN_ENOMEM;
+	for (size_t i = 0; i < st->noutputs; i++) {
+		const char *dot = strrchr(st->outputs[i].file, '.');
+		if (st->outputs[i].folder ||
+		    (dot != NULL && (strcasecmp(dot, ".png") == 0 ||
+		                     strcasecmp(dot, ".jpg") == 0 ||
+		                     strcasecmp(dot, ".jpeg") == 0)))
+			v[n++] = st->outputs[i].name;
+	}
+	err = kiln_json_texts(s, "images", v, n);
+	free(v);
+	return err;
+}
+
 /* The project's steps for a profile, as the descriptions say (kiln ls). */
 static uint16_t
 steps_body(struct kilnd_ui *u, const char *profile, char **body)
@@ -153,6 +179,7 @@ steps_body(struct kilnd_ui *u, const char *profile, char **body)
 		err |= kiln_json_text(s, "tool", plan->steps[i].tool ?
 		                      plan->steps[i].tool->name : "");
 		err |= step_last(u, s, plan->profile, plan->steps[i].url);
+		err |= step_images(s, &plan->steps[i]);
 		err |= kiln_json_push(steps, s);
 	}
 	err |= kiln_json_put(o, "steps", steps);
@@ -197,6 +224,7 @@ log_body(struct kilnd_ui *u, const char *query, char **body, size_t *len,
 		free(buf);
 		return 500;
 	}
+	(*body)[n] = '\0';
 	*len = n;
 	*type = "text/plain; charset=utf-8";
 	return 200;
@@ -309,6 +337,7 @@ ui_api(struct kilnd_ui *u, const char *method, const char *path,
 	uint16_t st;
 
 	*body = NULL;
+	*len = 0;
 	if (!post && strcmp(path, "status") == 0) {
 		Kiln__Request q = KILN__REQUEST__INIT;
 		Kiln__StatusRequest s = KILN__STATUS_REQUEST__INIT;
@@ -323,9 +352,11 @@ ui_api(struct kilnd_ui *u, const char *method, const char *path,
 	                     strcmp(path, "rdeps") == 0)) {
 		st = query_call(u, path, query, body);
 	} else if (!post && strcmp(path, "log") == 0) {
-		return log_body(u, query, body, len, type);
+		st = log_body(u, query, body, len, type);
 	} else if (!post && strcmp(path, "trace") == 0) {
-		return trace_body(u, query, body, len);
+		st = trace_body(u, query, body, len);
+	} else if (!post && strcmp(path, "image") == 0) {
+		st = ui_image(u, query, body, len, type);
 	} else if (post && (strcmp(path, "hold") == 0 || strcmp(path, "release") == 0)) {
 		/* the page's hold is the dashboard connection's; release ends
 		 * every hold, as kiln release does */
@@ -341,6 +372,9 @@ ui_api(struct kilnd_ui *u, const char *method, const char *path,
 	} else {
 		st = error_body(404, "no such API (docs/ui.md)", body);
 	}
-	*len = *body ? strlen(*body) : 0;
+	/* a JSON answer (an error too) is text: its length is its own; a
+	 * log, trace or image said its length (0: empty, NUL-terminated) */
+	if (*body != NULL && *len == 0)
+		*len = strlen(*body);
 	return st;
 }

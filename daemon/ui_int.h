@@ -24,6 +24,7 @@
 #define UI_MAX_FRAME (1u << 20) /* largest message either way, bytes */
 #define UI_MAX_LOG (4u << 20) /* a log served at most this big */
 #define UI_MAX_TRACE (16u << 20) /* a build's trace, likewise */
+#define UI_MAX_IMAGE (16u << 20) /* an image output, likewise */
 
 /* One websocket: a page following the event stream. */
 struct ui_conn {
@@ -61,6 +62,12 @@ struct kilnd_ui {
  * not depend on where they differ. */
 int ui_secret_ok(const struct kilnd_ui *u, const char *s, size_t len);
 
+/* Whether a request with this Origin header (NULL: none) and Host header
+ * comes from the dashboard's own page, or from no page at all (curl, a
+ * game engine's websocket client send no Origin): the only ones allowed
+ * to act or to follow events. Another site's page sends its own origin. */
+int ui_origin_ok(const char *origin, const char *host);
+
 /* Run q (its body set; version filled in here) through the daemon's
  * request handlers as connection pipe, then give the answer's Reply as
  * JSON to *out (the "status", "error" and the reply's body fields).
@@ -72,6 +79,12 @@ int ui_call(struct kilnd *d, uint32_t pipe, Kiln__Request *q, json_t **out);
  * returns the HTTP status. */
 uint16_t ui_api(struct kilnd_ui *u, const char *method, const char *path,
                 const char *query, char **body, size_t *len, const char **type);
+
+/* ui_image.c: GET image?url=U&output=O&profile=P, an image output (PNG
+ * or JPEG, or a folder output's first) as *body, *len, *type; returns the
+ * HTTP status (*body a JSON error when not 200, NULL: out of memory). */
+uint16_t ui_image(struct kilnd_ui *u, const char *query, char **body, size_t *len,
+                  const char **type);
 
 /* The value of key in a query string a=b&c=d, percent-decoded into buf;
  * 0, or KILN_ENOTFOUND, or KILN_ERANGE (longer than len - 1). */

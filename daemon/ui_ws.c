@@ -25,6 +25,19 @@
 #include "kiln_error.h"
 #include "ui_int.h"
 
+/* nng 1.5.2's hook into its websocket listener's upgrade (its
+ * supplemental/websocket/websocket.c; not in the public headers, "XXX:
+ * consider replacing this with an option" there): called with the
+ * upgrade request and the 101 answer made; an answer whose status the
+ * hook changed is sent instead, and no websocket is made. The listener
+ * behind an nng_stream_listener of a ws:// address is that file's
+ * nni_ws_listener, whose first member is the nng_stream_listener: the
+ * same pointer. third_party/nng/build.sh pins 1.5.2 by its checksum, and
+ * its ws-hook-refusal.patch makes a refusal safe (nng freed the request
+ * its HTTP server still owned). */
+typedef int (*ws_hook_fn)(void *arg, nng_http_req *req, nng_http_res *res);
+void nni_ws_listener_hook(nng_stream_listener *l, ws_hook_fn fn, void *arg);
+
 #define WS_WAIT_MS 10000   /* a parked poll's wait; then a heartbeat */
 #define WS_SEND_MS 10000   /* a page that reads nothing this long is dropped */
 
@@ -345,6 +358,31 @@ accept_cb(void *arg)
 	nng_stream_listener_accept(u->ws, u->accept);
 }
 
+/* The upgrade: another site's page (a cross-origin Origin header) gets
+ * 403, as its POSTs do (ui.c); a client with no Origin (not a browser) is
+ * let through, to the secret's check (conn_admit). nng's listener lock is
+ * held: headers only. */
+static int
+ws_hook(void *arg, nng_http_req *req, nng_http_res *res)
+{
+	static const char msg[] = "cross-origin websocket refused\n";
+
+	(void)arg;
+	if (ui_origin_ok(nng_http_req_get_header(req, "Origin"),
+	                 nng_http_req_get_header(req, "Host")))
+		return 0;
+	/* the 101's own headers go (absent ones: nothing to remove) */
+	nng_http_res_del_header(res, "Upgrade");
+	nng_http_res_del_header(res, "Sec-WebSocket-Accept");
+	nng_http_res_del_header(res, "Sec-WebSocket-Protocol");
+	if (nng_http_res_set_status(res, 403) != 0 ||
+	    nng_http_res_set_header(res, "Connection", "close") != 0 ||
+	    nng_http_res_set_header(res, "Content-Type", "text/plain") != 0 ||
+	    nng_http_res_copy_data(res, msg, sizeof msg - 1) != 0)
+		return NNG_ENOMEM;   /* nng ends the connection: no upgrade */
+	return 0;
+}
+
 int
 ui_ws_start(struct kilnd_ui *u, const char *host, int port)
 {
@@ -364,6 +402,7 @@ ui_ws_start(struct kilnd_ui *u, const char *host, int port)
 	         : "ws://%s:%d/ws", host, port);
 	if ((rv = nng_stream_listener_alloc(&u->ws, addr)) != 0)
 		return KILN_EIO;
+	nni_ws_listener_hook(u->ws, ws_hook, u);
 	if ((rv = nng_stream_listener_set_bool(u->ws, NNG_OPT_WS_SEND_TEXT, true)) != 0 ||
 	    (rv = nng_stream_listener_set_bool(u->ws, NNG_OPT_WS_RECV_TEXT, true)) != 0 ||
 	    (rv = nng_stream_listener_set_size(u->ws, NNG_OPT_WS_RECVMAXFRAME,

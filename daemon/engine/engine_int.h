@@ -118,6 +118,8 @@ struct node_work {
 	struct spawn_result res;
 	const kiln_timeout *timeout; /* its tool's limit (in e->desc); NULL: none */
 	int64_t start_ns;
+	int64_t end_ns;          /* its tool ended, its slot free (mono; 0:
+	                            not yet): publishing comes after */
 	int64_t start_wall_ns;   /* CLOCK_REALTIME_COARSE when it started: the
 	                            clock file times come from */
 	kiln_id log_id;

@@ -260,6 +260,7 @@ completed_push(struct engine *e, struct run_ctx *rc, const struct spawn_result *
 	struct node *n = rc->n;
 
 	n->w->res = *r;
+	n->w->end_ns = kiln_mono_ns();   /* its slot's end, for the timeline */
 	/* learnt before its slot is given again (a worker fills a free slot
 	 * before it finishes the step that freed it) */
 	if (r->exited && r->status == 0 && r->wall_ns > 0)

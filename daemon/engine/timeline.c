@@ -5,11 +5,16 @@
  * While a build runs, each step whose tool ran in it (ran, failed or
  * cancelled while running) adds a slice: its URL, result, reason, machine,
  * its tool's time and its `kiln need` waits. Steps up to date or reused
- * run nothing and get no slice; the build's slice counts them. At the
- * build's end the slices are laid out in lanes: a slice goes to the lowest
- * lane of its machine free at its start, so this machine's lanes are its
- * -j slots in use and an agent's lanes its slots; each lane is a thread
- * (tid) named by an "M" thread_name event.
+ * run nothing and get no slice; the build's slice counts them. A slice
+ * holds its slot from its tool's start to its end (the slot is free
+ * then); checking and publishing its outputs comes after, on no slot, and
+ * is a slice of its own ("publish"). At the build's end the slices are
+ * laid out in lanes: a slice goes to the lowest lane of its machine free
+ * at its start, so this machine's lanes are its -j slots in use and an
+ * agent's lanes its slots; publishing has lanes of its own, after them
+ * (a step publishing while the next one runs in its slot would otherwise
+ * take a lane more: ten lanes for -j 2). Each lane is a thread (tid)
+ * named by an "M" thread_name event.
  *
  * File: .kiln/traces/<build id>.json, written to a temp file in that
  * folder (named by the daemon's pid and the build) and renamed into
@@ -45,8 +50,10 @@ struct tl_slice {
 	char **needs;            /* URLs its run was given by `kiln need` */
 	uint32_t nneeds;
 	uint32_t lane;           /* its tid, set when written */
+	uint32_t publane;        /* its publishing's tid (0: none) */
 	const char *result;      /* "ran", "failed", "cancelled" */
 	int64_t t0, t1;          /* kiln_mono_ns */
+	int64_t tslot;           /* its slot's end: t0 <= tslot <= t1 */
 	uint64_t tool_ns;
 	struct wait_span waits[ENGINE_MAX_WAIT_SPANS];
 	uint8_t nwaits;
@@ -173,6 +180,8 @@ timeline_step(struct timeline *t, const struct node *n, int64_t now_ns)
 	s->result = result;
 	s->t0 = n->w->start_ns;
 	s->t1 = now_ns > s->t0 ? now_ns : s->t0;
+	/* unknown end (a run that never reached its completion): all slot */
+	s->tslot = n->w->end_ns >= s->t0 && n->w->end_ns <= s->t1 ? n->w->end_ns : s->t1;
 	s->tool_ns = n->duration_ns;
 	s->nwaits = n->w->nwaits;
 	memcpy(s->waits, n->w->waits, sizeof s->waits);
@@ -192,6 +201,16 @@ by_machine_start(const void *a, const void *b, void *arg)
 	if (c != 0)
 		return c;
 	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+static int
+by_publish_start(const void *a, const void *b, void *arg)
+{
+	const struct timeline *t = arg;
+	const struct tl_slice *x = &t->v[*(const size_t *)a];
+	const struct tl_slice *y = &t->v[*(const size_t *)b];
+
+	return x->tslot < y->tslot ? -1 : x->tslot > y->tslot;
 }
 
 /* Give every slice a lane: tid 1.. for this machine, 1000 * k + 1.. for
@@ -224,9 +243,26 @@ lanes_assign(struct timeline *t, size_t **order)
 			lane++;
 		if (lane == nends)
 			nends++;
-		ends[lane] = s->t1;
+		ends[lane] = s->tslot;
 		s->lane = (uint32_t)(k * 1000 + lane + 1);
 	}
+	/* publishing, in order of its start (on any machine: outputs are
+	 * published here) */
+	qsort_r(o, t->n, sizeof *o, by_publish_start, t);
+	nends = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		struct tl_slice *s = &t->v[o[i]];
+		size_t lane = 0;
+		if (s->t1 <= s->tslot)
+			continue;
+		while (lane < nends && ends[lane] > s->tslot)
+			lane++;
+		if (lane == nends)
+			nends++;
+		ends[lane] = s->t1;
+		s->publane = (uint32_t)(TIMELINE_PUBLISH_TID + lane);
+	}
+	qsort_r(o, t->n, sizeof *o, by_machine_start, t);
 	free(ends);
 	*order = o;
 	return 0;
@@ -262,6 +298,10 @@ thread_name(FILE *f, uint32_t tid, const char *machine, uint32_t lane)
 	        "\"args\":{\"name\":", tid);
 	if (tid == 0) {
 		json_str(f, "build");
+	} else if (tid >= TIMELINE_PUBLISH_TID) {
+		char name[64];
+		snprintf(name, sizeof name, "publishing %u", tid - TIMELINE_PUBLISH_TID + 1);
+		json_str(f, name);
 	} else {
 		char name[128];
 		snprintf(name, sizeof name, "%s%sslot %u", machine,
@@ -279,11 +319,12 @@ write_slice(FILE *f, const struct timeline *t, const struct tl_slice *s)
 	        s->lane);
 	json_str(f, s->url);
 	fprintf(f, ",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"url\":", us(t, s->t0),
-	        (double)(s->t1 - s->t0) / 1000.0);
+	        (double)(s->tslot - s->t0) / 1000.0);
 	json_str(f, s->url);
 	fprintf(f, ",\"decision\":\"%s\",\"reason\":", s->result);
 	json_str(f, s->reason);
-	fprintf(f, ",\"tool_ms\":%.3f", (double)s->tool_ns / 1e6);
+	fprintf(f, ",\"tool_ms\":%.3f,\"publish_ms\":%.3f", (double)s->tool_ns / 1e6,
+	        (double)(s->t1 - s->tslot) / 1e6);
 	if (s->machine[0]) {
 		fputs(",\"machine\":", f);
 		json_str(f, s->machine);
@@ -310,6 +351,15 @@ write_slice(FILE *f, const struct timeline *t, const struct tl_slice *s)
 		json_str(f, s->url);
 		fputs("}}", f);
 	}
+	if (s->publane != 0) {
+		fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"cat\":\"publish\","
+		        "\"name\":", s->publane);
+		json_str(f, s->url);
+		fprintf(f, ",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"url\":",
+		        us(t, s->tslot), (double)(s->t1 - s->tslot) / 1000.0);
+		json_str(f, s->url);
+		fprintf(f, ",\"decision\":\"%s\"}}", s->result);
+	}
 }
 
 /* The whole file on f. */
@@ -328,13 +378,18 @@ write_json(FILE *f, const struct timeline *t, const size_t *order,
 	fputs("}}", f);
 	thread_name(f, 0, "", 0);
 	/* a machine's lanes first appear in increasing order (lanes_assign) */
+	uint32_t npub = 0;
 	for (size_t i = 0, named = 0; i < t->n; i++) {
 		const struct tl_slice *s = &t->v[order[i]];
 		if (s->lane > named) {
 			thread_name(f, s->lane, s->machine, s->lane % 1000);
 			named = s->lane;
 		}
+		if (s->publane != 0 && s->publane - TIMELINE_PUBLISH_TID + 1 > npub)
+			npub = s->publane - TIMELINE_PUBLISH_TID + 1;
 	}
+	for (uint32_t i = 0; i < npub; i++)
+		thread_name(f, TIMELINE_PUBLISH_TID + i, "", 0);
 	fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"cat\":\"build\",\"name\":");
 	json_str(f, name);
 	fprintf(f, ",\"ts\":0,\"dur\":%.3f,\"args\":{\"build\":%llu,\"profile\":",

@@ -18,6 +18,8 @@
                                      counted, not drawn (bounded size) */
 #define TIMELINE_MAX_REASON 240   /* bytes of a reason or error kept */
 #define TIMELINE_MAX_NEEDS 64     /* needed URLs listed per step */
+#define TIMELINE_PUBLISH_TID 1000000 /* publishing's lanes' first tid: after
+                                        every agent's (1000 * k + slot) */
 
 struct timeline;
 struct engine;

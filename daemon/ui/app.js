@@ -18,6 +18,10 @@ let frame = 0;
 let selected = null;
 let agents = [];
 let subs = [];                   // the daemon's event subscriptions
+let planned = null;              // Set of the profile's step URLs (api/steps)
+let stepsTimer = 0;
+const thumbs = new Map();        // thumbnail URL -> its <img> (kept: a
+                                 // redraw must not fetch it again)
 
 const $ = (id) => document.getElementById(id);
 
@@ -99,6 +103,9 @@ function apply(ev) {
     for (const s of steps.values()) if (s.running && s.status === "running") s.running = false;
     clearTimeout(timelineTimer);   // its trace is written as it ends
     timelineTimer = setTimeout(loadTimeline, 300);
+    reloadSteps();
+  } else if (ev.sources_changed) {
+    reloadSteps();               // a description may have lost or gained steps
   } else if (ev.overflow && ev.overflow.new_epoch) {
     restart();                   // another daemon: what the page knew is stale
   } else if (ev.stopping) {
@@ -161,10 +168,20 @@ function restart() {
 
 // ---- loading ----
 
+// once a burst of changes is over
+function reloadSteps() {
+  clearTimeout(stepsTimer);
+  stepsTimer = setTimeout(loadSteps, 300);
+}
+
 async function loadSteps() {
   const r = await api("steps" + (profile ? "?profile=" + encodeURIComponent(profile) : ""));
   if (!r.steps) return;
   profile = r.profile;
+  // only the profile's steps are listed: a step deleted from the
+  // descriptions (or seen in the events of the daemon's recent past)
+  // is none of them
+  planned = new Set(r.steps.map((s) => s.url));
   const sel = $("profile");
   if (sel.options.length !== r.profiles.length) {
     sel.textContent = "";
@@ -174,6 +191,7 @@ async function loadSteps() {
   for (const s of r.steps) {
     const st = step(s.url);
     st.tool = s.tool;
+    st.images = s.images || [];
     // what the store recorded, until this page sees the step's own events
     if (st.status === "not built" && s.last)
       st.status = s.last === "FAILED" ? "failed" : "built";
@@ -310,7 +328,8 @@ function lastLines(text, n) {
 function drawFailures() {
   const box = $("failures");
   box.textContent = "";
-  const failed = [...steps.values()].filter((s) => s.status === "failed")
+  const failed = [...steps.values()].filter((s) => s.status === "failed" &&
+                                             (!planned || planned.has(s.url)))
     .sort((a, b) => (b.at || 0) - (a.at || 0));
   if (!failed.length) box.appendChild(el("p", "empty", "no failures"));
   for (const s of failed.slice(0, 20)) {
@@ -318,6 +337,11 @@ function drawFailures() {
     d.dataset.url = s.url;
     d.appendChild(el("strong", "", s.url));
     d.appendChild(el("pre", "tail", lastLines(s.error, 12)));
+    // what it last made (the run that failed published nothing)
+    for (const name of s.images || []) {
+      const t = thumb(s.url, name, s.log || s.at);
+      if (t) d.appendChild(t);
+    }
     if (s.log) {
       const a = el("a", "", "whole log");
       a.href = BASE + "api/log?id=" + s.log;
@@ -333,7 +357,8 @@ function drawList() {
   const re = g ? globRe(g) : null;
   order = [...steps.keys()].filter((u) => {
     const s = steps.get(u);
-    return (!re || re.test(u)) && (!want || s.status === want);
+    return (!planned || planned.has(u)) && (!re || re.test(u)) &&
+      (!want || s.status === want);
   }).sort();
   $("count").textContent = "(" + order.length + ")";
   $("spacer").style.height = order.length * ROW + "px";
@@ -370,6 +395,26 @@ async function rebuild(url) {
   schedule();
 }
 
+// An image output of a step as a thumbnail (api/image: PNG, JPEG, a
+// folder's first); gone when the output is none (not built, not an
+// image). v only tells one version of the output from the next.
+function thumb(url, name, v) {
+  const src = BASE + "api/image?profile=" + encodeURIComponent(profile) + "&url=" +
+    encodeURIComponent(url) + "&output=" + encodeURIComponent(name) + "&v=" + (v || "");
+  let img = thumbs.get(src);
+  if (!img) {
+    if (thumbs.size > 1000) thumbs.clear();
+    img = el("img", "thumb");
+    img.alt = name;
+    img.title = name;
+    img.dataset.output = name;
+    img.onerror = () => { img.dataset.failed = "1"; img.remove(); };
+    img.src = src;
+    thumbs.set(src, img);
+  }
+  return img.dataset.failed ? null : img;
+}
+
 // ---- one step ----
 
 function dl(pairs) {
@@ -396,6 +441,11 @@ async function select(url) {
   const outputs = s.outputs && s.outputs.length ? s.outputs : (rec ? rec.outputs : []);
   for (const o of outputs) outs.appendChild(el("div", "", o.name + " " + o.id + " " + o.size + " B " + o.path));
   if (!outputs.length) outs.textContent = "none recorded";
+  // images are looked at, not read: each image output as a thumbnail
+  for (const name of s.images || []) {
+    const o = outputs.find((x) => x.name === name), t = thumb(url, name, o ? o.id : s.at);
+    if (t) outs.appendChild(t);
+  }
   const log = s.log || (rec ? rec.log : "");
   const pairs = [
     ["status", s.status + (s.reason ? ": " + s.reason : "")],
@@ -421,6 +471,7 @@ async function select(url) {
 
 let timelineTimer = 0;
 let slices = [];                 // drawn, for the tooltip: {x, y, w, h, text}
+let timelineLanes = [];          // the lanes' names, top to bottom
 
 async function loadTimeline() {
   const r = await fetch(BASE + "api/trace");
@@ -439,6 +490,7 @@ function drawTimeline(trace) {
     if (e.ph === "X" && e.cat === "build") { span = Math.max(span, e.dur); head = e.name + ", " + (e.dur / 1e6).toFixed(2) + " s"; }
   }
   const order = [...lanes.entries()].sort((a, b) => a[1].sort - b[1].sort).map((x) => x[0]);
+  timelineLanes = order.map((tid) => lanes.get(tid).name);
   const LANE = 18, LEFT = 110;
   c.width = c.clientWidth;
   c.height = Math.max(1, order.length) * LANE + 4;
@@ -447,8 +499,14 @@ function drawTimeline(trace) {
   g.font = "11px monospace";
   const scale = (c.width - LEFT - 4) / span;
   order.forEach((tid, i) => {
+    const name = lanes.get(tid).name;
+    // publishing apart: a line between the slots and its lanes
+    if (name.startsWith("publishing") && i > 0 && !timelineLanes[i - 1].startsWith("publishing")) {
+      g.fillStyle = "#8a9099";
+      g.fillRect(0, i * LANE, c.width, 1);
+    }
     g.fillStyle = "#8a9099";
-    g.fillText(lanes.get(tid).name, 2, i * LANE + 13);
+    g.fillText(name, 2, i * LANE + 13);
   });
   slices = [];
   for (const e of evs) {
@@ -458,17 +516,19 @@ function drawTimeline(trace) {
     const x = LEFT + e.ts * scale, w = Math.max(1, e.dur * scale), y = row * LANE + 2;
     const d = e.args && e.args.decision;
     g.fillStyle = e.cat === "build" ? "#3a4350" : e.cat === "need" ? "#6cb6ff" :
+                  e.cat === "publish" ? "#8f7fd1" :
                   d === "failed" ? "#e5534b" : d === "cancelled" ? "#666" : "#4caf7a";
     g.fillRect(x, y, w, LANE - 4);
-    if (w > 40 && e.cat === "step") {
+    if (w > 40 && (e.cat === "step" || e.cat === "publish")) {
       g.fillStyle = "#000";
       g.save();
       g.beginPath(); g.rect(x, y, w, LANE - 4); g.clip();
       g.fillText(e.name, x + 2, y + 11);
       g.restore();
     }
-    slices.push({ x: x, y: y, w: w, h: LANE - 4,
-                  text: e.name + " " + (e.dur / 1e6).toFixed(2) + " s" + (d ? " (" + d + ")" : "") });
+    slices.push({ x: x, y: y, w: w, h: LANE - 4, cat: e.cat,
+                  text: (e.cat === "publish" ? "publishing " : "") + e.name + " " +
+                    (e.dur / 1e6).toFixed(2) + " s" + (d ? " (" + d + ")" : "") });
   }
   $("timeline-title").textContent = head;
 }
@@ -481,13 +541,26 @@ $("timeline").onmousemove = (m) => {
 
 // ---- start ----
 
+// What hold and release do, said on the page (a tooltip is not read).
+function holdNote(text) {
+  const n = $("hold-note");
+  n.textContent = text;
+  n.hidden = !text;
+}
 $("hold").onclick = async () => {
   const r = await api("hold", true);
-  $("hold").textContent = r.status === "STATUS_OK" ? "holding" : "hold";
+  const ok = r.status === "STATUS_OK";
+  $("hold").textContent = ok ? "holding" : "hold";
+  holdNote(ok ? "holding change reports: edits are gathered, not reported, so nothing " +
+                "rebuilds until release (as kiln hold)"
+              : "hold refused: " + (r.error || "?"));
 };
 $("release").onclick = async () => {
-  await api("release", true);
+  const r = await api("release", true);
   $("hold").textContent = "hold";
+  holdNote(r.status === "STATUS_OK" ? "released every hold (yours, kiln hold's): the " +
+           "edits held meanwhile are reported now, as one batch" : "release refused: " +
+           (r.error || "?"));
 };
 $("glob").oninput = schedule;
 $("status").onchange = schedule;

@@ -10,6 +10,8 @@ usage: ui_browser.py URL STEP...   where each STEP is one of
   shot:FILE     save a PNG screenshot of the page
   print:JS      print JS's value (JSON) on stdout
   nav:URL       load another URL (wait for it with a wait: step)
+  nojs:         reload the page with its scripts off: what it shows before
+                any of its JavaScript ran (its first paint)
 Exit status 0 when every step held; on failure the page's text goes to
 stderr, so a test says what the page showed instead.
 """
@@ -168,6 +170,9 @@ def main():
                 print(json.dumps(page.eval(arg)))
             elif kind == "nav":
                 page.call("Page.navigate", url=arg)
+            elif kind == "nojs":
+                page.call("Emulation.setScriptExecutionDisabled", value=True)
+                page.call("Page.reload")
             else:
                 sys.stderr.write("ui_browser: unknown step %s\n" % st)
                 return 2

@@ -3,7 +3,8 @@
 # upstream tarball plus Debian's own patches) with kiln's fix for the
 # listener wedge (peer-closed-during-negotiation.patch, see its header) and
 # for a reply lost to a closing connection (rep0-send-on-closed-pipe.patch),
-# and for TLS to a server named by its address (tls-ip-san.patch),
+# for TLS to a server named by its address (tls-ip-san.patch), and for a
+# websocket upgrade refused by the listener's hook (ws-hook-refusal.patch),
 # as a static library under OUT.
 #
 # Usage: third_party/nng/build.sh OUT
@@ -82,6 +83,8 @@ patch -d "$src" -p1 -s <"$here/rep0-send-on-closed-pipe.patch" >>"$log" 2>&1 ||
 	fail "rep0-send-on-closed-pipe.patch does not apply (see $log)"
 patch -d "$src" -p1 -s <"$here/tls-ip-san.patch" >>"$log" 2>&1 ||
 	fail "tls-ip-san.patch does not apply (see $log)"
+patch -d "$src" -p1 -s <"$here/ws-hook-refusal.patch" >>"$log" 2>&1 ||
+	fail "ws-hook-refusal.patch does not apply (see $log)"
 
 jobs=$(nproc 2>/dev/null || echo 2)
 {
