@@ -304,6 +304,12 @@ step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
 		dep_path_resolve(abs, sizeof abs);
 		path = abs;
 	}
+	/* a name looked for in vain directly in "/" is the machine's: no
+	 * project creates files there, and zstd's pseudo-names for its
+	 * standard streams ("/" "*stdin*\\" and "/" "*stdout*\\", stat'ed
+	 * whenever it reads a pipe) are no store key either */
+	if (missing && path[0] == '/' && path[1] != '\0' && strchr(path + 1, '/') == NULL)
+		return 0;
 	cls = dep_path_classify(&pp, path, listing, out, outlen);
 
 	if (cls == DEP_PATH_IGNORED)

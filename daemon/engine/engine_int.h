@@ -23,6 +23,7 @@
 #include "filestate.h"
 #include "kiln_desc.h"
 #include "materialize.h"
+#include "probe_words.h"
 #include "tool_spawn.h"
 #include "kiln_clock.h"
 
@@ -126,6 +127,8 @@ struct node_work {
 	char token[33];          /* the run's KILN_STEP_TOKEN (need.c) */
 	char program[PATH_MAX];  /* the program found for its key ("": not
 	                            found), for its record */
+	struct probe_words words; /* the run's command line, to tell its
+	                            probes of it from lookups (trace.c) */
 	/* a run on a build agent (agent_jobs.c; e->mu) */
 	uint64_t lease;          /* its lease while an agent has it; 0: local */
 	char **extra;            /* project files an earlier try on an agent

@@ -335,6 +335,10 @@ trace_look(struct trace_read *t, const char *p, char kind)
 	if (!step_dep_name(t->e, t->g, t->n, p, kind == 'D', kind == 'M', t->wl, name,
 	                   sizeof name))
 		return;
+	/* a word of its own command line it looked up as a file first
+	 * (probe_words.c): no project file it uses */
+	if (kind == 'M' && name[0] != '/' && probe_words_noise(&t->n->w->words, name))
+		return;
 	for (size_t i = 0; kind != 'D' && i < t->n->ks->ninputs; i++)
 		if (strcmp(t->n->ks->inputs[i], name) == 0)
 			return;
