@@ -167,6 +167,10 @@ struct node {
 	char **warnings;         /* the last result's warnings (paths its run
 	                            used that could not be recorded),
 	                            NULL-terminated; NULL: none */
+	char *execs;             /* the program its tool's program exec'd in
+	                            its place, as its last run showed (a
+	                            shim's interpreter, decide_key.c):
+	                            "FOUND\0RAN\0" malloc'd; NULL: none */
 	char *reason;            /* malloc'd; why it ran or was reused */
 	char *error;             /* malloc'd; why it failed */
 
@@ -226,6 +230,7 @@ struct node {
 	uint8_t need_state;      /* enum need_state: its needs asked (e->ons) */
 	uint8_t have;            /* key and outs hold a complete result */
 	uint8_t traced;          /* the last result's run was traced */
+	uint8_t execs_known;     /* execs is set from a run or a record */
 	uint8_t send_event;      /* publish a StepEvent when done */
 	uint8_t reruns;          /* decided again in this wave because its
 	                            inputs changed while its tool ran */

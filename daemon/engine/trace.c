@@ -45,6 +45,7 @@
 #include "graph.h"
 #include "scratch.h"
 #include "step.h"
+#include "tool_runs.h"
 
 #ifndef KILN_LIBDIR
 #define KILN_LIBDIR "/usr/local/lib/kiln"
@@ -241,6 +242,12 @@ struct trace_read {
 	size_t npids, cappids;
 	int hello, oom, unread;
 	char bad[PATH_MAX];       /* the first write outside, if any */
+	/* the tool's own process: what it exec'd in its place (a shim
+	 * exec'ing its interpreter). An X is an attempt until the next X or
+	 * the end; an x right after it says it failed. */
+	long root;
+	int exec_pending;
+	char exec_try[PATH_MAX], exec_ran[PATH_MAX];
 };
 
 static size_t
@@ -345,6 +352,26 @@ trace_look(struct trace_read *t, const char *p, char kind)
 	path_add(t, name);
 }
 
+/* An X record ("<pid> <path>"): the tool's own process about to exec
+ * path. The attempt before it, if no x undid it, worked. */
+static void
+root_exec(struct trace_read *t, char *rest)
+{
+	char *end;
+	long pid = strtol(rest, &end, 10);
+
+	if (pid != t->root || *end != ' ')
+		return;
+	if (t->exec_pending)
+		memcpy(t->exec_ran, t->exec_try, sizeof t->exec_ran);
+	unescape(end + 1);
+	t->exec_pending = end[1] == '/' && strlen(end + 1) < sizeof t->exec_try;
+	if (t->exec_pending) {
+		memcpy(t->exec_try, end + 1, strlen(end + 1) + 1);
+		dep_path_clean(t->exec_try);
+	}
+}
+
 static void
 trace_line(struct trace_read *t, char *line)
 {
@@ -362,9 +389,12 @@ trace_line(struct trace_read *t, char *line)
 		return;
 	case 'X':
 		pid_add(t, strtol(rest, NULL, 10), -1, -1);
+		root_exec(t, rest);
 		return;
 	case 'x':
 		pid_add(t, strtol(rest, NULL, 10), 1, 1);
+		if (strtol(rest, NULL, 10) == t->root)
+			t->exec_pending = 0;
 		return;
 	case 'E':
 		pid_add(t, strtol(rest, NULL, 10), 0, -1);
@@ -522,10 +552,13 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 	t.lroot = strlen(e->root);
 	t.lscratch = strlen(dir);
 	pid_add(&t, (long)pid, -1, 0);   /* the tool's own first image */
+	t.root = (long)pid;
 	if (trace_read_file(&t, path, n->w->trace_off) != 0) {
 		free(t.pids);
 		return 0;   /* no process loaded the shim, or a runaway trace */
 	}
+	if (t.exec_pending)
+		memcpy(t.exec_ran, t.exec_try, sizeof t.exec_ran);
 	if (t.oom) {
 		set_error(n, "%s: out of memory reading its file-access trace", n->ks->url);
 		rv = KILN_ENOMEM;
@@ -538,6 +571,10 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 		rv = KILN_EFAILED;
 	} else if ((rv = disc_merge(&t)) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
+	} else if (t.hello && n->w->machine[0] == '\0' &&
+	           (rv = tool_runs_learn(e, n, t.exec_ran)) != 0) {
+		/* (an agent's run exec'd a program of its machine) */
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 	} else {
 		n->traced = t.hello && !t.unread;
 		for (size_t i = 0; i < t.cappids; i++)
