@@ -12,7 +12,10 @@
  * depfiles): project files, and files outside the project but not the
  * machine's, by absolute path; a use of build/ the step does not declare,
  * or a path that cannot be recorded, is a warning. Declared inputs are
- * left out (they are in the key).
+ * left out (they are in the key), and so are missing lookups that are the
+ * tool probing its own command line (probe_words.c). The last program
+ * the tool's own process exec'd in its place (X records of its pid) is
+ * handed to tool_runs.c, for the key.
  *
  * A run is traced when every process image that ran wrote its hello line
  * and every process ended normally: each pid must say hello (H) once more
