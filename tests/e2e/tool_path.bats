@@ -103,6 +103,13 @@ expect_output() {
 	printf '%s\n' "$output" | grep -q "path\[1\].*':'" || { echo "$output"; false; }
 }
 
+# versions_folder: a folder for the programs behind a shim, under /tmp (a
+# machine folder) and not beside the project (whose files would be
+# external dependencies), as ~/.pyenv/versions is under a hidden folder.
+versions_folder() {
+	printf '%s/versions-%s\n' "$BATS_FILE_TMPDIR" "$BATS_TEST_NUMBER"
+}
+
 # shim_in DIR TARGET: DIR/mytool is a shell-script shim that execs TARGET
 # with its arguments, as pyenv's python3 shim execs the interpreter.
 shim_in() {
@@ -112,7 +119,8 @@ shim_in() {
 }
 
 @test "a program found through a shim: another program behind the shim reruns the step (warm and after a restart); the first one back is reused" {
-	local shims=$BATS_TEST_TMPDIR/shims versions=$BATS_TEST_TMPDIR/versions
+	local shims=$BATS_TEST_TMPDIR/shims versions
+	versions=$(versions_folder)
 	mytool_in "$versions" V1
 	shim_in "$shims" "$versions/mytool"
 	write_project
@@ -121,8 +129,7 @@ shim_in() {
 	expect_output V1 "$shims"
 	build_with "$shims"
 	[ "$RESULT" != ran ] || { echo "ran again with nothing changed"; echo "$output"; false; }
-	# an upgrade behind the shim (the versions folder is under /tmp, a
-	# machine folder: no discovered dependency would see it)
+	# an upgrade behind the shim (no discovered dependency sees it)
 	mytool_in "$versions" V2
 	build_with "$shims"
 	[ "$RESULT" = ran ] || { echo "after the swap: '$RESULT', expected ran"; echo "$output"; false; }
@@ -146,7 +153,8 @@ shim_in() {
 }
 
 @test "a shim and a PATH that finds the program directly: each is keyed by what it runs, and once both built, switching reruns nothing" {
-	local shims=$BATS_TEST_TMPDIR/shims versions=$BATS_TEST_TMPDIR/versions
+	local shims=$BATS_TEST_TMPDIR/shims versions
+	versions=$(versions_folder)
 	mytool_in "$versions" V1
 	shim_in "$shims" "$versions/mytool"
 	write_project
