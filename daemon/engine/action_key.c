@@ -86,12 +86,12 @@ key_parts_hash(struct key_parts *kp, const char *label, const kiln_id *id)
 }
 
 void
-key_parts_drop(struct key_parts *kp, const char *prefix)
+key_parts_drop(struct key_parts *kp, const char *label)
 {
-	size_t lp = strlen(prefix), at = 0;
+	size_t at = 0;
 
 	for (size_t i = 0; i < kp->n; i++) {
-		if (strncmp(kp->v[i].label, prefix, lp) == 0) {
+		if (strcmp(kp->v[i].label, label) == 0) {
 			free(kp->v[i].label);
 			free(kp->v[i].text);
 			continue;

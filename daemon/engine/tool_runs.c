@@ -7,13 +7,15 @@
  * own folders and $HOME's hidden ones are no discovered dependencies, so
  * an interpreter upgraded behind the shim would rerun nothing. The tracer
  * records each exec (its X lines); the last program the tool's own
- * process exec'd is what actually ran. Its path and content hash are the
- * key part "tool runs PATH".
+ * process exec'd is what actually ran. Its content hash is the key part
+ * "tool runs" (content only, as "tool exe": a colleague whose pyenv lives
+ * in another $HOME shares the results); its path is how it is found
+ * again.
  *
  * The key is made before the run, so what the shim execs is learned from
  * the last run: remembered in the node (n->execs, with the program it was
- * found behind) and, for a new daemon, in the step's decision record (the
- * part's label and StepRecord.program). A run that shows another program
+ * found behind) and, for a new daemon, in the step's decision record
+ * (StepRecord.program and .program_ran). A run that shows another program
  * (or none) makes its key again before its result is stored, so the
  * result is filed under the key of what ran and the next decision, which
  * knows it, finds it.
@@ -33,7 +35,7 @@
 #include "publish.h"
 #include "tool_runs.h"
 
-#define PART "tool runs "
+#define PART "tool runs"
 
 /* The program remembered behind exe, or NULL. */
 static const char *
@@ -73,10 +75,9 @@ runs_from_record(struct engine *e, const struct graph *g, struct node *n)
 
 	prev_load(e, g, n);
 	r = n->w->prev;
-	if (r != NULL && r->program != NULL && r->program[0] != '\0')
-		for (size_t i = 0; i < r->n_parts; i++)
-			if (strncmp(r->parts[i]->label, PART, strlen(PART)) == 0)
-				return runs_set(n, r->program, r->parts[i]->label + strlen(PART));
+	if (r != NULL && r->program != NULL && r->program[0] != '\0' &&
+	    r->program_ran != NULL && r->program_ran[0] != '\0')
+		return runs_set(n, r->program, r->program_ran);
 	return runs_set(n, "", NULL);
 }
 
@@ -87,10 +88,10 @@ part_add(struct engine *e, struct key_parts *kp, const char *ran)
 	int rv = filestate_hash(e->fs, ran, &h);
 
 	if (rv == 0)
-		return key_parts_hash2(kp, PART, ran, &h);
+		return key_parts_hash(kp, PART, &h);
 	/* gone (an uninstalled version): the key differs, the step runs and
 	 * its run says what it execs now */
-	return key_parts_text2(kp, PART, ran, "missing");
+	return key_parts_text(kp, PART, "missing");
 }
 
 int
@@ -156,4 +157,12 @@ tool_runs_learn(struct engine *e, struct node *n, const char *ran)
 	if (ran != NULL && (rv = part_add(e, &n->w->parts, ran)) != 0)
 		return rv;
 	return key_parts_key(&n->w->parts, &n->w->new_key);
+}
+
+const char *
+tool_runs_ran(const struct node *n)
+{
+	const char *ran = n->w != NULL ? runs_of(n, n->w->program) : NULL;
+
+	return ran != NULL ? ran : "";
 }

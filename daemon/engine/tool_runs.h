@@ -6,7 +6,7 @@
 
 #include "engine_int.h"
 
-/* Add the key part "tool runs PATH" (PATH's content hash, or "missing")
+/* Add the key part "tool runs" (the content hash of PATH, or "missing")
  * when n's last run showed its program exe (absolute, as found on the
  * build's PATH) exec'ing PATH in its place. What the last run showed is
  * read from n's decision record the first time (after a restart). 0 or
@@ -25,5 +25,9 @@ int tool_runs_quick(struct engine *e, const struct node *n, const char *exe, kil
  * key of what ran, and n remembers it for its next decision. 0 or a
  * KILN_E* code. */
 int tool_runs_learn(struct engine *e, struct node *n, const char *ran);
+
+/* The program n's decided program (n->w->program) exec'd in its place as
+ * far as n knows, for its decision record; "" none. Borrowed from n. */
+const char *tool_runs_ran(const struct node *n);
 
 #endif

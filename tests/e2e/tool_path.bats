@@ -135,7 +135,7 @@ shim_in() {
 	[ "$RESULT" = ran ] || { echo "after the swap: '$RESULT', expected ran"; echo "$output"; false; }
 	expect_output V2 "$shims"
 	run "$KILN" why out.txt
-	[[ "$output" == *"tool runs $versions/mytool changed "* ]] || { echo "$output"; false; }
+	[[ "$output" == *"tool runs changed "* ]] || { echo "$output"; false; }
 	[[ "$output" == *"program: $shims/mytool"* ]] || { echo "$output"; false; }
 	# a new daemon knows what the shim execs from the step's record
 	"$KILN" stop
