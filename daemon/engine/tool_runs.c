@@ -20,6 +20,12 @@
  * result is filed under the key of what ran and the next decision, which
  * knows it, finds it.
  *
+ * Only a program that is a script ("#!") counts as a shim: a shell
+ * binary running a command string (a shell tool, `sh -c`) execs its last
+ * command in its place too, but what that command runs is the script's
+ * business (and keying it would cost every shell step a run on a machine
+ * that has not learnt it yet: the shared cache could not serve it).
+ *
  * The shim stays in the key: a wrapper's own text (the options it adds,
  * the environment it sets) can change what the program makes, so a step
  * run through a shim and one whose PATH finds the program directly have
@@ -30,7 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "publish.h"
 #include "tool_runs.h"
@@ -137,6 +145,20 @@ runs_other(const char *exe, const char *ran)
 	return realpath(exe, a) == NULL || realpath(ran, b) == NULL || strcmp(a, b) != 0;
 }
 
+/* Whether the program at path is a script ("#!"): a shim. */
+static int
+is_script(const char *path)
+{
+	char head[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+	close(fd);
+	return ok;
+}
+
 int
 tool_runs_learn(struct engine *e, struct node *n, const char *ran)
 {
@@ -145,7 +167,7 @@ tool_runs_learn(struct engine *e, struct node *n, const char *ran)
 
 	if (exe[0] == '\0' || n->ks->tool->builtin)
 		return 0;
-	if (!runs_other(exe, ran))
+	if (!is_script(exe) || !runs_other(exe, ran))
 		ran = NULL;
 	if ((had == NULL && ran == NULL) || (had != NULL && ran != NULL && strcmp(had, ran) == 0)) {
 		n->execs_known = 1;

@@ -574,9 +574,10 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 		rv = KILN_EFAILED;
 	} else if ((rv = disc_merge(&t)) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
+	/* what its own process exec'd, for its key; not a run on an agent,
+	 * whose programs are that machine's */
 	} else if (t.hello && n->w->machine[0] == '\0' &&
 	           (rv = tool_runs_learn(e, n, t.exec_ran)) != 0) {
-		/* (an agent's run exec'd a program of its machine) */
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 	} else {
 		n->traced = t.hello && !t.unread;
