@@ -32,11 +32,11 @@
  * different keys (each cached on its own).
  *
  * Threads: the worker holding the node. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
