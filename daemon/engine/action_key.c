@@ -85,6 +85,22 @@ key_parts_hash(struct key_parts *kp, const char *label, const kiln_id *id)
 	return key_parts_hash2(kp, "", label, id);
 }
 
+void
+key_parts_drop(struct key_parts *kp, const char *label)
+{
+	size_t at = 0;
+
+	for (size_t i = 0; i < kp->n; i++) {
+		if (strcmp(kp->v[i].label, label) == 0) {
+			free(kp->v[i].label);
+			free(kp->v[i].text);
+			continue;
+		}
+		kp->v[at++] = kp->v[i];
+	}
+	kp->n = at;
+}
+
 static int
 part_cmp(const void *a, const void *b)
 {

@@ -38,6 +38,8 @@ void key_parts_free(struct key_parts *kp);
 /* Add a part. The label and text are copied. Returns 0 or KILN_ENOMEM. */
 int key_parts_text(struct key_parts *kp, const char *label, const char *text);
 int key_parts_hash(struct key_parts *kp, const char *label, const kiln_id *id);
+/* Remove the parts labelled label. */
+void key_parts_drop(struct key_parts *kp, const char *label);
 /* As key_parts_text with label "<prefix><name>". */
 int key_parts_text2(struct key_parts *kp, const char *prefix, const char *name,
                     const char *text);

@@ -1,8 +1,9 @@
 /* decide.c — deciding whether a step is up to date, may reuse a cached
  * result, or must run (step_eval; see decide.h).
  *
- * A cheap fingerprint first (quick_key: the program and every input's
- * hash): equal to the last one, with the materialized files untouched and
+ * A cheap fingerprint first (quick_key: the program, the one it exec'd in
+ * its place last time (tool_runs.c), and every input's hash): equal to
+ * the last one, with the materialized files untouched and
  * the blobs still in the store, the step is up to date without computing
  * its key. Otherwise the key parts are gathered (decide_key.c) and hashed
  * into the action key. The same key as this daemon's last decision, with
@@ -28,6 +29,7 @@
 #include "record_batch.h"
 #include "remote.h"
 #include "step.h"
+#include "tool_runs.h"
 #include "watch.h"
 
 static void
@@ -104,7 +106,7 @@ static int
 quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 {
 	kiln_id small[64], *v = small;
-	size_t nv = 1, cap = 1;   /* the program's */
+	size_t nv = 1, cap = 2;   /* the program's, and what it execs */
 	char exe[PATH_MAX];
 	int rv;
 
@@ -115,6 +117,7 @@ quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
 		return KILN_ENOMEM;
 	if ((rv = step_program(e, n, exe, sizeof exe, &v[0], NULL)) != 0)
 		goto fail;
+	nv += (size_t)tool_runs_quick(e, n, exe, &v[nv]);
 	for (size_t i = 0; i < n->ks->ninputs; i++)
 		if ((rv = filestate_hash(e->fs, n->ks->inputs[i], &v[nv++])) != 0)
 			goto fail;

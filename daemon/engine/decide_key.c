@@ -1,7 +1,8 @@
 /* decide_key.c — deciding, part one: gathering a step's action key parts
  * (action_key.h): the tool's identity (its name, declared version and the
  * content hash of the program found on the build's PATH: step_program,
- * looked up once per tool, PATH and wave), the argv and env templates, the
+ * looked up once per tool, PATH and wave, and of the program it exec'd in
+ * its place last time: tool_runs.c), the argv and env templates, the
  * profile variables the tool uses, each param, each output's name, the
  * content hash of each source input and of each prerequisite's output
  * the tool gets, and the order it gets its inputs in.
@@ -19,6 +20,7 @@
 #include "decide.h"
 #include "search_path.h"
 #include "step.h"
+#include "tool_runs.h"
 
 static void
 val_render(struct sbuf *b, const kiln_val *v)
@@ -173,6 +175,9 @@ parts_tool(struct engine *e, const struct graph *g, struct node *n,
 		rv = bundle_key_parts(g, n, kp);
 	else if (rv == 0)
 		rv = key_parts_hash(kp, "tool exe", &h);
+	/* and the program it exec'd in its place last time (a shim's) */
+	if (rv == 0 && !t->builtin)
+		rv = tool_runs_part(e, g, n, exe, kp);
 	for (size_t i = 0; i < ks->nargv; i++) {
 		if (i)
 			sb_add(&b, "\x1f", 1);

@@ -4,7 +4,8 @@
  * The order of the tests is the policy:
  *   1. "/" itself: nothing (no tool depends on the machine's root).
  *   2. Inside the project root: .kiln/ is kiln's own (scratch folders,
- *      depfiles, traces); build/ holds steps' outputs (the caller checks
+ *      depfiles, traces), also behind a tool's prefix (png32:.kiln/...,
+ *      a word ImageMagick looks up whole); build/ holds steps' outputs (the caller checks
  *      them against the step's inputs); the root folder is a dependency
  *      only as a listing; everything else is a project file, named
  *      relative to the root, and must be a valid store key.
@@ -225,15 +226,38 @@ put(char *out, size_t outlen, const char *name, int listing, enum dep_path_class
 	return w < 0 || (size_t)w >= outlen ? DEP_PATH_INVALID : cls;
 }
 
+/* Whether rel (project-relative) is kiln's own folder spelled behind a
+ * tool's prefix: "PREFIX:REST", PREFIX without a '/', REST in .kiln/
+ * relative to the root or absolute (root/.kiln/...). ImageMagick is given
+ * `png32:.kiln/scratch/<run>/1/hero.png` and looks that whole word up as
+ * a file first; no project file has such a name, and the scratch part
+ * changes with every run. */
+static int
+prefixed_own(const char *rel, const char *root)
+{
+	const char *colon = strchr(rel, ':'), *slash = strchr(rel, '/');
+	size_t lr = strlen(root);
+
+	if (colon == NULL || colon == rel || (slash != NULL && slash < colon))
+		return 0;
+	rel = colon + 1;
+	if (strncmp(rel, root, lr) == 0 && rel[lr] == '/')
+		rel += lr + 1;
+	while (rel[0] == '.' && rel[1] == '/')
+		rel += 2;
+	return first_is(rel, ".kiln");
+}
+
 /* A path inside the project, rel relative to its root. */
 static enum dep_path_class
-classify_project(const char *rel, int listing, char *out, size_t outlen)
+classify_project(const char *rel, const char *root, int listing, char *out,
+                 size_t outlen)
 {
 	if (rel[0] == '\0') {
 		snprintf(out, outlen, "%s", listing ? "./" : ".");
 		return listing ? DEP_PATH_PROJECT : DEP_PATH_IGNORED;
 	}
-	if (first_is(rel, ".kiln"))
+	if (first_is(rel, ".kiln") || prefixed_own(rel, root))
 		return put(out, outlen, rel, 0, DEP_PATH_IGNORED);
 	if (kiln_url_check(rel) != 0)
 		return put(out, outlen, rel, 0, DEP_PATH_INVALID);
@@ -262,7 +286,8 @@ dep_path_classify(const struct dep_path_policy *pp, const char *path, int listin
 	if (strcmp(p, "/") == 0)
 		return put(out, outlen, p, 0, DEP_PATH_IGNORED);
 	if (under(p, pp->root, lr))
-		return classify_project(p[lr] ? p + lr + 1 : "", listing, out, outlen);
+		return classify_project(p[lr] ? p + lr + 1 : "", pp->root, listing, out,
+		                        outlen);
 	if (is_home_hidden(p, pp->home))
 		return put(out, outlen, p, 0, DEP_PATH_IGNORED);
 	if (!is_sibling(p, pp->root) && is_machine(p))

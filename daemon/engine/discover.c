@@ -6,8 +6,10 @@
  *
  * A path is recorded (n->disc, the result's FileDeps) when it is a project
  * file or an external one. It is left out silently when it is the
- * machine's, kiln's own (.kiln/), or one of the step's inputs under
- * build/ (those are in its key). Everything else is a warning in the
+ * machine's (a name looked for in vain directly in "/" too), kiln's own
+ * (.kiln/), or one of the step's inputs under build/ (those are in its
+ * key); trace.c also leaves out a tool's probes of its own command line
+ * (probe_words.c). Everything else is a warning in the
  * result (n->warnings, ActionResult.warnings): a use of another step's
  * output under build/ the step does not declare, or a path that cannot be
  * a store key. Warnings are capped at WARN_MAX, then one "and N more"
@@ -304,6 +306,12 @@ step_dep_name(struct engine *e, const struct graph *g, const struct node *n,
 		dep_path_resolve(abs, sizeof abs);
 		path = abs;
 	}
+	/* a name looked for in vain directly in "/" is the machine's: no
+	 * project creates files there, and zstd's pseudo-names for its
+	 * standard streams ("/" "*stdin*\\" and "/" "*stdout*\\", stat'ed
+	 * whenever it reads a pipe) are no store key either */
+	if (missing && path[0] == '/' && path[1] != '\0' && strchr(path + 1, '/') == NULL)
+		return 0;
 	cls = dep_path_classify(&pp, path, listing, out, outlen);
 
 	if (cls == DEP_PATH_IGNORED)

@@ -23,6 +23,7 @@
 #include "filestate.h"
 #include "kiln_desc.h"
 #include "materialize.h"
+#include "probe_words.h"
 #include "tool_spawn.h"
 #include "kiln_clock.h"
 
@@ -128,6 +129,8 @@ struct node_work {
 	char token[33];          /* the run's KILN_STEP_TOKEN (need.c) */
 	char program[PATH_MAX];  /* the program found for its key ("": not
 	                            found), for its record */
+	struct probe_words words; /* the run's command line, to tell its
+	                            probes of it from lookups (trace.c) */
 	/* a run on a build agent (agent_jobs.c; e->mu) */
 	uint64_t lease;          /* its lease while an agent has it; 0: local */
 	char **extra;            /* project files an earlier try on an agent
@@ -166,6 +169,10 @@ struct node {
 	char **warnings;         /* the last result's warnings (paths its run
 	                            used that could not be recorded),
 	                            NULL-terminated; NULL: none */
+	char *execs;             /* the program its tool's program exec'd in
+	                            its place, as its last run showed (a
+	                            shim's interpreter, decide_key.c):
+	                            "FOUND\0RAN\0" malloc'd; NULL: none */
 	char *reason;            /* malloc'd; why it ran or was reused */
 	char *error;             /* malloc'd; why it failed */
 
@@ -225,6 +232,7 @@ struct node {
 	uint8_t need_state;      /* enum need_state: its needs asked (e->ons) */
 	uint8_t have;            /* key and outs hold a complete result */
 	uint8_t traced;          /* the last result's run was traced */
+	uint8_t execs_known;     /* execs is set from a run or a record */
 	uint8_t send_event;      /* publish a StepEvent when done */
 	uint8_t reruns;          /* decided again in this wave because its
 	                            inputs changed while its tool ran */

@@ -40,6 +40,7 @@ graph_free(struct graph *g)
 		need_deps_free(n->rneeds, n->nrneeds);
 		free(n->reason);
 		free(n->error);
+		free(n->execs);
 		node_work_free(n);
 	}
 	free(g->nodes);
@@ -288,9 +289,12 @@ graph_carry(struct graph *to, struct graph *from)
 		n->ndisc = o->ndisc;
 		n->ndisc_depfile = o->ndisc_depfile;
 		n->warnings = o->warnings;
+		n->execs = o->execs;
+		n->execs_known = o->execs_known;
 		o->disc = NULL;
 		o->ndisc = 0;
 		o->warnings = NULL;
+		o->execs = NULL;
 	}
 }
 

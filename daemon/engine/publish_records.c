@@ -14,6 +14,7 @@
 #include "publish.h"
 #include "record_batch.h"
 #include "step.h"
+#include "tool_runs.h"
 
 void
 prev_load(struct engine *e, const struct graph *g, struct node *n)
@@ -116,6 +117,7 @@ record_put(struct engine *e, const struct graph *g, struct node *n,
 	r.duration_ns = n->duration_ns;
 	r.traced = decision != KILN__STEP_RECORD__DECISION__FAILED && n->traced;
 	r.program = n->w->program;
+	r.program_ran = (char *)tool_runs_ran(n);
 	r.machine = n->w->machine;
 	if (decision != KILN__STEP_RECORD__DECISION__FAILED) {
 		r.warnings = n->warnings;

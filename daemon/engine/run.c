@@ -440,7 +440,8 @@ prep_make(struct engine *e, struct graph *g, struct node *n, struct run_prep *rp
 		          n->ks->url, kiln_strerror(rv));
 		return rv;
 	}
-	if ((rv = paths_make(e, g, n, &rp->p)) != 0 || (rv = argv_make(e, n, &rp->p, &rp->av)) != 0)
+	if ((rv = paths_make(e, g, n, &rp->p)) != 0 || (rv = argv_make(e, n, &rp->p, &rp->av)) != 0 ||
+	    (rv = probe_words_make(&n->w->words, rp->av.v, rp->av.n, n->ks->tool->shell)) != 0)
 		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 	else if (n->folders && (rv = folder_prepare_at(e, n)) != 0)
 		set_error(n, "%s: cannot make its folder outputs in its scratch folder: %s",

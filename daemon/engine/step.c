@@ -92,6 +92,7 @@ node_work_free(struct node *n)
 		free(n->w->extra[i]);
 	free(n->w->extra);
 	free(n->w->landed);
+	probe_words_free(&n->w->words);
 	free(n->w);
 	n->w = NULL;
 }

@@ -12,7 +12,10 @@
  * depfiles): project files, and files outside the project but not the
  * machine's, by absolute path; a use of build/ the step does not declare,
  * or a path that cannot be recorded, is a warning. Declared inputs are
- * left out (they are in the key).
+ * left out (they are in the key), and so are missing lookups that are the
+ * tool probing its own command line (probe_words.c). The last program
+ * the tool's own process exec'd in its place (X records of its pid) is
+ * handed to tool_runs.c, for the key.
  *
  * A run is traced when every process image that ran wrote its hello line
  * and every process ended normally: each pid must say hello (H) once more
@@ -45,6 +48,7 @@
 #include "graph.h"
 #include "scratch.h"
 #include "step.h"
+#include "tool_runs.h"
 
 #ifndef KILN_LIBDIR
 #define KILN_LIBDIR "/usr/local/lib/kiln"
@@ -241,6 +245,12 @@ struct trace_read {
 	size_t npids, cappids;
 	int hello, oom, unread;
 	char bad[PATH_MAX];       /* the first write outside, if any */
+	/* the tool's own process: what it exec'd in its place (a shim
+	 * exec'ing its interpreter). An X is an attempt until the next X or
+	 * the end; an x right after it says it failed. */
+	long root;
+	int exec_pending;
+	char exec_try[PATH_MAX], exec_ran[PATH_MAX];
 };
 
 static size_t
@@ -335,10 +345,34 @@ trace_look(struct trace_read *t, const char *p, char kind)
 	if (!step_dep_name(t->e, t->g, t->n, p, kind == 'D', kind == 'M', t->wl, name,
 	                   sizeof name))
 		return;
+	/* a word of its own command line it looked up as a file first
+	 * (probe_words.c): no project file it uses */
+	if (kind == 'M' && name[0] != '/' && probe_words_noise(&t->n->w->words, name))
+		return;
 	for (size_t i = 0; kind != 'D' && i < t->n->ks->ninputs; i++)
 		if (strcmp(t->n->ks->inputs[i], name) == 0)
 			return;
 	path_add(t, name);
+}
+
+/* An X record ("<pid> <path>"): the tool's own process about to exec
+ * path. The attempt before it, if no x undid it, worked. */
+static void
+root_exec(struct trace_read *t, char *rest)
+{
+	char *end;
+	long pid = strtol(rest, &end, 10);
+
+	if (pid != t->root || *end != ' ')
+		return;
+	if (t->exec_pending)
+		memcpy(t->exec_ran, t->exec_try, sizeof t->exec_ran);
+	unescape(end + 1);
+	t->exec_pending = end[1] == '/' && strlen(end + 1) < sizeof t->exec_try;
+	if (t->exec_pending) {
+		memcpy(t->exec_try, end + 1, strlen(end + 1) + 1);
+		dep_path_clean(t->exec_try);
+	}
 }
 
 static void
@@ -358,9 +392,12 @@ trace_line(struct trace_read *t, char *line)
 		return;
 	case 'X':
 		pid_add(t, strtol(rest, NULL, 10), -1, -1);
+		root_exec(t, rest);
 		return;
 	case 'x':
 		pid_add(t, strtol(rest, NULL, 10), 1, 1);
+		if (strtol(rest, NULL, 10) == t->root)
+			t->exec_pending = 0;
 		return;
 	case 'E':
 		pid_add(t, strtol(rest, NULL, 10), 0, -1);
@@ -518,10 +555,13 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 	t.lroot = strlen(e->root);
 	t.lscratch = strlen(dir);
 	pid_add(&t, (long)pid, -1, 0);   /* the tool's own first image */
+	t.root = (long)pid;
 	if (trace_read_file(&t, path, n->w->trace_off) != 0) {
 		free(t.pids);
 		return 0;   /* no process loaded the shim, or a runaway trace */
 	}
+	if (t.exec_pending)
+		memcpy(t.exec_ran, t.exec_try, sizeof t.exec_ran);
 	if (t.oom) {
 		set_error(n, "%s: out of memory reading its file-access trace", n->ks->url);
 		rv = KILN_ENOMEM;
@@ -534,6 +574,11 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 		rv = KILN_EFAILED;
 	} else if ((rv = disc_merge(&t)) != 0) {
 		set_error(n, "%s: out of memory", n->ks->url);
+	/* what its own process exec'd, for its key; not a run on an agent,
+	 * whose programs are that machine's */
+	} else if (t.hello && n->w->machine[0] == '\0' &&
+	           (rv = tool_runs_learn(e, n, t.exec_ran)) != 0) {
+		set_error(n, "%s: %s", n->ks->url, kiln_strerror(rv));
 	} else {
 		n->traced = t.hello && !t.unread;
 		for (size_t i = 0; i < t.cappids; i++)

@@ -102,3 +102,77 @@ expect_output() {
 	printf '%s\n' "$output" | grep -q "path\[0\]" || { echo "$output"; false; }
 	printf '%s\n' "$output" | grep -q "path\[1\].*':'" || { echo "$output"; false; }
 }
+
+# versions_folder: a folder for the programs behind a shim, under /tmp (a
+# machine folder) and not beside the project (whose files would be
+# external dependencies), as ~/.pyenv/versions is under a hidden folder.
+versions_folder() {
+	printf '%s/versions-%s\n' "$BATS_FILE_TMPDIR" "$BATS_TEST_NUMBER"
+}
+
+# shim_in DIR TARGET: DIR/mytool is a shell-script shim that execs TARGET
+# with its arguments, as pyenv's python3 shim execs the interpreter.
+shim_in() {
+	mkdir -p "$1"
+	printf '#!/bin/sh\nexec "%s" "$@"\n' "$2" >"$1/mytool"
+	chmod +x "$1/mytool"
+}
+
+@test "a program found through a shim: another program behind the shim reruns the step (warm and after a restart); the first one back is reused" {
+	local shims=$BATS_TEST_TMPDIR/shims versions
+	versions=$(versions_folder)
+	mytool_in "$versions" V1
+	shim_in "$shims" "$versions/mytool"
+	write_project
+	build_with "$shims"
+	[ "$RESULT" = ran ] || { echo "first build: $RESULT"; false; }
+	expect_output V1 "$shims"
+	build_with "$shims"
+	[ "$RESULT" != ran ] || { echo "ran again with nothing changed"; echo "$output"; false; }
+	# an upgrade behind the shim (no discovered dependency sees it)
+	mytool_in "$versions" V2
+	build_with "$shims"
+	[ "$RESULT" = ran ] || { echo "after the swap: '$RESULT', expected ran"; echo "$output"; false; }
+	expect_output V2 "$shims"
+	run "$KILN" why out.txt
+	[[ "$output" == *"tool runs changed "* ]] || { echo "$output"; false; }
+	[[ "$output" == *"program: $shims/mytool"* ]] || { echo "$output"; false; }
+	# a new daemon knows what the shim execs from the step's record
+	"$KILN" stop
+	build_with "$shims"
+	[ "$RESULT" != ran ] || { echo "ran after a restart with nothing changed"; echo "$output"; false; }
+	mytool_in "$versions" V3
+	build_with "$shims"
+	[ "$RESULT" = ran ] || { echo "after a restart and a swap: '$RESULT', expected ran"; echo "$output"; false; }
+	expect_output V3 "$shims"
+	# the first program back: its result is in the store
+	mytool_in "$versions" V1
+	build_with "$shims"
+	[ "$RESULT" = reused ] || { echo "V1 back: '$RESULT', expected reused"; echo "$output"; false; }
+	expect_output V1 "$shims"
+}
+
+@test "a shim and a PATH that finds the program directly: each is keyed by what it runs, and once both built, switching reruns nothing" {
+	local shims=$BATS_TEST_TMPDIR/shims versions
+	versions=$(versions_folder)
+	mytool_in "$versions" V1
+	shim_in "$shims" "$versions/mytool"
+	write_project
+	build_with "$shims"
+	[ "$RESULT" = ran ] || { echo "first build: $RESULT"; false; }
+	# the shim's own text is in its key (a wrapper may add options or
+	# environment), so a client reaching the program directly builds once
+	build_with "$versions"
+	[ "$RESULT" = ran ] || { echo "direct: '$RESULT', expected ran"; echo "$output"; false; }
+	build_with "$shims"
+	[ "$RESULT" = reused ] || { echo "shim again: '$RESULT', expected reused"; echo "$output"; false; }
+	build_with "$versions"
+	[ "$RESULT" = reused ] || { echo "direct again: '$RESULT', expected reused"; echo "$output"; false; }
+	# both see the program behind the shim change
+	mytool_in "$versions" V2
+	build_with "$shims"
+	[ "$RESULT" = ran ] || { echo "shim after the swap: '$RESULT', expected ran"; echo "$output"; false; }
+	build_with "$versions"
+	[ "$RESULT" = ran ] || { echo "direct after the swap: '$RESULT', expected ran"; echo "$output"; false; }
+	expect_output V2 "$versions"
+}
