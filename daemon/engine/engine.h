@@ -254,6 +254,55 @@ int engine_need(struct engine *e, const char *token, const char *url,
                 size_t errlen);
 void engine_need_answer_free(struct engine_need_answer *ans);
 
+/* ---- snapshots (snapshot.c): what is built, for a subscriber starting up
+ *
+ * Each step's state, copied (it outlives the graph): strings are offsets
+ * into strs. */
+enum engine_snap_state {
+	SNAP_BUILT,              /* StepState.State's values */
+	SNAP_FAILED,
+	SNAP_SKIPPED,
+	SNAP_CANCELLED,
+	SNAP_NOT_BUILT,
+};
+
+struct engine_snap_out {
+	kiln_id id;
+	uint64_t size;           /* UINT64_MAX: not known (from the index) */
+	uint32_t name, path;     /* offsets into strs */
+};
+
+struct engine_snap_step {
+	uint32_t profile, url, error;   /* offsets into strs */
+	uint32_t out0, nouts;    /* outs[out0 .. out0 + nouts) */
+	uint8_t state;           /* enum engine_snap_state */
+	uint8_t building;        /* a build has it queued or running */
+};
+
+struct engine_snap {
+	struct engine_snap_step *steps;  /* by profile, then URL */
+	size_t n, cap;
+	struct engine_snap_out *outs;
+	size_t nouts, capouts;
+	char *strs;              /* offset 0 is "" */
+	size_t len, caplen;
+};
+
+/* The state of every step of profile (NULL or "": of every profile of the
+ * project) whose URL pass(pass_arg, profile, url) accepts, into *out
+ * (free with engine_snap_free), loading the project when needed; then,
+ * the engine's lock still held, at(at_arg) is called: no step finishes
+ * (and publishes its event) between the two, so what at() does (take the
+ * event stream's cursor) sees the snapshot's moment. Outputs come from
+ * the graph for steps this daemon decided, else from the store's index.
+ * at() is not called on an error: KILN_EBADPROJECT (err lists the
+ * descriptions' errors), KILN_EINVAL (an unknown profile), KILN_ENOMEM. */
+int engine_snapshot(struct engine *e, const char *profile,
+                    int (*pass)(void *pass_arg, const char *profile, const char *url),
+                    void *pass_arg, void (*at)(void *at_arg), void *at_arg,
+                    struct engine_snap **out, char *err, size_t errlen);
+void engine_snap_free(struct engine_snap *s);
+
 /* The shared cache's state for `kiln status` (docs/cache.md). */
 struct engine_cache_status {
 	char url[512];            /* "" when no cache is in use */
