@@ -401,9 +401,9 @@ int kiln_events_filter(kiln_conn *c, const kiln_event_filter *f);
  * several hundred replies); if the connection drops while they are read,
  * libkiln subscribes again and the snapshot starts over (its steps may
  * then come twice before the SNAPSHOT_END). A subscription resuming after
- * a cursor gets none (it gets the events it missed). A daemon older than
- * snapshots sends a SNAPSHOT_END alone. Returns 0 or KILN_EBUSY (c is
- * subscribed). */
+ * a cursor gets none (it gets the events it missed). From a daemon older
+ * than snapshots only the SNAPSHOT_END comes (steps 0). Returns 0 or
+ * KILN_EBUSY (c is subscribed). */
 int kiln_events_snapshot(kiln_conn *c, int on);
 
 /* Called on libkiln's own thread for each event; a non-zero return ends
