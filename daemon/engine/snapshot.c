@@ -240,7 +240,9 @@ snap_graph(struct engine *e, struct graph *g, struct engine_snap *s,
 			break;
 		st.state = snap_state(n, st.nouts);
 		st.building = (uint8_t)node_building(n);
-		if (st.state == SNAP_FAILED && n->error != NULL) {
+		/* an audit sets and frees the errors of the nodes it runs,
+		 * unlocked: none is read meanwhile */
+		if (st.state == SNAP_FAILED && n->error != NULL && !e->auditing) {
 			if ((error = snap_str(s, n->error)) < 0) {
 				rv = KILN_ENOMEM;
 				break;
@@ -303,8 +305,9 @@ engine_snapshot(struct engine *e, const char *profile,
 	}
 	pthread_mutex_lock(&e->mu);
 	/* as `kiln deps` does: loaded again when its files changed and no
-	 * build runs (a running build's graph is the one it builds) */
-	if ((e->desc == NULL || e->nactive == 0) &&
+	 * build runs (a running build's graph is the one it builds), nor an
+	 * audit (it runs the graph's nodes unlocked) */
+	if ((e->desc == NULL || (e->nactive == 0 && !e->auditing)) &&
 	    (rv = project_fresh(e, err, errlen)) != 0)
 		goto fail;
 	if ((rv = snap_profiles(e, profile, s, pass, pass_arg)) != 0)
