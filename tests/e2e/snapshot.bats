@@ -192,3 +192,26 @@ mobile u2 built" ] || { echo "$output"; false; }
 	wait "$pid"
 	[ "$(wc -l <hr.out)" -eq 2 ] || { cat hr.out; false; }
 }
+
+@test "descriptions with errors: an empty snapshot says why, and the stream still comes" {
+	project 1
+	printf '  - { url: broken, tool: nosuchtool, inputs: [src/i1.txt] }\n' >>kiln.yaml
+	echo x >blob
+	"$KILN" status >/dev/null
+	"$KILN" events --snapshot >"$BATS_TEST_TMPDIR/ev.out" 2>&1 &
+	ev=$!
+	wait_for grep -q ' snapshot-end ' "$BATS_TEST_TMPDIR/ev.out"
+	grep -q ' snapshot-end 0 error=".*nosuchtool' "$BATS_TEST_TMPDIR/ev.out" ||
+		{ cat "$BATS_TEST_TMPDIR/ev.out"; kill "$ev"; false; }
+	"$KILN" put blob >/dev/null
+	wait_for grep -q " blob-stored $(hash_of blob) " "$BATS_TEST_TMPDIR/ev.out" ||
+		{ cat "$BATS_TEST_TMPDIR/ev.out"; kill "$ev"; false; }
+	kill "$ev"
+	wait "$ev" || true
+}
+
+@test "--snapshot with --since is a usage error" {
+	run --separate-stderr "$KILN" events --snapshot --since 1:1
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--snapshot and --since"* ]] || { echo "$stderr"; false; }
+}
