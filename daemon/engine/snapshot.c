@@ -107,7 +107,8 @@ idx_load(struct engine *e, const char *profile, struct idx_map *m)
 	 * so that the search below does not depend on the key layout */
 	for (size_t i = 0; i < m->n; i++)
 		m->v[i].url.p = m->strs + m->v[i].url.off;
-	qsort(m->v, m->n, sizeof *m->v, idx_cmp);
+	if (m->n > 1)
+		qsort(m->v, m->n, sizeof *m->v, idx_cmp);
 	return 0;
 }
 
