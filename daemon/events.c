@@ -73,6 +73,7 @@ struct kilnd_events {
 	struct ev_waiter *parked;
 	struct evicted evicted[EVICTED_REMEMBER]; /* a ring, newest at next */
 	uint32_t next_evicted;
+	uint64_t snap_bytes, snap_max; /* snapshots' pages held, and the cap */
 };
 
 static uint64_t
@@ -97,6 +98,7 @@ events_new(uint32_t max_events, uint64_t max_bytes, uint32_t max_subs,
 	ev->cap = max_events ? max_events : 1;
 	ev->max_bytes = max_bytes;
 	ev->max_subs = max_subs;
+	ev->snap_max = EVENTS_SNAP_MAX_BYTES;
 	ev->ring = calloc(ev->cap, sizeof(*ev->ring));
 	ev->subs = calloc(max_subs ? max_subs : 1, sizeof(*ev->subs));
 	if (ev->ring == NULL || ev->subs == NULL) {
@@ -148,6 +150,17 @@ events_free(struct kilnd_events *ev)
 	free(ev->ring);
 	free(ev->subs);
 	free(ev);
+}
+
+/* Free s's snapshot pages, if any. Lock held. */
+static void
+sub_snap_drop(struct kilnd_events *ev, struct sub *s)
+{
+	if (s->snap == NULL)
+		return;
+	ev->snap_bytes -= s->snap->bytes;
+	evsnap_free(s->snap);
+	s->snap = NULL;
 }
 
 /* Take w off the parked list and off its subscription. Lock held. */
@@ -314,7 +327,7 @@ sub_close(struct kilnd_events *ev, struct sub *s)
 	if (s->waiter != NULL)
 		waiter_wake(ev, s->waiter);
 	evfilter_free(s->filter);
-	evsnap_free(s->snap);
+	sub_snap_drop(ev, s);
 	*s = (struct sub){0};
 	ev->nsubs--;
 }
@@ -590,12 +603,24 @@ events_snapshot_attach(struct kilnd_events *ev, uint32_t pipe, uint64_t sub,
 
 	pthread_mutex_lock(&ev->mu);
 	if ((s = sub_find(ev, pipe, sub)) != NULL) {
-		evsnap_free(s->snap);
-		s->snap = pages;
-		rv = 0;
+		sub_snap_drop(ev, s);
+		rv = KILN_EBUSY;
+		if (ev->snap_bytes + pages->bytes <= ev->snap_max) {
+			s->snap = pages;
+			ev->snap_bytes += pages->bytes;
+			rv = 0;
+		}
 	}
 	pthread_mutex_unlock(&ev->mu);
 	return rv;
+}
+
+void
+events_snapshot_max(struct kilnd_events *ev, uint64_t bytes)
+{
+	pthread_mutex_lock(&ev->mu);
+	ev->snap_max = bytes;
+	pthread_mutex_unlock(&ev->mu);
 }
 
 int
@@ -610,11 +635,8 @@ events_poll(struct kilnd_events *ev, uint32_t pipe,
 	*park_ms = req->wait_ms;
 	pthread_mutex_lock(&ev->mu);
 	if ((s = sub_find(ev, pipe, req->subscription)) != NULL &&
-	    req->snapshot_page == 0 && s->snap != NULL) {
-		/* its client has read the snapshot: it polls events now */
-		evsnap_free(s->snap);
-		s->snap = NULL;
-	}
+	    req->snapshot_page == 0 && s->snap != NULL)
+		sub_snap_drop(ev, s); /* read: its client polls events now */
 	if (s == NULL)
 		rv = evicted_take(ev, pipe, req->subscription)
 		     ? evicted_pack(ev, req, buf, len) : KILN_ENOTFOUND;

@@ -67,11 +67,19 @@ int events_subscribe(struct kilnd_events *ev, uint32_t pipe,
 /* Keep pages (evsnap.h) as subscription sub's snapshot: a poll with
  * snapshot_page k (from 1) is answered with page k at once, as many times
  * as asked, until the first poll for events frees them (or the
- * subscription closes). Takes pages on 0; KILN_ENOTFOUND: no such
- * subscription on pipe (evicted meanwhile: the caller frees them). */
+ * subscription closes). Takes pages on 0; else the caller frees them:
+ * KILN_ENOTFOUND (no such subscription on pipe: evicted meanwhile),
+ * KILN_EBUSY (the snapshots held would pass their cap, below). */
 struct ev_pages;
 int events_snapshot_attach(struct kilnd_events *ev, uint32_t pipe, uint64_t sub,
                            struct ev_pages *pages);
+
+/* The snapshots' pages held at once, all subscriptions together, are at
+ * most this many bytes (a hundred editors starting on a 100,000-step
+ * project would hold some 1.5 GiB otherwise). */
+#define EVENTS_SNAP_MAX_BYTES (256u << 20)
+/* Change that cap (tests). */
+void events_snapshot_max(struct kilnd_events *ev, uint64_t bytes);
 
 /* Returns 0 or KILN_ENOTFOUND (no such subscription on this pipe). */
 int events_unsubscribe(struct kilnd_events *ev, uint32_t pipe, uint64_t sub);

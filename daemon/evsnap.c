@@ -93,6 +93,7 @@ page_flush(struct page_fill *f, uint64_t epoch, uint64_t through, int more,
 	if ((rv = kiln_proto_pack_alloc(&rep.base, &np[p->n].buf, &np[p->n].len)) != 0)
 		return rv;
 	p->steps += f->n;
+	p->bytes += np[p->n].len;
 	p->n++;
 	fill_clear(f);
 	return 0;

@@ -20,6 +20,7 @@ struct ev_pages {
 	uint32_t n;
 	struct ev_page { uint8_t *buf; size_t len; } *page;
 	uint64_t steps;          /* in all the pages */
+	uint64_t bytes;          /* their encoded size, together */
 };
 
 /* Encode s's steps into *out (NULL when s has none): pages of

@@ -483,11 +483,19 @@ subscribe_snapshot(struct kilnd *d, const struct kilnd_call *c,
 	                       a->body.sub.after_seq,
 	                       kiln_proto_chunk_max(KILN_MAX_MESSAGE_MIN),
 	                       KILN_POLL_MAX_EVENTS, &pages)) == 0 && pages != NULL) {
-		a->body.sub.snapshot_pages = pages->n;
-		a->body.sub.snapshot_steps = pages->steps;
-		if (events_snapshot_attach(d->events, c->pipe, a->body.sub.subscription,
-		                           pages) != 0)
-			evsnap_free(pages); /* evicted already: its poll says so */
+		int held = events_snapshot_attach(d->events, c->pipe,
+		                                  a->body.sub.subscription, pages);
+		if (held == 0) {
+			a->body.sub.snapshot_pages = pages->n;
+			a->body.sub.snapshot_steps = pages->steps;
+		} else if (held == KILN_EBUSY) {
+			snprintf(why, 4096, "the daemon holds as many snapshots as it "
+			         "may (%u MiB) for clients still reading them; "
+			         "subscribe again later", EVENTS_SNAP_MAX_BYTES >> 20);
+			a->body.sub.snapshot_error = why;
+		} /* else evicted already: its first poll says so */
+		if (held != 0)
+			evsnap_free(pages);
 	}
 	engine_snap_free(snap);
 	if (rv != 0) { /* no memory for the pages: no subscription either */

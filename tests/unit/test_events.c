@@ -671,6 +671,42 @@ a_subscriptions_pages_are_kept_until_it_polls_for_events(void **state)
 	events_free(ev);
 }
 
+static void
+the_snapshots_held_at_once_are_capped(void **state)
+{
+	uint64_t sub, epoch, after, sub2;
+	struct kilnd_events *ev = subscribed(&sub, &epoch, &after);
+	Kiln__SubscribeRequest rq = KILN__SUBSCRIBE_REQUEST__INIT;
+	Kiln__SubscribeReply rep = KILN__SUBSCRIBE_REPLY__INIT;
+	struct engine_snap *s = snap_made(100);
+	struct ev_pages *p1, *p2;
+	struct waiter_box b = {.w.wake = on_wake};
+	uint32_t park;
+
+	(void)state;
+	assert_int_equal(events_subscribe(ev, 7, &rq, NULL, &rep), 0);
+	sub2 = rep.subscription;
+	assert_int_equal(evsnap_pages(s, NULL, epoch, after, 1 << 30, 256, &p1), 0);
+	assert_int_equal(evsnap_pages(s, NULL, epoch, after, 1 << 30, 256, &p2), 0);
+	engine_snap_free(s);
+	/* room for one */
+	events_snapshot_max(ev, p1->bytes + p1->bytes / 2);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub, p1), 0);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub2, p2), KILN_EBUSY);
+	/* read: its room is free again */
+	publish_step(ev, "a");
+	assert_int_equal(poll_after(ev, sub, epoch, &after, 0, &b, &park, 1), 0);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub2, p2), 0);
+	assert_int_equal(page_steps(ev, sub2, epoch, 0, 1), 100);
+	/* a closed subscription's room too */
+	assert_int_equal(events_unsubscribe(ev, 7, sub2), 0);
+	assert_int_equal(evsnap_pages(s = snap_made(100), NULL, epoch, after, 1 << 30,
+	                              256, &p1), 0);
+	engine_snap_free(s);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub, p1), 0);
+	events_free(ev);
+}
+
 int
 main(void)
 {
@@ -686,6 +722,7 @@ main(void)
 		cmocka_unit_test(events_a_filter_left_out_are_never_reported_lost),
 		cmocka_unit_test(a_snapshot_is_paged_within_the_bounds_each_step_once_in_order),
 		cmocka_unit_test(a_subscriptions_pages_are_kept_until_it_polls_for_events),
+		cmocka_unit_test(the_snapshots_held_at_once_are_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
