@@ -77,7 +77,7 @@ int events_snapshot_attach(struct kilnd_events *ev, uint32_t pipe, uint64_t sub,
 /* The snapshots' pages held at once, all subscriptions together, are at
  * most this many bytes (a hundred editors starting on a 100,000-step
  * project would hold some 1.5 GiB otherwise). */
-#define EVENTS_SNAP_MAX_BYTES (256u << 20)
+#define EVENTS_SNAP_MAX_BYTES (64u << 20)
 /* Change that cap (tests). */
 void events_snapshot_max(struct kilnd_events *ev, uint64_t bytes);
 
