@@ -319,7 +319,8 @@ typedef struct kiln_event {
 	const kiln_step_started *started;
 	/* SNAPSHOT: one step's state (kiln_events_snapshot). SNAPSHOT_END:
 	 * steps, how many the snapshot held, and text, why it is empty when
-	 * the daemon could not take it ("" if it could). */
+	 * the daemon could not take it (the descriptions have errors, or it
+	 * holds too many snapshots already; "" if it could). */
 	const kiln_step_state *state;
 	uint64_t steps;
 	/* SOURCES_CHANGED: the daemon's watch saw these project files change
