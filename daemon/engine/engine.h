@@ -13,8 +13,8 @@
  * and its events go to whatever publish does (the daemon's event ring).
  *
  * Threads: every function may be called from any thread. The engine runs
- * its own worker threads; publish is called from them (never with an
- * engine lock held). */
+ * its own worker threads; publish is called from them, a step's event with
+ * the engine's lock held (see engine_config.publish). */
 #ifndef KILND_ENGINE_H
 #define KILND_ENGINE_H
 
@@ -97,7 +97,9 @@ struct engine_config {
 	struct engine_cache_env cache;
 	/* Called with each event to publish (kind set; seq and time are the
 	 * callee's); the event and what it points to are valid only during
-	 * the call. */
+	 * the call. A StepEvent goes out with the engine's lock held, in the
+	 * critical section that finishes its step (engine_snapshot relies
+	 * on it): publish must not call the engine. */
 	void (*publish)(void *arg, Kiln__Event *ev);
 	/* A project file changed (inotify, as it happens): relpath relative
 	 * to the root, never under build/ or .kiln/ (the engine's own
