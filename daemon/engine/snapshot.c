@@ -168,7 +168,8 @@ static int
 snap_outputs(struct engine *e, struct engine_snap *s, const struct graph *g,
              const struct node *n, struct idx_map *m, struct engine_snap_step *st)
 {
-	int from_graph = n->have && !node_in_flux(n);
+	/* in flux first: n->have is the worker's then, not to be read */
+	int from_graph = !node_in_flux(n) && n->have;
 	char url[600];
 	int rv;
 
