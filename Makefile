@@ -106,11 +106,11 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
              depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
              scratch.c need.c need_wait.c orphans.c timeline.c audit.c materialize.c folder_out.c search_path.c edits.c \
               remote.c remote_upload.c remote_need.c agent_jobs.c agent_files.c bundle_build.c kpak_write.c \
-             durations.c estimate.c)
+             durations.c estimate.c snapshot.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
 # nng, request handlers, events, uploads, builds' owners.
 SERVER_SRC = daemon/runtime.c daemon/log.c daemon/server.c daemon/workers.c daemon/peers.c \
-             daemon/events.c daemon/evfilter.c \
+             daemon/events.c daemon/evfilter.c daemon/evsnap.c \
              daemon/verified.c daemon/jobs.c \
              daemon/handlers.c daemon/handlers_build.c daemon/handlers_agent.c daemon/agents.c daemon/roles.c \
              daemon/uploads.c daemon/owners.c daemon/changes.c

@@ -11,12 +11,12 @@
 #include "cli.h"
 
 static const char events_usage[] =
-	"usage: kiln events [-p PROFILE] [--since EPOCH:SEQ] [--count N]\n"
-	"                   [--timeout DURATION] [--json] [URL|GLOB]...\n";
+	"usage: kiln events [-p PROFILE] [--since EPOCH:SEQ | --snapshot]\n"
+	"                   [--count N] [--timeout DURATION] [--json] [URL|GLOB]...\n";
 
 static const char events_help[] =
-	"usage: kiln events [-p PROFILE] [--since EPOCH:SEQ] [--count N]\n"
-	"                   [--timeout DURATION] [--json] [URL|GLOB]...\n"
+	"usage: kiln events [-p PROFILE] [--since EPOCH:SEQ | --snapshot]\n"
+	"                   [--count N] [--timeout DURATION] [--json] [URL|GLOB]...\n"
 	"\n"
 	"Print the daemon's events as they happen, one line each:\n"
 	"  EPOCH:SEQ KIND DETAILS\n"
@@ -55,6 +55,19 @@ static const char events_help[] =
 	"                                        settled; kilnd --settle); at most\n"
 	"                                        64 paths, then how many more;\n"
 	"                                        everything: the watch lost track\n"
+	"  snapshot PROFILE URL STATE [building] [NAME=HASH PATH SIZE]...\n"
+	"       [error=\"TEXT\"]                   --snapshot: a step's state when\n"
+	"                                        kiln events started: STATE is\n"
+	"                                        built, failed, skipped, cancelled\n"
+	"                                        or not-built; building: a build has\n"
+	"                                        it queued or running (a step line\n"
+	"                                        follows unless it is up to date);\n"
+	"                                        its outputs as a step line's (a\n"
+	"                                        failed step's: its last good ones)\n"
+	"  snapshot-end STEPS [error=\"TEXT\"]     the snapshot is whole: STEPS lines;\n"
+	"                                        error: why there is none (the\n"
+	"                                        descriptions have errors, or the\n"
+	"                                        daemon holds too many snapshots)\n"
 	"  other                                 a kind this kiln does not know\n"
 	"Every event is one line: in texts, names and paths a backslash, a\n"
 	"control character or DEL is a C escape (\\\\, \\n, \\t, \\r, else \\xNN);\n"
@@ -79,7 +92,13 @@ static const char events_help[] =
 	"                       line says which were lost (with a filter: which\n"
 	"                       it would have printed, as far as the daemon can\n"
 	"                       tell; give the same filter)\n"
-	"  -n, --count N        stop after N events\n"
+	"  --snapshot           first a snapshot line for every step the filter\n"
+	"                       passes, then a snapshot-end line, then the\n"
+	"                       events from that moment on: a step finishing\n"
+	"                       meanwhile is in the snapshot or printed as a\n"
+	"                       step line after it, never both, never neither\n"
+	"  -n, --count N        stop after N events (the snapshot's lines not\n"
+	"                       counted)\n"
 	"  --timeout DURATION   stop after this long without an event: seconds,\n"
 	"                       or with s, m, h: 1, 30s, 5m\n"
 	"  --json               one JSON object per event: epoch, seq, time_ns,\n"
@@ -98,6 +117,7 @@ struct events_opts {
 	uint64_t count;   /* 0: no limit */
 	int64_t timeout_s; /* 0: none */
 	int json;
+	int snapshot;
 	kiln_event_filter filter; /* argv's globs, -p */
 };
 
@@ -113,6 +133,8 @@ kind_name(const kiln_event *ev)
 	case KILN_EVENT_BUILD_DONE: return ev->build ? "build-done" : "other";
 	case KILN_EVENT_SOURCES_CHANGED: return "changed";
 	case KILN_EVENT_STEP_STARTED: return ev->started ? "started" : "other";
+	case KILN_EVENT_SNAPSHOT: return ev->state ? "snapshot" : "other";
+	case KILN_EVENT_SNAPSHOT_END: return "snapshot-end";
 	default: return "other";
 	}
 }
@@ -130,6 +152,15 @@ result_name(kiln_step_result r)
 	                                    "cancelled", "would-run"};
 
 	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "other";
+}
+
+static const char *
+state_name(kiln_step_state_kind k)
+{
+	static const char *const names[] = {"built", "failed", "skipped",
+	                                    "cancelled", "not-built"};
+
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "other";
 }
 
 /* How line_str prints a string. */
@@ -167,28 +198,35 @@ line_str(const char *s, enum line_how how)
 		putchar('"');
 }
 
+/* Each output as NAME=HASH PATH SIZE. */
+static void
+outputs_line(const kiln_step_output *o, size_t n)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	for (size_t i = 0; i < n; i++) {
+		kiln_id_to_hex(&o[i].id, hex);
+		putchar(' ');
+		line_str(o[i].name, LINE_WORD);
+		printf("=%s ", hex);
+		line_str(o[i].path, LINE_WORD);
+		printf(" %" PRIu64, o[i].size);
+	}
+}
+
 /* A step's details: PROFILE URL RESULT "REASON", each output as
  * NAME=HASH PATH SIZE, when it failed exit=N (or signal=N) and
  * error="TEXT", then its duration and warnings=N. */
 static void
 step_line(const kiln_step_event *s)
 {
-	char hex[KILN_ID_HEX_LEN + 1];
-
 	putchar(' ');
 	line_str(s->profile, LINE_WORD);
 	putchar(' ');
 	line_str(s->url, LINE_WORD);
 	printf(" %s ", result_name(s->result));
 	line_str(s->reason, LINE_QUOTED);
-	for (size_t i = 0; i < s->noutputs; i++) {
-		kiln_id_to_hex(&s->outputs[i].id, hex);
-		putchar(' ');
-		line_str(s->outputs[i].name, LINE_WORD);
-		printf("=%s ", hex);
-		line_str(s->outputs[i].path, LINE_WORD);
-		printf(" %" PRIu64, s->outputs[i].size);
-	}
+	outputs_line(s->outputs, s->noutputs);
 	if (s->result == KILN_STEP_FAILED) {
 		if (s->signal != 0)
 			printf(" signal=%d error=", s->signal);
@@ -197,6 +235,25 @@ step_line(const kiln_step_event *s)
 		line_str(s->error, LINE_QUOTED);
 	}
 	printf(" %.3fs warnings=%zu", (double)s->duration_ns / 1e9, s->nwarnings);
+}
+
+/* A snapshot's step: PROFILE URL STATE [building], its outputs, and
+ * error="TEXT" when it failed and the daemon knows why. */
+static void
+state_line(const kiln_step_state *st)
+{
+	putchar(' ');
+	line_str(st->profile, LINE_WORD);
+	putchar(' ');
+	line_str(st->url, LINE_WORD);
+	printf(" %s", state_name(st->state));
+	if (st->building)
+		fputs(" building", stdout);
+	outputs_line(st->outputs, st->noutputs);
+	if (st->error[0] != '\0') {
+		fputs(" error=", stdout);
+		line_str(st->error, LINE_QUOTED);
+	}
 }
 
 /* A build's end: BUILD PROFILE, the steps counted by result, its
@@ -269,6 +326,17 @@ event_line(const kiln_event *ev)
 			printf(" expected=%.3fs", (double)ev->started->expected_ns / 1e9);
 		}
 		break;
+	case KILN_EVENT_SNAPSHOT:
+		if (ev->state != NULL)
+			state_line(ev->state);
+		break;
+	case KILN_EVENT_SNAPSHOT_END:
+		printf(" %" PRIu64, ev->steps);
+		if (ev->text[0] != '\0') {
+			fputs(" error=", stdout);
+			line_str(ev->text, LINE_QUOTED);
+		}
+		break;
 	case KILN_EVENT_SOURCES_CHANGED:
 		if (ev->everything)
 			fputs(" everything", stdout);
@@ -315,6 +383,21 @@ step_json(json_t *o, const kiln_step_event *s)
 	err |= kiln_json_uint(o, "done", s->done);
 	err |= kiln_json_uint(o, "total", s->total);
 	err |= kiln_json_texts(o, "warnings", s->warnings, s->nwarnings);
+	return err;
+}
+
+/* A snapshot's step: its state's fields, every one always present. */
+static int
+state_json(json_t *o, const kiln_step_state *st)
+{
+	int err = 0;
+
+	err |= kiln_json_text(o, "profile", st->profile);
+	err |= kiln_json_text(o, "url", st->url);
+	err |= kiln_json_text(o, "state", state_name(st->state));
+	err |= kiln_json_bool(o, "building", st->building);
+	err |= kiln_json_put(o, "outputs", cli_outputs_json(st->outputs, st->noutputs, &err));
+	err |= kiln_json_text(o, "error", st->error);
 	return err;
 }
 
@@ -370,6 +453,10 @@ small_json(json_t *o, const kiln_event *ev)
 		err |= kiln_json_uint(o, "expected_ns", ev->started->expected_ns);
 		err |= kiln_json_uint(o, "left_ns", ev->started->left_ns);
 	}
+	if (ev->type == KILN_EVENT_SNAPSHOT_END) {
+		err |= kiln_json_uint(o, "steps", ev->steps);
+		err |= kiln_json_text(o, "error", ev->text);
+	}
 	if (ev->type == KILN_EVENT_SOURCES_CHANGED) {
 		err |= kiln_json_texts(o, "paths", ev->paths, ev->npaths);
 		err |= kiln_json_uint(o, "more", ev->more);
@@ -395,6 +482,8 @@ event_json(const kiln_event *ev)
 		err |= step_json(o, ev->step);
 	if (ev->type == KILN_EVENT_BUILD_DONE && ev->build != NULL)
 		err |= build_json(o, ev->build);
+	if (ev->type == KILN_EVENT_SNAPSHOT && ev->state != NULL)
+		err |= state_json(o, ev->state);
 	return kiln_json_print(stdout, o, err);
 }
 
@@ -423,6 +512,7 @@ events_parse(int argc, char **argv, struct events_opts *o)
 		{"count", required_argument, NULL, 'n'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
+		{"snapshot", no_argument, NULL, 'S'},
 		{"profile", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -448,11 +538,16 @@ events_parse(int argc, char **argv, struct events_opts *o)
 				                 "not a duration (examples: 1, 30s, 5m)", optarg);
 			break;
 		case 'j': o->json = 1; break;
+		case 'S': o->snapshot = 1; break;
 		case 'p': o->filter.profile = optarg; break;
 		case 'h': return cli_help(events_help);
 		default: return cli_bad_option("events", events_usage, longopts, ch, argv);
 		}
 	}
+	if (o->snapshot && o->since_set)
+		return cli_usage("events", events_usage, "--snapshot and --since: a "
+		                 "resumed watch gets the events it missed, not a "
+		                 "snapshot");
 	/* The daemon judges the globs (and their number): it alone must,
 	 * for any client, so it says the same to all. */
 	o->filter.urls = (const char *const *)argv + optind;
@@ -494,6 +589,8 @@ events_loop(kiln_conn *c, const struct events_opts *o)
 			        "%016" PRIx64 ":%" PRIu64 "\n", ev.at.epoch, ev.at.seq);
 			return CLI_PROBLEM;
 		}
+		if (ev.type == KILN_EVENT_SNAPSHOT || ev.type == KILN_EVENT_SNAPSHOT_END)
+			continue; /* not counted: --count counts the stream's */
 		if (ev.type == KILN_EVENT_STOPPING || (o->count && ++n >= o->count))
 			return CLI_OK;
 	}
@@ -513,6 +610,7 @@ cmd_events(const struct cli *cli, int argc, char **argv)
 	if ((rv = cli_connect("events", cli, 1, &c)) != CLI_OK)
 		return rv;
 	if ((rv = kiln_events_filter(c, &o.filter)) != 0 ||
+	    (rv = kiln_events_snapshot(c, o.snapshot)) != 0 ||
 	    (rv = kiln_subscribe(c, o.since_set ? &o.since : NULL)) != 0) {
 		cli_daemon_error("events", "subscribing", c, rv);
 		kiln_close(c);

@@ -44,6 +44,7 @@ subscribe_send(kiln_conn *c, const kiln_cursor *since)
 	}
 	q.urls = s->urls;
 	q.n_urls = s->nurls;
+	q.snapshot = s->snapshot && (since == NULL || since->epoch == 0);
 	if (s->profile != NULL)
 		q.profile = s->profile;
 	lk_request_init(c, &req);
@@ -59,6 +60,14 @@ subscribe_send(kiln_conn *c, const kiln_cursor *since)
 		s->cur = *since; /* the daemon judges it on the first poll */
 	else
 		s->cur = (kiln_cursor){sr->epoch, sr->after_seq};
+	/* the snapshot's pages come first (a new one after a resubscribe
+	 * while they were read) */
+	s->snap_end = q.snapshot;
+	s->snap_pages = q.snapshot ? sr->snapshot_pages : 0;
+	s->snap_page = s->snap_pages > 0 ? 1 : 0;
+	s->snap_steps = sr->snapshot_steps;
+	snprintf(s->snap_error, sizeof s->snap_error, "%s",
+	         q.snapshot ? sr->snapshot_error : "");
 	conn_reply_free(&r);
 	return 0;
 }
@@ -77,6 +86,16 @@ kiln_subscribe(kiln_conn *c, const kiln_cursor *since)
 	}
 	c->sub.active = 1;
 	c->sub.next = 0;
+	c->sub.snext = 0;
+	return 0;
+}
+
+int
+kiln_events_snapshot(kiln_conn *c, int on)
+{
+	if (c->sub.active)
+		return KILN_EBUSY;
+	c->sub.snapshot = on != 0;
 	return 0;
 }
 
@@ -203,6 +222,52 @@ event_take(struct kiln_sub *s, kiln_event *ev)
 		s->cur.seq = pr->through; /* the rest the filter left out */
 }
 
+/* Fill ev from the batch's next snapshot step (its cursor: the stream's
+ * start, which it does not move). */
+static void
+state_take(struct kiln_sub *s, kiln_event *ev)
+{
+	const Kiln__StepState *ss = s->batch.rep->poll_reply->snapshot[s->snext++];
+	kiln_step_state *st = &s->state;
+
+	memset(ev, 0, sizeof(*ev));
+	memset(st, 0, sizeof(*st));
+	ev->at = s->cur;
+	ev->type = KILN_EVENT_SNAPSHOT;
+	ev->text = ev->profile = ev->url = "";
+	st->profile = ss->profile;
+	st->url = ss->url;
+	st->state = ss->state <= KILN__STEP_STATE__STATE__NOT_BUILT
+	            ? (kiln_step_state_kind)ss->state : KILN_STATE_NOT_BUILT;
+	st->building = ss->building;
+	st->error = ss->error;
+	for (size_t i = 0; i < ss->n_outputs && i < 16; i++) {
+		const Kiln__StepOutput *o = ss->outputs[i];
+		s->outs[i].name = o->name;
+		memset(&s->outs[i].id, 0, sizeof(s->outs[i].id));
+		kiln_proto_id_get(o->id, &s->outs[i].id);
+		s->outs[i].size = o->size;
+		s->outs[i].path = o->path;
+		st->noutputs++;
+	}
+	st->outputs = s->outs;
+	ev->state = st;
+}
+
+/* The SNAPSHOT_END: the snapshot is whole. */
+static void
+snap_end_take(struct kiln_sub *s, kiln_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->at = s->cur;
+	ev->type = KILN_EVENT_SNAPSHOT_END;
+	ev->profile = ev->url = "";
+	ev->text = s->snap_error;
+	ev->steps = s->snap_steps;
+	s->snap_end = 0;
+	s->snap_page = 0;
+}
+
 /* One long poll; on success the batch holds its reply (maybe empty). */
 static int
 poll_once(kiln_conn *c, int timeout_ms)
@@ -218,6 +283,11 @@ poll_once(kiln_conn *c, int timeout_ms)
 	if (q.wait_ms > KILN_POLL_MAX_WAIT_MS)
 		q.wait_ms = KILN_POLL_MAX_WAIT_MS;
 	q.gather_ms = (uint32_t)s->gather_ms;
+	if (s->snap_page > 0) { /* a page of the snapshot, answered at once */
+		q.snapshot_page = s->snap_page;
+		q.wait_ms = 0;
+		q.gather_ms = 0;
+	}
 	lk_request_init(c, &req);
 	req.body_case = KILN__REQUEST__BODY_POLL;
 	req.poll = &q;
@@ -287,6 +357,42 @@ kiln_events_gather(kiln_conn *c, int gather_ms)
 	return 0;
 }
 
+/* The snapshot's next step or its end, while one is handed out: 0 with
+ * *ev filled, 1 when it is all handed out, or an error. */
+static int
+snapshot_next(kiln_conn *c, kiln_event *ev)
+{
+	struct kiln_sub *s = &c->sub;
+	int rv;
+
+	while (s->snap_end) {
+		if (s->batch.rep != NULL &&
+		    s->snext < s->batch.rep->poll_reply->n_snapshot) {
+			state_take(s, ev);
+			return 0;
+		}
+		if (s->snap_page == 0 || s->snap_page > s->snap_pages) {
+			snap_end_take(s, ev);
+			return 0;
+		}
+		conn_reply_free(&s->batch);
+		s->next = s->snext = 0;
+		rv = poll_once(c, 0);
+		if (rv == KILN_ENOTFOUND) /* the daemon forgot us: start over */
+			rv = subscribe_send(c, NULL);
+		else if (rv == 0 && !s->batch.rep->poll_reply->snapshot_more)
+			s->snap_page = s->snap_pages + 1;
+		else if (rv == 0)
+			s->snap_page++;
+		if (rv != 0) {
+			if (!s->threaded)
+				snprintf(c->error, sizeof(c->error), "%s", s->error);
+			return rv;
+		}
+	}
+	return 1;
+}
+
 int
 kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 {
@@ -295,6 +401,8 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 
 	if (!s->active)
 		return KILN_EINVAL;
+	if ((rv = snapshot_next(c, ev)) != 1)
+		return rv;
 	if (s->batch.rep != NULL &&
 	    s->next < s->batch.rep->poll_reply->n_events) {
 		event_take(s, ev);
@@ -306,7 +414,7 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 		int64_t left = deadline - (kiln_mono_ns() / 1000000);
 		int wait = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
 		conn_reply_free(&s->batch);
-		s->next = 0;
+		s->next = s->snext = 0;
 		rv = poll_once(c, wait);
 		if (rv == KILN_ENOTFOUND) { /* the daemon forgot us: resume */
 			kiln_cursor cur = s->cur;

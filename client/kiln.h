@@ -202,6 +202,8 @@ typedef enum kiln_event_type {
 	KILN_EVENT_BUILD_DONE,  /* a build ended (see build) */
 	KILN_EVENT_SOURCES_CHANGED, /* project files changed (see paths) */
 	KILN_EVENT_STEP_STARTED, /* a build step's tool started (see started) */
+	KILN_EVENT_SNAPSHOT,    /* a step's state at the start (see state) */
+	KILN_EVENT_SNAPSHOT_END, /* the snapshot is whole (see steps, text) */
 } kiln_event_type;
 
 typedef enum kiln_step_result {
@@ -256,6 +258,29 @@ typedef struct kiln_step_started {
 	uint64_t left_ns;       /* as kiln_step_event's */
 } kiln_step_started;
 
+/* A step's state in a subscription's snapshot (kiln_events_snapshot). */
+typedef enum kiln_step_state_kind {
+	KILN_STATE_BUILT,       /* outputs are its last successful build's */
+	KILN_STATE_FAILED,      /* its last build failed; outputs: its last
+	                           good ones, if the index has any */
+	KILN_STATE_SKIPPED,     /* a prerequisite failed in its last build */
+	KILN_STATE_CANCELLED,   /* its last build was cancelled */
+	KILN_STATE_NOT_BUILT,   /* no output known: never built */
+} kiln_step_state_kind;
+
+typedef struct kiln_step_state {
+	const char *profile, *url;
+	kiln_step_state_kind state;
+	const kiln_step_output *outputs; /* what is in build/ for it: the
+	                           file to load (path), its hash (id) */
+	size_t noutputs;
+	int building;           /* a build has it queued or running: a STEP
+	                           event follows (unless it is found up to
+	                           date, which sends none) */
+	const char *error;      /* FAILED: what went wrong, if the daemon still
+	                           knows ("" if not) */
+} kiln_step_state;
+
 typedef struct kiln_build_summary {
 	uint64_t build;
 	const char *profile;
@@ -292,6 +317,12 @@ typedef struct kiln_event {
 	const kiln_build_summary *build;
 	/* STEP_STARTED */
 	const kiln_step_started *started;
+	/* SNAPSHOT: one step's state (kiln_events_snapshot). SNAPSHOT_END:
+	 * steps, how many the snapshot held, and text, why it is empty when
+	 * the daemon could not take it (the descriptions have errors, or it
+	 * holds too many snapshots already; "" if it could). */
+	const kiln_step_state *state;
+	uint64_t steps;
 	/* SOURCES_CHANGED: the daemon's watch saw these project files change
 	 * (relative to the project; at most 64, and `more` further ones), or
 	 * everything: it lost track, anything may have changed. A live build
@@ -358,6 +389,24 @@ typedef struct kiln_event_filter {
  * NULL with nurls > 0) or KILN_ENOMEM. */
 int kiln_events_filter(kiln_conn *c, const kiln_event_filter *f);
 
+/* Start the subscriptions c opens from now on from nothing (kiln_subscribe
+ * with since NULL, kiln_subscribe_cb, kiln_live) with a snapshot (on 1;
+ * 0 ends it): a SNAPSHOT event for every step the filter passes, with its
+ * state and outputs at the moment the subscription starts (in which
+ * profile, under which path, with which hash: what an editor starting up
+ * loads), by profile then URL, then one SNAPSHOT_END, then the stream's
+ * events from that very moment: a step that finishes meanwhile comes once,
+ * in the snapshot or as a STEP event after it, never both and never
+ * neither. Their cursor (ev->at) is the one the stream starts from. The
+ * daemon sends the snapshot in pages (a project of 100,000 steps is
+ * several hundred replies); if the connection drops while they are read,
+ * libkiln subscribes again and the snapshot starts over (its steps may
+ * then come twice before the SNAPSHOT_END). A subscription resuming after
+ * a cursor gets none (it gets the events it missed). From a daemon older
+ * than snapshots only the SNAPSHOT_END comes (steps 0). Returns 0 or
+ * KILN_EBUSY (c is subscribed). */
+int kiln_events_snapshot(kiln_conn *c, int on);
+
 /* Called on libkiln's own thread for each event; a non-zero return ends
  * the subscription. */
 typedef int (*kiln_event_fn)(const kiln_event *ev, void *arg);
@@ -391,7 +440,9 @@ typedef struct kiln_build_opts {
  * at least every 200 ms; NULL: never) or fn returns nonzero. Builds now,
  * then again after every SOURCES_CHANGED event (once the build running
  * then has ended). fn gets the live builds' STEP and BUILD_DONE events and
- * the SOURCES_CHANGED events; a rebuild the daemon refuses (the
+ * the SOURCES_CHANGED events (first, with kiln_events_snapshot, the
+ * SNAPSHOT events of what was built before, and the SNAPSHOT_END); a
+ * rebuild the daemon refuses (the
  * descriptions have errors) comes as an error LOG event whose text is the
  * daemon's, and the next change tries again. An OVERFLOW event (this
  * client fell behind the daemon's event buffer) reaches fn too: the lost

@@ -20,6 +20,15 @@ struct kiln_sub {
 	char **urls;              /* kiln_events_filter's copies (owned) */
 	size_t nurls;
 	char *profile;            /* NULL: any */
+	/* kiln_events_snapshot, and the snapshot being handed out: pages
+	 * snap_page..snap_pages still to ask for, the batch's states from
+	 * snext, then the SNAPSHOT_END (snap_end) */
+	int snapshot;
+	int snap_end;
+	uint32_t snap_page, snap_pages;
+	uint64_t snap_steps;
+	size_t snext;
+	char snap_error[1024];
 	/* with a callback: */
 	int threaded;
 	pthread_t thread;
@@ -32,6 +41,7 @@ struct kiln_sub {
 	kiln_step_output outs[16];
 	kiln_build_summary build;
 	kiln_step_started started;
+	kiln_step_state state;
 };
 
 struct kiln_conn {

@@ -149,6 +149,9 @@ live_event(struct live *l, const kiln_event *ev)
 		if (l->build != 0 && ours(l, ev->step) && l->fn(ev, l->arg) != 0)
 			return 1;
 		return 0;
+	case KILN_EVENT_SNAPSHOT:      /* kiln_events_snapshot: what was */
+	case KILN_EVENT_SNAPSHOT_END:  /* there before the first build */
+		return l->fn(ev, l->arg) != 0;
 	case KILN_EVENT_BUILD_DONE:
 		if (l->build == 0 || ev->build->build != l->build)
 			return 0;

@@ -29,6 +29,7 @@
 
 #include "events.h"
 #include "evfilter.h"
+#include "evsnap.h"
 #include "kiln_clock.h"
 
 struct ring_entry {
@@ -45,6 +46,8 @@ struct sub {
 	uint64_t opened_at;       /* the newest seq when it subscribed */
 	uint64_t lost_pass;       /* the newest seq after opened_at that the
 	                           * ring dropped and filter passes (0: none) */
+	struct ev_pages *snap;    /* owned: its snapshot's pages, until its
+	                           * client polls for events (NULL: none) */
 };
 
 /* How many evicted subscriptions are remembered, so that their next poll
@@ -70,6 +73,7 @@ struct kilnd_events {
 	struct ev_waiter *parked;
 	struct evicted evicted[EVICTED_REMEMBER]; /* a ring, newest at next */
 	uint32_t next_evicted;
+	uint64_t snap_bytes, snap_max; /* snapshots' pages held, and the cap */
 };
 
 static uint64_t
@@ -94,6 +98,7 @@ events_new(uint32_t max_events, uint64_t max_bytes, uint32_t max_subs,
 	ev->cap = max_events ? max_events : 1;
 	ev->max_bytes = max_bytes;
 	ev->max_subs = max_subs;
+	ev->snap_max = EVENTS_SNAP_MAX_BYTES;
 	ev->ring = calloc(ev->cap, sizeof(*ev->ring));
 	ev->subs = calloc(max_subs ? max_subs : 1, sizeof(*ev->subs));
 	if (ev->ring == NULL || ev->subs == NULL) {
@@ -137,12 +142,25 @@ events_free(struct kilnd_events *ev)
 		return;
 	while (ev->count > 0)
 		ring_pop(ev);
-	for (uint32_t i = 0; i < ev->max_subs; i++)
+	for (uint32_t i = 0; i < ev->max_subs; i++) {
 		evfilter_free(ev->subs[i].filter);
+		evsnap_free(ev->subs[i].snap);
+	}
 	pthread_mutex_destroy(&ev->mu);
 	free(ev->ring);
 	free(ev->subs);
 	free(ev);
+}
+
+/* Free s's snapshot pages, if any. Lock held. */
+static void
+sub_snap_drop(struct kilnd_events *ev, struct sub *s)
+{
+	if (s->snap == NULL)
+		return;
+	ev->snap_bytes -= s->snap->bytes;
+	evsnap_free(s->snap);
+	s->snap = NULL;
 }
 
 /* Take w off the parked list and off its subscription. Lock held. */
@@ -309,6 +327,7 @@ sub_close(struct kilnd_events *ev, struct sub *s)
 	if (s->waiter != NULL)
 		waiter_wake(ev, s->waiter);
 	evfilter_free(s->filter);
+	sub_snap_drop(ev, s);
 	*s = (struct sub){0};
 	ev->nsubs--;
 }
@@ -558,6 +577,52 @@ park(struct kilnd_events *ev, struct sub *s, struct ev_waiter *w, int gathering)
 	s->waiter = w;
 }
 
+/* Page `page` (from 1) of s's snapshot, a copy: its client may ask again
+ * for one whose reply was lost. Lock held. */
+static int
+snapshot_page(const struct sub *s, uint32_t page, uint8_t **buf, size_t *len)
+{
+	const struct ev_page *p;
+
+	if (s->snap == NULL || page > s->snap->n)
+		return KILN_ERANGE;
+	p = &s->snap->page[page - 1];
+	if ((*buf = malloc(p->len ? p->len : 1)) == NULL)
+		return KILN_ENOMEM;
+	memcpy(*buf, p->buf, p->len);
+	*len = p->len;
+	return 0;
+}
+
+int
+events_snapshot_attach(struct kilnd_events *ev, uint32_t pipe, uint64_t sub,
+                       struct ev_pages *pages)
+{
+	struct sub *s;
+	int rv = KILN_ENOTFOUND;
+
+	pthread_mutex_lock(&ev->mu);
+	if ((s = sub_find(ev, pipe, sub)) != NULL) {
+		sub_snap_drop(ev, s);
+		rv = KILN_EBUSY;
+		if (ev->snap_bytes + pages->bytes <= ev->snap_max) {
+			s->snap = pages;
+			ev->snap_bytes += pages->bytes;
+			rv = 0;
+		}
+	}
+	pthread_mutex_unlock(&ev->mu);
+	return rv;
+}
+
+void
+events_snapshot_max(struct kilnd_events *ev, uint64_t bytes)
+{
+	pthread_mutex_lock(&ev->mu);
+	ev->snap_max = bytes;
+	pthread_mutex_unlock(&ev->mu);
+}
+
 int
 events_poll(struct kilnd_events *ev, uint32_t pipe,
             const Kiln__PollRequest *req, size_t max_bytes,
@@ -569,9 +634,14 @@ events_poll(struct kilnd_events *ev, uint32_t pipe,
 
 	*park_ms = req->wait_ms;
 	pthread_mutex_lock(&ev->mu);
-	if ((s = sub_find(ev, pipe, req->subscription)) == NULL)
+	if ((s = sub_find(ev, pipe, req->subscription)) != NULL &&
+	    req->snapshot_page == 0 && s->snap != NULL)
+		sub_snap_drop(ev, s); /* read: its client polls events now */
+	if (s == NULL)
 		rv = evicted_take(ev, pipe, req->subscription)
 		     ? evicted_pack(ev, req, buf, len) : KILN_ENOTFOUND;
+	else if (req->snapshot_page > 0)
+		rv = snapshot_page(s, req->snapshot_page, buf, len);
 	else if (req->epoch == ev->epoch && req->after_seq > ev->head)
 		rv = KILN_EINVAL;
 	else if (!poll_ready(ev, s, req) && req->wait_ms > 0 && w != NULL) {

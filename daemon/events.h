@@ -64,6 +64,23 @@ int events_subscribe(struct kilnd_events *ev, uint32_t pipe,
                      const Kiln__SubscribeRequest *req, struct ev_filter *filter,
                      Kiln__SubscribeReply *rep);
 
+/* Keep pages (evsnap.h) as subscription sub's snapshot: a poll with
+ * snapshot_page k (from 1) is answered with page k at once, as many times
+ * as asked, until the first poll for events frees them (or the
+ * subscription closes). Takes pages on 0; else the caller frees them:
+ * KILN_ENOTFOUND (no such subscription on pipe: evicted meanwhile),
+ * KILN_EBUSY (the snapshots held would pass their cap, below). */
+struct ev_pages;
+int events_snapshot_attach(struct kilnd_events *ev, uint32_t pipe, uint64_t sub,
+                           struct ev_pages *pages);
+
+/* The snapshots' pages held at once, all subscriptions together, are at
+ * most this many bytes (a hundred editors starting on a 100,000-step
+ * project would hold some 1.5 GiB otherwise). */
+#define EVENTS_SNAP_MAX_BYTES (64u << 20)
+/* Change that cap (tests). */
+void events_snapshot_max(struct kilnd_events *ev, uint64_t bytes);
+
 /* Returns 0 or KILN_ENOTFOUND (no such subscription on this pipe). */
 int events_unsubscribe(struct kilnd_events *ev, uint32_t pipe, uint64_t sub);
 
@@ -78,8 +95,11 @@ void events_pipe_closed(struct kilnd_events *ev, uint32_t pipe);
  * a poll with gather_ms gathers events: then only until its gather time
  * ends, or an urgent event comes). *park_ms: how long the parked poll
  * sleeps before asking again. A subscription evicted to make room answers
- * once with an Overflow EVICTED, then is unknown. Errors: KILN_ENOTFOUND (subscription),
- * KILN_EINVAL (cursor ahead of the newest event), KILN_ENOMEM. */
+ * once with an Overflow EVICTED, then is unknown. With
+ * req->snapshot_page, that page of its snapshot instead, at once
+ * (events_snapshot_attach; KILN_ERANGE: no such page). Errors:
+ * KILN_ENOTFOUND (subscription), KILN_EINVAL (cursor ahead of the newest
+ * event), KILN_ENOMEM. */
 int events_poll(struct kilnd_events *ev, uint32_t pipe,
                 const Kiln__PollRequest *req, size_t max_bytes,
                 struct ev_waiter *w, uint32_t *park_ms, uint8_t **buf, size_t *len);

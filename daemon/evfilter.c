@@ -124,6 +124,13 @@ names_pass(const struct ev_filter *f, const char *profile, const char *url)
 }
 
 int
+evfilter_pass_step(const struct ev_filter *f, const char *profile,
+                   const char *url)
+{
+	return f == NULL || names_pass(f, profile, url);
+}
+
+int
 evfilter_pass(const struct ev_filter *f, const Kiln__Event *e)
 {
 	if (f == NULL)

@@ -29,6 +29,11 @@ void evfilter_free(struct ev_filter *f);
 void evfilter_describe(const struct ev_filter *f, const char **profile,
                        char *const **urls, size_t *n);
 
+/* 1 when a step of profile and url passes f (NULL: every step): what a
+ * subscription's snapshot holds (events.h). */
+int evfilter_pass_step(const struct ev_filter *f, const char *profile,
+                       const char *url);
+
 /* 1 when e goes to a subscriber filtered by f (NULL: every event). */
 int evfilter_pass(const struct ev_filter *f, const Kiln__Event *e);
 

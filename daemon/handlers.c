@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "changes.h"
 #include "evfilter.h"
+#include "evsnap.h"
 #include "handlers.h"
 #include "roles.h"
 #include "server.h"
@@ -423,6 +424,95 @@ h_blob_put(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 
 /* ---- events -------------------------------------------------------------- */
 
+/* A snapshot's subscription, taken under the engine's lock
+ * (engine_snapshot's at): the stream's cursor is the snapshot's moment. */
+struct snap_sub {
+	struct kilnd *d;
+	const struct kilnd_call *c;
+	struct ev_filter *f;     /* NULL once events_subscribe took it */
+	Kiln__SubscribeReply *rep;
+	int rv;
+};
+
+static void
+snap_subscribe(void *arg)
+{
+	struct snap_sub *ss = arg;
+
+	ss->rv = events_subscribe(ss->d->events, ss->c->pipe, ss->c->req->subscribe,
+	                          ss->f, ss->rep);
+	ss->f = NULL;
+}
+
+static int
+snap_pass(void *arg, const char *profile, const char *url)
+{
+	return evfilter_pass_step(((struct snap_sub *)arg)->f, profile, url);
+}
+
+/* Subscribe with a snapshot (SubscribeRequest.snapshot): the steps f
+ * passes, taken at the cursor the subscription starts from, kept as
+ * pages for its polls. A project that cannot be loaded gives an empty
+ * snapshot saying why, and the subscription still opens. */
+static int
+subscribe_snapshot(struct kilnd *d, const struct kilnd_call *c,
+                   struct kilnd_answer *a, struct ev_filter *f)
+{
+	struct snap_sub ss = {d, c, f, &a->body.sub, 0};
+	struct engine_snap *snap = NULL;
+	struct ev_pages *pages = NULL;
+	const char *profile;
+	char *const *urls;
+	size_t nurls;
+	char *why;
+	int rv;
+
+	if ((why = heap_alloc(a, 1, 4096)) == NULL) {
+		evfilter_free(f);
+		return KILN_ENOMEM;
+	}
+	evfilter_describe(f, &profile, &urls, &nurls);
+	rv = engine_snapshot(d->engine, profile, snap_pass, &ss, snap_subscribe, &ss,
+	                     &snap, why, 4096);
+	if (rv == KILN_ENOMEM) {
+		evfilter_free(ss.f);
+		return rv;
+	}
+	if (rv != 0) { /* no snapshot: say why, subscribe all the same */
+		if (why[0] == '\0')
+			snprintf(why, 4096, "%s", kiln_strerror(rv));
+		a->body.sub.snapshot_error = why;
+		return events_subscribe(d->events, c->pipe, c->req->subscribe, ss.f,
+		                        &a->body.sub);
+	}
+	if (ss.rv == 0 &&
+	    (rv = evsnap_pages(snap, d->store, a->body.sub.epoch,
+	                       a->body.sub.after_seq,
+	                       kiln_proto_chunk_max(KILN_MAX_MESSAGE_MIN),
+	                       KILN_POLL_MAX_EVENTS, &pages)) == 0 && pages != NULL) {
+		int held = events_snapshot_attach(d->events, c->pipe,
+		                                  a->body.sub.subscription, pages);
+		if (held == 0) {
+			a->body.sub.snapshot_pages = pages->n;
+			a->body.sub.snapshot_steps = pages->steps;
+		} else if (held == KILN_EBUSY) {
+			snprintf(why, 4096, "the daemon holds as many snapshots as it "
+			         "may (%u MiB) for clients still reading them; "
+			         "subscribe again later", EVENTS_SNAP_MAX_BYTES >> 20);
+			a->body.sub.snapshot_error = why;
+		} /* else evicted already: its first poll says so */
+		if (held != 0)
+			evsnap_free(pages);
+	}
+	engine_snap_free(snap);
+	if (rv != 0) { /* no memory for the pages: no subscription either */
+		if (ss.rv == 0)
+			events_unsubscribe(d->events, c->pipe, a->body.sub.subscription);
+		return rv;
+	}
+	return ss.rv;
+}
+
 static int
 h_subscribe(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
             struct ev_waiter *w)
@@ -437,8 +527,15 @@ h_subscribe(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	                       sizeof(a->error))) != 0)
 		return rv;
 	kiln__subscribe_reply__init(&a->body.sub);
-	if ((rv = events_subscribe(d->events, c->pipe, c->req->subscribe, f,
-	                           &a->body.sub)) == KILN_EBUSY)
+	/* a snapshot for a fresh subscription only: a resuming one gets the
+	 * events it missed instead */
+	if (c->req->subscribe->snapshot && c->req->subscribe->epoch == 0 &&
+	    d->engine != NULL)
+		rv = subscribe_snapshot(d, c, a, f);
+	else
+		rv = events_subscribe(d->events, c->pipe, c->req->subscribe, f,
+		                      &a->body.sub);
+	if (rv == KILN_EBUSY)
 		return refuse(a, rv, "subscriptions are off (--max-subscribers "
 		              "%u)", d->cfg.max_subscribers);
 	if (rv != 0)
@@ -485,6 +582,9 @@ poll_answer(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 		a->wait_ms = park_ms;
 		return 0;
 	}
+	if (rv == KILN_ERANGE)
+		return refuse(a, KILN_EINVAL, "no page %u in this subscription's "
+		              "snapshot (read, or none asked)", q.snapshot_page);
 	if (rv == KILN_EINVAL)
 		return refuse(a, rv, "the cursor is ahead of the newest event");
 	if (rv == KILN_ENOTFOUND)

@@ -13,8 +13,8 @@
  * and its events go to whatever publish does (the daemon's event ring).
  *
  * Threads: every function may be called from any thread. The engine runs
- * its own worker threads; publish is called from them (never with an
- * engine lock held). */
+ * its own worker threads; publish is called from them, a step's event with
+ * the engine's lock held (see engine_config.publish). */
 #ifndef KILND_ENGINE_H
 #define KILND_ENGINE_H
 
@@ -97,7 +97,9 @@ struct engine_config {
 	struct engine_cache_env cache;
 	/* Called with each event to publish (kind set; seq and time are the
 	 * callee's); the event and what it points to are valid only during
-	 * the call. */
+	 * the call. A StepEvent goes out with the engine's lock held, in the
+	 * critical section that finishes its step (engine_snapshot relies
+	 * on it): publish must not call the engine. */
 	void (*publish)(void *arg, Kiln__Event *ev);
 	/* A project file changed (inotify, as it happens): relpath relative
 	 * to the root, never under build/ or .kiln/ (the engine's own
@@ -253,6 +255,55 @@ int engine_need(struct engine *e, const char *token, const char *url,
                 const char *output, struct engine_need_answer *ans, char *err,
                 size_t errlen);
 void engine_need_answer_free(struct engine_need_answer *ans);
+
+/* ---- snapshots (snapshot.c): what is built, for a subscriber starting up
+ *
+ * Each step's state, copied (it outlives the graph): strings are offsets
+ * into strs. */
+enum engine_snap_state {
+	SNAP_BUILT,              /* StepState.State's values */
+	SNAP_FAILED,
+	SNAP_SKIPPED,
+	SNAP_CANCELLED,
+	SNAP_NOT_BUILT,
+};
+
+struct engine_snap_out {
+	kiln_id id;
+	uint64_t size;           /* UINT64_MAX: not known (from the index) */
+	uint32_t name, path;     /* offsets into strs */
+};
+
+struct engine_snap_step {
+	uint32_t profile, url, error;   /* offsets into strs */
+	uint32_t out0, nouts;    /* outs[out0 .. out0 + nouts) */
+	uint8_t state;           /* enum engine_snap_state */
+	uint8_t building;        /* a build has it queued or running */
+};
+
+struct engine_snap {
+	struct engine_snap_step *steps;  /* by profile, then URL */
+	size_t n, cap;
+	struct engine_snap_out *outs;
+	size_t nouts, capouts;
+	char *strs;              /* offset 0 is "" */
+	size_t len, caplen;
+};
+
+/* The state of every step of profile (NULL or "": of every profile of the
+ * project) whose URL pass(pass_arg, profile, url) accepts, into *out
+ * (free with engine_snap_free), loading the project when needed; then,
+ * the engine's lock still held, at(at_arg) is called: no step finishes
+ * (and publishes its event) between the two, so what at() does (take the
+ * event stream's cursor) sees the snapshot's moment. Outputs come from
+ * the graph for steps this daemon decided, else from the store's index.
+ * at() is not called on an error: KILN_EBADPROJECT (err lists the
+ * descriptions' errors), KILN_EINVAL (an unknown profile), KILN_ENOMEM. */
+int engine_snapshot(struct engine *e, const char *profile,
+                    int (*pass)(void *pass_arg, const char *profile, const char *url),
+                    void *pass_arg, void (*at)(void *at_arg), void *at_arg,
+                    struct engine_snap **out, char *err, size_t errlen);
+void engine_snap_free(struct engine_snap *s);
 
 /* The shared cache's state for `kiln status` (docs/cache.md). */
 struct engine_cache_status {

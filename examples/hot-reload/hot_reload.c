@@ -4,7 +4,8 @@
  *
  *   hot-reload [-p PROFILE] [URL|GLOB]...     (run in the project folder)
  *
- * Prints, as they happen:
+ * Prints, first what is built already (the daemon's snapshot), then as
+ * they happen:
  *   reload URL PATH HASH    a step produced (or restored) this output:
  *                           load PATH (under the project) again
  *   failed URL: REASON      keep the last good asset; show REASON
@@ -25,33 +26,55 @@ on_signal(int sig)
 	stop = 1;
 }
 
-/* One event of the live build: the steps' results are what an editor
- * reloads (only those of the assets it named: the daemon filters); the
- * rest (changes, build ends) it may ignore. */
+static void
+print_reload(const char *url, const kiln_step_output *o, size_t n)
+{
+	char hex[KILN_ID_HEX_LEN + 1];
+
+	for (size_t i = 0; i < n; i++) {
+		kiln_id_to_hex(&o[i].id, hex);
+		printf("reload %s %s %s\n", url, o[i].path, hex);
+	}
+}
+
+static void
+print_failed(const char *url, const char *error)
+{
+	const char *nl = strchr(error, '\n');
+
+	printf("failed %s: %.*s\n", url,
+	       nl ? (int)(nl - error) : (int)strlen(error), error);
+}
+
+/* One event of the live build: the snapshot's steps (what is built when
+ * the editor starts) and the steps' results are what an editor loads
+ * (only those of the assets it named: the daemon filters); the rest
+ * (changes, build ends) it may ignore. */
 static int
 on_event(const kiln_event *ev, void *arg)
 {
-	char hex[KILN_ID_HEX_LEN + 1];
 	const kiln_step_event *s = ev->step;
-	const char *nl;
+	const kiln_step_state *st = ev->state;
 
 	(void)arg;
+	if (ev->type == KILN_EVENT_SNAPSHOT) {
+		/* a failed step's outputs are its last good ones: load those */
+		print_reload(st->url, st->outputs, st->noutputs);
+		if (st->state == KILN_STATE_FAILED)
+			print_failed(st->url, st->error);
+		fflush(stdout);
+		return 0;
+	}
 	if (ev->type == KILN_EVENT_LOG) {
 		fprintf(stderr, "hot-reload: %s\n", ev->text);
 		return 0;
 	}
 	if (ev->type != KILN_EVENT_STEP)
 		return 0;
-	if (s->result == KILN_STEP_FAILED) {
-		nl = strchr(s->error, '\n');
-		printf("failed %s: %.*s\n", s->url,
-		       nl ? (int)(nl - s->error) : (int)strlen(s->error), s->error);
-	} else if (s->result == KILN_STEP_RAN || s->result == KILN_STEP_REUSED) {
-		for (size_t i = 0; i < s->noutputs; i++) {
-			kiln_id_to_hex(&s->outputs[i].id, hex);
-			printf("reload %s %s %s\n", s->url, s->outputs[i].path, hex);
-		}
-	}
+	if (s->result == KILN_STEP_FAILED)
+		print_failed(s->url, s->error);
+	else if (s->result == KILN_STEP_RAN || s->result == KILN_STEP_REUSED)
+		print_reload(s->url, s->outputs, s->noutputs);
 	fflush(stdout);
 	return 0;
 }
@@ -81,7 +104,10 @@ main(int argc, char **argv)
 	f.urls = o.targets;
 	f.nurls = o.ntargets;
 	f.profile = o.profile;
-	if ((rv = kiln_events_filter(c, &f)) != 0) {
+	/* What is built already comes first, then every change from that
+	 * very moment: nothing missed, nothing twice. */
+	if ((rv = kiln_events_filter(c, &f)) != 0 ||
+	    (rv = kiln_events_snapshot(c, 1)) != 0) {
 		fprintf(stderr, "hot-reload: %s\n", kiln_strerror(rv));
 		kiln_close(c);
 		return 2;

@@ -3,14 +3,18 @@
  * time ends, but a build's end wakes it at once; and subscriptions'
  * filters (evfilter.c): which events pass, that a filtered cursor moves
  * over what it left out, wakes only for what passes, and is never told it
- * lost events its filter would have left out. */
+ * lost events its filter would have left out; and a snapshot's pages
+ * (evsnap.c): bounded, whole, in order, kept with the subscription until
+ * its client polls for events. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
+#include "engine.h"
 #include "events.h"
 #include "evfilter.h"
+#include "evsnap.h"
 #include "glob.h"
 
 struct waiter_box {
@@ -525,6 +529,184 @@ events_a_filter_left_out_are_never_reported_lost(void **state)
 	events_free(ev);
 }
 
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+/* A snapshot of n steps "pc" "<long>/<i>", each with one output. */
+static struct engine_snap *
+snap_made(size_t n)
+{
+	struct engine_snap *s = calloc(1, sizeof *s);
+	size_t cap = 64 + n * 400;
+
+	assert_non_null(s);
+	assert_non_null(s->strs = calloc(1, cap));
+	assert_non_null(s->steps = calloc(n, sizeof *s->steps));
+	assert_non_null(s->outs = calloc(n, sizeof *s->outs));
+	s->len = 1; /* offset 0: "" */
+	s->len += (size_t)sprintf(s->strs + s->len, "pc") + 1;
+	s->len += (size_t)sprintf(s->strs + s->len, "out") + 1;
+	for (size_t i = 0; i < n; i++) {
+		struct engine_snap_step *st = &s->steps[s->n++];
+		struct engine_snap_out *o = &s->outs[s->nouts++];
+		st->profile = 1;
+		st->url = (uint32_t)s->len;
+		s->len += (size_t)sprintf(s->strs + s->len, "%0200zu", i) + 1;
+		o->name = 4;
+		o->path = (uint32_t)s->len;
+		s->len += (size_t)sprintf(s->strs + s->len, "build/pc/%0100zu", i) + 1;
+		o->size = i;
+		o->id.b[0] = (uint8_t)i;
+		st->out0 = (uint32_t)i;
+		st->nouts = 1;
+		st->state = i % 2 ? SNAP_BUILT : SNAP_FAILED;
+		st->building = i % 3 == 0;
+	}
+	return s;
+}
+
+static void
+a_snapshot_is_paged_within_the_bounds_each_step_once_in_order(void **state)
+{
+	size_t max = kiln_proto_chunk_max(KILN_MAX_MESSAGE_MIN), seen = 0;
+	struct engine_snap *s = snap_made(700);
+	struct ev_pages *p;
+
+	(void)state;
+	assert_int_equal(evsnap_pages(s, NULL, 5, 9, max, KILN_POLL_MAX_EVENTS, &p), 0);
+	assert_non_null(p);
+	/* 700 steps of some 330 bytes: the bytes bound them, not the 256 */
+	if (p->n < 4)
+		fail_msg("%u pages for 700 steps of 330 bytes in %zu", p->n, max);
+	assert_int_equal(p->steps, 700);
+	for (uint32_t k = 0; k < p->n; k++) {
+		Kiln__Reply *rep = kiln__reply__unpack(NULL, p->page[k].len, p->page[k].buf);
+		const Kiln__PollReply *pr;
+		assert_non_null(rep);
+		if (p->page[k].len > max)
+			fail_msg("page %u is %zu bytes; at most %zu", k + 1, p->page[k].len, max);
+		pr = rep->poll_reply;
+		assert_int_equal(pr->epoch, 5);
+		assert_int_equal(pr->through, 9);
+		assert_int_equal(pr->n_events, 0);
+		assert_int_equal(pr->snapshot_more, k + 1 < p->n);
+		for (size_t i = 0; i < pr->n_snapshot; i++, seen++) {
+			char want[256];
+			snprintf(want, sizeof want, "%0200zu", seen);
+			assert_string_equal(pr->snapshot[i]->url, want);
+			assert_string_equal(pr->snapshot[i]->profile, "pc");
+			assert_int_equal(pr->snapshot[i]->n_outputs, 1);
+			assert_int_equal(pr->snapshot[i]->outputs[0]->size, seen);
+			assert_int_equal(pr->snapshot[i]->state, seen % 2 ? 0 : 1);
+			assert_int_equal(pr->snapshot[i]->building, seen % 3 == 0);
+		}
+		kiln__reply__free_unpacked(rep, NULL);
+	}
+	assert_int_equal(seen, 700);
+	evsnap_free(p);
+	/* at most 256 steps a page, whatever their size */
+	s->n = 600;
+	for (size_t i = 0; i < s->n; i++)
+		s->steps[i].nouts = 0;
+	assert_int_equal(evsnap_pages(s, NULL, 5, 9, 1 << 30, KILN_POLL_MAX_EVENTS, &p), 0);
+	assert_int_equal(p->n, 3);
+	evsnap_free(p);
+	/* none: no pages */
+	s->n = 0;
+	assert_int_equal(evsnap_pages(s, NULL, 5, 9, max, KILN_POLL_MAX_EVENTS, &p), 0);
+	assert_null(p);
+	engine_snap_free(s);
+}
+
+/* Poll page `page` of sub's snapshot: its step count, or the error. */
+static int
+page_steps(struct kilnd_events *ev, uint64_t sub, uint64_t epoch, uint64_t after,
+           uint32_t page)
+{
+	Kiln__PollRequest q = KILN__POLL_REQUEST__INIT;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	uint32_t park;
+	int rv;
+
+	q.subscription = sub;
+	q.epoch = epoch;
+	q.after_seq = after;
+	q.wait_ms = 5000; /* a page never waits */
+	q.snapshot_page = page;
+	if ((rv = events_poll(ev, 7, &q, 1 << 20, NULL, &park, &buf, &len)) == 0) {
+		Kiln__Reply *rep = kiln__reply__unpack(NULL, len, buf);
+		assert_non_null(rep);
+		rv = (int)rep->poll_reply->n_snapshot;
+		assert_int_equal(rep->poll_reply->n_events, 0);
+		kiln__reply__free_unpacked(rep, NULL);
+		free(buf);
+	}
+	return rv;
+}
+
+static void
+a_subscriptions_pages_are_kept_until_it_polls_for_events(void **state)
+{
+	uint64_t sub, epoch, after;
+	struct kilnd_events *ev = subscribed(&sub, &epoch, &after);
+	struct engine_snap *s = snap_made(300);
+	struct ev_pages *p;
+	struct waiter_box b = {.w.wake = on_wake};
+	uint32_t park;
+
+	(void)state;
+	assert_int_equal(evsnap_pages(s, NULL, epoch, after, 1 << 30, 256, &p), 0);
+	engine_snap_free(s);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub + 1, p), KILN_ENOTFOUND);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub, p), 0);
+	publish_step(ev, "a"); /* events wait meanwhile */
+	assert_int_equal(page_steps(ev, sub, epoch, after, 2), 44);
+	assert_int_equal(page_steps(ev, sub, epoch, after, 1), 256);
+	assert_int_equal(page_steps(ev, sub, epoch, after, 1), 256); /* again */
+	assert_int_equal(page_steps(ev, sub, epoch, after, 3), KILN_ERANGE);
+	/* the first poll for events: the step published after the cursor */
+	assert_int_equal(poll_after(ev, sub, epoch, &after, 0, &b, &park, 1), 0);
+	assert_int_equal(page_steps(ev, sub, epoch, after, 1), KILN_ERANGE);
+	events_free(ev);
+}
+
+static void
+the_snapshots_held_at_once_are_capped(void **state)
+{
+	uint64_t sub, epoch, after, sub2;
+	struct kilnd_events *ev = subscribed(&sub, &epoch, &after);
+	Kiln__SubscribeRequest rq = KILN__SUBSCRIBE_REQUEST__INIT;
+	Kiln__SubscribeReply rep = KILN__SUBSCRIBE_REPLY__INIT;
+	struct engine_snap *s = snap_made(100);
+	struct ev_pages *p1, *p2;
+	struct waiter_box b = {.w.wake = on_wake};
+	uint32_t park;
+
+	(void)state;
+	assert_int_equal(events_subscribe(ev, 7, &rq, NULL, &rep), 0);
+	sub2 = rep.subscription;
+	assert_int_equal(evsnap_pages(s, NULL, epoch, after, 1 << 30, 256, &p1), 0);
+	assert_int_equal(evsnap_pages(s, NULL, epoch, after, 1 << 30, 256, &p2), 0);
+	engine_snap_free(s);
+	/* room for one */
+	events_snapshot_max(ev, p1->bytes + p1->bytes / 2);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub, p1), 0);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub2, p2), KILN_EBUSY);
+	/* read: its room is free again */
+	publish_step(ev, "a");
+	assert_int_equal(poll_after(ev, sub, epoch, &after, 0, &b, &park, 1), 0);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub2, p2), 0);
+	assert_int_equal(page_steps(ev, sub2, epoch, 0, 1), 100);
+	/* a closed subscription's room too */
+	assert_int_equal(events_unsubscribe(ev, 7, sub2), 0);
+	assert_int_equal(evsnap_pages(s = snap_made(100), NULL, epoch, after, 1 << 30,
+	                              256, &p1), 0);
+	engine_snap_free(s);
+	assert_int_equal(events_snapshot_attach(ev, 7, sub, p1), 0);
+	events_free(ev);
+}
+
 int
 main(void)
 {
@@ -538,6 +720,9 @@ main(void)
 		cmocka_unit_test(a_filtered_poll_gets_the_matching_steps_and_moves_past_the_rest),
 		cmocka_unit_test(a_filtered_parked_poll_wakes_only_for_an_event_it_passes),
 		cmocka_unit_test(events_a_filter_left_out_are_never_reported_lost),
+		cmocka_unit_test(a_snapshot_is_paged_within_the_bounds_each_step_once_in_order),
+		cmocka_unit_test(a_subscriptions_pages_are_kept_until_it_polls_for_events),
+		cmocka_unit_test(the_snapshots_held_at_once_are_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
