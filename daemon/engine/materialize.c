@@ -805,6 +805,13 @@ int
 materialize_prune(const char *root, const char *profile,
                   const char *const *keep, size_t nkeep)
 {
+	return materialize_prune_in(root, "build", profile, keep, nkeep);
+}
+
+int
+materialize_prune_in(const char *root, const char *top, const char *profile,
+                     const char *const *keep, size_t nkeep)
+{
 	struct prune *pr;
 	char rel[PATH_MAX];
 	const char *name;
@@ -812,7 +819,7 @@ materialize_prune(const char *root, const char *profile,
 
 	if ((rv = kiln_profile_check(profile)) != 0)
 		return rv;
-	snprintf(rel, sizeof(rel), "build/%s", profile);
+	snprintf(rel, sizeof(rel), "%s/%s", top, profile);
 	if ((rv = walk_parents(root, rel, 0, 0, &dfd, &name)) != 0)
 		return rv == KILN_ENOTFOUND ? 0 : rv;
 	rv = open_dir_at(dfd, name, 0, 0, &fd);

@@ -128,5 +128,9 @@ void materialize_index_discard(struct index_tmp *t);
  * removed; the rest was). */
 int materialize_prune(const char *root, const char *profile,
                       const char *const *keep, size_t nkeep);
+/* materialize_prune of root/top/<profile>/ (top: "build", or
+ * ".kiln/intermediate" for the intermediates' files). */
+int materialize_prune_in(const char *root, const char *top, const char *profile,
+                         const char *const *keep, size_t nkeep);
 
 #endif

@@ -35,6 +35,7 @@ index_job_free(struct index_job *j)
 	free(j->pending);
 	free(j->paths);
 	free(j->keep);
+	free(j->ikeep);
 	free(j->kstrs);
 	free(j->strs);
 	memset(j, 0, sizeof *j);
@@ -149,13 +150,15 @@ gather_slen(const struct node *nd)
 	return slen;
 }
 
-/* Every output path of g's steps (intermediates are not in build/),
- * relative to build/<profile>/, sorted: what the prune keeps. A folder
- * output's path ends in '/', as its map line has it. 0 or KILN_ENOMEM. */
+/* Every output path of g's steps, relative to build/<profile>/ (keep) or,
+ * for intermediates, .kiln/intermediate/<profile>/ (ikeep), each sorted:
+ * what the prune keeps. A folder output's path ends in '/', as its map
+ * line has it. 0 or KILN_ENOMEM. */
 static int
-gather_keep(const struct graph *g, size_t skip, struct index_job *j)
+gather_keep(const struct graph *g, struct index_job *j)
 {
-	size_t cap = 0, slen = 0, n = 0, at = 0;
+	size_t cap = 0, slen = 0, at = 0;
+	size_t skip = strlen(g->profile) + 1;   /* past "<top>/<profile>/" */
 
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct node *nd = &g->nodes[i];
@@ -165,21 +168,26 @@ gather_keep(const struct graph *g, size_t skip, struct index_job *j)
 				slen += strlen(nd->outpaths[k]) + 2;
 	}
 	if ((j->keep = calloc(cap + 1, sizeof *j->keep)) == NULL ||
+	    (j->ikeep = calloc(cap + 1, sizeof *j->ikeep)) == NULL ||
 	    (j->kstrs = malloc(slen + 1)) == NULL)
 		return KILN_ENOMEM;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct node *nd = &g->nodes[i];
-		for (size_t k = 0; !nd->ks->intermediate && k < nd->ks->noutputs; k++) {
+		int im = nd->ks->intermediate;
+		const char **v = im ? j->ikeep : j->keep;
+		size_t *n = im ? &j->nikeep : &j->nkeep;
+		size_t top = strlen(im ? ".kiln/intermediate/" : "build/") + skip;
+		for (size_t k = 0; k < nd->ks->noutputs; k++) {
 			if (!nd->outs[k].folder) {
-				j->keep[n++] = nd->outpaths[k] + skip;
+				v[(*n)++] = nd->outpaths[k] + top;
 				continue;
 			}
-			j->keep[n++] = j->kstrs + at;
-			at += (size_t)sprintf(j->kstrs + at, "%s/", nd->outpaths[k] + skip) + 1;
+			v[(*n)++] = j->kstrs + at;
+			at += (size_t)sprintf(j->kstrs + at, "%s/", nd->outpaths[k] + top) + 1;
 		}
 	}
-	j->nkeep = n;
-	qsort(j->keep, n, sizeof *j->keep, str_cmp);
+	qsort(j->keep, j->nkeep, sizeof *j->keep, str_cmp);
+	qsort(j->ikeep, j->nikeep, sizeof *j->ikeep, str_cmp);
 	return 0;
 }
 
@@ -256,7 +264,7 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 	 * first (a targeted one, one with failures). It keeps the path of
 	 * every step of the graph, whatever its state: another build may be
 	 * putting any of them in place meanwhile. */
-	j->prune = g->prune_due && gather_keep(g, skip, j) == 0;
+	j->prune = g->prune_due && gather_keep(g, j) == 0;
 	if (j->prune)
 		g->prune_due = 0;
 	return 1;
@@ -314,6 +322,12 @@ index_prune(struct engine *e, const struct index_job *j)
 	if ((rv = materialize_prune(e->root, j->profile, j->keep, j->nkeep)) != 0)
 		engine_logf(e, 1, "removing the files of steps no longer described from "
 		            "build/%s/: %s", j->profile, kiln_strerror(rv));
+	/* an intermediate's file is a hard link to its blob: left there, it
+	 * would keep the bytes on disk after gc took the blob */
+	if ((rv = materialize_prune_in(e->root, ".kiln/intermediate", j->profile,
+	                               j->ikeep, j->nikeep)) != 0)
+		engine_logf(e, 1, "removing the files of intermediates no longer described "
+		            "from .kiln/intermediate/%s/: %s", j->profile, kiln_strerror(rv));
 }
 
 /* The index map, written beside its place on a thread of its own while

@@ -27,6 +27,8 @@ struct index_job {
 	                            folder's ends in '/'), for the prune */
 	size_t nkeep;
 	char *kstrs;             /* keep's folder paths */
+	const char **ikeep;      /* the same for .kiln/intermediate/<profile>/ */
+	size_t nikeep;
 };
 
 /* Free what j holds (j itself is the caller's). */

@@ -105,3 +105,31 @@ YAML
 	[ "$(blobs)" -eq "$n" ] || { echo "blobs: $n before, $(blobs) after"; false; }
 	[ ! -e build/pc/bad.bin ]
 }
+
+@test "an intermediate no longer described leaves .kiln/intermediate/ at the next build" {
+	mkdir -p src
+	printf 'one\n' >src/a.wav
+	printf 'two\n' >src/b.wav
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: im
+sources: [src]
+profiles:
+  pc: {}
+tools:
+  decode: { run: [cp, "${in}", "${out}"] }
+  encode: { shell: true, run: 'rev <"${in}" >"${out}"' }
+rules:
+  - { match: "src/*.wav", url: "pcm/${match.name}.pcm", tool: decode, intermediate: true }
+assets:
+  - { url: a.ogg, tool: encode, inputs: ["@pcm/a.pcm"] }
+YAML
+	run "$KILN" build
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ -f .kiln/intermediate/pc/pcm/b.pcm ]
+	rm src/b.wav
+	run "$KILN" build a.ogg
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ ! -e .kiln/intermediate/pc/pcm/b.pcm ] || { find .kiln/intermediate; false; }
+	[ "$(cat .kiln/intermediate/pc/pcm/a.pcm)" = "one" ]
+}
