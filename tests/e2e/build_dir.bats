@@ -198,3 +198,33 @@ exact() {
 	build_ok
 	exact
 }
+
+@test "an output edited in build/ and put back says so, in the build's output and kiln why; a missing one does not" {
+	project
+	build_ok
+	chmod u+w build/pc/a.txt
+	printf 'EDITED\n' >build/pc/a.txt
+	rm build/pc/b.txt
+	run "$KILN" build
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(cat build/pc/a.txt)" = "a" ] && [ "$(cat build/pc/b.txt)" = "b" ]
+	[[ "$output" == *"a.txt: up to date; build/pc/a.txt was edited in build/: restored from the store"* ]] ||
+		{ echo "$output"; false; }
+	[[ "$output" != *"b.txt was edited"* ]] || { echo "$output"; false; }
+	run "$KILN" why a.txt
+	[[ "$output" == *"build/pc/a.txt was edited in build/: restored from the store"* ]] ||
+		{ echo "$output"; false; }
+	run "$KILN" why b.txt
+	[[ "$output" != *"edited"* ]] || { echo "$output"; false; }
+	# a daemon started afresh finds the edit by the store's files record
+	printf 'EDITED AGAIN\n' >build/pc/a.txt
+	"$KILN" stop
+	run "$KILN" build --json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	printf '%s\n' "$output" | grep '"url":"a.txt"' |
+		grep -q 'build/pc/a.txt was edited in build/: restored from the store' ||
+		{ echo "$output"; false; }
+	[ "$(cat build/pc/a.txt)" = "a" ]
+	run "$KILN" why a.txt
+	[[ "$output" == *"was edited in build/"* ]] || { echo "$output"; false; }
+}
