@@ -2,8 +2,13 @@
  * loads (its format: materialize.h), written when a build ends: gathered
  * from the graph in the map's order (iorder, sorted once per graph),
  * written beside its place while the build's records commit, and put in
- * place only once the commit succeeded; after a clean whole-profile build
- * the files of steps no longer described are pruned from build/.
+ * place only once the commit succeeded. It lists every step of the graph
+ * with an output in build/: a step this daemon has no result of (not
+ * decided yet, or failed) as the store's records say (its last good
+ * output). After each load of the descriptions, the first build to end
+ * (any: targeted, failed) prunes build/<profile>/ (and the intermediates'
+ * folder) to the graph's output paths: docs/build.md, "Exactly what the
+ * map lists".
  *
  * Threads: iorder_make and index_gather with e->mu held (other builds of
  * the wave may be finishing nodes of the graph); commit_and_index without
