@@ -128,12 +128,12 @@ iorder_make(struct graph *g)
 	return 0;
 }
 
-/* Whether nd's outputs are the map's to list from what this daemon holds:
- * not while a worker holds its result (node_result_held: a build
- * cancelled while its steps are decided ends at once, and read the have a
- * worker was writing; ThreadSanitizer, test_schedule); otherwise when it
- * holds a result, or held one that gc made the daemon forget (lost.c,
- * node_unrecord): build/ holds its outputs all the same. */
+/* Whether nd's outputs are listed from what this daemon holds (asked only
+ * when no worker holds its result, node_result_held: a build cancelled
+ * while its steps are decided ends at once, and read the have a worker
+ * was writing; ThreadSanitizer, test_schedule): when it holds a result,
+ * or held one that gc made the daemon forget (lost.c, node_unrecord):
+ * build/ holds its outputs all the same. Else the store says (pending). */
 static int
 index_has(const struct node *nd)
 {
