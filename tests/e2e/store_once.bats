@@ -133,3 +133,40 @@ YAML
 	[ ! -e .kiln/intermediate/pc/pcm/b.pcm ] || { find .kiln/intermediate; false; }
 	[ "$(cat .kiln/intermediate/pc/pcm/a.pcm)" = "one" ]
 }
+
+@test "kill -9 of the daemon while intermediates are linked: the next build is right, fsck clean, each still kept once" {
+	mkdir -p src
+	for i in $(seq 1 10); do head -c $((512 << 10)) /dev/urandom >"src/s$i.raw"; done
+	cat >kiln.yaml <<'YAML'
+kiln: 1
+project: im
+sources: [src]
+profiles:
+  pc: {}
+tools:
+  decode: { shell: true, run: 'sleep 0.2; cp "${in}" "${out}"' }
+  head: { shell: true, run: 'head -c 16 "${in}" >"${out}"' }
+rules:
+  - { match: "src/*.raw", url: "pcm/${match.name}.pcm", tool: decode, intermediate: true }
+assets:
+YAML
+	for i in $(seq 1 10); do
+		printf '  - { url: "out/s%s.bin", tool: head, inputs: ["@pcm/s%s.pcm"] }\n' "$i" "$i" >>kiln.yaml
+	done
+	"$KILN" build -j 2 >first.log 2>&1 &
+	client=$!
+	wait_for test -e .kiln/intermediate/pc/pcm/s1.pcm -o -e .kiln/intermediate/pc/pcm/s2.pcm ||
+		{ cat first.log; false; }
+	kill -9 "$(daemon_pid)"
+	wait "$client" || true
+	run "$KILN" build -j 2
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	for i in $(seq 1 10); do
+		cmp "src/s$i.raw" ".kiln/intermediate/pc/pcm/s$i.pcm"
+		[ "$(stat -c %h ".kiln/intermediate/pc/pcm/s$i.pcm")" -ge 2 ]
+		[ "$(head -c 16 "src/s$i.raw" | xxh128sum | cut -d' ' -f1)" = "$(xxh128sum <"build/pc/out/s$i.bin" | cut -d' ' -f1)" ]
+	done
+	"$KILN" stop
+	run "$KILN" fsck
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+}
