@@ -167,10 +167,11 @@ build_end(struct engine *e, struct build *b)
 	Kiln__BuildFinished bf;
 
 	struct index_job job;
-	int have_job, index_rv = 0, commit_rv = 0;
+	int have_job, index_rv = 0, commit_rv = 0, prune = 0;
 
 	b->done = -1; /* ending: nobody ends it twice */
 	have_job = !b->dry_run && index_gather(e, b, &job);
+	prune = have_job && job.prune;
 	if (!b->dry_run)
 		snprintf(b->index, sizeof b->index, "build/%.40s/kiln-index.txt", b->profile);
 	pthread_mutex_unlock(&e->mu);
@@ -181,6 +182,8 @@ build_end(struct engine *e, struct build *b)
 	lost_apply(e);   /* the steps whose records that commit lost */
 	if (commit_rv != 0 && have_job)
 		b->g->index_dirty = 1;   /* the old map stayed: write it next time */
+	if (prune && (commit_rv != 0 || index_rv != 0))
+		b->g->prune_due = 1;     /* not pruned: the next build does it */
 	if (index_rv != 0 || (commit_rv != 0 && have_job)) {
 		b->index[0] = '\0';
 		if (index_rv != 0)

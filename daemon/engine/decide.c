@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include "engine_int.h"
 #include "folder_out.h"
@@ -96,6 +98,36 @@ outputs_intact(struct engine *e, struct node *n)
 	return 1;
 }
 
+/* Whether an output n's cached result puts back in build/ is there but
+ * edited (not merely missing): 1 with its path in n->restored (malloc'd;
+ * left NULL without memory), else 0. Looked at before the restore, which
+ * overwrites it: what this daemon materialized (outs[].mat), else the
+ * store's files record, else (no record) anything there counts as edited. */
+static int
+restore_edited(struct engine *e, struct node *n)
+{
+	for (size_t i = 0; i < n->ks->noutputs; i++) {
+		const struct node_out *o = &n->outs[i];
+		const char *path = n->outpaths[i];
+		kiln_file_rec rec = o->mat;
+		struct stat st;
+		if (fstatat(e->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;   /* missing: a plain restore */
+		if (o->folder) {
+			if (folder_unchanged(e, path, &o->id))
+				continue;
+		} else if ((id_eq(&rec.hash, &o->id) ||
+		            kiln_store_file_get(e->s, path, &rec) == 0) &&
+		           id_eq(&rec.hash, &o->id) && mat_unchanged(e, path, &rec)) {
+			continue;
+		}
+		free(n->restored);
+		n->restored = strdup(path);
+		return 1;
+	}
+	return 0;
+}
+
 /* A cheap fingerprint of what can change between two builds of one loaded
  * description: the tool's program and the content of every input. The
  * rest of the key (argv, env, params, variables, outputs) comes from the
@@ -152,7 +184,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 	char dep_why[600];
 	int have_quick;
 	char reason[1200];
-	int missing_blob, rv, same, downloaded = 0;
+	int missing_blob, rv, same, downloaded = 0, edited = 0;
 	enum cache_result cr;
 	size_t hit;
 
@@ -163,6 +195,8 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		return EVAL_DONE;
 	}
 	lost_decision_begins(e, n);
+	free(n->restored);   /* a new decision: kiln why tells of this one */
+	n->restored = NULL;
 	if (n->error != NULL) {  /* from quick_key's tool lookup */
 		free(n->error);
 		n->error = NULL;
@@ -227,6 +261,10 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 			downloaded = 1;
 		}
 	}
+	/* the same result as build/ should hold: say so when it puts back a
+	 * file someone edited there (kiln why, the step's event) */
+	edited = cr == CACHE_HIT && !dry_run && !downloaded && hit == 0 &&
+	         (same || prev_same_key(n)) && restore_edited(e, n);
 	if (cr == CACHE_HIT && !dry_run && (rv = materialize_all(e, n)) != 0) {
 		if (rv != KILN_ENOTFOUND)
 			return EVAL_FAIL;
@@ -249,6 +287,10 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 			                  sizeof reason);
 		else if (downloaded)
 			snprintf(reason, sizeof reason, "downloaded from the shared cache");
+		else if (up && edited)
+			snprintf(reason, sizeof reason, "up to date; %.900s was edited in "
+			         "build/: restored from the store",
+			         n->restored != NULL ? n->restored : "an output");
 		else if (up)
 			snprintf(reason, sizeof reason, "%s", n->have ?
 			         "up to date; restored its outputs in build/ from the store" :
@@ -282,7 +324,7 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 				qrv = record_put(e, g, n, KILN__STEP_RECORD__DECISION__REUSED);
 			n->rec_failed = qrv != 0;   /* unrecorded: node_finish loses it */
 		}
-		if (n->outcome == O_REUSED)
+		if (n->outcome == O_REUSED || (up && edited))
 			n->send_event = 1;
 		prev_drop(n);
 		key_parts_free(&n->w->parts);

@@ -174,6 +174,9 @@ struct node {
 	                            shim's interpreter, decide_key.c):
 	                            "FOUND\0RAN\0" malloc'd; NULL: none */
 	char *reason;            /* malloc'd; why it ran or was reused */
+	char *restored;          /* malloc'd; NULL, or the output its last
+	                            full decision found edited in build/ and
+	                            put back (`kiln why`; decide.c) */
 	char *error;             /* malloc'd; why it failed */
 
 	/* a decision or run in progress: NULL but from step_eval's full

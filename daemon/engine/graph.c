@@ -39,6 +39,7 @@ graph_free(struct graph *g)
 		need_deps_free(n->needs, n->nneeds);
 		need_deps_free(n->rneeds, n->nrneeds);
 		free(n->reason);
+		free(n->restored);
 		free(n->error);
 		free(n->execs);
 		node_work_free(n);

@@ -297,6 +297,7 @@ engine_why(struct engine *e, const char *profile, const char *url,
 	char err[256];
 	uint32_t at;
 	int rv, decided = 0, up_to_date = 0;
+	char *restored = NULL;   /* the output its decision put back, edited */
 	kiln_id key;
 
 	*rec = NULL;
@@ -320,21 +321,32 @@ engine_why(struct engine *e, const char *profile, const char *url,
 		decided = 1;
 		up_to_date = g->nodes[at].outcome == O_UP_TO_DATE && g->nodes[at].have;
 		key = g->nodes[at].key;
+		if (up_to_date && !node_result_held(&g->nodes[at]) &&
+		    g->nodes[at].restored != NULL)
+			restored = strdup(g->nodes[at].restored);
 	}
 	pthread_mutex_unlock(&e->mu);
-	if ((rv = kiln_store_step_get(e->s, profile, url, &data, &len)) != 0)
+	if ((rv = kiln_store_step_get(e->s, profile, url, &data, &len)) != 0) {
+		free(restored);
 		return rv;
+	}
 	*rec = kiln__step_record__unpack(NULL, len, data);
 	free(data);
-	if (*rec == NULL)
+	if (*rec == NULL) {
+		free(restored);
 		return KILN_ECORRUPT;
+	}
 	*this_daemon = decided;
 	/* up to date since the record: say so, and keep the record's story
 	 * of the decision before (its decision field stays what it was) */
 	if (up_to_date && (*rec)->key.len == 16 && memcmp((*rec)->key.data, key.b, 16) == 0) {
-		char *why = malloc(strlen((*rec)->reason) + 64);
+		size_t lr = restored != NULL ? strlen(restored) : 0;
+		char *why = malloc(strlen((*rec)->reason) + lr + 128);
 		if (why != NULL) {
-			sprintf(why, "up to date (nothing changed since it %s: %s)",
+			/* its last decision put back an output edited in build/ */
+			sprintf(why, "up to date%s%s%s (nothing changed since it %s: %s)",
+			        restored ? "; " : "", restored ? restored : "",
+			        restored ? " was edited in build/: restored from the store" : "",
 			        (*rec)->decision == KILN__STEP_RECORD__DECISION__RAN ?
 			        "ran" : "was decided", (*rec)->reason);
 			/* unpack allocated the string with malloc: swap in ours */
@@ -343,6 +355,7 @@ engine_why(struct engine *e, const char *profile, const char *url,
 			(*rec)->reason = why;
 		}
 	}
+	free(restored);
 	return 0;
 }
 

@@ -696,16 +696,47 @@ keep_cmp(const void *key, const void *elem)
 	return strcmp(key, *(const char *const *)elem);
 }
 
+/* Whether name is a temporary file of this daemon's (tmp_name): a
+ * worker of another build is putting an output in place through it. */
+static int
+tmp_ours(const char *name)
+{
+	char pre[64];
+	int n = snprintf(pre, sizeof(pre), ".kiln-tmp-%ld-", (long)getpid());
+
+	return strncmp(name, pre, (size_t)n) == 0;
+}
+
 static int
 prune_keeps(struct prune *pr, size_t len, const char *name)
 {
 	if (len == 0 && (strcmp(name, INDEX_NAME) == 0 || index_tmp_ours(name)))
+		return 1;
+	if (tmp_ours(name))
 		return 1;
 	if (pr->nkeep == 0)
 		return 0;
 	snprintf(pr->rel + len, sizeof(pr->rel) - len, "%s", name);
 	return bsearch(pr->rel, pr->keep, pr->nkeep, sizeof(*pr->keep),
 	               keep_cmp) != NULL;
+}
+
+/* Whether a kept path lies under the folder pr->rel ('/'-ended): the
+ * folder stays even while it is empty (the output is being put there:
+ * its folder made, the file not linked yet). */
+static int
+prune_holds(const struct prune *pr)
+{
+	size_t lo = 0, hi = pr->nkeep, len = strlen(pr->rel);
+
+	while (lo < hi) {   /* the first kept path not before rel */
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(pr->keep[mid], pr->rel) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < pr->nkeep && strncmp(pr->keep[lo], pr->rel, len) == 0;
 }
 
 /* Remove what pr does not keep in the folder fd (taken over, closed), whose
@@ -759,8 +790,9 @@ prune_dir(struct prune *pr, int fd, size_t len)
 		memcpy(pr->rel + len, de->d_name, nlen);
 		pr->rel[len + nlen] = '/';
 		prune_dir(pr, sub, len + nlen + 1);
+		pr->rel[len + nlen + 1] = '\0';
 		/* Only an empty one goes; one holding kept files stays. */
-		if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) != 0 &&
+		if (!prune_holds(pr) && unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) != 0 &&
 		    errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
 			pr->rv = KILN_EIO;
 	}
@@ -773,6 +805,13 @@ int
 materialize_prune(const char *root, const char *profile,
                   const char *const *keep, size_t nkeep)
 {
+	return materialize_prune_in(root, "build", profile, keep, nkeep);
+}
+
+int
+materialize_prune_in(const char *root, const char *top, const char *profile,
+                     const char *const *keep, size_t nkeep)
+{
 	struct prune *pr;
 	char rel[PATH_MAX];
 	const char *name;
@@ -780,7 +819,7 @@ materialize_prune(const char *root, const char *profile,
 
 	if ((rv = kiln_profile_check(profile)) != 0)
 		return rv;
-	snprintf(rel, sizeof(rel), "build/%s", profile);
+	snprintf(rel, sizeof(rel), "%s/%s", top, profile);
 	if ((rv = walk_parents(root, rel, 0, 0, &dfd, &name)) != 0)
 		return rv == KILN_ENOTFOUND ? 0 : rv;
 	rv = open_dir_at(dfd, name, 0, 0, &fd);

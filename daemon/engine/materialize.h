@@ -117,13 +117,20 @@ int materialize_index_put(struct index_tmp *t);
 void materialize_index_discard(struct index_tmp *t);
 
 /* Remove files (and symlinks, never followed) under root/build/<profile>/
- * that are not in keep (relative paths, sorted by strcmp) and are not
- * kiln-index.txt, and folders left empty (not build/<profile> itself). A
+ * that are not in keep (relative paths, sorted by strcmp; "dir/" keeps a
+ * folder whole) and are not kiln-index.txt nor a temporary file of this
+ * process (an output being put in place by another thread), and folders
+ * left empty (not build/<profile> itself, nor a folder a kept path lies
+ * in: another thread may have just made it for its output). A
  * missing folder is nothing to prune. Returns 0, KILN_EINVAL (a bad
  * profile, or build/ or build/<profile> is a symlink), KILN_EEXIST (one of
  * them is not a folder), KILN_ENOMEM or KILN_EIO (something could not be
  * removed; the rest was). */
 int materialize_prune(const char *root, const char *profile,
                       const char *const *keep, size_t nkeep);
+/* materialize_prune of root/top/<profile>/ (top: "build", or
+ * ".kiln/intermediate" for the intermediates' files). */
+int materialize_prune_in(const char *root, const char *top, const char *profile,
+                         const char *const *keep, size_t nkeep);
 
 #endif

@@ -2,8 +2,13 @@
  * loads (its format: materialize.h), written when a build ends: gathered
  * from the graph in the map's order (iorder, sorted once per graph),
  * written beside its place while the build's records commit, and put in
- * place only once the commit succeeded; after a clean whole-profile build
- * the files of steps no longer described are pruned from build/.
+ * place only once the commit succeeded. It lists every step of the graph
+ * with an output in build/: a step this daemon has no result of (not
+ * decided yet, or failed) as the store's records say (its last good
+ * output). After each load of the descriptions, the first build to end
+ * (any: targeted, failed) prunes build/<profile>/ (and the intermediates'
+ * folder) to the graph's output paths: docs/build.md, "Exactly what the
+ * map lists".
  *
  * Threads: iorder_make and index_gather with e->mu held (other builds of
  * the wave may be finishing nodes of the graph); commit_and_index without
@@ -14,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "engine_int.h"
 #include "output_index.h"
 #include "record_batch.h"
+#include "step.h"
 
 static int
 str_cmp(const void *a, const void *b)
@@ -30,6 +37,11 @@ void
 index_job_free(struct index_job *j)
 {
 	free(j->v);
+	free(j->pending);
+	free(j->paths);
+	free(j->keep);
+	free(j->ikeep);
+	free(j->kstrs);
 	free(j->strs);
 	memset(j, 0, sizeof *j);
 }
@@ -116,25 +128,79 @@ iorder_make(struct graph *g)
 	return 0;
 }
 
-/* Whether nd's outputs are the map's to list: not while a worker holds
- * its result (node_result_held: a build cancelled while its steps are
- * decided ends at once, and read the have a worker was writing;
- * ThreadSanitizer, test_schedule); otherwise when it holds a result, or
- * held one that gc made the daemon forget (lost.c, node_unrecord): build/
- * holds its outputs all the same. */
+/* Whether nd's outputs are listed from what this daemon holds (asked only
+ * when no worker holds its result, node_result_held: a build cancelled
+ * while its steps are decided ends at once, and read the have a worker
+ * was writing; ThreadSanitizer, test_schedule): when it holds a result,
+ * or held one that gc made the daemon forget (lost.c, node_unrecord):
+ * build/ holds its outputs all the same. Else the store says (pending). */
 static int
-index_has(const struct node *nd, int *held)
+index_has(const struct node *nd)
 {
-	if (node_result_held(nd)) {
-		*held = 1;
-		return 0;
-	}
 	return nd->have || nd->unrecorded;
+}
+
+/* The strings index_gather makes for nd: "url#name" entries and folder
+ * paths ending in '/'. */
+static size_t
+gather_slen(const struct node *nd)
+{
+	size_t slen = 0;
+
+	for (size_t k = 0; !url_plain(nd) && k < nd->ks->noutputs; k++)
+		slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) + 2;
+	for (size_t k = 0; k < nd->ks->noutputs; k++)
+		if (nd->outs[k].folder)
+			slen += strlen(nd->outpaths[k]) + 2;
+	return slen;
+}
+
+/* Every output path of g's steps, relative to build/<profile>/ (keep) or,
+ * for intermediates, .kiln/intermediate/<profile>/ (ikeep), each sorted:
+ * what the prune keeps. A folder output's path ends in '/', as its map
+ * line has it. 0 or KILN_ENOMEM. */
+static int
+gather_keep(const struct graph *g, struct index_job *j)
+{
+	size_t cap = 0, slen = 0, at = 0;
+	size_t skip = strlen(g->profile) + 1;   /* past "<top>/<profile>/" */
+
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct node *nd = &g->nodes[i];
+		cap += nd->ks->noutputs;
+		for (size_t k = 0; k < nd->ks->noutputs; k++)
+			if (nd->outs[k].folder)
+				slen += strlen(nd->outpaths[k]) + 2;
+	}
+	if ((j->keep = calloc(cap + 1, sizeof *j->keep)) == NULL ||
+	    (j->ikeep = calloc(cap + 1, sizeof *j->ikeep)) == NULL ||
+	    (j->kstrs = malloc(slen + 1)) == NULL)
+		return KILN_ENOMEM;
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct node *nd = &g->nodes[i];
+		int im = nd->ks->intermediate;
+		const char **v = im ? j->ikeep : j->keep;
+		size_t *n = im ? &j->nikeep : &j->nkeep;
+		size_t top = strlen(im ? ".kiln/intermediate/" : "build/") + skip;
+		for (size_t k = 0; k < nd->ks->noutputs; k++) {
+			if (!nd->outs[k].folder) {
+				v[(*n)++] = nd->outpaths[k] + top;
+				continue;
+			}
+			v[(*n)++] = j->kstrs + at;
+			at += (size_t)sprintf(j->kstrs + at, "%s/", nd->outpaths[k] + top) + 1;
+		}
+	}
+	qsort(j->keep, j->nkeep, sizeof *j->keep, str_cmp);
+	qsort(j->ikeep, j->nikeep, sizeof *j->ikeep, str_cmp);
+	return 0;
 }
 
 /* 1: there is a map to write (j filled); 0: nothing changed, or no memory
  * (the map stays as it is and is written by a later build). A step a
- * worker still holds is left out, and the map is written again next time. */
+ * worker holds is left out, and the map is written again next time; a
+ * step without a result here is listed as the store's records say
+ * (j->pending, index_fill): its last good outputs are still in build/. */
 int
 index_gather(struct engine *e, struct build *b, struct index_job *j)
 {
@@ -146,22 +212,20 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 
 	memset(j, 0, sizeof *j);
 	snprintf(path, sizeof path, "build/%s/kiln-index.txt", g->profile);
-	if (!g->index_dirty && fstatat(e->rootfd, path, &st, 0) == 0)
+	if (!g->index_dirty && !g->prune_due && fstatat(e->rootfd, path, &st, 0) == 0)
 		return 0;
 	if (g->iorder == NULL && iorder_make(g) != 0)
 		return 0;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct node *nd = &g->nodes[i];
-		if (!index_has(nd, &held))
+		if (nd->ks->intermediate)
 			continue;
 		cap += nd->ks->noutputs;
-		for (size_t k = 0; !url_plain(nd) && k < nd->ks->noutputs; k++)
-			slen += strlen(nd->ks->url) + strlen(nd->ks->outputs[k].name) + 2;
-		for (size_t k = 0; k < nd->ks->noutputs; k++)
-			if (nd->outs[k].folder)
-				slen += strlen(nd->outpaths[k]) + 2;
+		slen += gather_slen(nd);
 	}
 	if ((j->v = calloc(cap + 1, sizeof *j->v)) == NULL ||
+	    (j->pending = calloc(cap + 1, 1)) == NULL ||
+	    (j->paths = calloc(cap + 1, sizeof *j->paths)) == NULL ||
 	    (j->strs = malloc(slen + 1)) == NULL) {
 		index_job_free(j);
 		return 0;
@@ -171,9 +235,15 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 		size_t k = g->iorder[i].out;
 		struct index_entry *x;
 		/* an intermediate is no one's to load: not in the map */
-		if (!index_has(nd, &held) || nd->ks->intermediate)
+		if (nd->ks->intermediate)
 			continue;
-		x = &j->v[j->n++];
+		if (node_result_held(nd)) {
+			held = 1;
+			continue;
+		}
+		x = &j->v[j->n];
+		j->pending[j->n] = !index_has(nd);
+		j->paths[j->n++] = nd->outpaths[k];
 		if (!url_plain(nd)) {
 			x->url = j->strs + at;
 			at += index_url(nd, k, j->strs + at) + 1;
@@ -187,34 +257,82 @@ index_gather(struct engine *e, struct build *b, struct index_job *j)
 			x->file = j->strs + at;
 			at += (size_t)len + 1;
 		}
-		x->id = nd->outs[k].id;
-		x->size = nd->outs[k].size;
+		if (!j->pending[j->n - 1]) {
+			x->id = nd->outs[k].id;
+			x->size = nd->outs[k].size;
+		}
 	}
 	g->index_dirty = held;
 	snprintf(j->profile, sizeof j->profile, "%s", g->profile);
-	/* steps only disappear with a new description (a new graph): walking
-	 * all of build/ once after each load is enough */
-	j->prune = g->prune_due && b->full && b->failed == 0 && b->skipped == 0 &&
-	           !b->cancelled && b->nlost == 0 && !held;
+	/* Steps only disappear with a new description (a new graph): one
+	 * walk of build/ after each load, at the end of whatever build comes
+	 * first (a targeted one, one with failures). It keeps the path of
+	 * every step of the graph, whatever its state: another build may be
+	 * putting any of them in place meanwhile. */
+	j->prune = g->prune_due && gather_keep(g, j) == 0;
 	if (j->prune)
 		g->prune_due = 0;
 	return 1;
 }
 
-/* After a clean whole-profile build, build/<profile>/ holds exactly the
- * profile's outputs: files of steps no longer described go. */
+/* The pending entry x (its file at path): what the store's records say
+ * build/ holds for it, the output its step last made (its index record)
+ * when the files record of path says that is what was put there. 1 with
+ * x's id and size filled, or 0: nothing of it is in build/ (never built,
+ * or built elsewhere, or its output named another file then). */
+static int
+index_fill_one(struct engine *e, const char *profile, const char *path,
+               struct index_entry *x)
+{
+	kiln_file_rec rec;
+	struct stat st;
+	size_t len = strlen(x->file);
+
+	if (kiln_store_index_get(e->s, profile, x->url, &x->id) != 0)
+		return 0;
+	if (x->file[len - 1] == '/')   /* a folder: checked by content, no stat record */
+		return fstatat(e->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		       S_ISDIR(st.st_mode) && kiln_store_has(e->s, &x->id, &x->size) == 0;
+	if (kiln_store_file_get(e->s, path, &rec) != 0 || !id_eq(&rec.hash, &x->id))
+		return 0;
+	x->size = rec.size;
+	return 1;
+}
+
+/* Fill j's pending entries from the store (e->mu not held), leaving out
+ * those with nothing in build/. */
+static void
+index_fill(struct engine *e, struct index_job *j)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->n; i++) {
+		if (j->pending[i] && !index_fill_one(e, j->profile, j->paths[i], &j->v[i]))
+			continue;
+		j->v[n++] = j->v[i];
+	}
+	j->n = n;
+}
+
+/* Make build/<profile>/ hold the graph's outputs and nothing else: the
+ * files of steps no longer described, of outputs renamed, and whatever
+ * else was left there go. */
 static void
 index_prune(struct engine *e, const struct index_job *j)
 {
-	const char **keep;
+	int rv;
 
-	if (!j->prune || (keep = calloc(j->n + 1, sizeof *keep)) == NULL)
+	if (!j->prune)
 		return;
-	for (size_t i = 0; i < j->n; i++)
-		keep[i] = j->v[i].file;
-	qsort(keep, j->n, sizeof *keep, str_cmp);
-	materialize_prune(e->root, j->profile, keep, j->n);
-	free(keep);
+	if ((rv = materialize_prune(e->root, j->profile, j->keep, j->nkeep)) != 0)
+		engine_logf(e, 1, "removing the files of steps no longer described from "
+		            "build/%s/: %s", j->profile, kiln_strerror(rv));
+	/* an intermediate's file is a hard link to its blob: left there, it
+	 * would keep the bytes on disk after gc took the blob */
+	if ((rv = materialize_prune_in(e->root, ".kiln/intermediate", j->profile,
+	                               j->ikeep, j->nikeep)) != 0)
+		engine_logf(e, 1, "removing the files of intermediates no longer described "
+		            "from .kiln/intermediate/%s/: %s", j->profile, kiln_strerror(rv));
 }
 
 /* The index map, written beside its place on a thread of its own while
@@ -231,6 +349,7 @@ index_writer_main(void *arg)
 {
 	struct index_writer *w = arg;
 
+	index_fill(w->e, w->job);
 	/* in the map's order already (iorder) */
 	w->rv = materialize_index_write_tmp(w->e->root, w->job->profile,
 	                                    w->job->v, w->job->n,

@@ -15,8 +15,20 @@ struct index_job {
 	                            (!url_plain); other urls and the files
 	                            point into the plan and the graph, which
 	                            outlive the build */
+	/* per entry of v: 1 when its step has no result in this daemon (not
+	 * decided yet, or it failed): the store's records say what build/
+	 * holds for it, looked up without e->mu (index_fill) */
+	uint8_t *pending;
+	const char **paths;      /* pending entries' build/... paths */
 	char profile[65];
-	int prune;               /* a clean whole-profile build: prune build/ */
+	int prune;               /* build/<profile>/ to be pruned to keep */
+	const char **keep;       /* every output path of every step of the
+	                            graph, relative to build/<profile>/ (a
+	                            folder's ends in '/'), for the prune */
+	size_t nkeep;
+	char *kstrs;             /* keep's folder paths */
+	const char **ikeep;      /* the same for .kiln/intermediate/<profile>/ */
+	size_t nikeep;
 };
 
 /* Free what j holds (j itself is the caller's). */

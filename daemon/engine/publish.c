@@ -153,6 +153,41 @@ hold_ms(unsigned ms)
 		nanosleep(&hold, NULL);
 }
 
+/* Whether output i of n is in the store already: an agent's. */
+static int
+landed(const struct node *n, size_t i)
+{
+	return n->w->landed != NULL && n->w->landed[i].ok;
+}
+
+/* Whether an output of n is missing from its scratch folder dir (a file
+ * that is not a regular file, a folder that is not a folder): 1 with
+ * n->error saying which, else 0. */
+static int
+outputs_missing(struct engine *e, struct node *n, const char *dir)
+{
+	for (size_t i = 0; i < n->ks->noutputs; i++) {
+		char out[PATH_MAX * 3];
+		struct stat st;
+		int folder = n->ks->outputs[i].folder;
+		if (landed(n, i))
+			continue;
+		snprintf(out, sizeof out, "%s/%s", dir, n->ks->outputs[i].file);
+		if (lstat(out, &st) == 0 && (folder ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)))
+			continue;
+		if (folder)
+			set_error(n, "%s: the tool did not leave its folder output '%s' (%s/, "
+			          "expected at %s)", n->ks->url, n->ks->outputs[i].name,
+			          n->ks->outputs[i].file, out + strlen(e->root) + 1);
+		else
+			set_error(n, "%s: the tool did not write its output '%s' "
+			          "(%s, expected at %s)", n->ks->url, n->ks->outputs[i].name,
+			          n->ks->outputs[i].file, out + strlen(e->root) + 1);
+		return 1;
+	}
+	return 0;
+}
+
 /* How many times a step's outputs are put again when gc takes one before
  * it reaches build/, before the step is run again instead. */
 #define REPUT_TRIES 8
@@ -253,25 +288,30 @@ step_finish(struct engine *e, struct graph *g, struct node *n)
 	}
 	for (size_t i = 0; i < n->ks->noutputs; i++)
 		held[i] = -1;
+	/* every output there before any goes into the store: a run that left
+	 * one of two stores nothing (its other would be a blob no record
+	 * names, kept until gc) */
+	if (outputs_missing(e, n, dir))
+		res = FINISH_FAILED;
+	/* folders first: one can still be refused for what it holds */
+	for (size_t i = 0; i < n->ks->noutputs && res == FINISH_DONE; i++) {
+		if (n->ks->outputs[i].folder && !landed(n, i) && folder_publish(e, n, i, dir) != 0)
+			res = FINISH_FAILED;
+	}
 	for (size_t i = 0; i < n->ks->noutputs && res == FINISH_DONE; i++) {
 		char out[PATH_MAX * 3];
 		struct stat st;
-		if (n->w->landed != NULL && n->w->landed[i].ok) {
+		if (landed(n, i)) {
 			/* in the store already: an agent's (agent_jobs.c) */
 			n->outs[i].id = n->w->landed[i].id;
 			n->outs[i].size = n->w->landed[i].size;
 			continue;
 		}
-		if (n->ks->outputs[i].folder) {
-			if (folder_publish(e, n, i, dir) != 0)
-				res = FINISH_FAILED;
+		if (n->ks->outputs[i].folder)
 			continue;
-		}
 		snprintf(out, sizeof out, "%s/%s", dir, n->ks->outputs[i].file);
 		if (lstat(out, &st) != 0 || !S_ISREG(st.st_mode)) {
-			set_error(n, "%s: the tool did not write its output '%s' "
-			          "(%s, expected at %s)", n->ks->url, n->ks->outputs[i].name,
-			          n->ks->outputs[i].file, out + strlen(e->root) + 1);
+			outputs_missing(e, n, dir);   /* it went meanwhile: say so */
 			res = FINISH_FAILED;
 			break;
 		}

@@ -6,6 +6,7 @@
  *
  * Threads: the worker holding the node. */
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,21 @@ mat_mode(const struct engine *e)
 	if (m == KILN_MAT_UNSET && e->desc != NULL)
 		m = kiln_desc_materialize(e->desc);
 	return m == KILN_MAT_HARDLINK ? KILN_MAT_HARDLINK : KILN_MAT_COPY;
+}
+
+/* An intermediate's outputs (.kiln/intermediate/) are always hard links
+ * to their blobs, whatever the project's mode: nobody edits them or
+ * ships them, and a copy would keep its bytes twice on a file system
+ * without reflinks (an intermediate of 48 MB took 96 MB). Where linking
+ * fails (another file system) materialize_output copies. */
+#define INTERMEDIATE_TOP ".kiln/intermediate/"
+
+static kiln_mat_mode
+path_mode(const struct engine *e, const char *path)
+{
+	if (strncmp(path, INTERMEDIATE_TOP, strlen(INTERMEDIATE_TOP)) == 0)
+		return KILN_MAT_HARDLINK;
+	return mat_mode(e);
 }
 
 static int64_t
@@ -69,7 +85,7 @@ mat_stat_same(struct engine *e, const char *path, const struct stat *st,
 	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size != rec->size ||
 	    (uint64_t)st->st_ino != rec->ino || stat_ns(&st->st_mtim) != rec->mtime_ns)
 		return 0;
-	if (mat_mode(e) == KILN_MAT_COPY)
+	if (path_mode(e, path) == KILN_MAT_COPY)
 		return ctime_ns == rec->ctime_ns && st->st_nlink == 1;
 	if (ctime_ns == rec->ctime_ns)
 		return 1;
@@ -134,7 +150,7 @@ copy_intact(struct engine *e, const char *path, struct node_out *o)
 int
 materialize_all(struct engine *e, struct node *n)
 {
-	kiln_mat_mode mode = mat_mode(e);
+	kiln_mat_mode mode = n->ks->intermediate ? KILN_MAT_HARDLINK : mat_mode(e);
 
 	for (size_t i = 0; i < n->ks->noutputs; i++) {
 		int rv;

@@ -100,6 +100,9 @@ void
 publish_step(struct engine *e, struct graph *g, struct node *n, int fresh)
 {
 	int r = step_result(n), said = r == STEP_NONE ? KILN__STEP_EVENT__RESULT__REUSED : r;
+	/* up to date, but an output edited in build/ was put back (decide.c):
+	 * told, as a reuse, so the build and a game watching hear of it */
+	int restored = fresh && r == STEP_NONE && n->restored != NULL;
 	uint64_t mask = 0;
 
 	for (uint64_t m = n->builds; m != 0; m &= m - 1) {
@@ -107,7 +110,7 @@ publish_step(struct engine *e, struct graph *g, struct node *n, int fresh)
 		int told = b != NULL && b->told != NULL ? b->told[n->idx] - 1 : STEP_NONE;
 		if (b == NULL)
 			continue;
-		if ((fresh && r != STEP_NONE) || (told != STEP_NONE && told != said) ||
+		if ((fresh && r != STEP_NONE) || restored || (told != STEP_NONE && told != said) ||
 		    (told == STEP_NONE && r != STEP_NONE &&
 		     r != KILN__STEP_EVENT__RESULT__CANCELLED))
 			mask |= m & -m;

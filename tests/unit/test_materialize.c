@@ -612,6 +612,54 @@ prune_removes_stale_files_and_empty_folders_and_keeps_the_rest(void **state)
 	assert_kiln(KILN_EINVAL, materialize_prune(root, "../x", NULL, 0));
 }
 
+/* Another thread may be putting an output in place while a build prunes:
+ * its folder, made and still empty, and its temporary name stay; a crashed
+ * daemon's temporary name (another pid) goes. */
+static void
+prune_keeps_the_folders_of_kept_paths_and_this_process_temporaries(void **state)
+{
+	static const char *const keep[] = {"a/b/new.bin", "fonts/"};
+	const char *root = proj(state);
+	char mine[64];
+
+	snprintf(mine, sizeof mine, ".kiln-tmp-%ld-7", (long)getpid());
+	assert_int_equal(tu_sh("cd '%s' && mkdir -p build/pc/a/b build/pc/c build/pc/fonts/x && "
+	                       "echo t > build/pc/c/%s && echo f > build/pc/fonts/x/g && "
+	                       "echo t > build/pc/.kiln-tmp-1-3 && echo d > build/pc/c/dead",
+	                       root, mine), 0);
+	assert_kiln(0, materialize_prune(root, "pc", keep, 2));
+	if (!exists(tu_path(state, "proj/build/pc/a/b")))
+		fail_msg("prune removed the empty folder of a kept path");
+	if (!exists(tu_path(state, "proj/build/pc/c/%s", mine)))
+		fail_msg("prune removed this process's temporary file");
+	if (!exists(tu_path(state, "proj/build/pc/fonts/x/g")))
+		fail_msg("prune went into a kept folder output");
+	if (exists(tu_path(state, "proj/build/pc/.kiln-tmp-1-3")))
+		fail_msg("prune left another process's temporary file");
+	if (exists(tu_path(state, "proj/build/pc/c/dead")))
+		fail_msg("prune left c/dead");
+}
+
+/* The intermediates' folder is pruned the same way. */
+static void
+prune_in_another_top_folder(void **state)
+{
+	static const char *const keep[] = {"pcm/a.pcm"};
+	const char *root = proj(state);
+
+	assert_int_equal(tu_sh("cd '%s' && mkdir -p .kiln/intermediate/pc/pcm build/pc && "
+	                       "echo a > .kiln/intermediate/pc/pcm/a.pcm && "
+	                       "echo b > .kiln/intermediate/pc/pcm/b.pcm && echo c > build/pc/c",
+	                       root), 0);
+	assert_kiln(0, materialize_prune_in(root, ".kiln/intermediate", "pc", keep, 1));
+	if (!exists(tu_path(state, "proj/.kiln/intermediate/pc/pcm/a.pcm")))
+		fail_msg("prune removed a kept intermediate");
+	if (exists(tu_path(state, "proj/.kiln/intermediate/pc/pcm/b.pcm")))
+		fail_msg("prune left pcm/b.pcm");
+	if (!exists(tu_path(state, "proj/build/pc/c")))
+		fail_msg("pruning the intermediates touched build/");
+}
+
 int
 main(void)
 {
@@ -634,6 +682,8 @@ main(void)
 		T(index_written_aside_appears_only_when_put),
 		T(index_refuses_what_its_format_cannot_hold),
 		T(prune_removes_stale_files_and_empty_folders_and_keeps_the_rest),
+		T(prune_keeps_the_folders_of_kept_paths_and_this_process_temporaries),
+		T(prune_in_another_top_folder),
 	};
 	return tu_skip_leak_report_if_failed(
 		cmocka_run_group_tests(tests, NULL, NULL));
