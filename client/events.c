@@ -421,6 +421,17 @@ kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev)
 			if ((rv = subscribe_send(c, &cur)) == 0)
 				rv = poll_once(c, wait);
 		}
+		/* No answer at all, not even an empty one, a connection timeout
+		 * after the daemon's longest hold: it stopped (its Stopping event
+		 * missed) or hangs. A caller that waits for ever would poll a
+		 * dead daemon for ever: kiln events did, after a missed stop. */
+		if (rv == KILN_ETIMEDOUT) {
+			rv = KILN_ECLOSED;
+			snprintf(s->error, sizeof(s->error), "the daemon did not answer a "
+			         "poll for %d s: it stopped or does not respond",
+			         (wait > KILN_POLL_MAX_WAIT_MS ? KILN_POLL_MAX_WAIT_MS : wait) / 1000 +
+			         c->timeout_ms / 1000);
+		}
 		if (rv != 0) {
 			/* on the caller's thread: kiln_conn_error may say why */
 			if (!s->threaded)

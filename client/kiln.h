@@ -345,7 +345,10 @@ typedef struct kiln_event {
 int kiln_subscribe(kiln_conn *c, const kiln_cursor *since);
 
 /* The next event, waiting at most timeout_ms (0: do not wait). Returns 0
- * with *ev filled, KILN_ETIMEDOUT when none came, or an error. */
+ * with *ev filled, KILN_ETIMEDOUT when none came, or an error:
+ * KILN_ECLOSED also when the daemon gave no answer at all within the
+ * poll's wait plus the connection's timeout (it stopped without this
+ * client seeing its STOPPING event, or it hangs). */
 int kiln_events_poll(kiln_conn *c, int timeout_ms, kiln_event *ev);
 
 /* Let the daemon gather events for up to gather_ms (0, the default: no

@@ -514,3 +514,17 @@ ps5 art/c" ] || { echo "steps seen:"; cat ev.out; false; }
 	grep -q 'events were lost' b.err || { cat b.out b.err; false; }
 	grep -q '40 ran' b.out || { cat b.out b.err; false; }
 }
+
+@test "kiln events ends with an error when the daemon gives no answer at all (it used to poll for ever, or say 'no events')" {
+	"$KILN" status >/dev/null
+	pid=$(daemon_pid)
+	"$KILN" events --timeout 5 >"$(outside ev.out)" 2>"$(outside ev.err)" 3>&- &
+	ev=$!
+	wait_for subscribed 1
+	kill -STOP "$pid"
+	rc=0
+	wait "$ev" || rc=$?
+	kill -CONT "$pid"
+	[ "$rc" -eq 2 ] || { echo "exit $rc"; cat ev.out ev.err; false; }
+	grep -q 'did not answer a poll' ev.err || { cat ev.err; false; }
+}
