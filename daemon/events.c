@@ -48,6 +48,8 @@ struct sub {
 	                           * ring dropped and filter passes (0: none) */
 	struct ev_pages *snap;    /* owned: its snapshot's pages, until its
 	                           * client polls for events (NULL: none) */
+	uint64_t sent_through;    /* its last reply accounted for events up to
+	                           * this seq, of this epoch (events_all_sent) */
 };
 
 /* How many evicted subscriptions are remembered, so that their next poll
@@ -436,7 +438,7 @@ cursor_of(const struct kilnd_events *ev, const struct sub *s, uint64_t after)
  * passes, up to max / max_bytes, and how far that got (through). Lock
  * held. */
 static int
-reply_pack(struct kilnd_events *ev, const struct sub *s,
+reply_pack(struct kilnd_events *ev, struct sub *s,
            const Kiln__PollRequest *req, size_t max_bytes, uint8_t **buf,
            size_t *len)
 {
@@ -487,6 +489,8 @@ reply_pack(struct kilnd_events *ev, const struct sub *s,
 	rep.poll_reply = &pr;
 	rv = kiln_proto_pack_alloc(&rep.base, buf, len);
 	free(list);
+	if (rv == 0 && pr.through > s->sent_through)
+		s->sent_through = pr.through;
 	return rv;
 }
 
@@ -686,6 +690,18 @@ events_wake_all(struct kilnd_events *ev)
 	pthread_mutex_lock(&ev->mu);
 	wake_all_locked(ev, NULL, 1);
 	pthread_mutex_unlock(&ev->mu);
+}
+
+int
+events_all_sent(struct kilnd_events *ev, uint64_t seq)
+{
+	int all = 1;
+
+	pthread_mutex_lock(&ev->mu);
+	for (uint32_t i = 0; i < ev->max_subs && all; i++)
+		all = ev->subs[i].id == 0 || ev->subs[i].sent_through >= seq;
+	pthread_mutex_unlock(&ev->mu);
+	return all;
 }
 
 void

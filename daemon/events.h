@@ -114,6 +114,12 @@ void events_rewake(struct kilnd_events *ev, struct ev_waiter *w);
 /* Wake every parked poll (shutdown). */
 void events_wake_all(struct kilnd_events *ev);
 
+/* Whether every open subscription has been sent a reply accounting for
+ * the events up to seq (a stopping daemon waits, briefly, for its
+ * subscribers to get its Stopping event: one between two polls when the
+ * parked ones were woken would never see it). */
+int events_all_sent(struct kilnd_events *ev, uint64_t seq);
+
 void events_stats(struct kilnd_events *ev, struct events_stats *st);
 
 /* The subscriptions open now, with their filters, as one malloc'd block

@@ -287,7 +287,7 @@ server_start(struct kilnd *d, char *err, size_t len)
 }
 
 /* At most this long waiting at stop for the answers to parked polls. */
-#define STOP_SEND_WAIT_MS 2000
+#define STOP_SEND_WAIT_MS 3000
 
 /* Whether a worker holds a parked request or a reply being sent. */
 static int
@@ -305,6 +305,7 @@ void
 server_stop(struct kilnd *d)
 {
 	struct kilnd_server *s = d->server;
+	struct events_stats evs;
 
 	if (s == NULL)
 		return;
@@ -313,10 +314,14 @@ server_stop(struct kilnd *d)
 	 * replies to be handed to their connections, and give them a moment
 	 * to leave, before the connections close. A fixed 50 ms alone lost
 	 * the Stopping event on a busy machine. */
+	events_stats(d->events, &evs);
 	events_wake_all(d->events);
 	agents_wake_all(d->agents);
+	/* ... and for subscribers that were between two polls to come for
+	 * it: one that missed it polled a closed socket until its timeout */
 	for (int64_t until = kiln_mono_ns() + STOP_SEND_WAIT_MS * 1000000LL;
-	     workers_answering(s) && kiln_mono_ns() < until;)
+	     (workers_answering(s) || !events_all_sent(d->events, evs.head)) &&
+	     kiln_mono_ns() < until;)
 		usleep(2 * 1000);
 	usleep(50 * 1000);
 	/* From here on nothing is parked, queued or sent: the handlers finish

@@ -528,3 +528,28 @@ ps5 art/c" ] || { echo "steps seen:"; cat ev.out; false; }
 	[ "$rc" -eq 2 ] || { echo "exit $rc"; cat ev.out ev.err; false; }
 	grep -q 'did not answer a poll' ev.err || { cat ev.err; false; }
 }
+
+@test "a subscriber busy between two polls when the daemon stops still gets the stopping event" {
+	for i in $(seq 1 500); do echo "file $i" >"$BATS_TEST_TMPDIR/f.$i"; done
+	"$KILN" status >/dev/null
+	# kiln events writes into a pipe nobody reads yet: once it is full,
+	# the client is stuck in a write, with no poll parked in the daemon
+	mkfifo "$BATS_TEST_TMPDIR/evpipe"
+	GO="$BATS_TEST_TMPDIR/go"
+	sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done; cat' sh "$GO" \
+		<"$BATS_TEST_TMPDIR/evpipe" >"$(outside ev.out)" 3>&- &
+	"$KILN" events --json >"$BATS_TEST_TMPDIR/evpipe" 2>"$(outside ev.err)" 3>&- &
+	ev=$!
+	wait_for subscribed 1
+	"$KILN" put "$BATS_TEST_TMPDIR"/f.* >/dev/null
+	sleep 1 # the pipe fills (64 KiB: about 300 of these lines)
+	"$KILN" stop >/dev/null 3>&- &
+	stopper=$!
+	sleep 0.3 # the stop has begun (the subject: nothing parked then)
+	touch "$GO" # the reader drains the pipe: the client polls again
+	rc=0
+	wait "$ev" || rc=$?
+	wait "$stopper" || true
+	[ "$rc" -eq 0 ] || { echo "exit $rc"; cat ev.err; tail -3 ev.out; false; }
+	tail -1 ev.out | grep -q '"type":"stopping"' || { tail -3 ev.out; false; }
+}
