@@ -104,7 +104,7 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
              graph.c lifecycle.c deps_query.c step.c decide.c decide_key.c decide_cache.c \
              action_results.c blob_watch.c run.c tool_spawn.c trace.c discover.c dep_path.c \
              depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
-             scratch.c need.c need_wait.c orphans.c timeline.c audit.c materialize.c folder_out.c search_path.c edits.c \
+             scratch.c need.c need_wait.c orphans.c timeline.c audit.c materialize.c folder_out.c search_path.c edits.c selfwrite.c \
               remote.c remote_upload.c remote_need.c agent_jobs.c agent_files.c bundle_build.c kpak_write.c \
              durations.c estimate.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,

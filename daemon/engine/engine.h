@@ -76,7 +76,8 @@ struct engine_config {
 	unsigned hold_place_ms;
 	/* A testing aid: the edits thread waits this long between taking a
 	 * batch of edits and applying it (edits.c), so that a test's step can
-	 * end while an edit is on its way. 0 in real use. */
+	 * end while an edit is on its way (KILN_TEST_HOLD_EDITS_MS in kilnd's
+	 * environment). 0 in real use. */
 	unsigned hold_edits_ms;
 	/* A testing aid: the watch's reader waits this long before reading
 	 * what inotify queued, so that a test's flood of changes overflows

@@ -20,6 +20,7 @@
 #include "discover.h"
 #include "estimate.h"
 #include "need.h"
+#include "selfwrite.h"
 #include "step.h"
 
 /* ---- graphs --------------------------------------------------------------- */
@@ -40,6 +41,7 @@ graph_free(struct graph *g)
 		need_deps_free(n->rneeds, n->nrneeds);
 		free(n->reason);
 		free(n->error);
+		selfwrite_forget(n);
 		node_work_free(n);
 	}
 	free(g->nodes);

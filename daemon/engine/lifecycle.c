@@ -29,6 +29,7 @@
 #include "schedule.h"
 #include "scratch.h"
 #include "search_path.h"
+#include "selfwrite.h"
 #include "orphans.h"
 #include "watch.h"
 
@@ -110,6 +111,11 @@ watch_changed(void *arg, const char *relpath, enum watch_change kind)
 
 	if (relpath != NULL && (first_is(relpath, "build") || first_is(relpath, ".kiln")))
 		return;
+	/* a step's own write, not an edit: it would start the build that
+	 * runs the step that writes again (the watch's record of the change
+	 * stays: the file is looked at again) */
+	if (relpath != NULL && selfwrite_is(e, relpath))
+		return;
 	if (kind == WATCH_CHANGE_OVERFLOW)
 		overflow_say(e);
 	atomic_fetch_add(&e->changes, 1);
@@ -157,7 +163,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	rv = KILN_ENOMEM;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
 	e->next_build = timeline_last_id(e->rootfd);   /* no trace replaced */
-	if ((rv = edits_start(e)) != 0)
+	if ((rv = selfwrite_new(&e->selfw)) != 0 || (rv = edits_start(e)) != 0)
 		goto fail;
 	rv = KILN_ENOMEM;
 	/* without inotify (or with --no-watch) every file is stat'ed */
@@ -257,6 +263,7 @@ engine_free(struct engine *e)
 	kiln_desc_free(e->desc);
 	stamps_free(e);
 	filestate_free(e->fs);
+	selfwrite_free(e->selfw);
 	watch_free(e->watch);
 	watch_free(e->blobs);
 	kiln_batch_free(e->batch);

@@ -44,6 +44,7 @@
 #include "record_batch.h"
 #include "run.h"
 #include "schedule.h"
+#include "selfwrite.h"
 #include "agent_jobs.h"
 #include "step.h"
 #include "step_events.h"
@@ -404,14 +405,19 @@ work_finish(struct engine *e, struct run_ctx *rc)
 	struct node *n = rc->n;
 	struct graph *g = rc->g;  /* rc lives in n->w, which may go below */
 	int cancelled = !node_wanted(e, n) && node_cancelled(e, n);
-	int superseded = n->superseded;
+	int superseded = n->superseded, selfw;
 	enum finish_result r;
 
 	n->superseded = 0;
 	n->finishing = 1;   /* edits.c: its disc is ours now */
 	pthread_mutex_unlock(&e->mu);
 	r = step_finish(e, g, n);
-	if (superseded && r != FINISH_DONE && !cancelled) {
+	/* it wrote a project file: the edit that cancelled it, or made it
+	 * stale, was (as far as anyone can tell) its own write; its failure
+	 * stands (selfwrite.h) */
+	if ((selfw = r != FINISH_DONE && n->selfw_path != NULL))
+		selfwrite_settle(e, g, n);
+	if (superseded && r != FINISH_DONE && !cancelled && !selfw) {
 		run_superseded(e, g, n);
 		return;
 	}
@@ -425,6 +431,8 @@ work_finish(struct engine *e, struct run_ctx *rc)
 		step_forget(n);  /* cancelled is not failed: no record */
 	pages_tick(e);
 	pthread_mutex_lock(&e->mu);
+	if (selfw)
+		n->stale = 0;
 	if (r != FINISH_DONE && cancelled)
 		node_finish(e, g, n, N_CANCELLED);
 	else if (r != FINISH_DONE)

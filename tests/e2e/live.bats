@@ -454,3 +454,75 @@ quiet() {
 	sleep 2.5
 	[ "$(wc -l <"$EV")" -eq "$n" ] && tail -n 1 "$EV" | grep -q ' build-done '
 }
+
+# self_writer_project HOW: a.txt's tool copies its input, then changes it
+# (HOW: 'touch' or 'append'), which kiln catches as a write outside its
+# scratch folder.
+self_writer_project() {
+	live_project
+	if [ "$1" = touch ]; then
+		sed -i 's|^tools:$|tools:\n  selfw: { shell: true, run: '"'"'cat "${in}" > "${out}"; touch "${in}"'"'"' }|' kiln.yaml
+	else
+		sed -i 's|^tools:$|tools:\n  selfw: { shell: true, run: '"'"'cat "${in}" > "${out}"; echo x >> "${in}"'"'"' }|' kiln.yaml
+	fi
+	sed -i '/url: a.txt/{n;s/tool: copy/tool: selfw/}' kiln.yaml
+	grep -q 'tool: selfw' kiln.yaml || { cat kiln.yaml; false; }
+}
+
+# builds_of W: how many builds kiln watch's output in W reported.
+builds_of() {
+	grep -c '"event":"build"' "$1" || true
+}
+
+@test "a tool that appends to its own input fails once: kiln watch does not loop, and a later edit is built" {
+	self_writer_project append
+	# the tool's change reaches the edits thread after its run ended, as
+	# it does when the tool ends at once (an edit seen while the tool
+	# still runs cancels it: runs again, at most EDITS_MAX_CANCELS times)
+	export KILN_TEST_HOLD_EDITS_MS=500
+	watch_start
+	grep -q '"url":"a.txt".*"result":"failed".*wrote outside its scratch folder: src/a.txt' "$W" ||
+		{ cat "$W"; false; }
+	# its write may have reached kiln watch before kiln knew whose it
+	# was: one more build, which finds the failure standing; no more
+	wait_for grep -q '"event":"build","build":[0-9]*,.*"failed":1' "$W"
+	sleep 3 # a loop would run dozens of builds in this time (the subject)
+	n=$(builds_of "$W")
+	[ "$n" -le 2 ] || { echo "$n builds"; cat "$W"; false; }
+	[ "$(wc -l <src/a.txt)" -eq 2 ] || { echo "the tool ran again:"; cat src/a.txt; false; }
+	grep -q '"reason":"not run again: its last run wrote src/a.txt' "$W" ||
+		[ "$n" -eq 1 ] || { cat "$W"; false; }
+	# an artist's edit of that file is an edit: built (and failed again)
+	runs=$(grep -c '"url":"a.txt".*"reason":"in src/a.txt changed' "$W" || true)
+	printf 'edited\n' >>src/a.txt
+	wait_for sh -c "[ \$(grep -c '\"url\":\"a.txt\".*\"reason\":\"in src/a.txt changed' '$W') -gt $runs ]" ||
+		{ cat "$W"; false; }
+	wait_for test "$(builds_of "$W")" -ge $((n + 1))
+	sleep 3 # as above
+	[ "$(builds_of "$W")" -le $((n + 2)) ] || { cat "$W"; false; }
+	watch_stop
+	# b.txt was never disturbed
+	[ "$(runs_of b.txt)" -eq 1 ]
+}
+
+@test "a tool that touches its own input: kiln build prints its FAILED block once, and decides nothing again" {
+	self_writer_project touch
+	# the tool's change reaches the edits thread after the step failed
+	# (on a busy machine it did by itself: 8 decisions again, 9 blocks)
+	export KILN_TEST_HOLD_EDITS_MS=500
+	run "$KILN" build
+	[ "$(printf '%s\n' "$output" | grep -c '^FAILED a.txt')" -eq 1 ] || { echo "$output"; false; }
+	! grep -q 'files were edited while it ran' .kiln/kilnd.log || { cat .kiln/kilnd.log; false; }
+	# and the next build does not run it again (nothing it reads changed
+	# since its run): the same failure, at once
+	sleep 1 # the held edit is applied
+	run "$KILN" build
+	[ "$(printf '%s\n' "$output" | grep -c '^FAILED a.txt')" -eq 1 ] || { echo "$output"; false; }
+	printf '%s\n' "$output" | grep -q 'wrote outside its scratch folder: src/a.txt' ||
+		{ echo "$output"; false; }
+	# a real edit runs it again
+	printf 'two\n' >src/a.txt
+	run "$KILN" build --json
+	printf '%s\n' "$output" | grep -q '"url":"a.txt".*"reason":"in src/a.txt changed' ||
+		{ echo "$output"; false; }
+}
