@@ -78,7 +78,27 @@ struct build_view {
 	int live;               /* a status line is on screen */
 	struct progress *prog;  /* kiln build's (NULL: kiln watch) */
 	struct count_check *check; /* kiln build's (NULL: kiln watch) */
+	/* the URLs of the steps that failed in this build, for its summary
+	 * (its FAILED blocks may be far up by then), ", "-separated; past
+	 * what fits, a count */
+	char failed[2048];
+	unsigned failed_more;
 };
+
+/* Note url as failed in this build (once). */
+static void
+failed_add(struct build_view *v, const char *url)
+{
+	size_t used = strlen(v->failed), len = strlen(url);
+
+	for (const char *p = v->failed; (p = strstr(p, url)) != NULL; p += len)
+		if ((p == v->failed || p[-1] == ' ') && (p[len] == ',' || p[len] == '\0'))
+			return;
+	if (used + len + 3 > sizeof v->failed)
+		v->failed_more++;
+	else
+		snprintf(v->failed + used, sizeof v->failed - used, "%s%s", used ? ", " : "", url);
+}
 
 /* Terminal columns of stdout (80 when it does not say). */
 static unsigned
@@ -176,6 +196,7 @@ step_print(struct build_view *v, const kiln_step_event *s)
 	}
 	switch (s->result) {
 	case KILN_STEP_FAILED:
+		failed_add(v, s->url);
 		printf("FAILED %s\n", s->url);
 		for (const char *p = s->error; *p;) {
 			const char *nl = strchr(p, '\n');
@@ -249,7 +270,14 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 			printf("%s\n", slow);
 		if (b->index[0])
 			printf("outputs in build/%s/ (index: %s)\n", b->profile, b->index);
+		/* last, where the eye lands, as cargo and bazel do */
+		if (v->failed[0] && v->failed_more)
+			printf("failed: %s and %u more\n", v->failed, v->failed_more);
+		else if (v->failed[0])
+			printf("failed: %s\n", v->failed);
 	}
+	v->failed[0] = '\0';
+	v->failed_more = 0;
 	fflush(stdout);
 	if (v->check != NULL) {
 		char why[1024];
@@ -697,7 +725,7 @@ why_get(const char *cmd, const struct cli *cli, const char *dir,
 			cli_daemon_error(cmd, url, *c, rv);
 		kiln_close(*c);
 		*c = NULL;
-		return CLI_PROBLEM;
+		return rv == KILN_EINVAL ? CLI_USAGE : CLI_PROBLEM;
 	}
 	return CLI_OK;
 }
@@ -737,12 +765,16 @@ cmd_why(const struct cli *cli, int argc, char **argv)
 		printf("what changed since the decision before:\n");
 	for (size_t i = 0; i < w.nchanges; i++) {
 		const kiln_why_change *ch = &w.changes[i];
+		/* a declared prerequisite's key label is "need URL" (hashed
+		 * into keys): shown by the name kiln deps uses */
+		const char *pre = strncmp(ch->label, "need ", 5) == 0 ? "prerequisite " : "";
+		const char *label = pre[0] ? ch->label + 5 : ch->label;
 		if (ch->before[0] && ch->after[0])
-			printf("  %s: %s -> %s\n", ch->label, ch->before, ch->after);
+			printf("  %s%s: %s -> %s\n", pre, label, ch->before, ch->after);
 		else if (ch->after[0])
-			printf("  %s: new (%s)\n", ch->label, ch->after);
+			printf("  %s%s: new (%s)\n", pre, label, ch->after);
 		else
-			printf("  %s: gone (was %s)\n", ch->label, ch->before);
+			printf("  %s%s: gone (was %s)\n", pre, label, ch->before);
 	}
 	if (w.decision != 2)
 		printf("traced: %s\n", w.traced ? "yes" : "no (a process ran without "

@@ -214,10 +214,11 @@ void engine_audit_free(Kiln__AuditReply *rep);
 /* Why the last build of profile ("" = first) ran or reused url: *rec is
  * malloc'd (free with kiln__step_record__free_unpacked(rec, NULL)) and
  * *this_daemon tells whether this daemon decided it. Returns 0,
- * KILN_ENOTFOUND (no such step, or never built), KILN_EBADPROJECT,
- * KILN_ENOMEM. */
+ * KILN_ENOTFOUND (no such step, or never built), KILN_EBADPROJECT (err
+ * lists the errors), KILN_EINVAL (no such profile: err lists the
+ * project's), KILN_ENOMEM. */
 int engine_why(struct engine *e, const char *profile, const char *url,
-               Kiln__StepRecord **rec, int *this_daemon);
+               Kiln__StepRecord **rec, int *this_daemon, char *err, size_t errlen);
 
 /* What the step url of profile ("" = first) depends on: declared inputs
  * and prerequisites, and what its last successful run discovered. *out is

@@ -293,15 +293,27 @@ engine_free(struct engine *e)
 
 /* ---- why ------------------------------------------------------------------ */
 
+/* Whether the loaded project has that profile (e->mu held). */
+static int
+profile_known(const struct engine *e, const char *profile)
+{
+	const char *const *names;
+	size_t n = kiln_desc_profiles(e->desc, &names);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], profile) == 0)
+			return 1;
+	return 0;
+}
+
 int
 engine_why(struct engine *e, const char *profile, const char *url,
-           Kiln__StepRecord **rec, int *this_daemon)
+           Kiln__StepRecord **rec, int *this_daemon, char *err, size_t errlen)
 {
 	const char *const *profiles;
 	struct graph *g = NULL;
 	void *data = NULL;
 	size_t len = 0;
-	char err[256];
 	uint32_t at;
 	int rv, decided = 0, up_to_date = 0;
 	kiln_id key;
@@ -309,7 +321,7 @@ engine_why(struct engine *e, const char *profile, const char *url,
 	*rec = NULL;
 	*this_daemon = 0;
 	pthread_mutex_lock(&e->mu);
-	if (e->desc == NULL && (rv = project_fresh(e, err, sizeof err)) != 0) {
+	if (e->desc == NULL && (rv = project_fresh(e, err, errlen)) != 0) {
 		pthread_mutex_unlock(&e->mu);
 		return rv;
 	}
@@ -319,6 +331,10 @@ engine_why(struct engine *e, const char *profile, const char *url,
 			return KILN_ENOTFOUND;
 		}
 		profile = profiles[0];
+	} else if (!profile_known(e, profile)) {
+		profile_unknown(e, profile, err, errlen);
+		pthread_mutex_unlock(&e->mu);
+		return KILN_EINVAL;
 	}
 	for (g = e->graphs; g != NULL && strcmp(g->profile, profile) != 0; g = g->next)
 		;

@@ -639,7 +639,10 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 	if (want > EVAL_BATCH)
 		want = EVAL_BATCH;
 	for (;;) {
-		if (!node_wanted(e, n) || e->quit)
+		/* a build stopped by a failure still decides what it has (a
+		 * warm build's other steps are up to date, not "cancelled");
+		 * only their tools do not start (work_take) */
+		if ((!node_wanted(e, n) && node_cancelled(e, n)) || e->quit)
 			node_finish(e, g, n, N_CANCELLED);
 		else if (eval_before(e, g, n)) {
 			bg[k] = g;
