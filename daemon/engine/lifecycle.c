@@ -120,7 +120,8 @@ watch_changed(void *arg, const char *relpath, enum watch_change kind)
 		overflow_say(e);
 	atomic_fetch_add(&e->changes, 1);
 	edits_note(e, kind == WATCH_CHANGE_ALL || kind == WATCH_CHANGE_OVERFLOW ? NULL : relpath);
-	if (e->cfg.changed != NULL)
+	if (e->cfg.changed != NULL &&
+	    (relpath == NULL || !selfwrite_defer(e, relpath, kind == WATCH_CHANGE_COMPLETE)))
 		e->cfg.changed(e->cfg.arg, relpath, kind == WATCH_CHANGE_COMPLETE);
 }
 

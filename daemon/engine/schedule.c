@@ -417,6 +417,7 @@ work_finish(struct engine *e, struct run_ctx *rc)
 	 * stands (selfwrite.h) */
 	if ((selfw = r != FINISH_DONE && n->selfw_path != NULL))
 		selfwrite_settle(e, g, n);
+	selfwrite_run_end(e, n);   /* its trace was read: its own writes known */
 	if (superseded && r != FINISH_DONE && !cancelled && !selfw) {
 		run_superseded(e, g, n);
 		return;
@@ -457,10 +458,14 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	else
 		publish_step_started(e, g, n);
 	pthread_mutex_unlock(&e->mu);
-	if (rv == 0)
+	if (rv == 0) {
+		selfwrite_run_begin(e, n);
 		rv = step_start(e, g, n);
-	if (rv != 0)
+	}
+	if (rv != 0) {
 		step_record_failure(e, g, n);
+		selfwrite_run_end(e, n);
+	}
 	pthread_mutex_lock(&e->mu);
 	if (--e->starting == 0)
 		pthread_cond_broadcast(&e->idle_cv);

@@ -19,6 +19,10 @@
 
 #define SELFWRITE_MAX 64
 
+/* Declared inputs of one step at most, for its run to hold back their
+ * changes (selfwrite_run_begin). */
+#define SELFWRITE_RUN_INPUTS 64
+
 /* What the next change of a file changes: a write moves the times (ctime
  * even where a tool resets mtime), a save by rename the inode. */
 struct fstate {
@@ -28,11 +32,22 @@ struct fstate {
 	struct timespec mtime, ctime;
 };
 
+/* A declared input of a running traced tool (selfwrite_run_begin). */
+struct held {
+	const char *path;   /* the node's own string: lives while it runs */
+	const struct node *n;
+};
+
 struct selfwrites {
 	pthread_mutex_t mu;
 	char *paths[SELFWRITE_MAX];
 	struct fstate st[SELFWRITE_MAX];
 	unsigned n, next;   /* entries used; the one replaced next when full */
+	struct held *held;  /* the running tools' inputs */
+	size_t nheld, capheld;
+	char **deferred;    /* their changes not reported yet */
+	int *complete;      /* each one's kind (a save that is over) */
+	size_t ndeferred, capdeferred;
 };
 
 int
@@ -55,6 +70,11 @@ selfwrite_free(struct selfwrites *s)
 		return;
 	for (unsigned i = 0; i < s->n; i++)
 		free(s->paths[i]);
+	for (size_t i = 0; i < s->ndeferred; i++)
+		free(s->deferred[i]);
+	free(s->deferred);
+	free(s->complete);
+	free(s->held);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
@@ -181,4 +201,125 @@ selfwrite_forget(struct node *n)
 	free(n->selfw_path);
 	n->selfw_path = NULL;
 	n->selfw_have = 0;
+}
+
+/* ---- changes of a running tool's inputs ------------------------------- */
+
+/* Whether a running tool reads relpath (lock held). */
+static int
+held_by_any(const struct selfwrites *s, const char *relpath)
+{
+	for (size_t i = 0; i < s->nheld; i++)
+		if (strcmp(s->held[i].path, relpath) == 0)
+			return 1;
+	return 0;
+}
+
+void
+selfwrite_run_begin(struct engine *e, const struct node *n)
+{
+	struct selfwrites *s = e->selfw;
+	size_t want = n->ks->ninputs;
+
+	/* an untraced tool's writes are never known for its own: its
+	 * inputs' changes go out at once, as before; so do those of a step
+	 * of many inputs (an atlas of 5,000 sources is never looked through
+	 * on every change) */
+	if (s == NULL || want == 0 || want > SELFWRITE_RUN_INPUTS ||
+	    e->trace_shim[0] == '\0' || n->ks->tool->notrace)
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (s->nheld + want > s->capheld) {
+		size_t ncap = (s->nheld + want) * 2;
+		struct held *nv = realloc(s->held, ncap * sizeof *nv);
+		if (nv == NULL)
+			goto out;   /* not held: reported at once */
+		s->held = nv;
+		s->capheld = ncap;
+	}
+	for (size_t i = 0; i < want; i++)
+		s->held[s->nheld++] = (struct held){n->ks->inputs[i], n};
+out:
+	pthread_mutex_unlock(&s->mu);
+}
+
+int
+selfwrite_defer(struct engine *e, const char *relpath, int complete)
+{
+	struct selfwrites *s = e->selfw;
+	size_t i;
+	int rv = 0;
+
+	if (s == NULL)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	if (s->nheld == 0 || !held_by_any(s, relpath))
+		goto out;
+	for (i = 0; i < s->ndeferred && strcmp(s->deferred[i], relpath) != 0; i++)
+		;
+	if (i < s->ndeferred) {
+		s->complete[i] |= complete;
+		rv = 1;
+		goto out;
+	}
+	if (s->ndeferred == s->capdeferred) {
+		size_t ncap = s->capdeferred ? s->capdeferred * 2 : 16;
+		char **nv = realloc(s->deferred, ncap * sizeof *nv);
+		int *nc;
+		if (nv == NULL)
+			goto out;
+		s->deferred = nv;
+		if ((nc = realloc(s->complete, ncap * sizeof *nc)) == NULL)
+			goto out;
+		s->complete = nc;
+		s->capdeferred = ncap;
+	}
+	if ((s->deferred[s->ndeferred] = strdup(relpath)) == NULL)
+		goto out;   /* no memory: reported at once */
+	s->complete[s->ndeferred++] = complete;
+	rv = 1;
+out:
+	pthread_mutex_unlock(&s->mu);
+	return rv;
+}
+
+void
+selfwrite_run_end(struct engine *e, const struct node *n)
+{
+	struct selfwrites *s = e->selfw;
+	char **out = NULL;
+	int *kind = NULL;
+	size_t nout = 0, k = 0;
+
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nheld; i++)
+		if (s->held[i].n != n)
+			s->held[k++] = s->held[i];
+	s->nheld = k;
+	/* what no running tool reads any more goes out (unlocked, below) */
+	if (s->ndeferred > 0 && (out = malloc(s->ndeferred * sizeof *out)) != NULL &&
+	    (kind = malloc(s->ndeferred * sizeof *kind)) != NULL) {
+		k = 0;
+		for (size_t i = 0; i < s->ndeferred; i++) {
+			if (held_by_any(s, s->deferred[i])) {
+				s->complete[k] = s->complete[i];
+				s->deferred[k++] = s->deferred[i];
+			} else {
+				kind[nout] = s->complete[i];
+				out[nout++] = s->deferred[i];
+			}
+		}
+		s->ndeferred = k;
+	}
+	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; i < nout; i++) {
+		/* the tool's own write (its trace was read): not an edit */
+		if (!selfwrite_is(e, out[i]) && e->cfg.changed != NULL)
+			e->cfg.changed(e->cfg.arg, out[i], kind[i]);
+		free(out[i]);
+	}
+	free(out);
+	free(kind);
 }

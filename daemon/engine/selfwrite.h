@@ -18,8 +18,8 @@
  *   after the run): it fails again at once, with the same words.
  *
  * Reports that came in before the tool ended are seen through: the step
- * is not decided again for them, and a build they started finds the
- * step's failure standing.
+ * is not decided again for them, and a change of a running tool's input
+ * is reported to clients only once that tool ended (below).
  *
  * Threads: the table has a lock of its own (selfwrite_is runs on the
  * watch's reader thread, under the watch's lock, and on the edits
@@ -57,5 +57,23 @@ int selfwrite_unchanged(const struct node *n, const kiln_id *quick);
 
 /* Forget n's last run's write (a new run starts, or the node goes). */
 void selfwrite_forget(struct node *n);
+
+/* A change of a file a running tool reads may be that tool's own write,
+ * which is known only once it ends (the tracer's records are read then):
+ * its report to clients (SourcesChanged: a build of kiln watch) waits
+ * for that. The edits of a running build are not held (edits.c cancels
+ * the tool as for any edit).
+ *
+ * selfwrite_run_begin: n's traced tool starts (its declared inputs are
+ * held; not for a step of more than a few). selfwrite_defer: a change of
+ * relpath (complete: a save that is over); 1 if it is held back, 0 if it
+ * is to be reported now. selfwrite_run_end: n's tool ended and its trace
+ * was read (or it never started): each change held back that no running
+ * tool reads any more is reported (e->cfg.changed) unless it is the
+ * state a step's write left. Unlocked; selfwrite_defer on the watch's
+ * reader thread. */
+void selfwrite_run_begin(struct engine *e, const struct node *n);
+int selfwrite_defer(struct engine *e, const char *relpath, int complete);
+void selfwrite_run_end(struct engine *e, const struct node *n);
 
 #endif
