@@ -137,7 +137,7 @@ UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency 
              test_blobstat test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_events \
              test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph test_json \
-             test_strmap test_count_check
+             test_strmap test_count_check test_selfwrite
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents
 
 VARIANTS = release asan tsan
