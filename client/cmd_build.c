@@ -56,7 +56,9 @@ static const char build_help[] =
 	"failed, the time elapsed and an estimate of the time left (from the\n"
 	"steps' recorded durations), and the steps running longest; otherwise\n"
 	"one line per step that ran or failed. The summary names the slowest\n"
-	"steps. The timeline: kiln trace. Ctrl-C cancels the\n"
+	"steps, and ends with the steps that failed. The timeline: kiln trace.\n"
+	"Without -k a failure starts no more tools; the other steps are still\n"
+	"decided (those up to date count so). Ctrl-C cancels the\n"
 	"steps no other client needs. Exit status: 0 built, 1 a step failed (or\n"
 	"was skipped because one failed, or results could not be recorded), 2\n"
 	"usage or description errors, 130 cancelled (3: with KILN_CHECK_COUNTS=1,\n"
@@ -668,8 +670,9 @@ static const char why_usage[] = "usage: kiln why URL [-C DIR] [-p PROFILE]\n";
 static const char why_help[] =
 	"usage: kiln why URL [-C DIR] [-p PROFILE]\n"
 	"\n"
-	"Say why the last build ran the step URL (which input, param, tool or\n"
-	"variable changed, from which hash or value to which), or why it reused\n"
+	"Say why the last build ran the step URL (which input, prerequisite,\n"
+	"param, tool or variable changed, from which hash or value to which;\n"
+	"a long text shown where it differs), or why it reused\n"
 	"a result, whether its run was file-access traced, and its warnings\n"
 	"(paths it used that kiln could not record as dependencies). Hashes\n"
 	"show their first 8 hex digits.\n";
