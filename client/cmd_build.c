@@ -85,7 +85,75 @@ struct build_view {
 	 * what fits, a count */
 	char failed[2048];
 	unsigned failed_more;
+	/* kiln watch: the failures printed, each step's last (a repeat is
+	 * not printed again), and how many of this build's were repeats */
+	struct shown_failure *shown;
+	size_t nshown, capshown;
+	unsigned repeats;
 };
+
+/* A failure kiln watch printed: the step, and its run (error and tool
+ * time: the same run reported again by a later build, which did not run
+ * the tool, says both alike; a new run of the tool takes its own time). */
+struct shown_failure {
+	char *url;
+	uint64_t run;
+};
+
+#define WATCH_MAX_SHOWN 4096
+
+static uint64_t
+failure_sig(const kiln_step_event *s)
+{
+	uint64_t h = 1469598103934665603ULL ^ s->duration_ns;
+
+	for (const char *p = s->error ? s->error : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return h;
+}
+
+/* Whether s (a failure) repeats the one last printed for its step; if
+ * not, it is the one printed now. */
+static int
+failure_repeats(struct build_view *v, const kiln_step_event *s)
+{
+	uint64_t sig = failure_sig(s);
+	size_t i;
+
+	for (i = 0; i < v->nshown && strcmp(v->shown[i].url, s->url) != 0; i++)
+		;
+	if (i < v->nshown) {
+		if (v->shown[i].run == sig)
+			return 1;
+		v->shown[i].run = sig;
+		return 0;
+	}
+	if (v->nshown == v->capshown) {
+		size_t ncap = v->capshown ? v->capshown * 2 : 16;
+		struct shown_failure *nv;
+		if (ncap > WATCH_MAX_SHOWN ||
+		    (nv = realloc(v->shown, ncap * sizeof *nv)) == NULL)
+			return 0;   /* not remembered: printed every time */
+		v->shown = nv;
+		v->capshown = ncap;
+	}
+	if ((v->shown[v->nshown].url = strdup(s->url)) == NULL)
+		return 0;
+	v->shown[v->nshown++].run = sig;
+	return 0;
+}
+
+/* s's step did not fail: a later failure of it is news. */
+static void
+failure_forget(struct build_view *v, const char *url)
+{
+	for (size_t i = 0; i < v->nshown; i++)
+		if (strcmp(v->shown[i].url, url) == 0) {
+			free(v->shown[i].url);
+			v->shown[i] = v->shown[--v->nshown];
+			return;
+		}
+}
 
 /* Note url as failed in this build (once). */
 static void
@@ -566,7 +634,10 @@ static const char watch_help[] =
  * build and of every later one that did something. A change that left
  * everything up to date (a file no step reads, say kiln watch's own
  * output redirected into the project) prints nothing, so that it causes
- * no further change. */
+ * no further change. A failure is printed once: a later build that
+ * reports the same run of the step again (a step not run again because
+ * nothing it reads changed, issue 38) prints nothing of it, and counts
+ * as having done nothing. */
 static int
 watch_event(const kiln_event *ev, void *arg)
 {
@@ -575,12 +646,19 @@ watch_event(const kiln_event *ev, void *arg)
 
 	switch (ev->type) {
 	case KILN_EVENT_STEP:
+		if (ev->step->result == KILN_STEP_FAILED && failure_repeats(v, ev->step)) {
+			v->repeats++;
+			break;
+		}
+		if (ev->step->result != KILN_STEP_FAILED)
+			failure_forget(v, ev->step->url);
 		step_print(v, ev->step);
 		break;
 	case KILN_EVENT_BUILD_DONE:
-		if (v->id == 0 || b->ran || b->failed || b->skipped || b->cancelled ||
-		    b->error[0])
+		if (v->id == 0 || b->ran || b->failed > v->repeats || b->skipped ||
+		    b->cancelled || b->error[0])
 			summary_print(v, b);
+		v->repeats = 0;
 		v->id = b->build;
 		break;
 	case KILN_EVENT_LOG:
@@ -649,6 +727,9 @@ cmd_watch(const struct cli *cli, int argc, char **argv)
 	rv = kiln_live(c, &o, (const volatile int *)&interrupted, watch_event, &v);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+	for (size_t i = 0; i < v.nshown; i++)
+		free(v.shown[i].url);
+	free(v.shown);
 	if (rv == KILN_EBADPROJECT || rv == KILN_EINVAL) {
 		const char *words = kiln_conn_error(c);
 		cli_errorf("watch", "%s", words[0] ? words : kiln_strerror(rv));

@@ -160,9 +160,10 @@ selfwrite_fail(struct node *n)
 	snprintf(reason, sizeof reason, "not run again: its last run wrote %s, outside "
 	         "its scratch folder, and nothing it reads changed since", n->selfw_path);
 	set_reason(n, reason);
-	set_error(n, "%s: the tool wrote outside its scratch folder: %s (in its last "
-	          "run; not run again until a file it reads or its tool changes)",
-	          n->ks->url, n->selfw_path);
+	/* the words of that run's failure (trace.c's), so that a client sees
+	 * the same failure, not a new one (kiln watch prints it once) */
+	set_error(n, "%s: the tool wrote outside its scratch folder: %s", n->ks->url,
+	          n->selfw_path);
 	n->have = 0;
 	return EVAL_FAIL;
 }

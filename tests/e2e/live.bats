@@ -491,9 +491,10 @@ builds_of() {
 	[ "$(wc -l <src/a.txt)" -eq 2 ] || { echo "the tool ran again:"; cat src/a.txt; false; }
 	# and a build that comes anyway finds the failure standing, the
 	# tool not run again
-	run "$KILN" build a.txt
+	run "$KILN" build --json a.txt
 	[ "$status" -eq 1 ] || { echo "$output"; false; }
-	printf '%s\n' "$output" | grep -q 'not run again' || { echo "$output"; false; }
+	printf '%s\n' "$output" | grep -q '"url":"a.txt".*"reason":"not run again: its last run wrote src/a.txt' ||
+		{ echo "$output"; false; }
 	[ "$(wc -l <src/a.txt)" -eq 2 ] || { echo "the tool ran again:"; cat src/a.txt; false; }
 	sleep 1 # (that build's summary may reach kiln watch: no build of its own)
 	n=$(builds_of "$W")
@@ -531,4 +532,24 @@ builds_of() {
 	run "$KILN" build --json
 	printf '%s\n' "$output" | grep -q '"url":"a.txt".*"reason":"in src/a.txt changed' ||
 		{ echo "$output"; false; }
+}
+
+@test "kiln watch's own output in the project beside a tool that wrote its input: the failure is printed once, no loop" {
+	self_writer_project append
+	"$KILN" watch >watch.log 2>&1 &
+	watch_pid=$!
+	wait_for grep -q '^profile pc:' watch.log || { cat watch.log; false; }
+	# each line kiln watch writes is a change in the project, which
+	# builds again: the failure, reported again without a run of the
+	# tool, must print nothing, or that is a loop
+	sleep 3 # a loop would print dozens of blocks in this time (the subject)
+	[ "$(grep -c '^FAILED a.txt' watch.log)" -eq 1 ] || { cat watch.log; false; }
+	[ "$(grep -c '^profile pc:' watch.log)" -eq 1 ] || { cat watch.log; false; }
+	[ "$(wc -l <src/a.txt)" -eq 2 ] || { echo "the tool ran again:"; cat src/a.txt; false; }
+	# an edit runs the tool again: its failure is news
+	printf 'edited\n' >>src/a.txt
+	wait_for sh -c "[ \$(grep -c '^FAILED a.txt' watch.log) -eq 2 ]" || { cat watch.log; false; }
+	sleep 3 # as above
+	[ "$(grep -c '^FAILED a.txt' watch.log)" -eq 2 ] || { cat watch.log; false; }
+	watch_stop
 }
