@@ -92,9 +92,7 @@ struct build_view {
 	unsigned repeats;
 };
 
-/* A failure kiln watch printed: the step, and its run (error and tool
- * time: the same run reported again by a later build, which did not run
- * the tool, says both alike; a new run of the tool takes its own time). */
+/* A failure kiln watch printed: the step, and a hash of its words. */
 struct shown_failure {
 	char *url;
 	uint64_t run;
@@ -105,15 +103,17 @@ struct shown_failure {
 static uint64_t
 failure_sig(const kiln_step_event *s)
 {
-	uint64_t h = 1469598103934665603ULL ^ s->duration_ns;
+	uint64_t h = 1469598103934665603ULL;
 
 	for (const char *p = s->error ? s->error : ""; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
 	return h;
 }
 
-/* Whether s (a failure) repeats the one last printed for its step; if
- * not, it is the one printed now. */
+/* Whether s (a failure) repeats the one last printed for its step: the
+ * same words, and no tool ran for it in this build (a failure decided
+ * without a run, such as a step not run again; a new run of the tool is
+ * news even when it fails alike). If not, it is the one printed now. */
 static int
 failure_repeats(struct build_view *v, const kiln_step_event *s)
 {
@@ -123,7 +123,7 @@ failure_repeats(struct build_view *v, const kiln_step_event *s)
 	for (i = 0; i < v->nshown && strcmp(v->shown[i].url, s->url) != 0; i++)
 		;
 	if (i < v->nshown) {
-		if (v->shown[i].run == sig)
+		if (v->shown[i].run == sig && s->duration_ns == 0)
 			return 1;
 		v->shown[i].run = sig;
 		return 0;
@@ -635,9 +635,9 @@ static const char watch_help[] =
  * everything up to date (a file no step reads, say kiln watch's own
  * output redirected into the project) prints nothing, so that it causes
  * no further change. A failure is printed once: a later build that
- * reports the same run of the step again (a step not run again because
- * nothing it reads changed, issue 38) prints nothing of it, and counts
- * as having done nothing. */
+ * reports it again without running the tool (a step not run again because
+ * nothing it reads changed, issue 38; an input still missing) prints
+ * nothing of it, and counts as having done nothing. */
 static int
 watch_event(const kiln_event *ev, void *arg)
 {

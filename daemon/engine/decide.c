@@ -164,6 +164,7 @@ selfwrite_fail(struct node *n)
 	 * the same failure, not a new one (kiln watch prints it once) */
 	set_error(n, "%s: the tool wrote outside its scratch folder: %s", n->ks->url,
 	          n->selfw_path);
+	n->duration_ns = 0;   /* no tool ran in this decision */
 	n->have = 0;
 	return EVAL_FAIL;
 }
