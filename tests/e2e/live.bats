@@ -541,6 +541,7 @@ builds_at_least() {
 
 @test "kiln watch's own output in the project beside a tool that wrote its input: the failure is printed once, no loop" {
 	self_writer_project append
+	export KILN_TEST_HOLD_EDITS_MS=500   # (as in the case above)
 	"$KILN" watch >watch.log 2>&1 &
 	watch_pid=$!
 	wait_for grep -q '^profile pc:' watch.log || { cat watch.log; false; }
