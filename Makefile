@@ -104,7 +104,7 @@ ENGINE_SRC = $(addprefix daemon/engine/, action_key_version.c action_key.c files
              graph.c lifecycle.c deps_query.c step.c decide.c decide_key.c decide_cache.c \
              action_results.c blob_watch.c run.c tool_spawn.c trace.c discover.c dep_path.c probe_words.c tool_runs.c \
              depfile.c verify.c publish.c publish_outputs.c publish_records.c lost.c \
-             scratch.c need.c need_wait.c orphans.c timeline.c audit.c materialize.c folder_out.c search_path.c edits.c \
+             scratch.c need.c need_wait.c orphans.c timeline.c audit.c materialize.c folder_out.c search_path.c edits.c selfwrite.c \
               remote.c remote_upload.c remote_need.c agent_jobs.c agent_files.c bundle_build.c kpak_write.c \
              durations.c estimate.c snapshot.c)
 # The server, daemon/ (libkilnserver.a, and main.c for kilnd): lifecycle,
@@ -137,7 +137,7 @@ UNIT_TESTS = test_hash test_names test_blob test_db test_crash test_concurrency 
              test_blobstat test_fsck test_gc test_tree test_enospc test_glob test_desc test_proto test_libkiln \
              test_batch test_deps test_toolrun test_materialize test_engine_key test_depfile test_dep_path test_probe_words test_events \
              test_schedule test_http_cache test_sha256 test_reapi test_roles test_kpak test_stepgraph test_json \
-             test_strmap test_count_check
+             test_strmap test_count_check test_selfwrite
 BENCHES = bench_store bench_load bench_proto bench_engine bench_trace bench_agents
 
 VARIANTS = release asan tsan

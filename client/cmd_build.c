@@ -56,7 +56,9 @@ static const char build_help[] =
 	"failed, the time elapsed and an estimate of the time left (from the\n"
 	"steps' recorded durations), and the steps running longest; otherwise\n"
 	"one line per step that ran or failed. The summary names the slowest\n"
-	"steps. The timeline: kiln trace. Ctrl-C cancels the\n"
+	"steps, and ends with the steps that failed. The timeline: kiln trace.\n"
+	"Without -k a failure starts no more tools; the other steps are still\n"
+	"decided (those up to date count so). Ctrl-C cancels the\n"
 	"steps no other client needs. Exit status: 0 built, 1 a step failed (or\n"
 	"was skipped because one failed, or results could not be recorded), 2\n"
 	"usage or description errors, 130 cancelled (3: with KILN_CHECK_COUNTS=1,\n"
@@ -78,7 +80,95 @@ struct build_view {
 	int live;               /* a status line is on screen */
 	struct progress *prog;  /* kiln build's (NULL: kiln watch) */
 	struct count_check *check; /* kiln build's (NULL: kiln watch) */
+	/* the URLs of the steps that failed in this build, for its summary
+	 * (its FAILED blocks may be far up by then), ", "-separated; past
+	 * what fits, a count */
+	char failed[2048];
+	unsigned failed_more;
+	/* kiln watch: the failures printed, each step's last (a repeat is
+	 * not printed again), and how many of this build's were repeats */
+	struct shown_failure *shown;
+	size_t nshown, capshown;
+	unsigned repeats;
 };
+
+/* A failure kiln watch printed: the step, and a hash of its words. */
+struct shown_failure {
+	char *url;
+	uint64_t run;
+};
+
+#define WATCH_MAX_SHOWN 4096
+
+static uint64_t
+failure_sig(const kiln_step_event *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const char *p = s->error ? s->error : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return h;
+}
+
+/* Whether s (a failure) repeats the one last printed for its step: the
+ * same words, and no tool ran for it in this build (a failure decided
+ * without a run, such as a step not run again; a new run of the tool is
+ * news even when it fails alike). If not, it is the one printed now. */
+static int
+failure_repeats(struct build_view *v, const kiln_step_event *s)
+{
+	uint64_t sig = failure_sig(s);
+	size_t i;
+
+	for (i = 0; i < v->nshown && strcmp(v->shown[i].url, s->url) != 0; i++)
+		;
+	if (i < v->nshown) {
+		if (v->shown[i].run == sig && s->duration_ns == 0)
+			return 1;
+		v->shown[i].run = sig;
+		return 0;
+	}
+	if (v->nshown == v->capshown) {
+		size_t ncap = v->capshown ? v->capshown * 2 : 16;
+		struct shown_failure *nv;
+		if (ncap > WATCH_MAX_SHOWN ||
+		    (nv = realloc(v->shown, ncap * sizeof *nv)) == NULL)
+			return 0;   /* not remembered: printed every time */
+		v->shown = nv;
+		v->capshown = ncap;
+	}
+	if ((v->shown[v->nshown].url = strdup(s->url)) == NULL)
+		return 0;
+	v->shown[v->nshown++].run = sig;
+	return 0;
+}
+
+/* s's step did not fail: a later failure of it is news. */
+static void
+failure_forget(struct build_view *v, const char *url)
+{
+	for (size_t i = 0; i < v->nshown; i++)
+		if (strcmp(v->shown[i].url, url) == 0) {
+			free(v->shown[i].url);
+			v->shown[i] = v->shown[--v->nshown];
+			return;
+		}
+}
+
+/* Note url as failed in this build (once). */
+static void
+failed_add(struct build_view *v, const char *url)
+{
+	size_t used = strlen(v->failed), len = strlen(url);
+
+	for (const char *p = v->failed; (p = strstr(p, url)) != NULL; p += len)
+		if ((p == v->failed || p[-1] == ' ') && (p[len] == ',' || p[len] == '\0'))
+			return;
+	if (used + len + 3 > sizeof v->failed)
+		v->failed_more++;
+	else
+		snprintf(v->failed + used, sizeof v->failed - used, "%s%s", used ? ", " : "", url);
+}
 
 /* Terminal columns of stdout (80 when it does not say). */
 static unsigned
@@ -176,6 +266,7 @@ step_print(struct build_view *v, const kiln_step_event *s)
 	}
 	switch (s->result) {
 	case KILN_STEP_FAILED:
+		failed_add(v, s->url);
 		printf("FAILED %s\n", s->url);
 		for (const char *p = s->error; *p;) {
 			const char *nl = strchr(p, '\n');
@@ -249,7 +340,14 @@ summary_print(struct build_view *v, const kiln_build_summary *b)
 			printf("%s\n", slow);
 		if (b->index[0])
 			printf("outputs in build/%s/ (index: %s)\n", b->profile, b->index);
+		/* last, where the eye lands, as cargo and bazel do */
+		if (v->failed[0] && v->failed_more)
+			printf("failed: %s and %u more\n", v->failed, v->failed_more);
+		else if (v->failed[0])
+			printf("failed: %s\n", v->failed);
 	}
+	v->failed[0] = '\0';
+	v->failed_more = 0;
 	fflush(stdout);
 	if (v->check != NULL) {
 		char why[1024];
@@ -542,7 +640,10 @@ static const char watch_help[] =
  * build and of every later one that did something. A change that left
  * everything up to date (a file no step reads, say kiln watch's own
  * output redirected into the project) prints nothing, so that it causes
- * no further change. */
+ * no further change. A failure is printed once: a later build that
+ * reports it again without running the tool (a step not run again because
+ * nothing it reads changed, issue 38; an input still missing) prints
+ * nothing of it, and counts as having done nothing. */
 static int
 watch_event(const kiln_event *ev, void *arg)
 {
@@ -551,12 +652,19 @@ watch_event(const kiln_event *ev, void *arg)
 
 	switch (ev->type) {
 	case KILN_EVENT_STEP:
+		if (ev->step->result == KILN_STEP_FAILED && failure_repeats(v, ev->step)) {
+			v->repeats++;
+			break;
+		}
+		if (ev->step->result != KILN_STEP_FAILED)
+			failure_forget(v, ev->step->url);
 		step_print(v, ev->step);
 		break;
 	case KILN_EVENT_BUILD_DONE:
-		if (v->id == 0 || b->ran || b->failed || b->skipped || b->cancelled ||
-		    b->error[0])
+		if (v->id == 0 || b->ran || b->failed > v->repeats || b->skipped ||
+		    b->cancelled || b->error[0])
 			summary_print(v, b);
+		v->repeats = 0;
 		v->id = b->build;
 		break;
 	case KILN_EVENT_LOG:
@@ -638,6 +746,9 @@ cmd_watch(const struct cli *cli, int argc, char **argv)
 	rv = kiln_live(c, &o, (const volatile int *)&interrupted, watch_event, &v);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+	for (size_t i = 0; i < v.nshown; i++)
+		free(v.shown[i].url);
+	free(v.shown);
 	if (rv == KILN_EBADPROJECT || rv == KILN_EINVAL) {
 		const char *words = kiln_conn_error(c);
 		cli_errorf("watch", "%s", words[0] ? words : kiln_strerror(rv));
@@ -659,8 +770,9 @@ static const char why_usage[] = "usage: kiln why URL [-C DIR] [-p PROFILE]\n";
 static const char why_help[] =
 	"usage: kiln why URL [-C DIR] [-p PROFILE]\n"
 	"\n"
-	"Say why the last build ran the step URL (which input, param, tool or\n"
-	"variable changed, from which hash or value to which), or why it reused\n"
+	"Say why the last build ran the step URL (which input, prerequisite,\n"
+	"param, tool or variable changed, from which hash or value to which;\n"
+	"a long text shown where it differs), or why it reused\n"
 	"a result, whether its run was file-access traced, and its warnings\n"
 	"(paths it used that kiln could not record as dependencies). Hashes\n"
 	"show their first 8 hex digits.\n";
@@ -716,7 +828,7 @@ why_get(const char *cmd, const struct cli *cli, const char *dir,
 			cli_daemon_error(cmd, url, *c, rv);
 		kiln_close(*c);
 		*c = NULL;
-		return CLI_PROBLEM;
+		return rv == KILN_EINVAL ? CLI_USAGE : CLI_PROBLEM;
 	}
 	return CLI_OK;
 }
@@ -756,12 +868,16 @@ cmd_why(const struct cli *cli, int argc, char **argv)
 		printf("what changed since the decision before:\n");
 	for (size_t i = 0; i < w.nchanges; i++) {
 		const kiln_why_change *ch = &w.changes[i];
+		/* a declared prerequisite's key label is "need URL" (hashed
+		 * into keys): shown by the name kiln deps uses */
+		const char *pre = strncmp(ch->label, "need ", 5) == 0 ? "prerequisite " : "";
+		const char *label = pre[0] ? ch->label + 5 : ch->label;
 		if (ch->before[0] && ch->after[0])
-			printf("  %s: %s -> %s\n", ch->label, ch->before, ch->after);
+			printf("  %s%s: %s -> %s\n", pre, label, ch->before, ch->after);
 		else if (ch->after[0])
-			printf("  %s: new (%s)\n", ch->label, ch->after);
+			printf("  %s%s: new (%s)\n", pre, label, ch->after);
 		else
-			printf("  %s: gone (was %s)\n", ch->label, ch->before);
+			printf("  %s%s: gone (was %s)\n", pre, label, ch->before);
 	}
 	if (w.decision != 2)
 		printf("traced: %s\n", w.traced ? "yes" : "no (a process ran without "

@@ -113,7 +113,8 @@ h_why(struct kilnd *d, const struct kilnd_call *c, struct kilnd_answer *a,
 	(void)w;
 	if (q->url == NULL || kiln_url_check(q->url) != 0)
 		return KILN_EINVAL;
-	rv = engine_why(d->engine, q->profile, q->url, &rec, &mine);
+	rv = engine_why(d->engine, q->profile, q->url, &rec, &mine, a->error,
+	                sizeof a->error);
 	if (rv == KILN_ENOTFOUND)
 		snprintf(a->error, sizeof a->error, "no build has decided %s%s%s yet",
 		         q->url, q->profile && q->profile[0] ? " for profile " : "",

@@ -511,6 +511,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 	const char *hold = getenv("KILN_TEST_HOLD_FINISH_MS");
 	const char *hold_place = getenv("KILN_TEST_HOLD_PLACE_MS");
 	const char *stall = getenv("KILN_TEST_WATCH_STALL_MS");
+	const char *hold_edits = getenv("KILN_TEST_HOLD_EDITS_MS");
 	const char *mat = getenv("KILN_MATERIALIZE");
 	struct engine_config c = {
 		.root = d->paths.project,
@@ -522,6 +523,7 @@ engine_start(struct kilnd *d, char *err, size_t len)
 		.hold_finish_ms = hold ? (unsigned)strtoul(hold, NULL, 10) : 0,
 		.hold_place_ms = hold_place ? (unsigned)strtoul(hold_place, NULL, 10) : 0,
 		.watch_stall_ms = stall ? (unsigned)strtoul(stall, NULL, 10) : 0,
+		.hold_edits_ms = hold_edits ? (unsigned)strtoul(hold_edits, NULL, 10) : 0,
 		.materialize = (kiln_mat_mode)d->cfg.materialize,
 		.build_umask = d->user_umask,
 		.ipc_url = d->paths.url,

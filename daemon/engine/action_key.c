@@ -259,14 +259,69 @@ pb_copy(const Kiln__KeyPart *p)
 	                   p->hash.len == 16 ? NULL : p->text);
 }
 
-/* Append "label a -> b" to the reason while it has room. */
+/* Text t[from, to) into out (outlen > 8), "..." where something is left
+ * out before or after; item separators print as spaces. */
+static void
+text_window(const char *t, size_t from, size_t to, char *out, size_t outlen)
+{
+	size_t j = 0;
+	int cut = to < strlen(t);
+
+	if (from > 0)
+		j = (size_t)snprintf(out, outlen, "...");
+	for (size_t i = from; i < to; i++) {
+		if (j + 1 >= outlen) {
+			cut = 1;
+			break;
+		}
+		out[j++] = t[i] == '\x1f' ? ' ' : t[i];
+	}
+	if (cut && j + 4 > outlen)
+		j = outlen - 4;
+	memcpy(out + j, cut ? "..." : "", cut ? 4 : 1);
+}
+
+/* Two texts as key_part_show would print them, but where either is too
+ * long to print whole, both shown around where they differ (an argv
+ * changed at its end read "cat ${in} > ... -> cat ${in} > ..."). */
+static void
+texts_show(const char *a, const char *b, char *oa, char *ob, size_t outlen)
+{
+	size_t la = strlen(a), lb = strlen(b), pre = 0, suf = 0, from;
+	const size_t ctx = 12;
+
+	if (la < outlen && lb < outlen) {
+		text_window(a, 0, la, oa, outlen);
+		text_window(b, 0, lb, ob, outlen);
+		return;
+	}
+	while (pre < la && pre < lb && a[pre] == b[pre])
+		pre++;
+	while (suf < la - pre && suf < lb - pre && a[la - 1 - suf] == b[lb - 1 - suf])
+		suf++;
+	from = pre > ctx ? pre - ctx : 0;
+	text_window(a, from, la - suf + ctx < la ? la - suf + ctx : la, oa, outlen);
+	text_window(b, from, lb - suf + ctx < lb ? lb - suf + ctx : lb, ob, outlen);
+}
+
+/* Append "label a -> b" to the reason while it has room. A declared
+ * prerequisite's outputs are labelled "need URL" in keys (the label is
+ * hashed: renaming it would change every key), but shown as
+ * "prerequisite URL", the name kiln deps and the docs use ("need" is
+ * kiln need's). */
 static void
 reason_add(char *reason, size_t len, size_t nth, const Kiln__KeyPart *before,
            const Kiln__KeyPart *after)
 {
-	char a[48], b[48], line[160];
+	char a[48], b[48], line[160 + 600];
 	size_t used = strlen(reason);
 	const char *label = before ? before->label : after->label;
+	char shown[600];
+
+	if (strncmp(label, "need ", 5) == 0) {
+		snprintf(shown, sizeof shown, "prerequisite %s", label + 5);
+		label = shown;
+	}
 
 	if (nth == 3) {
 		snprintf(line, sizeof line, "%s...", used ? "; " : "");
@@ -278,8 +333,13 @@ reason_add(char *reason, size_t len, size_t nth, const Kiln__KeyPart *before,
 	} else if (after == NULL) {
 		snprintf(line, sizeof line, "%s%s removed", used ? "; " : "", label);
 	} else {
-		key_part_show(before, a, sizeof a);
-		key_part_show(after, b, sizeof b);
+		if (before->hash.len == 0 && after->hash.len == 0) {
+			texts_show(before->text ? before->text : "",
+			           after->text ? after->text : "", a, b, sizeof a);
+		} else {
+			key_part_show(before, a, sizeof a);
+			key_part_show(after, b, sizeof b);
+		}
 		snprintf(line, sizeof line, "%s%s changed %s -> %s", used ? "; " : "",
 		         label, a, b);
 	}

@@ -546,7 +546,7 @@ engine_build(struct engine *e, const Kiln__BuildRequest *rq,
 	profile = rq->profile && rq->profile[0] ? rq->profile : profiles[0];
 	if ((rv = graph_get(e, profile, &g)) != 0) {
 		if (rv == KILN_EINVAL)
-			snprintf(err, errlen, "unknown profile '%s'", profile);
+			profile_unknown(e, profile, err, errlen);
 		goto fail;
 	}
 	/* the index map's order, now: sorting needs memory per output for a

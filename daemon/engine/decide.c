@@ -30,6 +30,7 @@
 #include "publish.h"
 #include "record_batch.h"
 #include "remote.h"
+#include "selfwrite.h"
 #include "step.h"
 #include "tool_runs.h"
 #include "watch.h"
@@ -177,6 +178,32 @@ fail:
 	return rv;
 }
 
+int
+step_quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q)
+{
+	return quick_key(e, g, n, q);
+}
+
+/* n's last run wrote a project file and nothing n reads changed since:
+ * it fails again as it did, not run (its run would write again, and the
+ * write start another build). */
+static enum eval_result
+selfwrite_fail(struct node *n)
+{
+	char reason[PATH_MAX + 200];
+
+	snprintf(reason, sizeof reason, "not run again: its last run wrote %s, outside "
+	         "its scratch folder, and nothing it reads changed since", n->selfw_path);
+	set_reason(n, reason);
+	/* the words of that run's failure (trace.c's), so that a client sees
+	 * the same failure, not a new one (kiln watch prints it once) */
+	set_error(n, "%s: the tool wrote outside its scratch folder: %s", n->ks->url,
+	          n->selfw_path);
+	n->duration_ns = 0;   /* no tool ran in this decision */
+	n->have = 0;
+	return EVAL_FAIL;
+}
+
 enum eval_result
 step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 {
@@ -194,6 +221,9 @@ step_eval(struct engine *e, struct graph *g, struct node *n, int dry_run)
 		n->rec_lo = 0;   /* queues nothing */
 		return EVAL_DONE;
 	}
+	if (have_quick && selfwrite_unchanged(n, &quick))
+		return selfwrite_fail(n);
+	selfwrite_forget(n);   /* decided afresh: a run says again */
 	lost_decision_begins(e, n);
 	free(n->restored);   /* a new decision: kiln why tells of this one */
 	n->restored = NULL;

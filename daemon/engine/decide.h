@@ -19,6 +19,11 @@ enum eval_result { EVAL_DONE, EVAL_RUN, EVAL_FAIL, EVAL_NEEDS };
 enum eval_result step_eval(struct engine *e, struct graph *g, struct node *n,
                            int dry_run);
 
+/* n's quick key into *q: a hash of its program and of everything it reads
+ * (inputs, prerequisites' outputs, discovered files, needs), as the file
+ * table sees them now. 0, or an error. Its worker, unlocked. */
+int step_quick_key(struct engine *e, const struct graph *g, struct node *n, kiln_id *q);
+
 /* ---- decide_key.c ---- */
 
 /* Gather n's action key parts into kp (decide_key.c): the tool's, then the

@@ -83,7 +83,9 @@ graph_for(struct engine *e, const char *profile, struct graph **gp,
 			return KILN_ENOTFOUND;
 		profile = profiles[0];
 	}
-	return graph_get(e, profile, gp);
+	if ((rv = graph_get(e, profile, gp)) == KILN_EINVAL)
+		profile_unknown(e, profile, err, errlen);
+	return rv;
 }
 
 /* ---- deps ------------------------------------------------------------------ */

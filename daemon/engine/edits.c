@@ -18,6 +18,7 @@
 #include "builds.h"
 #include "edits.h"
 #include "schedule.h"
+#include "selfwrite.h"
 #include "kiln_clock.h"
 #include "tool_spawn.h"
 
@@ -220,6 +221,23 @@ nodes_edited(struct engine *e, char *const *paths, size_t np)
 			e->active[s]->repass = 1;
 }
 
+/* Move to the end of paths[] those a step's own write left as they are
+ * (selfwrite.h): they make no step stale. The number of the others, still
+ * sorted. (The file table forgot them all: each is looked at again.) */
+static size_t
+edits_not_own(struct engine *e, char **paths, size_t n)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!selfwrite_is(e, paths[i])) {
+			char *p = paths[kept];
+			paths[kept++] = paths[i];
+			paths[i] = p;
+		}
+	return kept;
+}
+
 /* Apply one batch: the edits noted up to taken. A build that found all
  * its steps finished while the batch was on its way waited for it
  * (edits_pending): look at the builds again once it is applied. */
@@ -230,6 +248,7 @@ batch_apply(struct engine *e, char **paths, size_t n, int all, uint64_t taken)
 		qsort(paths, n, sizeof *paths, str_cmp);
 	for (size_t i = 0; i < n; i++)
 		filestate_forget(e->fs, paths[i]);
+	n = edits_not_own(e, paths, n);
 	pthread_mutex_lock(&e->mu);
 	if (e->nactive > 0 && !e->wave_dry && all) {
 		/* no names: every build decides all it has again, in a new

@@ -76,7 +76,8 @@ struct engine_config {
 	unsigned hold_place_ms;
 	/* A testing aid: the edits thread waits this long between taking a
 	 * batch of edits and applying it (edits.c), so that a test's step can
-	 * end while an edit is on its way. 0 in real use. */
+	 * end while an edit is on its way (KILN_TEST_HOLD_EDITS_MS in kilnd's
+	 * environment). 0 in real use. */
 	unsigned hold_edits_ms;
 	/* A testing aid: the watch's reader waits this long before reading
 	 * what inotify queued, so that a test's flood of changes overflows
@@ -215,10 +216,11 @@ void engine_audit_free(Kiln__AuditReply *rep);
 /* Why the last build of profile ("" = first) ran or reused url: *rec is
  * malloc'd (free with kiln__step_record__free_unpacked(rec, NULL)) and
  * *this_daemon tells whether this daemon decided it. Returns 0,
- * KILN_ENOTFOUND (no such step, or never built), KILN_EBADPROJECT,
- * KILN_ENOMEM. */
+ * KILN_ENOTFOUND (no such step, or never built), KILN_EBADPROJECT (err
+ * lists the errors), KILN_EINVAL (no such profile: err lists the
+ * project's), KILN_ENOMEM. */
 int engine_why(struct engine *e, const char *profile, const char *url,
-               Kiln__StepRecord **rec, int *this_daemon);
+               Kiln__StepRecord **rec, int *this_daemon, char *err, size_t errlen);
 
 /* What the step url of profile ("" = first) depends on: declared inputs
  * and prerequisites, and what its last successful run discovered. *out is

@@ -258,6 +258,10 @@ struct node {
 	uint8_t folders;         /* it writes or reads a folder output: runs
 	                            here, never on an agent, and never through
 	                            the shared cache (folder_out.c) */
+	/* its last run wrote a project file (selfwrite.c; its worker) */
+	uint8_t selfw_have;      /* selfw_quick is set */
+	char *selfw_path;        /* that file (NULL: its last run wrote none) */
+	kiln_id selfw_quick;     /* its quick key as that run left the files */
 };
 
 struct graph {
@@ -377,6 +381,7 @@ struct engine {
 	                             last said the watch's queue overflowed */
 	uint32_t pass_seq;       /* (e->mu) this pass's number */
 	struct edits *edits;     /* edits.c: files edited while builds run */
+	struct selfwrites *selfw; /* selfwrite.c: files the build changed */
 	int edits_all;           /* (e->mu) an edit no path named: the next
 	                            repass begins a new file-state pass */
 	struct build *active[ENGINE_MAX_BUILDS];

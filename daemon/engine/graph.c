@@ -20,6 +20,7 @@
 #include "discover.h"
 #include "estimate.h"
 #include "need.h"
+#include "selfwrite.h"
 #include "step.h"
 
 /* ---- graphs --------------------------------------------------------------- */
@@ -41,7 +42,11 @@ graph_free(struct graph *g)
 		free(n->reason);
 		free(n->restored);
 		free(n->error);
+<<<<<<< HEAD
 		free(n->execs);
+=======
+		selfwrite_forget(n);
+>>>>>>> i38-watch
 		node_work_free(n);
 	}
 	free(g->nodes);
@@ -617,3 +622,14 @@ graph_get(struct engine *e, const char *profile, struct graph **gp)
 	return 0;
 }
 
+void
+profile_unknown(const struct engine *e, const char *profile, char *err, size_t errlen)
+{
+	const char *const *names;
+	size_t n = e->desc != NULL ? kiln_desc_profiles(e->desc, &names) : 0;
+	size_t used;
+
+	snprintf(err, errlen, "unknown profile '%s'%s", profile, n ? " (profiles:" : "");
+	for (size_t i = 0; i < n && (used = strlen(err)) + 1 < errlen; i++)
+		snprintf(err + used, errlen - used, " %s%s", names[i], i + 1 < n ? "," : ")");
+}

@@ -14,6 +14,10 @@ int project_fresh(struct engine *e, char *err, size_t errlen);
  * here: the loader refuses them.) */
 int graph_get(struct engine *e, const char *profile, struct graph **gp);
 void graph_free(struct graph *g);
+/* "unknown profile 'name' (profiles: a, b, c)" into err: the words every
+ * command that takes -p gives for a name the project lacks. */
+void profile_unknown(const struct engine *e, const char *profile, char *err,
+                     size_t errlen);
 void graphs_free(struct engine *e);
 void stamps_free(struct engine *e);
 /* The XXH3-128 of the sorted names in folder path (absolute), each with

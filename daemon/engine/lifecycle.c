@@ -29,6 +29,7 @@
 #include "schedule.h"
 #include "scratch.h"
 #include "search_path.h"
+#include "selfwrite.h"
 #include "orphans.h"
 #include "watch.h"
 
@@ -110,11 +111,17 @@ watch_changed(void *arg, const char *relpath, enum watch_change kind)
 
 	if (relpath != NULL && (first_is(relpath, "build") || first_is(relpath, ".kiln")))
 		return;
+	/* a step's own write, not an edit: it would start the build that
+	 * runs the step that writes again (the watch's record of the change
+	 * stays: the file is looked at again) */
+	if (relpath != NULL && selfwrite_is(e, relpath))
+		return;
 	if (kind == WATCH_CHANGE_OVERFLOW)
 		overflow_say(e);
 	atomic_fetch_add(&e->changes, 1);
 	edits_note(e, kind == WATCH_CHANGE_ALL || kind == WATCH_CHANGE_OVERFLOW ? NULL : relpath);
-	if (e->cfg.changed != NULL)
+	if (e->cfg.changed != NULL &&
+	    (relpath == NULL || !selfwrite_defer(e, relpath, kind == WATCH_CHANGE_COMPLETE)))
 		e->cfg.changed(e->cfg.arg, relpath, kind == WATCH_CHANGE_COMPLETE);
 }
 
@@ -157,7 +164,7 @@ engine_new(const struct engine_config *cfg, struct engine **ep)
 	rv = KILN_ENOMEM;
 	e->batch_gen = 1;   /* a node's rec_lo of 0 means no batch */
 	e->next_build = timeline_last_id(e->rootfd);   /* no trace replaced */
-	if ((rv = edits_start(e)) != 0)
+	if ((rv = selfwrite_new(&e->selfw)) != 0 || (rv = edits_start(e)) != 0)
 		goto fail;
 	rv = KILN_ENOMEM;
 	/* without inotify (or with --no-watch) every file is stat'ed */
@@ -257,6 +264,7 @@ engine_free(struct engine *e)
 	kiln_desc_free(e->desc);
 	stamps_free(e);
 	filestate_free(e->fs);
+	selfwrite_free(e->selfw);
 	watch_free(e->watch);
 	watch_free(e->blobs);
 	kiln_batch_free(e->batch);
@@ -286,15 +294,27 @@ engine_free(struct engine *e)
 
 /* ---- why ------------------------------------------------------------------ */
 
+/* Whether the loaded project has that profile (e->mu held). */
+static int
+profile_known(const struct engine *e, const char *profile)
+{
+	const char *const *names;
+	size_t n = kiln_desc_profiles(e->desc, &names);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], profile) == 0)
+			return 1;
+	return 0;
+}
+
 int
 engine_why(struct engine *e, const char *profile, const char *url,
-           Kiln__StepRecord **rec, int *this_daemon)
+           Kiln__StepRecord **rec, int *this_daemon, char *err, size_t errlen)
 {
 	const char *const *profiles;
 	struct graph *g = NULL;
 	void *data = NULL;
 	size_t len = 0;
-	char err[256];
 	uint32_t at;
 	int rv, decided = 0, up_to_date = 0;
 	char *restored = NULL;   /* the output its decision put back, edited */
@@ -303,7 +323,7 @@ engine_why(struct engine *e, const char *profile, const char *url,
 	*rec = NULL;
 	*this_daemon = 0;
 	pthread_mutex_lock(&e->mu);
-	if (e->desc == NULL && (rv = project_fresh(e, err, sizeof err)) != 0) {
+	if (e->desc == NULL && (rv = project_fresh(e, err, errlen)) != 0) {
 		pthread_mutex_unlock(&e->mu);
 		return rv;
 	}
@@ -313,6 +333,10 @@ engine_why(struct engine *e, const char *profile, const char *url,
 			return KILN_ENOTFOUND;
 		}
 		profile = profiles[0];
+	} else if (!profile_known(e, profile)) {
+		profile_unknown(e, profile, err, errlen);
+		pthread_mutex_unlock(&e->mu);
+		return KILN_EINVAL;
 	}
 	for (g = e->graphs; g != NULL && strcmp(g->profile, profile) != 0; g = g->next)
 		;

@@ -44,6 +44,7 @@
 #include "record_batch.h"
 #include "run.h"
 #include "schedule.h"
+#include "selfwrite.h"
 #include "agent_jobs.h"
 #include "step.h"
 #include "step_events.h"
@@ -405,14 +406,20 @@ work_finish(struct engine *e, struct run_ctx *rc)
 	struct node *n = rc->n;
 	struct graph *g = rc->g;  /* rc lives in n->w, which may go below */
 	int cancelled = !node_wanted(e, n) && node_cancelled(e, n);
-	int superseded = n->superseded;
+	int superseded = n->superseded, selfw;
 	enum finish_result r;
 
 	n->superseded = 0;
 	n->finishing = 1;   /* edits.c: its disc is ours now */
 	pthread_mutex_unlock(&e->mu);
 	r = step_finish(e, g, n);
-	if (superseded && r != FINISH_DONE && !cancelled) {
+	/* it wrote a project file: the edit that cancelled it, or made it
+	 * stale, was (as far as anyone can tell) its own write; its failure
+	 * stands (selfwrite.h) */
+	if ((selfw = r != FINISH_DONE && n->selfw_path != NULL))
+		selfwrite_settle(e, g, n);
+	selfwrite_run_end(e, n);   /* its trace was read: its own writes known */
+	if (superseded && r != FINISH_DONE && !cancelled && !selfw) {
 		run_superseded(e, g, n);
 		return;
 	}
@@ -426,6 +433,8 @@ work_finish(struct engine *e, struct run_ctx *rc)
 		step_forget(n);  /* cancelled is not failed: no record */
 	pages_tick(e);
 	pthread_mutex_lock(&e->mu);
+	if (selfw)
+		n->stale = 0;
 	if (r != FINISH_DONE && cancelled)
 		node_finish(e, g, n, N_CANCELLED);
 	else if (r != FINISH_DONE)
@@ -450,10 +459,14 @@ work_start(struct engine *e, struct graph *g, struct node *n)
 	else
 		publish_step_started(e, g, n);
 	pthread_mutex_unlock(&e->mu);
-	if (rv == 0)
+	if (rv == 0) {
+		selfwrite_run_begin(e, n);
 		rv = step_start(e, g, n);
-	if (rv != 0)
+	}
+	if (rv != 0) {
 		step_record_failure(e, g, n);
+		selfwrite_run_end(e, n);
+	}
 	pthread_mutex_lock(&e->mu);
 	if (--e->starting == 0)
 		pthread_cond_broadcast(&e->idle_cv);
@@ -632,7 +645,10 @@ work_eval(struct engine *e, struct graph *g, struct node *n)
 	if (want > EVAL_BATCH)
 		want = EVAL_BATCH;
 	for (;;) {
-		if (!node_wanted(e, n) || e->quit)
+		/* a build stopped by a failure still decides what it has (a
+		 * warm build's other steps are up to date, not "cancelled");
+		 * only their tools do not start (work_take) */
+		if ((!node_wanted(e, n) && node_cancelled(e, n)) || e->quit)
 			node_finish(e, g, n, N_CANCELLED);
 		else if (eval_before(e, g, n)) {
 			bg[k] = g;

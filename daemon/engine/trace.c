@@ -44,6 +44,7 @@
 
 #include "dep_path.h"
 #include "engine_int.h"
+#include "selfwrite.h"
 #include "discover.h"
 #include "graph.h"
 #include "scratch.h"
@@ -569,6 +570,8 @@ trace_finish(struct engine *e, const struct graph *g, struct node *n, pid_t pid,
 		const char *shown = t.bad;
 		if (strncmp(shown, e->root, t.lroot) == 0 && shown[t.lroot] == '/')
 			shown += t.lroot + 1;
+		/* a project file: its change is the build's own (selfwrite.c) */
+		selfwrite_note(e, n, shown != t.bad ? shown : NULL);
 		set_error(n, "%s: the tool wrote outside its scratch folder: %s",
 		          n->ks->url, shown);
 		rv = KILN_EFAILED;
