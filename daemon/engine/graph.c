@@ -42,11 +42,8 @@ graph_free(struct graph *g)
 		free(n->reason);
 		free(n->restored);
 		free(n->error);
-<<<<<<< HEAD
 		free(n->execs);
-=======
 		selfwrite_forget(n);
->>>>>>> i38-watch
 		node_work_free(n);
 	}
 	free(g->nodes);
