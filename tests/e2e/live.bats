@@ -88,8 +88,11 @@ output_is() {
 	# build doing nothing; see the issue 36 report.)
 	wait_for sh -c "[ \"\$('$KILN' status --json | sed -n 's/.*\"build_queue\":\([0-9]*\).*/\1/p')\" = 0 ]" ||
 		{ cat "$W" "$W.err"; false; }
+	# a few runs, not one per write: a loaded machine (stress-ng beside
+	# make test) pauses the writing shell mid-burst, and each pause
+	# longer than the settle time is a build of its own (8 were seen)
 	n=$(runs_of a.txt)
-	[ "$n" -ge 2 ] && [ "$n" -le 6 ] || { echo "$n runs"; cat "$W"; false; }
+	[ "$n" -ge 2 ] && [ "$n" -le 20 ] || { echo "$n runs"; cat "$W"; false; }
 	watch_stop
 	output_is a.txt 100
 }
@@ -371,10 +374,13 @@ YAML
 	printf 'two\n' >src/.a.new
 	mv src/.a.new src/a.txt
 	wait_for output_is a.txt two || { cat "$W" batch.out; false; }
+	# and kiln watch hears of it (the file is in place before the event
+	# goes out: beside stress-ng the check came in between)
+	h=$(xxh128sum src/a.txt | cut -d' ' -f1)
+	wait_for grep -q "\"url\":\"a.txt\".*\"hash\":\"$h\"" "$W" ||
+		{ cat "$W" batch.out; false; }
 	# within the batch build's wave: it has not ended yet
 	[ ! -e build/pc/slow.txt ] || { echo "the batch build ended first"; false; }
-	line=$(grep '"url":"a.txt"' "$W" | tail -n 1)
-	[ "$(json_field hash "$line")" = "$(xxh128sum src/a.txt | cut -d' ' -f1)" ]
 	watch_stop
 	touch "$GO"
 	wait "$batch"
