@@ -303,7 +303,7 @@ test check: deps-test
 # test or from a kilnd it started, fails the suite it appeared in
 # (tests/run.sh, KILN_TSAN=1); tests/tsan.supp may only name third-party
 # code, each with its reason.
-TSAN_E2E   = build live edits events agents agents_security cache ui limits client_death gc_race store_stats
+TSAN_E2E   = build live edits events snapshot agents agents_security cache ui limits client_death gc_race store_stats
 TSAN_TESTS = $(UNIT_TESTS:%=$(BIN)/tsan/tests/%)
 tsan: deps-test
 	@$(MAKE) --no-print-directory $(BIN)/tsan/kiln $(BIN)/tsan/kilnd $(TSAN_TESTS) \
