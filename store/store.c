@@ -148,6 +148,7 @@ only_our_entries(const char *dir)
 		return 0;
 	while (ok && (e = readdir(d)) != NULL) {
 		int known = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		            strcmp(e->d_name, MARKER) == 0 ||
 		            strncmp(e->d_name, MARKER ".tmp-", sizeof MARKER + 4) == 0;
 		for (size_t i = 0; !known && i < sizeof ours / sizeof ours[0]; i++)
 			known = strcmp(e->d_name, ours[i]) == 0;
@@ -180,8 +181,15 @@ store_check_folder(const char *dir, unsigned flags, int *fresh)
 		return fmt > STORE_FORMAT ? KILN_EVERSION : 0;
 	if (rv != KILN_ENOTFOUND)
 		return rv;
+	/* Another process creating this store may have renamed its marker
+	 * into place since we looked (seen beside stress-ng: "not a kiln
+	 * store"): the marker counts as ours, and is read again. */
 	if (!only_our_entries(dir))
 		return KILN_ENOTSTORE;
+	if ((rv = marker_read(dir, &fmt)) == 0)
+		return fmt > STORE_FORMAT ? KILN_EVERSION : 0;
+	if (rv != KILN_ENOTFOUND)
+		return rv;
 	if (!(flags & KILN_STORE_CREATE))
 		return KILN_ENOTFOUND;
 	*fresh = 1;

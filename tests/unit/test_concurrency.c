@@ -724,7 +724,7 @@ put_move_of_an_old_file_survives_another_process_opening_the_store(void **state)
 static void
 two_processes_creating_one_store_at_once_both_succeed(void **state)
 {
-	for (int round = 0; round < 5; round++) {
+	for (int round = 0; round < 40; round++) {
 		kiln_store_opts o = {.flags = KILN_STORE_CREATE};
 		char store[4096], marker[64] = {0};
 		int go[2], status;
